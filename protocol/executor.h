@@ -1,0 +1,52 @@
+// Executor: runs requests against the ItemStore and writes memcached's replies
+// into a ReplyBuffer. One per worker thread (it owns that worker's
+// ThreadStats); not thread-safe. Process() parses and executes as many
+// complete requests as the input holds, in order, so pipelined requests are
+// answered in order with one write.
+#ifndef HERDLESS_PROTOCOL_EXECUTOR_H_
+#define HERDLESS_PROTOCOL_EXECUTOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "protocol/reply.h"
+#include "protocol/request.h"
+#include "protocol/server_info.h"
+#include "protocol/text_parser.h"
+#include "protocol/thread_stats.h"
+#include "storage/item_store.h"
+
+namespace herdless {
+
+struct ProcessOutcome {
+  size_t consumed = 0;     // input bytes used (drop them from the buffer)
+  uint64_t swallow = 0;    // then discard this many further input bytes
+  bool close = false;      // close the connection once the output is written
+};
+
+class Executor {
+ public:
+  Executor(ItemStore* store, ServerInfo* server, ThreadStats* stats);
+
+  // Handles complete requests from `input`. Stops early (returning what it
+  // consumed) when the output holds more than `max_output` bytes, so a client
+  // that does not read cannot make the server buffer without bound, or at
+  // most `max_requests` requests (-R), or on close/swallow.
+  ProcessOutcome Process(std::string_view input, ReplyBuffer* out,
+                         size_t max_output, int max_requests);
+
+  // Executes one parsed request (exposed for tests).
+  void Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome);
+
+ private:
+  ItemStore* store_;
+  ServerInfo* server_;
+  ThreadStats* stats_;
+  ParserLimits limits_;
+  Request request_;   // reused: Request is large (meta flags, decoded key)
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_EXECUTOR_H_

@@ -1,0 +1,63 @@
+// ReplyBuffer: the bytes owed to one connection, as a queue of iovec-ready
+// segments. Short strings are copied into owned chunks (adjacent copies merge
+// into one segment); item values are referenced in place and the ItemRef keeps
+// the item alive until the bytes are written, so a concurrent set or delete
+// never frees or changes memory that is still being sent. Not thread-safe:
+// one per connection.
+#ifndef HERDLESS_PROTOCOL_REPLY_H_
+#define HERDLESS_PROTOCOL_REPLY_H_
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "storage/item.h"
+
+namespace herdless {
+
+class ReplyBuffer {
+ public:
+  ReplyBuffer();
+  ~ReplyBuffer();
+  ReplyBuffer(const ReplyBuffer&) = delete;
+  ReplyBuffer& operator=(const ReplyBuffer&) = delete;
+
+  // Copies `s` into owned storage.
+  void Append(std::string_view s);
+  void AppendNumber(uint64_t v);        // decimal
+  void AppendSignedNumber(int64_t v);
+  // Sends `bytes` (which lie inside *item) without copying; takes the reference.
+  void AppendItemBytes(ItemRef item, std::string_view bytes);
+
+  // The next iovecs to write (at most `max`); returns how many were filled.
+  int FillIovecs(struct iovec* iov, int max) const;
+  // Drops `n` written bytes from the front, releasing items fully sent.
+  void Consume(size_t n);
+
+  bool empty() const { return segments_.empty(); }
+  size_t pending_bytes() const { return pending_; }
+  void Clear();
+
+ private:
+  struct Segment {
+    const char* data;
+    size_t len;
+    Item* item;      // owned reference, or nullptr for chunk bytes
+  };
+  struct Chunk;
+  char* Reserve(size_t n);   // room for n contiguous bytes in the current chunk
+
+  std::deque<Segment> segments_;
+  std::deque<std::unique_ptr<Chunk>> chunks_;   // chunks still referenced by segments
+  std::vector<std::unique_ptr<Chunk>> spare_;   // recycled chunks
+  size_t pending_ = 0;
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_REPLY_H_

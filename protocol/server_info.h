@@ -1,0 +1,82 @@
+// ServerInfo: what the protocol needs from the process around it, for `stats`,
+// `verbosity`, `shutdown` and the other control commands. The daemon implements
+// it; unit tests use a fake. The arrow still points daemon -> protocol: this
+// interface is defined here and knows nothing of sockets or event loops.
+#ifndef HERDLESS_PROTOCOL_SERVER_INFO_H_
+#define HERDLESS_PROTOCOL_SERVER_INFO_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol/thread_stats.h"
+
+namespace herdless {
+
+enum class ClassicStampedeMode : uint8_t { kOff, kStale, kWait };
+
+// Settings the protocol obeys and `stats settings` shows (memcached's names).
+struct ProtocolSettings {
+  int tcp_port = 11211;
+  int udp_port = 0;
+  std::string listen_interface = "127.0.0.1";
+  uint64_t max_bytes = 64u << 20;
+  int max_connections = 1024;
+  int num_threads = 4;
+  uint64_t item_size_max = 1u << 20;
+  int reqs_per_event = 20;         // -R
+  bool shutdown_enabled = false;   // -A
+  bool flush_enabled = true;       // -F disables flush_all
+  bool cas_enabled = true;         // -C disables CAS
+  int idle_timeout = 0;
+  int backlog = 1024;
+  std::string username;            // -u
+  // herdless stampede options (-o ...)
+  uint32_t lease_timeout_s = 5;
+  uint32_t xfetch_delta_ms = 100;
+  double xfetch_beta = 0;
+  uint32_t stale_grace_s = 0;
+  ClassicStampedeMode classic_stampede = ClassicStampedeMode::kOff;
+  uint32_t wait_timeout_ms = 5000;
+};
+
+// One connection as `stats conns` shows it.
+struct ConnectionInfo {
+  int fd = 0;
+  std::string addr;          // "127.0.0.1:54321" or "tcp:127.0.0.1:11211" for listeners
+  std::string listen_addr;   // empty for listeners
+  std::string state;         // memcached conn_* state name
+  int64_t secs_since_last_cmd = 0;
+};
+
+// Process-wide figures the daemon owns.
+struct ServerSnapshot {
+  int64_t pid = 0;
+  int64_t uptime = 0;
+  int64_t time = 0;                 // Unix seconds
+  double rusage_user = 0;
+  double rusage_system = 0;
+  uint64_t max_connections = 0;
+  uint64_t curr_connections = 0;
+  uint64_t total_connections = 0;
+  uint64_t rejected_connections = 0;
+  uint64_t connection_structures = 0;
+  uint64_t threads = 0;
+  ThreadStatsTotals totals;         // summed over every worker
+};
+
+class ServerInfo {
+ public:
+  virtual ~ServerInfo() = default;
+  virtual ServerSnapshot Snapshot() = 0;
+  virtual std::vector<ConnectionInfo> Connections() = 0;
+  virtual const ProtocolSettings& Settings() const = 0;
+  virtual void ResetStats() = 0;            // every worker's ThreadStats
+  virtual void SetVerbosity(int level) = 0;
+  virtual int Verbosity() const = 0;
+  virtual void Shutdown(bool graceful) = 0; // only called when shutdown is enabled
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_SERVER_INFO_H_

@@ -1,0 +1,49 @@
+// TextParser: a pure function from a byte buffer to one Request, for the
+// classic text protocol, the meta protocol and mcrouter's lease commands. It
+// never touches a socket, allocates nothing and reads only [buf, buf+len):
+// it answers "need more bytes", "here is a request", or "error, reply this".
+// Byte-for-byte the reply strings are memcached 1.6.18's (proto_text.c).
+#ifndef HERDLESS_PROTOCOL_TEXT_PARSER_H_
+#define HERDLESS_PROTOCOL_TEXT_PARSER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "protocol/request.h"
+
+namespace herdless {
+
+struct ParserLimits {
+  // Largest acceptable value length for a given key length (memcached's
+  // item_size_max rule). Longer declared blocks yield value_too_large.
+  size_t (*max_value_length)(const void* ctx, size_t key_len) = nullptr;
+  const void* ctx = nullptr;
+  size_t max_line_length = 2048;   // memcached: a line without '\n' past 2048
+                                   // bytes closes the connection unless it is a get
+};
+
+enum class ParseStatus : uint8_t {
+  kNeedMore,   // nothing consumed; call again with more bytes
+  kRequest,    // *out holds a request; `consumed` bytes are used
+  kError,      // reply `error` + "\r\n"; drop `consumed` bytes (then `swallow`)
+  kClose,      // close the connection without a reply (memcached does so for
+               // an over-long line)
+};
+
+struct ParseResult {
+  ParseStatus status = ParseStatus::kNeedMore;
+  size_t consumed = 0;
+  // Bytes of the input stream to discard after `consumed` (the data block of
+  // a too-large or refused storage command, plus its "\r\n"). May exceed what
+  // the buffer holds: the connection discards the rest as it arrives.
+  uint64_t swallow = 0;
+  std::string_view error;   // static string, e.g. "CLIENT_ERROR bad data chunk"
+};
+
+// Parses the first request in [buf, buf+len).
+ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits, Request* out);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_TEXT_PARSER_H_

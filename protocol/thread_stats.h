@@ -1,0 +1,60 @@
+// ThreadStats: the protocol counters of one worker thread. Only the owning
+// worker writes (plain load+store, no locked instruction on the hot path);
+// `stats` reads every worker's copy with relaxed loads and sums them.
+#ifndef HERDLESS_PROTOCOL_THREAD_STATS_H_
+#define HERDLESS_PROTOCOL_THREAD_STATS_H_
+
+#include <atomic>
+#include <cstdint>
+
+namespace herdless {
+
+// A single-writer counter.
+class Counter {
+ public:
+  void Add(uint64_t n = 1) { v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed); }
+  uint64_t Get() const { return v_.load(std::memory_order_relaxed); }
+  void Reset() { v_.store(0, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> v_{0};
+};
+
+// The names are memcached's `stats` names (plus herdless's lease counters).
+#define HERDLESS_THREAD_STATS(X) \
+  X(cmd_get) X(cmd_set) X(cmd_flush) X(cmd_touch) X(cmd_meta) \
+  X(get_hits) X(get_misses) X(get_expired) X(get_flushed) \
+  X(delete_misses) X(delete_hits) X(incr_misses) X(incr_hits) \
+  X(decr_misses) X(decr_hits) X(cas_misses) X(cas_hits) X(cas_badval) \
+  X(touch_hits) X(touch_misses) X(store_too_large) X(store_no_memory) \
+  X(bytes_read) X(bytes_written) \
+  X(waits_parked) X(waits_woken) X(waits_timed_out)
+
+struct ThreadStats {
+#define HERDLESS_DECLARE_COUNTER(name) Counter name;
+  HERDLESS_THREAD_STATS(HERDLESS_DECLARE_COUNTER)
+#undef HERDLESS_DECLARE_COUNTER
+
+  void Reset() {
+#define HERDLESS_RESET_COUNTER(name) name.Reset();
+    HERDLESS_THREAD_STATS(HERDLESS_RESET_COUNTER)
+#undef HERDLESS_RESET_COUNTER
+  }
+};
+
+// Plain sums over all workers, for formatting.
+struct ThreadStatsTotals {
+#define HERDLESS_DECLARE_TOTAL(name) uint64_t name = 0;
+  HERDLESS_THREAD_STATS(HERDLESS_DECLARE_TOTAL)
+#undef HERDLESS_DECLARE_TOTAL
+
+  void Add(const ThreadStats& s) {
+#define HERDLESS_ADD_TOTAL(name) name += s.name.Get();
+    HERDLESS_THREAD_STATS(HERDLESS_ADD_TOTAL)
+#undef HERDLESS_ADD_TOTAL
+  }
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_THREAD_STATS_H_

@@ -1,0 +1,24 @@
+#include "storage/clock.h"
+
+#include <time.h>
+
+namespace herdless {
+namespace {
+
+int64_t MonotonicMicros() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
+}
+
+}  // namespace
+
+// The epoch is one second back so that store time 0 (= "never expires" in item
+// headers) is never a real moment.
+SystemClock::SystemClock() : start_monotonic_us_(MonotonicMicros() - 1000000) {}
+
+int64_t SystemClock::NowMicros() const { return MonotonicMicros() - start_monotonic_us_; }
+
+int64_t SystemClock::UnixSeconds() const { return static_cast<int64_t>(time(nullptr)); }
+
+}  // namespace herdless

@@ -1,0 +1,218 @@
+// ItemStore: the cache. A hash table keyed by XXH3 of the key, split into
+// shards that each own a lock, their buckets and an LRU list, so workers on
+// different keys rarely meet. Memory is one global budget (-m): an allocation
+// that would exceed it first evicts LRU tails round-robin across shards
+// (stale items before live ones). Expiry is lazy (checked on access) plus
+// ReclaimExpired(), which a maintenance timer calls. The per-key lease
+// (memcached's W/X/Z, lease-get, classic stampede modes, XFetch) lives on the
+// item and is decided by storage/lease.h. Thread-safe; knows no wire format.
+//
+// Times from clients are memcached "exptime" values: 0 = never, negative =
+// already expired, <= 30 days = relative seconds, larger = Unix time.
+#ifndef HERDLESS_STORAGE_ITEM_STORE_H_
+#define HERDLESS_STORAGE_ITEM_STORE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "storage/clock.h"
+#include "storage/item.h"
+#include "storage/lease.h"
+#include "storage/random.h"
+
+namespace herdless {
+
+struct StoreConfig {
+  size_t memory_limit = 64u << 20;   // bytes of item memory (-m)
+  size_t item_size_max = 1u << 20;   // -I: limit on a whole item, as memcached
+  int shard_bits = 6;                // 2^shard_bits shards
+  LeaseSettings lease;
+  uint32_t stale_grace_s = 0;        // keep expired items as stale this long
+  Clock* clock = nullptr;            // not owned; required
+  RandomSource* random = nullptr;    // not owned; required
+};
+
+// How a read treats stale items and misses.
+enum class ReadKind : uint8_t {
+  kClassic,     // get/gets/gat/gats: stale = miss, placeholders = miss, no leases
+  kClassicLease,// get/gets in classic_stampede stale|wait mode
+  kMeta,        // mg: memcached's semantics (X/W/Z), herdless's Y
+  kLeaseGet,    // mcrouter lease-get
+};
+
+struct ReadOptions {
+  ReadKind kind = ReadKind::kClassic;
+  bool bump = true;               // false = mg u: no LRU bump, not marked fetched
+  bool has_touch = false;         // gat / mg T: new exptime on hit
+  int64_t touch_exptime = 0;
+  bool has_vivify = false;        // mg N<ttl>: a miss creates a 0-byte item and wins
+  int64_t vivify_exptime = 0;
+  LeaseAsk lease;                 // mg R / mg Y / -o xfetch_beta
+};
+
+enum class ReadStatus : uint8_t { kMiss, kHit };
+
+struct ReadResult {
+  ReadStatus status = ReadStatus::kMiss;
+  ItemRef item;                   // set on kHit (value bytes are immutable)
+  // Snapshot of the metadata taken under the lock (the header may change later).
+  uint32_t client_flags = 0;
+  uint64_t cas = 0;
+  int64_t ttl_before = -1;        // remaining TTL in seconds before any touch, -1 = none
+  int64_t ttl_after = -1;         // remaining TTL after the touch (== before without T)
+  bool fetched_before = false;    // mg h
+  int64_t seconds_since_access = 0;  // mg l (before this read)
+  bool stale = false;             // memcached's X
+  LeaseVerdict lease = LeaseVerdict::kNone;  // kWin = W, kHeld = Z
+  bool lease_by_xfetch = false;
+  bool vivified = false;          // this read created the item
+  bool placeholder = false;       // the hit is a lease-only stub with no value
+};
+
+enum class StoreMode : uint8_t { kSet, kAdd, kReplace, kAppend, kPrepend, kCas };
+
+enum class StoreStatus : uint8_t {
+  kStored,
+  kNotStored,
+  kExists,      // CAS mismatch
+  kNotFound,    // CAS / replace / append on a missing item
+  kTooLarge,    // item over item_size_max: the old item of a set is removed
+  kNoMemory,
+};
+
+struct StoreRequest {
+  StoreMode mode = StoreMode::kSet;
+  std::string_view key;
+  std::string_view value;         // copied into the new item
+  uint32_t client_flags = 0;
+  int64_t exptime = 0;
+  uint64_t compare_cas = 0;       // kCas / ms C: 0 = none (kCas with 0 never matches... as memcached)
+  bool invalidate = false;        // ms I: a CAS older than the item's stores a stale item
+  uint64_t lease_token = 0;       // lease-set: store only if this lease is the live one
+  bool has_vivify = false;        // ms N (append/prepend): a miss creates the item
+  int64_t vivify_exptime = 0;
+  uint64_t new_cas = 0;           // ms E: use this CAS instead of the counter (0 = counter)
+};
+
+struct StoreResult {
+  StoreStatus status = StoreStatus::kNotStored;
+  uint64_t cas = 0;               // CAS of the stored item (0 when not stored)
+  size_t stored_size = 0;
+};
+
+struct DeleteRequest {
+  std::string_view key;
+  uint64_t compare_cas = 0;       // md C
+  bool invalidate = false;        // md I: keep the value as stale, new CAS, clear the lease
+  bool has_ttl = false;           // md T (with I)
+  int64_t exptime = 0;
+  uint64_t new_cas = 0;           // md E
+};
+
+enum class DeleteStatus : uint8_t { kDeleted, kNotFound, kExists };
+
+struct ArithRequest {
+  std::string_view key;
+  bool incr = true;
+  uint64_t delta = 1;
+  uint64_t compare_cas = 0;       // ma C
+  bool has_vivify = false;        // ma N: create with `initial` on a miss
+  int64_t vivify_exptime = 0;
+  uint64_t initial = 0;           // ma J
+  bool has_ttl = false;           // ma T: new exptime on success
+  int64_t exptime = 0;
+  uint64_t new_cas = 0;           // ma E
+};
+
+enum class ArithStatus : uint8_t { kOk, kNotFound, kNonNumeric, kExists, kNoMemory };
+
+struct ArithResult {
+  ArithStatus status = ArithStatus::kNotFound;
+  uint64_t value = 0;
+  uint64_t cas = 0;
+  int64_t ttl = -1;
+  bool created = false;
+};
+
+// Counters kept by the store (summed over shards on demand).
+struct StoreStats {
+  uint64_t curr_items = 0;
+  uint64_t total_items = 0;
+  uint64_t bytes = 0;             // memory charged for items
+  uint64_t evictions = 0;
+  uint64_t reclaimed = 0;         // expired items removed (lazily or by the reaper)
+  uint64_t expired_unfetched = 0;
+  uint64_t evicted_unfetched = 0;
+  uint64_t curr_leases = 0;
+  uint64_t lease_grants = 0;
+  uint64_t lease_fulfilled = 0;
+  uint64_t lease_timeouts = 0;
+  uint64_t lease_sets_refused = 0;
+  uint64_t xfetch_grants = 0;
+  uint64_t stale_hits = 0;
+  uint64_t hash_buckets = 0;
+};
+
+class ItemStore {
+ public:
+  explicit ItemStore(const StoreConfig& config);
+  ~ItemStore();
+  ItemStore(const ItemStore&) = delete;
+  ItemStore& operator=(const ItemStore&) = delete;
+
+  ReadResult Read(std::string_view key, const ReadOptions& opts);
+  StoreResult Store(const StoreRequest& req);
+  DeleteStatus Delete(const DeleteRequest& req);
+  ArithResult Arithmetic(const ArithRequest& req);
+  // touch: new exptime on an existing item. Returns false on a miss.
+  bool Touch(std::string_view key, int64_t exptime);
+
+  // flush_all: delay_s <= 0 drops every item now; otherwise every item stored
+  // or touched before now + delay_s is dropped once that moment passes.
+  void FlushAll(int64_t delay_s);
+
+  // Removes up to `budget` expired items; returns how many were removed.
+  size_t ReclaimExpired(size_t budget);
+
+  // cache_memlimit: a smaller limit evicts down to it lazily.
+  void SetMemoryLimit(size_t bytes);
+  size_t memory_limit() const { return memory_limit_.load(std::memory_order_relaxed); }
+  size_t item_size_max() const { return config_.item_size_max; }
+
+  // Largest value length that fits an item with this key (memcached's rule:
+  // header + key + value + CRLF + CAS must fit item_size_max).
+  size_t MaxValueLength(size_t key_len) const;
+
+  StoreStats Stats() const;
+  void ResetStats();   // stats reset: counters only, not curr_items/bytes
+
+  // Store time helpers (seconds since the clock's epoch), as memcached's
+  // current_time; used by the protocol for `stats` and by tests.
+  int64_t NowSeconds() const;
+  // Converts a client exptime to store seconds (0 = never).
+  int64_t ToStoreTime(int64_t exptime) const;
+
+  const StoreConfig& config() const { return config_; }
+
+ private:
+  struct Shard;
+  Shard& ShardFor(uint64_t hash);
+
+  StoreConfig config_;
+  std::unique_ptr<Shard[]> shards_;
+  size_t shard_count_;
+  std::atomic<size_t> memory_limit_;
+  std::atomic<size_t> memory_used_{0};
+  std::atomic<uint64_t> next_cas_{2};   // CAS 0 and 1 are lease tokens' special values
+  std::atomic<size_t> evict_cursor_{0};
+  std::atomic<int64_t> flush_deadline_{0};  // pending delayed flush (store seconds), 0 = none
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_STORAGE_ITEM_STORE_H_

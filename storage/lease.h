@@ -1,0 +1,64 @@
+// The lease state machine, as pure functions over one item's state, so every
+// protocol path (meta W/X/Z, lease-get, classic stale/wait modes, XFetch) takes
+// the same decision and tests can drive it with a fixed clock and random draw.
+// ItemStore calls these under the shard lock; nothing here locks or allocates.
+#ifndef HERDLESS_STORAGE_LEASE_H_
+#define HERDLESS_STORAGE_LEASE_H_
+
+#include <cstdint>
+
+namespace herdless {
+
+struct LeaseSettings {
+  uint32_t lease_timeout_ms = 5000;    // 0 = never (memcached's behaviour)
+  uint32_t default_delta_ms = 100;     // XFetch's delta before any measurement
+};
+
+// What a reader asked for, beyond a plain read.
+struct LeaseAsk {
+  bool has_recache = false;  // memcached mg R<t>
+  int64_t recache_below_s = 0;
+  double xfetch_beta = 0;    // 0 = no draw
+};
+
+// What the item looks like to the decision (copied out of the header).
+struct LeaseView {
+  bool stale = false;        // kItemStale or expired within stale_grace
+  bool token_sent = false;   // kItemTokenSent
+  bool needs_value = false;  // kItemNeedsValue (stub waiting for its value)
+  bool just_vivified = false;
+  int32_t exptime = 0;       // store seconds, 0 = never
+  uint32_t lease_granted_ms = 0;
+  uint16_t delta_ms = 0;
+};
+
+enum class LeaseVerdict : uint8_t {
+  kNone,        // no hint: plain hit
+  kWin,         // this reader gets the lease (memcached's W)
+  kHeld,        // someone else holds a live lease (memcached's Z)
+};
+
+struct LeaseDecision {
+  LeaseVerdict verdict = LeaseVerdict::kNone;
+  bool by_xfetch = false;     // the win came from an XFetch draw
+  bool regrant = false;       // the previous holder's lease had timed out
+};
+
+// True when a lease granted at `granted_ms` is still live at `now_ms`.
+bool LeaseLive(const LeaseSettings& s, uint32_t granted_ms, uint32_t now_ms);
+
+// XFetch (Vattani et al., Fig. 3): recompute early iff
+//   now - delta * beta * ln(u) >= expiry,  u uniform on (0, 1].
+bool XFetchDraw(int64_t now_us, int64_t expiry_us, double delta_ms, double beta, double u);
+
+// Decides the lease outcome of one read of an existing item.
+// `u` is consumed only when an XFetch draw is needed.
+LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const LeaseAsk& ask,
+                         int64_t now_us, double u);
+
+// Exponentially smoothed recompute time: new = old ? (old*3 + sample)/4 : sample.
+uint16_t SmoothDelta(uint16_t old_ms, int64_t sample_ms);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_STORAGE_LEASE_H_
