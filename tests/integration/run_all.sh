@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "integration tests not written yet"; exit 0
