@@ -1,0 +1,18 @@
+// Meta command execution (mg ms md ma mn me): applies a parsed meta Request to
+// the ItemStore and writes memcached 1.6's meta replies (HD/VA/EN/NS/EX/NF/MN/ME
+// with return flags in request order, then Z, X, W). Called by Executor.
+#ifndef HERDLESS_PROTOCOL_META_EXECUTOR_H_
+#define HERDLESS_PROTOCOL_META_EXECUTOR_H_
+
+#include "protocol/reply.h"
+#include "protocol/request.h"
+#include "protocol/thread_stats.h"
+#include "storage/item_store.h"
+
+namespace herdless {
+
+void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_META_EXECUTOR_H_
