@@ -1,0 +1,208 @@
+#!/usr/bin/python3
+"""A/B throughput benchmark: herdless against Debian's memcached, same flags, same load.
+
+Starts both servers with the same -t/-m/-c on loopback, fills the key space,
+then runs each preset against A and B alternately (A B A B ...), and prints per
+run and as medians: ops/s, hits/s, p50/p99/p99.9 latency, the server's CPU
+seconds per million operations (from /proc/<pid>/stat), and herdless/memcached
+ratios. Load generator: memtier_benchmark ($MEMTIER or on PATH); without it,
+Debian's memcaslap (fewer figures; said in the output).
+"""
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+PRESETS = {
+    # name: (description, memtier args)
+    "a": ("1:10 set:get, 100 B values, 100k keys, 50 conns",
+          ["--ratio=1:10", "--data-size=100", "--key-pattern=R:R"]),
+    "b": ("as a, --pipeline=16",
+          ["--ratio=1:10", "--data-size=100", "--key-pattern=R:R", "--pipeline=16"]),
+    "c": ("as a, 1000 B values",
+          ["--ratio=1:10", "--data-size=1000", "--key-pattern=R:R"]),
+    "d": ("10-key multi-get, 100 B values",
+          ["--ratio=1:10", "--data-size=100", "--key-pattern=R:R", "--multi-key-get=10"]),
+    "e": ("100% gets, hot Zipf keys, 100 B values",
+          ["--ratio=0:1", "--data-size=100", "--key-pattern=Z:Z", "--key-zipf-exp=1.2"]),
+}
+KEYS = 100000
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_listening(port, proc, timeout=10.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server on port {port} exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"server on port {port} did not start")
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # fields[11], fields[12] are utime, stime (fields 14, 15 of the whole line).
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def flush(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"flush_all\r\n")
+        s.recv(100)
+
+
+class Server:
+    def __init__(self, name, argv, port, cpus):
+        self.name, self.port = name, port
+        prefix = ["taskset", "-c", cpus] if cpus else []
+        self.proc = subprocess.Popen(prefix + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_listening(port, self.proc)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def memtier_run(tool, port, preset_args, seconds, conns, cpus, fill=False):
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
+        out = tf.name
+    argv = ([ "taskset", "-c", cpus] if cpus else []) + [
+        tool, "-s", "127.0.0.1", "-p", str(port), "--protocol=memcache_text",
+        "-t", "1", "-c", str(conns), "--key-prefix=k:", "--key-minimum=1",
+        f"--key-maximum={KEYS}", "--hide-histogram", f"--json-out-file={out}"]
+    if fill:
+        size = [a for a in preset_args if a.startswith("--data-size")]
+        argv += ["--ratio=1:0", "--key-pattern=P:P", "--requests=allkeys"] + size
+    else:
+        argv += [f"--test-time={seconds}"] + preset_args
+    res = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"memtier failed: {' '.join(argv)}\n{res.stderr[-2000:]}")
+    with open(out) as f:
+        data = json.load(f)
+    os.unlink(out)
+    totals = data["ALL STATS"]["Totals"]
+    gets = data["ALL STATS"].get("Gets", {})
+    pct = totals.get("Percentile Latencies", {})
+    return {
+        "ops": totals["Ops/sec"],
+        "count": totals.get("Count", 0),
+        "hits": gets.get("Hits/sec", 0.0),
+        "p50": pct.get("p50.00", 0.0),
+        "p99": pct.get("p99.00", 0.0),
+        "p999": pct.get("p99.90", 0.0),
+    }
+
+
+def memcaslap_run(port, preset_args, seconds, conns, cpus):
+    size = next((a.split("=")[1] for a in preset_args if a.startswith("--data-size")), "100")
+    argv = (["taskset", "-c", cpus] if cpus else []) + [
+        "memcaslap", "-s", f"127.0.0.1:{port}", "-T", "1", "-c", str(conns),
+        "-t", f"{seconds}s", "-X", size]
+    res = subprocess.run(argv, capture_output=True, text=True)
+    ops = 0.0
+    count = 0
+    for line in res.stdout.splitlines():
+        if line.startswith("Run time"):
+            # "Run time: 10.0s Ops: 123456 TPS: 12345 Net_rate: ..."
+            parts = line.split()
+            count = int(parts[parts.index("Ops:") + 1])
+            ops = float(parts[parts.index("TPS:") + 1])
+    return {"ops": ops, "count": count, "hits": 0.0, "p50": 0.0, "p99": 0.0, "p999": 0.0}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--presets", default="a,b,c,d,e")
+    ap.add_argument("--rounds", type=int, default=3, help="A/B alternations per preset")
+    ap.add_argument("--seconds", type=int, default=10, help="length of one run")
+    ap.add_argument("--threads", type=int, default=4, help="-t of both servers")
+    ap.add_argument("--memory", type=int, default=1024, help="-m of both servers (MB)")
+    ap.add_argument("--conns", type=int, default=50)
+    ap.add_argument("--herdless", default=os.environ.get("HERDLESS_BIN", "build/release/herdless"))
+    ap.add_argument("--memcached", default="/usr/bin/memcached")
+    args = ap.parse_args()
+
+    tool = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
+    ncpu = os.cpu_count() or 1
+    server_cpus, load_cpus = ("0", "1") if ncpu >= 2 and shutil.which("taskset") else (None, None)
+    print(f"machine: {ncpu} cores, {os.uname().release}; "
+          + (f"servers pinned to cpu {server_cpus}, load generator to cpu {load_cpus}"
+             if server_cpus else "no pinning (fewer than 2 cores or no taskset)"))
+    print("load generator: " + (tool if tool else
+          "memcaslap (memtier_benchmark not found: no latency percentiles, no hit counts)"))
+
+    user = ["-u", "nobody"] if os.geteuid() == 0 else []
+    common = ["-l", "127.0.0.1", "-t", str(args.threads), "-m", str(args.memory), "-c", "4096"] + user
+    pa, pb = free_port(), free_port()
+    servers = {
+        "memcached": Server("memcached", [args.memcached, "-p", str(pa)] + common, pa, server_cpus),
+        "herdless": Server("herdless", [args.herdless, "-p", str(pb)] + common, pb, server_cpus),
+    }
+    print(f"servers: memcached {args.memcached}, herdless {args.herdless}; "
+          f"flags: {' '.join(common)}")
+    summary = []
+    try:
+        for name in args.presets.split(","):
+            desc, preset_args = PRESETS[name]
+            print(f"\n== preset {name}: {desc}; {args.rounds} rounds x {args.seconds}s, "
+                  f"{args.conns} connections")
+            results = {"memcached": [], "herdless": []}
+            for srv in servers.values():
+                flush(srv.port)
+                if tool:
+                    memtier_run(tool, srv.port, preset_args, 0, args.conns, load_cpus, fill=True)
+            for r in range(args.rounds):
+                for srv in servers.values():
+                    cpu0 = cpu_seconds(srv.proc.pid)
+                    if tool:
+                        res = memtier_run(tool, srv.port, preset_args, args.seconds, args.conns, load_cpus)
+                    else:
+                        res = memcaslap_run(srv.port, preset_args, args.seconds, args.conns, load_cpus)
+                    cpu = cpu_seconds(srv.proc.pid) - cpu0
+                    ops_total = res["count"] or res["ops"] * args.seconds
+                    res["cpu_per_mop"] = cpu / (ops_total / 1e6) if ops_total else 0.0
+                    results[srv.name].append(res)
+                    print(f"  round {r + 1} {srv.name:9s} ops/s {res['ops']:10.0f}  hits/s {res['hits']:10.0f}"
+                          f"  p50 {res['p50']:.3f}  p99 {res['p99']:.3f}  p99.9 {res['p999']:.3f} ms"
+                          f"  cpu {res['cpu_per_mop']:.2f} s/Mop")
+            med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in results.items()}
+            m, h = med["memcached"], med["herdless"]
+            def ratio(f):
+                return h[f] / m[f] if m[f] else float("nan")
+            print(f"  median memcached ops/s {m['ops']:.0f} p99 {m['p99']:.3f} ms cpu {m['cpu_per_mop']:.2f} s/Mop")
+            print(f"  median herdless  ops/s {h['ops']:.0f} p99 {h['p99']:.3f} ms cpu {h['cpu_per_mop']:.2f} s/Mop")
+            print(f"  ratio herdless/memcached: ops/s {ratio('ops'):.2f}x  p50 {ratio('p50'):.2f}x  "
+                  f"p99 {ratio('p99'):.2f}x  p99.9 {ratio('p999'):.2f}x  cpu/op {ratio('cpu_per_mop'):.2f}x")
+            summary.append((name, m, h, ratio("ops"), ratio("p99"), ratio("cpu_per_mop")))
+    finally:
+        for srv in servers.values():
+            srv.stop()
+    print("\n| preset | memcached ops/s | herdless ops/s | ops ratio | p99 ratio | CPU/op ratio |")
+    print("|---|---|---|---|---|---|")
+    for name, m, h, ro, rp, rc in summary:
+        print(f"| {name} | {m['ops']:.0f} | {h['ops']:.0f} | {ro:.2f} | {rp:.2f} | {rc:.2f} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
