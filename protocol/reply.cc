@@ -1,1 +1,150 @@
-// placeholder: being written
+#include "protocol/reply.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "protocol/numbers.h"
+
+namespace herdless {
+
+namespace {
+
+// Most replies are a few short lines; 16 KiB holds a pipeline's worth of them
+// and is what memcached sizes its response buffers to.
+constexpr size_t kChunkSize = 16 * 1024;
+// Recycled chunks kept per connection; more would only hold idle memory.
+constexpr size_t kMaxSpareChunks = 4;
+
+}  // namespace
+
+struct ReplyBuffer::Chunk {
+  explicit Chunk(size_t cap) : data(new char[cap]), capacity(cap) {}
+  bool Contains(const char* p) const { return p >= data.get() && p < data.get() + capacity; }
+
+  // Moves the oldest chunk to the spare list (standard-size chunks, up to a
+  // few) or frees it. Its bytes must no longer be referenced by a segment.
+  static void RecycleFront(std::deque<std::unique_ptr<Chunk>>* chunks,
+                           std::vector<std::unique_ptr<Chunk>>* spare);
+
+  std::unique_ptr<char[]> data;
+  size_t capacity;
+  size_t used = 0;
+};
+
+ReplyBuffer::ReplyBuffer() = default;
+
+ReplyBuffer::~ReplyBuffer() { Clear(); }
+
+char* ReplyBuffer::Reserve(size_t n) {
+  if (chunks_.empty() || chunks_.back()->capacity - chunks_.back()->used < n) {
+    if (n <= kChunkSize && !spare_.empty()) {
+      chunks_.push_back(std::move(spare_.back()));
+      spare_.pop_back();
+    } else {
+      // A string bigger than a chunk gets a chunk of its own size.
+      chunks_.push_back(std::make_unique<Chunk>(std::max(n, kChunkSize)));
+    }
+  }
+  Chunk& chunk = *chunks_.back();
+  char* p = chunk.data.get() + chunk.used;
+  chunk.used += n;
+  pending_ += n;
+  // Bytes that continue the last segment in the same chunk extend it, so a
+  // pipeline of short replies goes out as one iovec.
+  if (!segments_.empty() && p != chunk.data.get()) {
+    Segment& last = segments_.back();
+    if (last.item == nullptr && last.data + last.len == p) {
+      last.len += n;
+      return p;
+    }
+  }
+  segments_.push_back(Segment{p, n, nullptr});
+  return p;
+}
+
+void ReplyBuffer::Append(std::string_view s) {
+  if (s.empty()) return;
+  std::memcpy(Reserve(s.size()), s.data(), s.size());
+}
+
+void ReplyBuffer::AppendNumber(uint64_t v) {
+  char buf[24];
+  char* end = FormatUint64(v, buf);
+  Append(std::string_view(buf, end - buf));
+}
+
+void ReplyBuffer::AppendSignedNumber(int64_t v) {
+  char buf[24];
+  char* p = buf;
+  uint64_t magnitude = static_cast<uint64_t>(v);
+  if (v < 0) {
+    *p++ = '-';
+    magnitude = 0 - magnitude;   // well defined for INT64_MIN too
+  }
+  char* end = FormatUint64(magnitude, p);
+  Append(std::string_view(buf, end - buf));
+}
+
+void ReplyBuffer::AppendItemBytes(ItemRef item, std::string_view bytes) {
+  if (bytes.empty()) return;   // nothing to send: `item` releases its reference
+  segments_.push_back(Segment{bytes.data(), bytes.size(), item.Release()});
+  pending_ += bytes.size();
+}
+
+int ReplyBuffer::FillIovecs(struct iovec* iov, int max) const {
+  int n = 0;
+  for (const Segment& seg : segments_) {
+    if (n == max) break;
+    iov[n].iov_base = const_cast<char*>(seg.data);
+    iov[n].iov_len = seg.len;
+    ++n;
+  }
+  return n;
+}
+
+void ReplyBuffer::Consume(size_t n) {
+  while (n > 0 && !segments_.empty()) {
+    Segment& seg = segments_.front();
+    if (n < seg.len) {
+      seg.data += n;
+      seg.len -= n;
+      pending_ -= n;
+      return;
+    }
+    n -= seg.len;
+    pending_ -= seg.len;
+    if (seg.item != nullptr) {
+      ReleaseItem(seg.item);
+    } else {
+      // Chunk segments were written in chunk order, so every chunk in front
+      // of the one holding this segment is no longer referenced.
+      while (!chunks_.front()->Contains(seg.data)) Chunk::RecycleFront(&chunks_, &spare_);
+    }
+    segments_.pop_front();
+  }
+  if (segments_.empty()) {
+    while (!chunks_.empty()) Chunk::RecycleFront(&chunks_, &spare_);
+  }
+}
+
+void ReplyBuffer::Clear() {
+  for (const Segment& seg : segments_) {
+    if (seg.item != nullptr) ReleaseItem(seg.item);
+  }
+  segments_.clear();
+  pending_ = 0;
+  while (!chunks_.empty()) Chunk::RecycleFront(&chunks_, &spare_);
+}
+
+void ReplyBuffer::Chunk::RecycleFront(std::deque<std::unique_ptr<Chunk>>* chunks,
+                                      std::vector<std::unique_ptr<Chunk>>* spare) {
+  std::unique_ptr<Chunk> chunk = std::move(chunks->front());
+  chunks->pop_front();
+  if (chunk->capacity == kChunkSize && spare->size() < kMaxSpareChunks) {
+    chunk->used = 0;
+    spare->push_back(std::move(chunk));
+  }
+}
+
+}  // namespace herdless

@@ -1,1 +1,300 @@
-// placeholder: being written
+#include "protocol/reply.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "storage/item.h"
+
+namespace herdless {
+namespace {
+
+// Every pending byte, in order, as the iovecs present them.
+std::string Pending(const ReplyBuffer& buf) {
+  std::vector<struct iovec> iov(4096);
+  int n = buf.FillIovecs(iov.data(), static_cast<int>(iov.size()));
+  std::string s;
+  for (int i = 0; i < n; ++i) s.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+  return s;
+}
+
+// The first `n` pending bytes (fewer if fewer are pending).
+std::string PendingPrefix(const ReplyBuffer& buf, size_t n) {
+  struct iovec iov[64];
+  int count = buf.FillIovecs(iov, 64);
+  std::string s;
+  for (int i = 0; i < count && s.size() < n; ++i)
+    s.append(static_cast<const char*>(iov[i].iov_base), std::min(iov[i].iov_len, n - s.size()));
+  return s;
+}
+
+int SegmentCount(const ReplyBuffer& buf) {
+  std::vector<struct iovec> iov(4096);
+  return buf.FillIovecs(iov.data(), static_cast<int>(iov.size()));
+}
+
+// An unlinked item holding `value`; the test owns the one reference.
+Item* MakeItem(std::string_view key, std::string_view value) {
+  size_t charged = 0;
+  Item* item = AllocateItem(key, static_cast<uint32_t>(value.size()), &charged);
+  std::memcpy(item->value_data(), value.data(), value.size());
+  return item;
+}
+
+uint32_t Refs(const Item* item) { return item->refcount.load(); }
+
+TEST(ReplyBufferTest, StartsEmpty) {
+  ReplyBuffer buf;
+  EXPECT_TRUE(buf.empty());
+  EXPECT_EQ(buf.pending_bytes(), 0u);
+  EXPECT_EQ(SegmentCount(buf), 0);
+}
+
+TEST(ReplyBufferTest, AdjacentCopiesMergeIntoOneSegment) {
+  ReplyBuffer buf;
+  buf.Append("STORED\r\n");
+  buf.Append("END\r\n");
+  buf.AppendNumber(42);
+  buf.Append("\r\n");
+  EXPECT_EQ(Pending(buf), "STORED\r\nEND\r\n42\r\n");
+  EXPECT_EQ(SegmentCount(buf), 1);
+  EXPECT_EQ(buf.pending_bytes(), 17u);
+}
+
+TEST(ReplyBufferTest, EmptyAppendAddsNothing) {
+  ReplyBuffer buf;
+  buf.Append("");
+  EXPECT_TRUE(buf.empty());
+}
+
+TEST(ReplyBufferTest, AppendNumberWritesDecimal) {
+  const uint64_t values[] = {0, 1, 9, 10, 99, 100, 12345, 4294967295u, 4294967296u,
+                             std::numeric_limits<uint64_t>::max()};
+  for (uint64_t v : values) {
+    ReplyBuffer buf;
+    buf.AppendNumber(v);
+    EXPECT_EQ(Pending(buf), std::to_string(v));
+  }
+}
+
+TEST(ReplyBufferTest, AppendSignedNumberWritesSign) {
+  const int64_t values[] = {0, 1, -1, 59, -59, std::numeric_limits<int64_t>::max(),
+                            std::numeric_limits<int64_t>::min()};
+  for (int64_t v : values) {
+    ReplyBuffer buf;
+    buf.AppendSignedNumber(v);
+    EXPECT_EQ(Pending(buf), std::to_string(v));
+  }
+}
+
+TEST(ReplyBufferTest, ItemBytesAreSentInPlaceBetweenCopies) {
+  Item* item = MakeItem("key", "hello");
+  ReplyBuffer buf;
+  buf.Append("VALUE key 0 5\r\n");
+  buf.AppendItemBytes(ItemRef::Share(item), item->value_with_crlf());
+  buf.Append("END\r\n");
+  EXPECT_EQ(Pending(buf), "VALUE key 0 5\r\nhello\r\nEND\r\n");
+  EXPECT_EQ(SegmentCount(buf), 3);
+  struct iovec iov[3];
+  ASSERT_EQ(buf.FillIovecs(iov, 3), 3);
+  EXPECT_EQ(iov[1].iov_base, item->value_data());   // not copied
+  buf.Clear();
+  ReleaseItem(item);
+}
+
+TEST(ReplyBufferTest, ItemReferenceReleasedOnceWhenFullyConsumed) {
+  Item* item = MakeItem("k", "abcdef");
+  ReplyBuffer buf;
+  buf.AppendItemBytes(ItemRef::Share(item), item->value_with_crlf());
+  EXPECT_EQ(Refs(item), 2u);
+  buf.Consume(3);
+  EXPECT_EQ(Refs(item), 2u);   // still being sent
+  EXPECT_EQ(Pending(buf), "def\r\n");
+  buf.Consume(5);
+  EXPECT_EQ(Refs(item), 1u);
+  EXPECT_TRUE(buf.empty());
+  buf.Consume(0);
+  buf.Clear();
+  EXPECT_EQ(Refs(item), 1u);
+  ReleaseItem(item);
+}
+
+TEST(ReplyBufferTest, ClearAndDestructorReleaseItemReferences) {
+  Item* a = MakeItem("a", "1");
+  Item* b = MakeItem("b", "2");
+  {
+    ReplyBuffer buf;
+    buf.AppendItemBytes(ItemRef::Share(a), a->value_with_crlf());
+    buf.Clear();
+    EXPECT_EQ(Refs(a), 1u);
+    EXPECT_TRUE(buf.empty());
+    buf.AppendItemBytes(ItemRef::Share(b), b->value_with_crlf());
+    buf.AppendItemBytes(ItemRef::Share(b), b->value_with_crlf());
+    EXPECT_EQ(Refs(b), 3u);
+  }
+  EXPECT_EQ(Refs(b), 1u);
+  ReleaseItem(a);
+  ReleaseItem(b);
+}
+
+TEST(ReplyBufferTest, EmptyItemBytesDropTheReferenceAtOnce) {
+  Item* item = MakeItem("k", "v");
+  ReplyBuffer buf;
+  buf.AppendItemBytes(ItemRef::Share(item), std::string_view());
+  EXPECT_EQ(Refs(item), 1u);
+  EXPECT_TRUE(buf.empty());
+  ReleaseItem(item);
+}
+
+// Builds copies, item values, a large copy and a number; returns the bytes.
+std::string FillMixed(ReplyBuffer* buf, const std::vector<Item*>& items) {
+  std::string expected;
+  for (size_t i = 0; i < items.size(); ++i) {
+    std::string line = "VALUE " + std::string(items[i]->key()) + " 0 " +
+                       std::to_string(items[i]->value_len) + "\r\n";
+    buf->Append(line);
+    buf->AppendItemBytes(ItemRef::Share(items[i]), items[i]->value_with_crlf());
+    expected += line;
+    expected += items[i]->value_with_crlf();
+  }
+  std::string big(16 * 1024 + 1, 'x');   // just over one chunk
+  big[0] = 'B';
+  big.back() = 'E';
+  buf->Append(big);
+  expected += big;
+  buf->AppendNumber(1234567);
+  expected += "1234567";
+  buf->Append("END\r\n");
+  expected += "END\r\n";
+  return expected;
+}
+
+TEST(ReplyBufferTest, PartialConsumeAtEveryOffset) {
+  std::vector<Item*> items = {MakeItem("a", "first"), MakeItem("bb", ""), MakeItem("ccc", "third!")};
+  std::string expected;
+  {
+    ReplyBuffer probe;
+    expected = FillMixed(&probe, items);
+  }
+  for (size_t offset = 0; offset <= expected.size(); ++offset) {
+    ReplyBuffer buf;
+    FillMixed(&buf, items);
+    buf.Consume(offset);
+    ASSERT_EQ(buf.pending_bytes(), expected.size() - offset);
+    // Checking every byte of every suffix would be quadratic; the front and
+    // the length pin down where the cut landed.
+    ASSERT_EQ(PendingPrefix(buf, 64), expected.substr(offset, 64)) << "offset " << offset;
+    buf.Consume(buf.pending_bytes());
+    ASSERT_TRUE(buf.empty());
+  }
+  for (Item* item : items) {
+    EXPECT_EQ(Refs(item), 1u);
+    ReleaseItem(item);
+  }
+}
+
+TEST(ReplyBufferTest, ConsumeInSmallStepsYieldsEveryByteInOrder) {
+  std::vector<Item*> items = {MakeItem("k1", "value-one"), MakeItem("k2", "v2")};
+  for (size_t step = 1; step <= 13; ++step) {
+    ReplyBuffer buf;
+    std::string expected = FillMixed(&buf, items);
+    std::string written;
+    while (!buf.empty()) {
+      struct iovec iov[8];
+      int n = buf.FillIovecs(iov, 8);
+      ASSERT_GT(n, 0);
+      // Pretend the socket took only `step` bytes of the first iovec.
+      size_t take = std::min(step, iov[0].iov_len);
+      written.append(static_cast<const char*>(iov[0].iov_base), take);
+      buf.Consume(take);
+    }
+    EXPECT_EQ(written, expected) << "step " << step;
+  }
+  for (Item* item : items) {
+    EXPECT_EQ(Refs(item), 1u);
+    ReleaseItem(item);
+  }
+}
+
+TEST(ReplyBufferTest, LargeAppendKeepsItsBytesIntact) {
+  ReplyBuffer buf;
+  buf.Append("head ");
+  std::string big(100000, 'z');
+  for (size_t i = 0; i < big.size(); i += 997) big[i] = static_cast<char>('a' + i % 26);
+  buf.Append(big);
+  buf.Append(" tail");
+  EXPECT_EQ(Pending(buf), "head " + big + " tail");
+  EXPECT_EQ(buf.pending_bytes(), big.size() + 10);
+}
+
+TEST(ReplyBufferTest, ManySegmentsAreFilledInOrderUpToMax) {
+  std::vector<Item*> items;
+  for (int i = 0; i < 500; ++i) items.push_back(MakeItem("key" + std::to_string(i), std::to_string(i)));
+  ReplyBuffer buf;
+  std::string expected;
+  for (Item* item : items) {
+    buf.Append("V ");
+    buf.AppendItemBytes(ItemRef::Share(item), item->value_with_crlf());
+    expected += "V ";
+    expected += item->value_with_crlf();
+  }
+  EXPECT_EQ(SegmentCount(buf), 1000);
+  struct iovec iov[16];
+  EXPECT_EQ(buf.FillIovecs(iov, 16), 16);
+  EXPECT_EQ(Pending(buf), expected);
+  // Drain in writev-sized bites: 16 iovecs at a time.
+  while (!buf.empty()) {
+    int n = buf.FillIovecs(iov, 16);
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += iov[i].iov_len;
+    buf.Consume(total);
+  }
+  for (Item* item : items) {
+    EXPECT_EQ(Refs(item), 1u);
+    ReleaseItem(item);
+  }
+}
+
+TEST(ReplyBufferTest, DrainedBufferReusesItsChunk) {
+  ReplyBuffer buf;
+  buf.Append("first reply\r\n");
+  struct iovec iov[1];
+  ASSERT_EQ(buf.FillIovecs(iov, 1), 1);
+  void* first = iov[0].iov_base;
+  buf.Consume(buf.pending_bytes());
+  buf.Append("second\r\n");
+  ASSERT_EQ(buf.FillIovecs(iov, 1), 1);
+  EXPECT_EQ(iov[0].iov_base, first);
+  EXPECT_EQ(Pending(buf), "second\r\n");
+}
+
+TEST(ReplyBufferTest, AppendAfterPartialConsumeContinuesTheSameSegment) {
+  ReplyBuffer buf;
+  buf.Append("abcdef");
+  buf.Consume(2);
+  buf.Append("gh");
+  EXPECT_EQ(Pending(buf), "cdefgh");
+  EXPECT_EQ(SegmentCount(buf), 1);
+}
+
+TEST(ReplyBufferTest, SpillingPastAChunkStartsANewSegment) {
+  ReplyBuffer buf;
+  std::string line(1000, 'q');
+  std::string expected;
+  for (int i = 0; i < 40; ++i) {   // 40 KB: more than two 16 KiB chunks
+    buf.Append(line);
+    expected += line;
+  }
+  EXPECT_EQ(Pending(buf), expected);
+  EXPECT_GE(SegmentCount(buf), 3);
+  buf.Consume(20000);
+  EXPECT_EQ(Pending(buf), expected.substr(20000));
+}
+
+}  // namespace
+}  // namespace herdless
