@@ -1,1 +1,524 @@
-// placeholder: being written
+// Meta commands, written to match memcached 1.6.18's replies byte for byte
+// (checked against Debian's 1.6.18; the cases are pinned in
+// tests/unit/meta_executor_test.cc). The shape of every reply is:
+//
+//   <code>[ <return flags in request order>][ Z][ X][ W]\r\n[<data>\r\n]
+//
+// Which flags a command echoes, and when `q` hides a reply, differ per
+// command exactly as they do in memcached; the comments say where.
+#include "protocol/meta_executor.h"
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
+#include "protocol/key.h"
+#include "protocol/numbers.h"
+
+namespace herdless {
+
+namespace {
+
+using Flag = MetaFlags::Flag;
+
+// ---------------------------------------------------------------------------
+// Return-flag writers shared by every command.
+
+// memcached's META_KEY: " k<key>", or the key re-encoded in base64 followed
+// by " b" when the request carried a base64 key.
+void AppendKeyFlag(const Request& req, ReplyBuffer* out) {
+  out->Append(" k");
+  if (!req.key_was_base64) {
+    out->Append(req.key);
+    return;
+  }
+  char encoded[(kMaxKeyLength + 2) / 3 * 4 + 4];
+  size_t n = Base64Encode(req.key, encoded, sizeof(encoded));
+  out->Append(std::string_view(encoded, n));
+  out->Append(" b");
+}
+
+// The opaque comes back as the client sent it, flag letter included.
+void AppendOpaqueFlag(const Flag& flag, ReplyBuffer* out) {
+  out->Append(" O");
+  out->Append(flag.token);
+}
+
+void AppendNumberFlag(char name, uint64_t value, ReplyBuffer* out) {
+  const char head[2] = {' ', name};
+  out->Append(std::string_view(head, 2));
+  out->AppendNumber(value);
+}
+
+// `t`: remaining seconds, or -1 for an item that never expires.
+void AppendTtlFlag(int64_t ttl, ReplyBuffer* out) {
+  out->Append(" t");
+  out->AppendSignedNumber(ttl);
+}
+
+// The flags every reply echoes, hit or miss: O and k, in request order.
+void AppendOpaqueAndKey(const Request& req, ReplyBuffer* out) {
+  const MetaFlags& flags = req.meta;
+  for (int i = 0; i < flags.count; ++i) {
+    if (flags.list[i].name == 'O') {
+      AppendOpaqueFlag(flags.list[i], out);
+    } else if (flags.list[i].name == 'k') {
+      AppendKeyFlag(req, out);
+    }
+  }
+}
+
+void EndLine(ReplyBuffer* out) { out->Append("\r\n"); }
+
+// ---------------------------------------------------------------------------
+// TTL as seen at a position in the flag list.
+//
+// memcached applies T (and N, on an item the command just created) at the
+// place they stand in the request, so a `t` before them reports the old TTL
+// and a `t` after them the new one. The store applies the changes at once and
+// reports the final TTL; positions before the last change are computed from
+// the requested exptime.
+class TtlWalk {
+ public:
+  TtlWalk(const ItemStore& store, int64_t initial, int64_t final_ttl, int last_change)
+      : store_(store), current_(initial), final_(final_ttl), last_change_(last_change) {}
+
+  // The flag at `index` set the exptime to `exptime`.
+  void Change(int index, int64_t exptime) {
+    current_ = index == last_change_ ? final_ : TtlOf(exptime);
+  }
+  int64_t current() const { return current_; }
+
+ private:
+  int64_t TtlOf(int64_t exptime) const {
+    if (exptime == 0) return -1;
+    return store_.ToStoreTime(exptime) - store_.NowSeconds();
+  }
+
+  const ItemStore& store_;
+  int64_t current_;
+  int64_t final_;
+  int last_change_;
+};
+
+// Index of the last flag that changes the TTL: T always, N only on a created item.
+int LastTtlChange(const MetaFlags& flags, bool created) {
+  int last = -1;
+  for (int i = 0; i < flags.count; ++i) {
+    char name = flags.list[i].name;
+    if (name == 'T' || (name == 'N' && created)) last = i;
+  }
+  return last;
+}
+
+// ---------------------------------------------------------------------------
+// mg
+
+void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  const MetaFlags& flags = req.meta;
+  const MetaArgs& args = req.meta_args;
+  const bool touch = flags.Has('T');
+
+  ReadOptions opts;
+  opts.kind = ReadKind::kMeta;
+  opts.bump = !flags.Has('u');
+  opts.has_touch = touch;
+  opts.touch_exptime = args.T;
+  opts.has_vivify = flags.Has('N');
+  opts.vivify_exptime = args.N;
+  opts.lease.has_recache = flags.Has('R');
+  opts.lease.recache_below_s = args.R;
+  opts.lease.xfetch_beta = flags.Has('Y') ? args.Y : 0;
+  ReadResult r = store->Read(req.key, opts);
+
+  // memcached counts an mg with T as a touch, not a get; a vivified miss is a hit.
+  if (touch) {
+    stats->cmd_touch.Add();
+  } else {
+    stats->cmd_get.Add();
+  }
+
+  if (r.status == ReadStatus::kMiss) {
+    if (touch) {
+      stats->touch_misses.Add();
+    } else {
+      stats->get_misses.Add();
+    }
+    if (flags.Has('q')) return;   // q hides only EN
+    out->Append("EN");
+    AppendOpaqueAndKey(req, out);
+    EndLine(out);
+    return;
+  }
+
+  if (touch) {
+    stats->touch_hits.Add();
+  } else {
+    stats->get_hits.Add();
+  }
+
+  Item* item = r.item.get();
+  const bool with_value = flags.Has('v');
+  if (with_value) {
+    out->Append("VA ");
+    out->AppendNumber(item->value_len);
+  } else {
+    out->Append("HD");
+  }
+
+  TtlWalk ttl(*store, r.vivified ? -1 : r.ttl_before, r.ttl_after,
+              LastTtlChange(flags, r.vivified));
+  for (int i = 0; i < flags.count; ++i) {
+    const Flag& flag = flags.list[i];
+    switch (flag.name) {
+      case 'T': ttl.Change(i, args.T); break;
+      case 'N': if (r.vivified) ttl.Change(i, args.N); break;
+      case 's': AppendNumberFlag('s', item->value_len, out); break;
+      case 't': AppendTtlFlag(ttl.current(), out); break;
+      case 'c': AppendNumberFlag('c', r.cas, out); break;
+      case 'f': AppendNumberFlag('f', r.client_flags, out); break;
+      case 'l': AppendNumberFlag('l', static_cast<uint64_t>(r.seconds_since_access), out); break;
+      case 'h': out->Append(r.fetched_before ? " h1" : " h0"); break;
+      case 'O': AppendOpaqueFlag(flag, out); break;
+      case 'k': AppendKeyFlag(req, out); break;
+      default: break;   // b q u v R P L Y: no return value
+    }
+  }
+  // Lease hints, after the requested flags and in memcached's order. Z and W
+  // never come together: the store grants a win only when no lease is out.
+  if (r.lease == LeaseVerdict::kHeld) out->Append(" Z");
+  if (r.stale) out->Append(" X");
+  if (r.lease == LeaseVerdict::kWin) out->Append(" W");
+  EndLine(out);
+
+  if (with_value) {
+    std::string_view bytes = item->value_with_crlf();
+    out->AppendItemBytes(std::move(r.item), bytes);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// ms
+
+// memcached 1.6.18 recognises upper-case mode letters only.
+bool StoreModeFor(char mode, StoreMode* result) {
+  switch (mode) {
+    case 0:
+    case 'S': *result = StoreMode::kSet; return true;
+    case 'E': *result = StoreMode::kAdd; return true;
+    case 'A': *result = StoreMode::kAppend; return true;
+    case 'P': *result = StoreMode::kPrepend; return true;
+    case 'R': *result = StoreMode::kReplace; return true;
+    default: return false;
+  }
+}
+
+std::string_view StoreCode(StoreStatus status) {
+  switch (status) {
+    case StoreStatus::kStored: return "HD";
+    case StoreStatus::kExists: return "EX";
+    case StoreStatus::kNotFound: return "NF";
+    default: return "NS";
+  }
+}
+
+void ExecuteSet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  const MetaFlags& flags = req.meta;
+  const MetaArgs& args = req.meta_args;
+
+  StoreRequest sr;
+  if (!StoreModeFor(args.M, &sr.mode)) {
+    out->Append("CLIENT_ERROR invalid mode for ms M token\r\n");
+    return;
+  }
+  const bool has_cas = flags.Has('C');
+  // C turns set and replace into a CAS store; append and prepend check it
+  // themselves; add ignores it (memcached).
+  if (has_cas && (sr.mode == StoreMode::kSet || sr.mode == StoreMode::kReplace)) {
+    sr.mode = StoreMode::kCas;
+  }
+  if (has_cas && sr.mode != StoreMode::kAdd) sr.compare_cas = args.C;
+  // I only means something for a CAS store: an older CAS stores a stale item.
+  sr.invalidate = flags.Has('I') && sr.mode == StoreMode::kCas;
+  sr.key = req.key;
+  sr.value = req.value;
+  sr.client_flags = flags.Has('F') ? args.F : 0;
+  sr.exptime = flags.Has('T') ? args.T : 0;
+  sr.has_vivify = flags.Has('N');
+  sr.vivify_exptime = args.N;
+  sr.new_cas = flags.Has('E') ? args.E : 0;
+
+  // memcached fails the allocation before reading the data, so an item that
+  // cannot fit is not a set command; it also drops the key's old item so a
+  // stale value does not outlive the failed write.
+  if (req.value_too_large || req.value.size() > store->MaxValueLength(req.key.size())) {
+    DeleteRequest drop;
+    drop.key = req.key;
+    store->Delete(drop);
+    stats->store_too_large.Add();
+    out->Append("SERVER_ERROR object too large for cache\r\n");
+    return;
+  }
+
+  StoreResult result = store->Store(sr);
+  switch (result.status) {
+    case StoreStatus::kTooLarge:
+      stats->store_too_large.Add();
+      out->Append("SERVER_ERROR object too large for cache\r\n");
+      return;
+    case StoreStatus::kNoMemory:
+      stats->store_no_memory.Add();
+      out->Append("SERVER_ERROR out of memory storing object\r\n");
+      return;
+    default:
+      break;
+  }
+
+  stats->cmd_set.Add();
+  if (sr.mode == StoreMode::kCas) {
+    switch (result.status) {
+      case StoreStatus::kStored: stats->cas_hits.Add(); break;
+      case StoreStatus::kExists: stats->cas_badval.Add(); break;
+      case StoreStatus::kNotFound: stats->cas_misses.Add(); break;
+      default: break;
+    }
+  }
+
+  const bool stored = result.status == StoreStatus::kStored;
+  if (stored && flags.Has('q')) return;   // q hides only HD
+
+  out->Append(StoreCode(result.status));
+  for (int i = 0; i < flags.count; ++i) {
+    const Flag& flag = flags.list[i];
+    switch (flag.name) {
+      case 'O': AppendOpaqueFlag(flag, out); break;
+      case 'k': AppendKeyFlag(req, out); break;
+      case 'c': AppendNumberFlag('c', stored ? result.cas : 0, out); break;
+      // memcached 1.6.20+: the item's final size (append/prepend included).
+      case 's':
+        AppendNumberFlag('s', stored ? result.stored_size : req.value.size(), out);
+        break;
+      default: break;
+    }
+  }
+  EndLine(out);
+}
+
+// ---------------------------------------------------------------------------
+// md
+
+void ExecuteDelete(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  const MetaFlags& flags = req.meta;
+  const MetaArgs& args = req.meta_args;
+
+  DeleteRequest dr;
+  dr.key = req.key;
+  dr.compare_cas = flags.Has('C') ? args.C : 0;
+  dr.invalidate = flags.Has('I');
+  dr.has_ttl = flags.Has('T') && dr.invalidate;   // T without I is ignored
+  dr.exptime = args.T;
+  dr.new_cas = flags.Has('E') ? args.E : 0;
+  DeleteStatus status = store->Delete(dr);
+
+  std::string_view code;
+  switch (status) {
+    case DeleteStatus::kDeleted:
+      // Invalidation keeps the item, so memcached counts no delete hit.
+      if (!dr.invalidate) stats->delete_hits.Add();
+      if (flags.Has('q')) return;   // q hides only HD
+      code = "HD";
+      break;
+    case DeleteStatus::kExists:
+      stats->delete_misses.Add();
+      code = "EX";
+      break;
+    case DeleteStatus::kNotFound:
+      stats->delete_misses.Add();
+      code = "NF";
+      break;
+  }
+  out->Append(code);
+  AppendOpaqueAndKey(req, out);
+  EndLine(out);
+}
+
+// ---------------------------------------------------------------------------
+// ma
+
+void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
+                       ReplyBuffer* out) {
+  const MetaFlags& flags = req.meta;
+  const MetaArgs& args = req.meta_args;
+
+  ArithRequest ar;
+  switch (args.M) {
+    case 0:
+    case 'I':
+    case '+': ar.incr = true; break;
+    case 'D':
+    case '-': ar.incr = false; break;
+    default:
+      out->Append("CLIENT_ERROR invalid mode for ma M token\r\n");
+      return;
+  }
+  ar.key = req.key;
+  ar.delta = flags.Has('D') ? args.D : 1;
+  ar.compare_cas = flags.Has('C') ? args.C : 0;
+  ar.has_vivify = flags.Has('N');
+  ar.vivify_exptime = args.N;
+  ar.initial = flags.Has('J') ? args.J : 0;
+  ar.has_ttl = flags.Has('T');
+  ar.exptime = args.T;
+  ar.new_cas = flags.Has('E') ? args.E : 0;
+  ArithResult r = store->Arithmetic(ar);
+
+  switch (r.status) {
+    case ArithStatus::kNonNumeric:
+      out->Append("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+      return;
+    case ArithStatus::kNoMemory:
+      out->Append("SERVER_ERROR out of memory\r\n");
+      return;
+    case ArithStatus::kNotFound:
+      if (ar.incr) {
+        stats->incr_misses.Add();
+      } else {
+        stats->decr_misses.Add();
+      }
+      out->Append("NF");
+      AppendOpaqueAndKey(req, out);
+      EndLine(out);
+      return;
+    case ArithStatus::kExists:
+      out->Append("EX");
+      AppendOpaqueAndKey(req, out);
+      EndLine(out);
+      return;
+    case ArithStatus::kOk:
+      break;
+  }
+
+  // memcached counts hits only for an existing item, and its q hides the HD
+  // of an update but not of a creation (N on a miss).
+  if (!r.created) {
+    if (ar.incr) {
+      stats->incr_hits.Add();
+    } else {
+      stats->decr_hits.Add();
+    }
+    if (flags.Has('q')) return;
+  }
+
+  char number[24];
+  char* number_end = FormatUint64(r.value, number);
+  std::string_view digits(number, number_end - number);
+
+  const bool with_value = flags.Has('v');
+  if (with_value) {
+    out->Append("VA ");
+    out->AppendNumber(digits.size());
+  } else {
+    out->Append("HD");
+  }
+  // ArithResult has only the final TTL, so a `t` before `T` on an existing
+  // item reports the new TTL (memcached: the old one).
+  TtlWalk ttl(*store, r.created ? -1 : r.ttl, r.ttl, LastTtlChange(flags, r.created));
+  for (int i = 0; i < flags.count; ++i) {
+    const Flag& flag = flags.list[i];
+    switch (flag.name) {
+      case 'T': ttl.Change(i, args.T); break;
+      case 'N': if (r.created) ttl.Change(i, args.N); break;
+      case 'c': AppendNumberFlag('c', r.cas, out); break;
+      case 't': AppendTtlFlag(ttl.current(), out); break;
+      case 'O': AppendOpaqueFlag(flag, out); break;
+      case 'k': AppendKeyFlag(req, out); break;
+      default: break;
+    }
+  }
+  EndLine(out);
+  if (with_value) {
+    out->Append(digits);
+    EndLine(out);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// me
+
+// memcached's ITEM_ntotal for an item with a CAS: header, key and its NUL,
+// value and CRLF, client flags when non-zero.
+uint64_t MemcachedItemTotal(const Item& item) {
+  constexpr uint64_t kHeader = 48;
+  constexpr uint64_t kCas = 8;
+  return kHeader + item.key_len + 1 + item.value_len + 2 +
+         (item.client_flags != 0 ? 4 : 0) + kCas;
+}
+
+// The slab class memcached 1.6.18 would put an item of `total` bytes in with
+// its default settings (-n 48, -f 1.25, 8-byte alignment, 512 KiB largest
+// chunk). herdless has no slabs; `me` is a debugging aid, and this keeps its
+// line the same as memcached's for the same item.
+unsigned MemcachedSlabClass(uint64_t total) {
+  constexpr double kFactor = 1.25;
+  constexpr uint64_t kLargestChunk = 512 * 1024;
+  uint64_t size = 96;   // class 1: sizeof(item) + chunk_size
+  unsigned cls = 1;
+  while (total > size) {
+    uint64_t next = static_cast<uint64_t>(size * kFactor);
+    ++cls;
+    if (next >= kLargestChunk / kFactor) return cls;   // the largest class
+    size = (next + 7) / 8 * 8;
+  }
+  return cls;
+}
+
+void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  stats->cmd_meta.Add();
+  // A look that changes nothing: no LRU bump, no fetched mark, no lease.
+  ReadOptions opts;
+  opts.kind = ReadKind::kClassic;
+  opts.bump = false;
+  ReadResult r = store->Read(req.key, opts);
+  if (r.status == ReadStatus::kMiss) {
+    out->Append("EN\r\n");
+    return;
+  }
+  const Item& item = *r.item.get();
+  out->Append("ME ");
+  if (req.key_was_base64) {
+    char encoded[(kMaxKeyLength + 2) / 3 * 4 + 4];
+    out->Append(std::string_view(encoded, Base64Encode(req.key, encoded, sizeof(encoded))));
+  } else {
+    out->Append(req.key);
+  }
+  // memcached prints exp as (now - exptime): minus the remaining TTL.
+  out->Append(" exp=");
+  out->AppendSignedNumber(r.ttl_before == -1 ? -1 : -r.ttl_before);
+  out->Append(" la=");
+  out->AppendNumber(static_cast<uint64_t>(r.seconds_since_access));
+  out->Append(" cas=");
+  out->AppendNumber(r.cas);
+  out->Append(r.fetched_before ? " fetch=yes" : " fetch=no");
+  const uint64_t total = MemcachedItemTotal(item);
+  out->Append(" cls=");
+  out->AppendNumber(MemcachedSlabClass(total));
+  out->Append(" size=");
+  out->AppendNumber(total);
+  EndLine(out);
+}
+
+}  // namespace
+
+void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  switch (req.command) {
+    case Command::kMetaGet: ExecuteGet(store, stats, req, out); break;
+    case Command::kMetaSet: ExecuteSet(store, stats, req, out); break;
+    case Command::kMetaDelete: ExecuteDelete(store, stats, req, out); break;
+    case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, req, out); break;
+    case Command::kMetaDebug: ExecuteDebug(store, stats, req, out); break;
+    case Command::kMetaNoop: out->Append("MN\r\n"); break;
+    default: break;   // not a meta command: the executor never sends one here
+  }
+}
+
+}  // namespace herdless
