@@ -1,1 +1,572 @@
-// placeholder: being written
+#include "daemon/options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+namespace herdless {
+
+namespace {
+
+constexpr uint64_t kItemSizeMin = 1024;             // memcached's ITEM_SIZE_MAX_LOWER_LIMIT
+constexpr uint64_t kItemSizeMax = 1024ull << 20;    // ITEM_SIZE_MAX_UPPER_LIMIT
+constexpr uint32_t kWaitTimeoutWithoutLeaseMs = 5000;
+
+enum class Arg { kNone, kRequired, kOptional };
+
+struct Flag {
+  char short_name;
+  const char* long_name;
+  Arg arg;
+};
+
+// memcached 1.6.18's flags (plus --pid-file, an alias of --pidfile).
+constexpr Flag kFlags[] = {
+    {'p', "port", Arg::kRequired},
+    {'U', "udp-port", Arg::kRequired},
+    {'s', "unix-socket", Arg::kRequired},
+    {'a', "unix-mask", Arg::kRequired},
+    {'A', "enable-shutdown", Arg::kNone},
+    {'Z', "enable-ssl", Arg::kNone},
+    {'l', "listen", Arg::kRequired},
+    {'d', "daemon", Arg::kNone},
+    {'r', "enable-coredumps", Arg::kNone},
+    {'u', "user", Arg::kRequired},
+    {'m', "memory-limit", Arg::kRequired},
+    {'M', "disable-evictions", Arg::kNone},
+    {'c', "conn-limit", Arg::kRequired},
+    {'k', "lock-memory", Arg::kNone},
+    {'v', "verbose", Arg::kOptional},
+    {'h', "help", Arg::kNone},
+    {'i', "license", Arg::kNone},
+    {'V', "version", Arg::kNone},
+    {'P', "pidfile", Arg::kRequired},
+    {'P', "pid-file", Arg::kRequired},
+    {'f', "slab-growth-factor", Arg::kRequired},
+    {'n', "slab-min-size", Arg::kRequired},
+    {'L', "enable-largepages", Arg::kNone},
+    {'D', nullptr, Arg::kRequired},
+    {'t', "threads", Arg::kRequired},
+    {'R', "max-reqs-per-event", Arg::kRequired},
+    {'C', "disable-cas", Arg::kNone},
+    {'b', "listen-backlog", Arg::kRequired},
+    {'B', "protocol", Arg::kRequired},
+    {'I', "max-item-size", Arg::kRequired},
+    {'S', "enable-sasl", Arg::kNone},
+    {'F', "disable-flush-all", Arg::kNone},
+    {'X', "disable-dumping", Arg::kNone},
+    {'W', "disable-watch", Arg::kNone},
+    {'Y', "auth-file", Arg::kRequired},
+    {'e', "memory-file", Arg::kRequired},
+    {'o', "extended", Arg::kRequired},
+    {'N', "napi-ids", Arg::kRequired},
+};
+
+// memcached's -o keys that only tune memcached's slab allocator, LRU threads,
+// hash table or logging. herdless has none of those, so they change nothing.
+constexpr std::string_view kIgnoredSubopts[] = {
+    "maxconns_fast", "no_maxconns_fast", "hashpower", "no_hashexpand",
+    "slab_reassign", "no_slab_reassign", "slab_automove", "no_slab_automove",
+    "slab_automove_ratio", "slab_automove_window", "tail_repair_time",
+    "hash_algorithm", "lru_crawler", "no_lru_crawler", "lru_crawler_sleep",
+    "lru_crawler_tocrawl", "lru_maintainer", "no_lru_maintainer", "hot_lru_pct",
+    "warm_lru_pct", "hot_max_factor", "warm_max_factor", "temporary_ttl",
+    "watcher_logbuf_size", "worker_logbuf_size", "slab_sizes", "slab_chunk_max",
+    "track_sizes", "no_inline_ascii_resp", "inline_ascii_resp", "modern",
+    "no_modern", "no_chunked_items", "drop_privileges", "no_drop_privileges",
+    "resp_obj_mem_limit", "read_buf_mem_limit",
+};
+
+const Flag* FindShort(char c) {
+  for (const Flag& f : kFlags) {
+    if (f.short_name == c) return &f;
+  }
+  return nullptr;
+}
+
+const Flag* FindLong(std::string_view name) {
+  for (const Flag& f : kFlags) {
+    if (f.long_name != nullptr && name == f.long_name) return &f;
+  }
+  return nullptr;
+}
+
+// A whole decimal integer in [min, max]; no sign, spaces or trailing bytes.
+bool ParseUnsigned(std::string_view s, uint64_t min, uint64_t max, uint64_t* out) {
+  if (s.empty() || s.size() > 19) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+bool ParseInt(std::string_view s, int min, int max, int* out) {
+  uint64_t v;
+  if (!ParseUnsigned(s, static_cast<uint64_t>(min), static_cast<uint64_t>(max), &v)) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+bool ParseU32(std::string_view s, uint32_t min, uint32_t max, uint32_t* out) {
+  uint64_t v;
+  if (!ParseUnsigned(s, min, max, &v)) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+// -I: bytes, or a count of k or m (either case), as memcached.
+bool ParseSize(std::string_view s, uint64_t* out) {
+  uint64_t unit = 1;
+  if (!s.empty()) {
+    char last = s.back();
+    if (last == 'k' || last == 'K') unit = 1024;
+    if (last == 'm' || last == 'M') unit = 1024 * 1024;
+    if (unit != 1) s.remove_suffix(1);
+  }
+  uint64_t v;
+  if (!ParseUnsigned(s, 0, UINT64_MAX / (1024 * 1024), &v)) return false;
+  *out = v * unit;
+  return true;
+}
+
+bool ParseDouble(std::string_view s, double min, double max, double* out) {
+  std::string copy(s);
+  if (copy.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(copy.c_str(), &end);
+  if (errno != 0 || end != copy.c_str() + copy.size() || !std::isfinite(v)) return false;
+  if (v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+std::string Quote(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// One -l entry: "host", "host:port", "[v6]" or "[v6]:port". port -1 = from -p.
+bool ParseListenEntry(std::string_view entry, std::string* host, int* port) {
+  *port = -1;
+  if (!entry.empty() && entry.front() == '[') {
+    size_t close = entry.find(']');
+    if (close == std::string_view::npos) return false;
+    *host = std::string(entry.substr(1, close - 1));
+    std::string_view rest = entry.substr(close + 1);
+    if (rest.empty()) return !host->empty();
+    if (rest.front() != ':') return false;
+    return !host->empty() && ParseInt(rest.substr(1), 0, 65535, port);
+  }
+  size_t colon = entry.find(':');
+  if (colon != std::string_view::npos && entry.find(':', colon + 1) != std::string_view::npos) {
+    *host = std::string(entry);   // a bare IPv6 address
+    return true;
+  }
+  *host = std::string(entry.substr(0, colon));
+  if (colon == std::string_view::npos) return !host->empty();
+  return !host->empty() && ParseInt(entry.substr(colon + 1), 0, 65535, port);
+}
+
+class Parser {
+ public:
+  Parser(Options* options, std::string* error) : o_(*options), error_(*error) {}
+
+  bool Run(int argc, char** argv);
+
+ private:
+  bool Fail(std::string message) {
+    error_ = std::move(message);
+    return false;
+  }
+  bool Apply(const Flag& flag, std::string_view value, bool has_value);
+  bool ApplySubopts(std::string_view list);
+  bool ApplySubopt(std::string_view key, std::string_view value, bool has_value);
+  bool Finish();
+
+  Options& o_;
+  std::string& error_;
+  std::vector<std::string> listen_entries_;   // every -l argument, in order
+  bool wait_timeout_set_ = false;
+};
+
+bool Parser::Run(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (arg == "--") {
+      if (i + 1 < argc) return Fail("unexpected argument " + Quote(argv[i + 1]));
+      break;
+    }
+    if (arg.size() > 2 && arg.substr(0, 2) == "--") {
+      std::string_view name = arg.substr(2);
+      std::string_view value;
+      bool has_value = false;
+      size_t eq = name.find('=');
+      if (eq != std::string_view::npos) {
+        value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+        has_value = true;
+      }
+      const Flag* flag = FindLong(name);
+      if (flag == nullptr) return Fail("unrecognized option '--" + std::string(name) + "'");
+      if (flag->arg == Arg::kNone && has_value) {
+        return Fail("option '--" + std::string(name) + "' doesn't allow an argument");
+      }
+      if (flag->arg == Arg::kRequired && !has_value) {
+        if (i + 1 >= argc) return Fail("option '--" + std::string(name) + "' requires an argument");
+        value = argv[++i];
+        has_value = true;
+      }
+      if (!Apply(*flag, value, has_value)) return false;
+      if (o_.action != Options::Action::kRun) return true;
+      continue;
+    }
+    if (arg.size() < 2 || arg.front() != '-') {
+      return Fail("unexpected argument " + Quote(arg));
+    }
+    // A cluster of short flags: "-vv", "-dA", "-p11211", "-p 11211".
+    for (size_t j = 1; j < arg.size(); ++j) {
+      const Flag* flag = FindShort(arg[j]);
+      if (flag == nullptr) return Fail(std::string("invalid option -- '") + arg[j] + "'");
+      if (flag->arg != Arg::kRequired) {
+        if (!Apply(*flag, {}, false)) return false;
+        if (o_.action != Options::Action::kRun) return true;
+        continue;
+      }
+      std::string_view value = arg.substr(j + 1);
+      if (value.empty()) {
+        if (i + 1 >= argc) {
+          return Fail(std::string("option requires an argument -- '") + arg[j] + "'");
+        }
+        value = argv[++i];
+      }
+      if (!Apply(*flag, value, true)) return false;
+      break;
+    }
+  }
+  return Finish();
+}
+
+bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
+  ProtocolSettings& p = o_.protocol;
+  switch (flag.short_name) {
+    case 'p':
+      // Range is checked in Finish() with memcached's message.
+      if (!ParseInt(value, 0, 1 << 30, &p.tcp_port)) return Fail("invalid TCP port " + Quote(value));
+      return true;
+    case 'U': {
+      int port;
+      if (!ParseInt(value, 0, 65535, &port)) return Fail("invalid UDP port " + Quote(value));
+      if (port != 0) return Fail("UDP is not supported by herdless (use -U 0 or leave it out)");
+      p.udp_port = 0;
+      return true;
+    }
+    case 's':
+      return Fail("UNIX domain sockets are not supported by herdless");
+    case 'a':
+      o_.ignored.push_back("-a (only meaningful with -s)");
+      return true;
+    case 'A':
+      p.shutdown_enabled = true;
+      return true;
+    case 'Z':
+      return Fail("This server is not built with TLS support.");
+    case 'l':
+      if (value.empty()) return Fail("empty -l address");
+      while (!value.empty()) {
+        size_t comma = value.find(',');
+        std::string_view entry = value.substr(0, comma);
+        value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
+        bool seen = entry.empty();
+        for (const std::string& e : listen_entries_) seen = seen || e == entry;
+        if (!seen) listen_entries_.emplace_back(entry);   // memcached also drops repeats
+      }
+      return true;
+    case 'd':
+      o_.daemonize = true;
+      return true;
+    case 'r':
+      o_.enable_coredumps = true;
+      return true;
+    case 'u':
+      if (value.empty()) return Fail("empty -u user name");
+      p.username = std::string(value);
+      return true;
+    case 'm': {
+      uint64_t mb;
+      if (!ParseUnsigned(value, 0, uint64_t{1} << 40, &mb)) {
+        return Fail("invalid memory limit " + Quote(value) + " (megabytes)");
+      }
+      p.max_bytes = mb << 20;
+      return true;
+    }
+    case 'M':
+      return Fail("-M (disable evictions) is not supported by herdless");
+    case 'c':
+      if (!ParseInt(value, 1, 1 << 24, &p.max_connections)) {
+        return Fail("Maximum connections must be greater than 0");
+      }
+      return true;
+    case 'k':
+      o_.lock_memory = true;
+      return true;
+    case 'v':
+      (void)has_value;   // memcached accepts and ignores --verbose=<anything>
+      o_.verbosity++;
+      return true;
+    case 'h':
+      o_.action = Options::Action::kHelp;
+      return true;
+    case 'i':
+    case 'V':
+      o_.action = Options::Action::kVersion;
+      return true;
+    case 'P':
+      if (value.empty()) return Fail("empty -P pid file name");
+      o_.pid_file = std::string(value);
+      return true;
+    case 'f':
+    case 'n':
+    case 'D':
+    case 'N':
+      o_.ignored.push_back(std::string("-") + flag.short_name + " " + std::string(value) +
+                           " (no slab allocator / per-prefix stats / NAPI in herdless)");
+      return true;
+    case 'L':
+    case 'X':
+    case 'W':
+      o_.ignored.push_back(std::string("-") + flag.short_name);
+      return true;
+    case 't':
+      if (!ParseInt(value, 1, 1024, &p.num_threads)) {
+        return Fail("Number of threads must be greater than 0 (at most 1024)");
+      }
+      if (p.num_threads > 64) {
+        o_.warnings.push_back(
+            "WARNING: Setting a high number of worker threads is not recommended.\n"
+            " Set this value to the number of cores in your machine or less.");
+      }
+      return true;
+    case 'R':
+      if (!ParseInt(value, 1, 1 << 30, &p.reqs_per_event)) {
+        return Fail("Number of requests per event must be greater than 0");
+      }
+      return true;
+    case 'C':
+      p.cas_enabled = false;
+      return true;
+    case 'b':
+      if (!ParseInt(value, 1, 1 << 30, &p.backlog)) return Fail("invalid listen backlog " + Quote(value));
+      return true;
+    case 'B':
+      if (value == "ascii" || value == "auto") return true;   // ascii is all herdless speaks
+      if (value == "binary") return Fail("the binary protocol is not supported by herdless (ascii only)");
+      return Fail("Invalid value for binding protocol: " + std::string(value) +
+                  " -- should be one of auto, binary, or ascii");
+    case 'I': {
+      uint64_t size;
+      if (!ParseSize(value, &size)) return Fail("invalid item size " + Quote(value));
+      p.item_size_max = size;
+      return true;
+    }
+    case 'S':
+      return Fail("This server is not built with SASL support.");
+    case 'F':
+      p.flush_enabled = false;
+      return true;
+    case 'Y':
+      return Fail("-Y (ascii authentication) is not supported by herdless");
+    case 'e':
+      return Fail("-e (restartable memory file) is not supported by herdless");
+    case 'o':
+      return ApplySubopts(value);
+  }
+  return Fail(std::string("invalid option -- '") + flag.short_name + "'");
+}
+
+bool Parser::ApplySubopts(std::string_view list) {
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    std::string_view key = item.substr(0, eq);
+    std::string_view value = eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
+    if (!ApplySubopt(key, value, eq != std::string_view::npos)) return false;
+  }
+  return true;
+}
+
+bool Parser::ApplySubopt(std::string_view key, std::string_view value, bool has_value) {
+  ProtocolSettings& p = o_.protocol;
+  auto need = [&](const char* what) {
+    return Fail("Missing " + std::string(what) + " argument for " + std::string(key));
+  };
+  auto bad = [&](const char* range) {
+    return Fail("invalid value " + Quote(value) + " for -o " + std::string(key) + " (" + range + ")");
+  };
+  if (key == "idle_timeout") {
+    if (!has_value) return need("numeric");
+    if (!ParseInt(value, 0, 1 << 30, &p.idle_timeout)) return bad("seconds, 0 = no timeout");
+    return true;
+  }
+  if (key == "lease_timeout") {
+    if (!has_value) return need("numeric");
+    if (!ParseU32(value, 0, 4000000, &p.lease_timeout_s)) return bad("seconds, 0 = never");
+    return true;
+  }
+  if (key == "xfetch_delta_ms") {
+    if (!has_value) return need("numeric");
+    // The measured delta is kept in 16 bits on the item.
+    if (!ParseU32(value, 1, 65535, &p.xfetch_delta_ms)) return bad("milliseconds, 1..65535");
+    return true;
+  }
+  if (key == "xfetch_beta") {
+    if (!has_value) return need("numeric");
+    if (!ParseDouble(value, 0, 1000, &p.xfetch_beta)) return bad("a number >= 0, 0 = off");
+    return true;
+  }
+  if (key == "stale_grace") {
+    if (!has_value) return need("numeric");
+    if (!ParseU32(value, 0, 1u << 30, &p.stale_grace_s)) return bad("seconds, 0 = off");
+    return true;
+  }
+  if (key == "classic_stampede") {
+    if (!has_value) return need("off|stale|wait");
+    if (value == "off") {
+      p.classic_stampede = ClassicStampedeMode::kOff;
+    } else if (value == "stale") {
+      p.classic_stampede = ClassicStampedeMode::kStale;
+    } else if (value == "wait") {
+      p.classic_stampede = ClassicStampedeMode::kWait;
+    } else {
+      return bad("off, stale or wait");
+    }
+    return true;
+  }
+  if (key == "wait_timeout_ms") {
+    if (!has_value) return need("numeric");
+    if (!ParseU32(value, 1, UINT32_MAX, &p.wait_timeout_ms)) return bad("milliseconds, > 0");
+    wait_timeout_set_ = true;
+    return true;
+  }
+  for (std::string_view known : kIgnoredSubopts) {
+    if (key == known) {
+      o_.ignored.push_back("-o " + std::string(key) + (has_value ? "=" + std::string(value) : ""));
+      return true;
+    }
+  }
+  return Fail("Illegal suboption " + Quote(key));
+}
+
+bool Parser::Finish() {
+  ProtocolSettings& p = o_.protocol;
+  // memcached's checks, in memcached's order and words.
+  if (p.item_size_max < kItemSizeMin) return Fail("Item max size cannot be less than 1024 bytes.");
+  if (p.item_size_max > p.max_bytes / 2) {
+    return Fail("Cannot set item size limit higher than 1/2 of memory max.");
+  }
+  if (p.item_size_max > kItemSizeMax) return Fail("Cannot set item size limit higher than a gigabyte.");
+  if (p.tcp_port > 65535) return Fail("ERROR: Invalid port number " + std::to_string(p.tcp_port) + ".");
+
+  if (!wait_timeout_set_) {
+    // A parked reader must be answered even when leases never time out.
+    p.wait_timeout_ms = p.lease_timeout_s > 0 ? p.lease_timeout_s * 1000 : kWaitTimeoutWithoutLeaseMs;
+  }
+
+  if (!listen_entries_.empty()) {
+    // Comma-joined, as memcached keeps -l for `stats settings`.
+    p.listen_interface.clear();
+    for (const std::string& entry : listen_entries_) {
+      if (!p.listen_interface.empty()) p.listen_interface += ',';
+      p.listen_interface += entry;
+    }
+  }
+  o_.listen.clear();
+  std::string_view list = p.listen_interface;
+  while (!list.empty()) {
+    size_t comma = list.find(',');
+    std::string_view entry = list.substr(0, comma);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+    if (entry.empty()) continue;
+    ListenAddress address;
+    int port;
+    if (!ParseListenEntry(entry, &address.host, &port)) {
+      return Fail("invalid -l address " + Quote(entry));
+    }
+    if (address.host == "*") address.host.clear();
+    address.port = port >= 0 ? port : p.tcp_port;
+    o_.listen.push_back(std::move(address));
+  }
+  if (o_.listen.empty()) return Fail("no address to listen on (-l)");
+  return true;
+}
+
+}  // namespace
+
+bool ParseOptions(int argc, char** argv, Options* options, std::string* error) {
+  *options = Options();
+  error->clear();
+  Parser parser(options, error);
+  return parser.Run(argc, argv);
+}
+
+std::string VersionText() { return "herdless 0.1.0 (memcached 1.6.18 compatible)\n"; }
+
+std::string UsageText() {
+  const ProtocolSettings d;
+  std::string s = VersionText();
+  auto line = [&s](const std::string& text) { s += text + "\n"; };
+  line("-p, --port=<num>          TCP port to listen on (default: " + std::to_string(d.tcp_port) + ")");
+  line("-U, --udp-port=<num>      UDP port to listen on (default: 0, off; only 0 is accepted)");
+  line("-A, --enable-shutdown     enable ascii \"shutdown\" command");
+  line("-l, --listen=<addr>       interface(s) to listen on, comma separated; an entry may");
+  line("                          carry its own port (host:port, [v6]:port)");
+  line("                          (default: " + d.listen_interface + ")");
+  line("-d, --daemon              run as a daemon");
+  line("-r, --enable-coredumps    maximize core file limit");
+  line("-u, --user=<user>         assume identity of <username> (only when run as root)");
+  line("-m, --memory-limit=<num>  item memory in megabytes (default: " +
+       std::to_string(d.max_bytes >> 20) + ")");
+  line("-c, --conn-limit=<num>    max simultaneous connections (default: " +
+       std::to_string(d.max_connections) + ")");
+  line("-k, --lock-memory         lock down all paged memory");
+  line("-v, --verbose             verbose (print errors/warnings while in event loop)");
+  line("-vv                       very verbose (also print connections opened/closed)");
+  line("-vvv                      extremely verbose");
+  line("-h, --help                print this help and exit");
+  line("-V, --version             print version and exit");
+  line("-P, --pidfile=<file>      save PID in <file> (removed at exit)");
+  line("-t, --threads=<num>       number of threads to use (default: " + std::to_string(d.num_threads) + ")");
+  line("-R, --max-reqs-per-event  maximum number of requests per event, limits the");
+  line("                          requests processed per connection to prevent");
+  line("                          starvation (default: " + std::to_string(d.reqs_per_event) + ")");
+  line("-C, --disable-cas         disable use of CAS");
+  line("-b, --listen-backlog=<num> set the backlog queue limit (default: " + std::to_string(d.backlog) + ")");
+  line("-B, --protocol=<name>     ascii or auto (herdless speaks ascii only)");
+  line("-I, --max-item-size=<num> adjusts max item size");
+  line("                          (default: 1m, min: 1k, max: 1024m)");
+  line("-F, --disable-flush-all   disable flush_all command");
+  line("-o, --extended            comma separated list of extended options");
+  line("   - idle_timeout:        timeout for idle connections. (default: 0, no timeout)");
+  line("   - lease_timeout:       seconds before an unfulfilled lease passes to the next");
+  line("                          reader (default: " + std::to_string(d.lease_timeout_s) + "; 0 = never, as memcached)");
+  line("   - xfetch_delta_ms:     recompute time assumed before one is measured (default: " +
+       std::to_string(d.xfetch_delta_ms) + ")");
+  line("   - xfetch_beta:         XFetch beta for lease-get and classic stale mode");
+  line("                          (default: 0, off)");
+  line("   - stale_grace:         seconds an expired item is kept as stale (default: 0, off)");
+  line("   - classic_stampede:    off|stale|wait: stampede protection for plain get/gets");
+  line("                          (default: off)");
+  line("   - wait_timeout_ms:     longest a parked reader waits in wait mode");
+  line("                          (default: lease_timeout, or 5000 when that is 0)");
+  line("   memcached's tuning options (hashpower, slab_*, lru_*, modern, ...) are accepted");
+  line("   and ignored; -f, -n, -D, -L, -X, -W and -N likewise.");
+  return s;
+}
+
+}  // namespace herdless

@@ -1,1 +1,49 @@
-// placeholder: being written
+// Options: memcached 1.6's command line, parsed into the settings the protocol
+// obeys (ProtocolSettings) plus what only the process needs (daemonize, pid
+// file, listeners). ParseOptions is a pure function of argv: it prints nothing
+// and exits nothing, so tests can drive it; daemon/main.cc does the printing.
+#ifndef HERDLESS_DAEMON_OPTIONS_H_
+#define HERDLESS_DAEMON_OPTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "protocol/server_info.h"
+
+namespace herdless {
+
+// One address to listen on, from -l ("host", "host:port", "[v6]", "[v6]:port").
+struct ListenAddress {
+  std::string host;   // "" = every interface
+  int port = 0;       // -p unless the -l entry names its own; 0 = kernel's choice
+};
+
+struct Options {
+  enum class Action { kRun, kHelp, kVersion };
+  Action action = Action::kRun;
+
+  ProtocolSettings protocol;            // memcached's settings and herdless's -o keys
+  std::vector<ListenAddress> listen;    // at least one after a successful parse
+  int verbosity = 0;                    // -v, -vv, -vvv
+  bool daemonize = false;               // -d
+  std::string pid_file;                 // -P
+  bool lock_memory = false;             // -k
+  bool enable_coredumps = false;        // -r
+  // memcached options that herdless accepts and ignores: main notes them at -v.
+  std::vector<std::string> ignored;
+  // Always printed by main (memcached prints the same warnings).
+  std::vector<std::string> warnings;
+};
+
+// Parses argv[1..argc) into *options (reset to the defaults first). On an
+// unknown flag, a malformed value or an unsupported feature returns false with
+// a one-line message in *error.
+bool ParseOptions(int argc, char** argv, Options* options, std::string* error);
+
+// What -h prints and what -V prints (each ends with '\n').
+std::string UsageText();
+std::string VersionText();
+
+}  // namespace herdless
+
+#endif  // HERDLESS_DAEMON_OPTIONS_H_

@@ -1,1 +1,327 @@
-// placeholder: being written
+#include "daemon/options.h"
+
+#include <gtest/gtest.h>
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace herdless {
+namespace {
+
+// Runs ParseOptions on {"herdless", args...}.
+struct Parsed {
+  bool ok = false;
+  Options options;
+  std::string error;
+};
+
+Parsed Parse(std::initializer_list<const char*> args) {
+  std::vector<std::string> storage = {"herdless"};
+  for (const char* a : args) storage.emplace_back(a);
+  std::vector<char*> argv;
+  for (std::string& s : storage) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  Parsed p;
+  p.ok = ParseOptions(static_cast<int>(storage.size()), argv.data(), &p.options, &p.error);
+  return p;
+}
+
+TEST(OptionsTest, DefaultsAreMemcachedsExceptTheLoopbackListener) {
+  Parsed p = Parse({});
+  ASSERT_TRUE(p.ok) << p.error;
+  const ProtocolSettings& s = p.options.protocol;
+  EXPECT_EQ(p.options.action, Options::Action::kRun);
+  EXPECT_EQ(s.tcp_port, 11211);
+  EXPECT_EQ(s.udp_port, 0);
+  EXPECT_EQ(s.listen_interface, "127.0.0.1");
+  EXPECT_EQ(s.max_bytes, 64u << 20);
+  EXPECT_EQ(s.max_connections, 1024);
+  EXPECT_EQ(s.num_threads, 4);
+  EXPECT_EQ(s.item_size_max, 1u << 20);
+  EXPECT_EQ(s.reqs_per_event, 20);
+  EXPECT_EQ(s.backlog, 1024);
+  EXPECT_FALSE(s.shutdown_enabled);
+  EXPECT_TRUE(s.flush_enabled);
+  EXPECT_TRUE(s.cas_enabled);
+  EXPECT_EQ(s.idle_timeout, 0);
+  EXPECT_EQ(s.lease_timeout_s, 5u);
+  EXPECT_EQ(s.xfetch_delta_ms, 100u);
+  EXPECT_EQ(s.xfetch_beta, 0.0);
+  EXPECT_EQ(s.stale_grace_s, 0u);
+  EXPECT_EQ(s.classic_stampede, ClassicStampedeMode::kOff);
+  EXPECT_EQ(s.wait_timeout_ms, 5000u);
+  EXPECT_EQ(p.options.verbosity, 0);
+  EXPECT_FALSE(p.options.daemonize);
+  EXPECT_TRUE(p.options.pid_file.empty());
+  ASSERT_EQ(p.options.listen.size(), 1u);
+  EXPECT_EQ(p.options.listen[0].host, "127.0.0.1");
+  EXPECT_EQ(p.options.listen[0].port, 11211);
+}
+
+TEST(OptionsTest, ShortFlagsTakeSeparateOrAttachedValues) {
+  Parsed p = Parse({"-p", "22122", "-m128", "-c", "10", "-t2", "-R", "5", "-b", "64", "-u", "nobody"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const ProtocolSettings& s = p.options.protocol;
+  EXPECT_EQ(s.tcp_port, 22122);
+  EXPECT_EQ(s.max_bytes, 128u << 20);
+  EXPECT_EQ(s.max_connections, 10);
+  EXPECT_EQ(s.num_threads, 2);
+  EXPECT_EQ(s.reqs_per_event, 5);
+  EXPECT_EQ(s.backlog, 64);
+  EXPECT_EQ(s.username, "nobody");
+  EXPECT_EQ(p.options.listen[0].port, 22122);
+}
+
+TEST(OptionsTest, LongFlagsTakeEqualsOrSeparateValues) {
+  Parsed p = Parse({"--port=22123", "--memory-limit", "32", "--conn-limit=7", "--threads=3",
+                    "--max-reqs-per-event=9", "--listen-backlog=16", "--user=daemon",
+                    "--pidfile=/tmp/x.pid", "--daemon", "--enable-shutdown",
+                    "--disable-flush-all", "--disable-cas", "--max-item-size=2m",
+                    "--listen=127.0.0.2", "--udp-port=0"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const ProtocolSettings& s = p.options.protocol;
+  EXPECT_EQ(s.tcp_port, 22123);
+  EXPECT_EQ(s.max_bytes, 32u << 20);
+  EXPECT_EQ(s.max_connections, 7);
+  EXPECT_EQ(s.num_threads, 3);
+  EXPECT_EQ(s.reqs_per_event, 9);
+  EXPECT_EQ(s.backlog, 16);
+  EXPECT_EQ(s.username, "daemon");
+  EXPECT_EQ(p.options.pid_file, "/tmp/x.pid");
+  EXPECT_TRUE(p.options.daemonize);
+  EXPECT_TRUE(s.shutdown_enabled);
+  EXPECT_FALSE(s.flush_enabled);
+  EXPECT_FALSE(s.cas_enabled);
+  EXPECT_EQ(s.item_size_max, 2u << 20);
+  EXPECT_EQ(s.listen_interface, "127.0.0.2");
+}
+
+TEST(OptionsTest, PidFileAliasIsAccepted) {
+  Parsed p = Parse({"--pid-file", "/run/h.pid"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.options.pid_file, "/run/h.pid");
+}
+
+TEST(OptionsTest, ClusteredBooleanFlags) {
+  Parsed p = Parse({"-dAFC", "-P", "/tmp/p"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_TRUE(p.options.daemonize);
+  EXPECT_TRUE(p.options.protocol.shutdown_enabled);
+  EXPECT_FALSE(p.options.protocol.flush_enabled);
+  EXPECT_FALSE(p.options.protocol.cas_enabled);
+}
+
+TEST(OptionsTest, VerbosityCountsEveryV) {
+  EXPECT_EQ(Parse({"-v"}).options.verbosity, 1);
+  EXPECT_EQ(Parse({"-vv"}).options.verbosity, 2);
+  EXPECT_EQ(Parse({"-vvv"}).options.verbosity, 3);
+  EXPECT_EQ(Parse({"-v", "-vv", "--verbose"}).options.verbosity, 4);
+}
+
+TEST(OptionsTest, HelpAndVersionStopParsing) {
+  Parsed help = Parse({"-h", "--bogus"});
+  ASSERT_TRUE(help.ok) << help.error;
+  EXPECT_EQ(help.options.action, Options::Action::kHelp);
+  Parsed version = Parse({"--version"});
+  ASSERT_TRUE(version.ok);
+  EXPECT_EQ(version.options.action, Options::Action::kVersion);
+  EXPECT_EQ(Parse({"-V"}).options.action, Options::Action::kVersion);
+  EXPECT_EQ(VersionText(), "herdless 0.1.0 (memcached 1.6.18 compatible)\n");
+  EXPECT_NE(UsageText().find("-p, --port=<num>"), std::string::npos);
+}
+
+TEST(OptionsTest, MaxItemSizeTakesKAndMSuffixesInEitherCase) {
+  EXPECT_EQ(Parse({"-I", "1k"}).options.protocol.item_size_max, 1024u);
+  EXPECT_EQ(Parse({"-I", "512K"}).options.protocol.item_size_max, 512u << 10);
+  EXPECT_EQ(Parse({"-I", "4m"}).options.protocol.item_size_max, 4u << 20);
+  EXPECT_EQ(Parse({"-I", "3M"}).options.protocol.item_size_max, 3u << 20);
+  EXPECT_EQ(Parse({"-I", "5000"}).options.protocol.item_size_max, 5000u);
+  EXPECT_EQ(Parse({"-m", "4096", "-I", "1024m"}).options.protocol.item_size_max, 1024u << 20);
+}
+
+TEST(OptionsTest, MaxItemSizeLimitsAreMemcachedsWithItsMessages) {
+  Parsed small = Parse({"-I", "1000"});
+  EXPECT_FALSE(small.ok);
+  EXPECT_EQ(small.error, "Item max size cannot be less than 1024 bytes.");
+  Parsed half = Parse({"-I", "40m"});   // -m 64: at most 32m
+  EXPECT_FALSE(half.ok);
+  EXPECT_EQ(half.error, "Cannot set item size limit higher than 1/2 of memory max.");
+  Parsed giga = Parse({"-m", "8192", "-I", "1025m"});
+  EXPECT_FALSE(giga.ok);
+  EXPECT_EQ(giga.error, "Cannot set item size limit higher than a gigabyte.");
+  EXPECT_FALSE(Parse({"-I", "12x"}).ok);
+  EXPECT_FALSE(Parse({"-I", "m"}).ok);
+}
+
+TEST(OptionsTest, ZeroMemoryIsRejectedAsMemcachedDoes) {
+  Parsed p = Parse({"-m", "0"});
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.error, "Cannot set item size limit higher than 1/2 of memory max.");
+}
+
+TEST(OptionsTest, ListenTakesListsRepeatsAndPerEntryPorts) {
+  Parsed p = Parse({"-l", "127.0.0.1,127.0.0.2:9000", "-l", "[::1]:9001", "-l", "127.0.0.1",
+                    "-l", "::1", "-p", "8000"});
+  ASSERT_TRUE(p.ok) << p.error;
+  ASSERT_EQ(p.options.listen.size(), 4u);
+  EXPECT_EQ(p.options.listen[0].host, "127.0.0.1");
+  EXPECT_EQ(p.options.listen[0].port, 8000);
+  EXPECT_EQ(p.options.listen[1].host, "127.0.0.2");
+  EXPECT_EQ(p.options.listen[1].port, 9000);
+  EXPECT_EQ(p.options.listen[2].host, "::1");
+  EXPECT_EQ(p.options.listen[2].port, 9001);
+  EXPECT_EQ(p.options.listen[3].host, "::1");
+  EXPECT_EQ(p.options.listen[3].port, 8000);
+  EXPECT_EQ(p.options.protocol.listen_interface, "127.0.0.1,127.0.0.2:9000,[::1]:9001,::1");
+}
+
+TEST(OptionsTest, ListenStarMeansEveryInterface) {
+  Parsed p = Parse({"-l", "*"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.options.listen[0].host, "");
+}
+
+TEST(OptionsTest, MalformedListenAddressesAreErrors) {
+  EXPECT_FALSE(Parse({"-l", "127.0.0.1:"}).ok);
+  EXPECT_FALSE(Parse({"-l", "127.0.0.1:99999"}).ok);
+  EXPECT_FALSE(Parse({"-l", "[::1"}).ok);
+  EXPECT_FALSE(Parse({"-l", ":80"}).ok);
+}
+
+TEST(OptionsTest, HerdlessExtendedOptions) {
+  Parsed p = Parse({"-o", "lease_timeout=7,xfetch_delta_ms=250,xfetch_beta=1.5",
+                    "-o", "stale_grace=30,classic_stampede=wait,idle_timeout=60"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const ProtocolSettings& s = p.options.protocol;
+  EXPECT_EQ(s.lease_timeout_s, 7u);
+  EXPECT_EQ(s.xfetch_delta_ms, 250u);
+  EXPECT_DOUBLE_EQ(s.xfetch_beta, 1.5);
+  EXPECT_EQ(s.stale_grace_s, 30u);
+  EXPECT_EQ(s.classic_stampede, ClassicStampedeMode::kWait);
+  EXPECT_EQ(s.idle_timeout, 60);
+  EXPECT_EQ(s.wait_timeout_ms, 7000u);   // follows lease_timeout when not given
+}
+
+TEST(OptionsTest, WaitTimeoutDefaultFollowsLeaseTimeoutWhereverItAppears) {
+  EXPECT_EQ(Parse({"-o", "wait_timeout_ms=250,lease_timeout=9"}).options.protocol.wait_timeout_ms, 250u);
+  EXPECT_EQ(Parse({"-o", "lease_timeout=9"}).options.protocol.wait_timeout_ms, 9000u);
+  // Leases that never time out still leave a parked reader a bound.
+  EXPECT_EQ(Parse({"-o", "lease_timeout=0"}).options.protocol.wait_timeout_ms, 5000u);
+}
+
+TEST(OptionsTest, ClassicStampedeModes) {
+  EXPECT_EQ(Parse({"-o", "classic_stampede=off"}).options.protocol.classic_stampede,
+            ClassicStampedeMode::kOff);
+  EXPECT_EQ(Parse({"-o", "classic_stampede=stale"}).options.protocol.classic_stampede,
+            ClassicStampedeMode::kStale);
+  EXPECT_FALSE(Parse({"-o", "classic_stampede=always"}).ok);
+}
+
+TEST(OptionsTest, MemcachedTuningSuboptionsAreAcceptedAndNoted) {
+  Parsed p = Parse({"-o", "hashpower=20,slab_reassign,modern,no_modern,lru_crawler,no_lru_maintainer",
+                    "-o", "slab_sizes=100-200-300"});
+  ASSERT_TRUE(p.ok) << p.error;
+  ASSERT_EQ(p.options.ignored.size(), 7u);
+  EXPECT_EQ(p.options.ignored[0], "-o hashpower=20");
+  EXPECT_EQ(p.options.ignored[1], "-o slab_reassign");
+}
+
+TEST(OptionsTest, MemcachedTuningFlagsAreAcceptedAndNoted) {
+  Parsed p = Parse({"-f", "1.25", "-n", "48", "-L", "-X", "-W", "-D", ":", "-B", "ascii"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.options.ignored.size(), 6u);
+}
+
+TEST(OptionsTest, UnknownOrMalformedSuboptionsAreErrors) {
+  Parsed unknown = Parse({"-o", "foo=1"});
+  EXPECT_FALSE(unknown.ok);
+  EXPECT_EQ(unknown.error, "Illegal suboption \"foo\"");
+  Parsed missing = Parse({"-o", "idle_timeout"});
+  EXPECT_FALSE(missing.ok);
+  EXPECT_EQ(missing.error, "Missing numeric argument for idle_timeout");
+  EXPECT_FALSE(Parse({"-o", "lease_timeout=-1"}).ok);
+  EXPECT_FALSE(Parse({"-o", "xfetch_beta=nan"}).ok);
+  EXPECT_FALSE(Parse({"-o", "xfetch_beta=-0.5"}).ok);
+  EXPECT_FALSE(Parse({"-o", "xfetch_delta_ms=0"}).ok);
+  EXPECT_FALSE(Parse({"-o", "xfetch_delta_ms=70000"}).ok);
+  EXPECT_FALSE(Parse({"-o", "wait_timeout_ms=0"}).ok);
+  EXPECT_FALSE(Parse({"-o", "stale_grace=soon"}).ok);
+}
+
+TEST(OptionsTest, OutOfRangeCountsUseMemcachedsMessages) {
+  Parsed c = Parse({"-c", "0"});
+  EXPECT_FALSE(c.ok);
+  EXPECT_EQ(c.error, "Maximum connections must be greater than 0");
+  Parsed r = Parse({"-R", "0"});
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.error, "Number of requests per event must be greater than 0");
+  EXPECT_FALSE(Parse({"-t", "0"}).ok);
+  Parsed port = Parse({"-p", "70000"});
+  EXPECT_FALSE(port.ok);
+  EXPECT_EQ(port.error, "ERROR: Invalid port number 70000.");
+}
+
+TEST(OptionsTest, ManyThreadsWarnLikeMemcached) {
+  Parsed p = Parse({"-t", "65"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.options.warnings.size(), 1u);
+}
+
+TEST(OptionsTest, MalformedNumbersAreErrors) {
+  EXPECT_FALSE(Parse({"-p", "abc"}).ok);
+  EXPECT_FALSE(Parse({"-p", "12abc"}).ok);
+  EXPECT_FALSE(Parse({"-m", "-5"}).ok);
+  EXPECT_FALSE(Parse({"-c", ""}).ok);
+  EXPECT_FALSE(Parse({"-b", "x"}).ok);
+  EXPECT_FALSE(Parse({"--threads=four"}).ok);
+}
+
+TEST(OptionsTest, UnknownFlagsAndStrayArgumentsAreErrors) {
+  Parsed q = Parse({"-Q"});
+  EXPECT_FALSE(q.ok);
+  EXPECT_EQ(q.error, "invalid option -- 'Q'");
+  Parsed l = Parse({"--bogus"});
+  EXPECT_FALSE(l.ok);
+  EXPECT_EQ(l.error, "unrecognized option '--bogus'");
+  EXPECT_FALSE(Parse({"11211"}).ok);
+  EXPECT_FALSE(Parse({"--", "x"}).ok);
+  EXPECT_FALSE(Parse({"--daemon=yes"}).ok);
+}
+
+TEST(OptionsTest, MissingValuesAreErrors) {
+  Parsed p = Parse({"-p"});
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.error, "option requires an argument -- 'p'");
+  EXPECT_FALSE(Parse({"--port"}).ok);
+}
+
+TEST(OptionsTest, UnsupportedFeaturesAreRefusedNotIgnored) {
+  EXPECT_FALSE(Parse({"-U", "11211"}).ok);
+  EXPECT_TRUE(Parse({"-U", "0"}).ok);
+  EXPECT_FALSE(Parse({"-s", "/tmp/mc.sock"}).ok);
+  EXPECT_FALSE(Parse({"-S"}).ok);
+  EXPECT_FALSE(Parse({"-Z"}).ok);
+  EXPECT_FALSE(Parse({"-M"}).ok);
+  EXPECT_FALSE(Parse({"-B", "binary"}).ok);
+  EXPECT_FALSE(Parse({"-B", "carrier-pigeon"}).ok);
+  EXPECT_FALSE(Parse({"-e", "/dev/shm/x"}).ok);
+  EXPECT_FALSE(Parse({"-Y", "/etc/auth"}).ok);
+}
+
+TEST(OptionsTest, ReparsingStartsFromDefaults) {
+  Options options;
+  std::string error;
+  std::vector<std::string> first = {"herdless", "-p", "1", "-v"};
+  std::vector<char*> argv;
+  for (std::string& s : first) argv.push_back(s.data());
+  ASSERT_TRUE(ParseOptions(static_cast<int>(argv.size()), argv.data(), &options, &error));
+  std::string name = "herdless";
+  char* second[] = {name.data(), nullptr};
+  ASSERT_TRUE(ParseOptions(1, second, &options, &error));
+  EXPECT_EQ(options.protocol.tcp_port, 11211);
+  EXPECT_EQ(options.verbosity, 0);
+}
+
+}  // namespace
+}  // namespace herdless
