@@ -1,0 +1,286 @@
+"""Shared helpers for the integration tests.
+
+start_herdless(args) / start_memcached(args) start a daemon on a free loopback port and wait
+until it accepts; every daemon is stopped at exit, also when a test fails. Conn is a raw
+socket client whose reads all time out (a test never hangs). Results counts checks and turns
+them into an exit code.
+"""
+
+import atexit
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.environ.get("HERDLESS_SRCDIR") or os.path.dirname(os.path.dirname(HERE))
+HERDLESS_BIN = os.environ.get("HERDLESS_BIN") or os.path.join(REPO, "build", "release", "herdless")
+MEMCACHED_BIN = os.environ.get("MEMCACHED_BIN", "/usr/bin/memcached")
+
+# Sanitizer builds are several times slower: give every wait more room.
+SANITIZED = os.environ.get("HERDLESS_SANITIZED") == "1"
+TIMEOUT = 20.0 if SANITIZED else 5.0
+
+SANITIZER_MARKERS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer",
+                     b"runtime error:", b"ThreadSanitizer", b"UndefinedBehaviorSanitizer")
+
+
+def log(*parts):
+    print(*parts, flush=True)
+
+
+def free_port():
+    """A loopback port nobody listens on right now (the kernel picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def user_args():
+    return ["-u", "nobody"] if os.geteuid() == 0 else []
+
+
+class DaemonError(Exception):
+    pass
+
+
+_running = []
+
+
+class Daemon:
+    """One daemon process listening on 127.0.0.1:port; stop() ends it and checks its log."""
+
+    def __init__(self, name, argv_without_port):
+        self.name = name
+        self.argv_without_port = argv_without_port
+        self.port = None
+        self.proc = None
+        self.log_file = None
+
+    def start(self):
+        last_error = None
+        for _ in range(3):  # the free port may be taken between our probe and its bind
+            self.port = free_port()
+            argv = self.argv_without_port + ["-p", str(self.port)]
+            self.log_file = tempfile.NamedTemporaryFile(prefix=self.name + "-", suffix=".log",
+                                                        delete=False)
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log_file,
+                                         stderr=subprocess.STDOUT)
+            _running.append(self)
+            try:
+                self._wait_until_accepting()
+                return self
+            except DaemonError as e:
+                last_error = e
+                self._kill()
+        raise last_error
+
+    def _wait_until_accepting(self):
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise DaemonError("%s exited with %s before accepting; log:\n%s"
+                                  % (self.name, self.proc.returncode, self.log_text()))
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.02)
+        raise DaemonError("%s did not accept on port %d within %.0fs; log:\n%s"
+                          % (self.name, self.port, TIMEOUT, self.log_text()))
+
+    def log_text(self):
+        try:
+            with open(self.log_file.name, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def _kill(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self in _running:
+            _running.remove(self)
+
+    def stop(self):
+        """Stops the daemon; raises DaemonError if it died early or a sanitizer complained."""
+        died_early = self.proc.poll() is not None
+        self._kill()
+        text = self.log_text().encode()
+        os.unlink(self.log_file.name)
+        problems = []
+        if died_early:
+            problems.append("%s had already exited (status %s) when the test stopped it"
+                            % (self.name, self.proc.returncode))
+        if any(marker in text for marker in SANITIZER_MARKERS):
+            problems.append("%s reported a sanitizer error" % self.name)
+        if problems:
+            raise DaemonError("; ".join(problems) + "; log:\n" + text.decode("utf-8", "replace"))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.stop()
+        else:
+            self._kill()
+        return False
+
+
+def start_herdless(args=()):
+    argv = [HERDLESS_BIN, "-l", "127.0.0.1"] + user_args() + list(args)
+    if not os.access(HERDLESS_BIN, os.X_OK):
+        raise DaemonError("no herdless binary at %s (set HERDLESS_BIN)" % HERDLESS_BIN)
+    return Daemon("herdless", argv).start()
+
+
+def start_memcached(args=()):
+    argv = [MEMCACHED_BIN, "-l", "127.0.0.1", "-U", "0"] + user_args() + list(args)
+    return Daemon("memcached", argv).start()
+
+
+def _kill_all():
+    for d in list(_running):
+        d._kill()
+
+
+atexit.register(_kill_all)
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+
+class Conn:
+    """A raw text-protocol connection. Every read waits at most `timeout` seconds."""
+
+    def __init__(self, port, timeout=None):
+        self.timeout = timeout or TIMEOUT
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=self.timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+        self.eof = False
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def _fill(self, deadline):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("no reply within %.1fs; got so far: %r" % (self.timeout, self.buf[-300:]))
+        self.sock.settimeout(remaining)
+        try:
+            chunk = self.sock.recv(1 << 20)
+        except socket.timeout:
+            raise TimeoutError("no reply within %.1fs; got so far: %r" % (self.timeout, self.buf[-300:]))
+        except ConnectionResetError:
+            chunk = b""
+        if not chunk:
+            self.eof = True
+        self.buf += chunk
+        return bool(chunk)
+
+    def recv_until(self, terminator, at_line_start=True):
+        """Bytes up to and including the first `terminator`; with at_line_start the terminator
+        must begin the buffer or follow a "\\n" (so "END\\r\\n" inside a value is skipped only
+        if the value doesn't itself contain a line that looks like it; callers that care use
+        recv_exact)."""
+        deadline = time.monotonic() + self.timeout
+        start = 0
+        while True:
+            i = self.buf.find(terminator, start)
+            while i >= 0 and at_line_start and i > 0 and self.buf[i - 1:i] != b"\n":
+                i = self.buf.find(terminator, i + 1)
+            if i >= 0:
+                end = i + len(terminator)
+                out, self.buf = self.buf[:end], self.buf[end:]
+                return out
+            if self.eof or not self._fill(deadline):
+                raise EOFError("connection closed before %r; got: %r" % (terminator, self.buf[-300:]))
+
+    def recv_line(self):
+        return self.recv_until(b"\n", at_line_start=False)
+
+    def recv_exact(self, n):
+        deadline = time.monotonic() + self.timeout
+        while len(self.buf) < n:
+            if self.eof or not self._fill(deadline):
+                raise EOFError("connection closed after %d of %d bytes" % (len(self.buf), n))
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def recv_until_eof(self):
+        deadline = time.monotonic() + self.timeout
+        while not self.eof:
+            self._fill(deadline)
+        out, self.buf = self.buf, b""
+        return out
+
+    def call(self, data, terminator=b"\r\n"):
+        """Sends `data` and returns the reply up to the terminator."""
+        self.send(data)
+        return self.recv_until(terminator, at_line_start=terminator.count(b"\n") == 1
+                               and len(terminator) > 2)
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+class Results:
+    """Counts checks; `finish()` prints the summary and returns the process exit code."""
+
+    def __init__(self, name):
+        self.name = name
+        self.passed = 0
+        self.failures = []
+
+    def check(self, condition, what, detail=""):
+        if condition:
+            self.passed += 1
+        else:
+            self.failures.append(what)
+            log("FAIL: %s%s" % (what, ("\n" + detail) if detail else ""))
+        return condition
+
+    def equal(self, got, want, what):
+        return self.check(got == want, what, "  want: %r\n  got:  %r" % (want, got))
+
+    def finish(self):
+        log("%s: %d checks passed, %d failed" % (self.name, self.passed, len(self.failures)))
+        return 1 if self.failures else 0
+
+
+def run(name, body):
+    """Runs body(results) and exits with the test's status; any exception is a failure."""
+    results = Results(name)
+    try:
+        body(results)
+    except Exception as e:  # report and fail, never hang or leak a daemon
+        import traceback
+        traceback.print_exc()
+        results.failures.append("exception: %s" % e)
+        log("FAIL: %s raised %s" % (name, type(e).__name__))
+    finally:
+        _kill_all()
+    sys.exit(results.finish())

@@ -1,0 +1,559 @@
+"""Byte-for-byte comparison of herdless against Debian's memcached 1.6.18.
+
+Each case is a list of writes on one or more connections. Every case runs against a memcached
+and a herdless started for this test (the data is flushed between cases); a connection's
+replies are collected by sending `mn` and reading up to `MN` (or up to EOF for cases where the
+server closes). The two transcripts must be identical after normalising what legitimately
+differs: CAS values (mapped to symbols by first appearance), TTLs (within +-1 s) and the
+version string. `stats` is compared by the names of its lines.
+
+Run with COMPARE_AGAINST=memcached to compare memcached with itself (checks the cases are
+deterministic); COMPARE_ONLY=<substring> runs only the matching cases.
+"""
+
+import difflib
+import os
+import re
+import sys
+import time
+
+import harness
+
+LIMIT_1M = 1024 * 1024
+SYNC = "sync"  # marker step: collect the replies so far before the next write
+
+
+class Case:
+    """One scenario. steps: bytes (connection 0), (conn, bytes), (conn, [chunks]), [chunks] or
+    SYNC; (conn, bytes, False) leaves the request unfinished: its replies are collected only
+    after that connection's next write. A list of chunks is written piece by piece with a short pause between them, so the
+    server sees the request split at those points. `{casN}` in a write is replaced by the Nth
+    CAS value this server has returned in this case. eof: the last connection is expected to
+    be closed by the server (read to EOF instead of sending mn)."""
+
+    def __init__(self, name, steps, eof=False, args=()):
+        self.name = name
+        self.steps = steps
+        self.eof = eof
+        self.args = tuple(args)
+
+
+def split(data, *cuts):
+    """data cut into chunks at the given offsets."""
+    points = [0] + list(cuts) + [len(data)]
+    return [data[a:b] for a, b in zip(points, points[1:]) if b > a]
+
+
+def bytewise(data):
+    return [data[i:i + 1] for i in range(len(data))]
+
+
+def setcmd(key, value, flags=0, exptime=0, cmd="set", extra=""):
+    if isinstance(key, str):
+        key = key.encode()
+    if isinstance(value, str):
+        value = value.encode()
+    line = b"%s %s %d %d %d%s\r\n" % (cmd.encode(), key, flags, exptime, len(value),
+                                      extra.encode())
+    return line + value + b"\r\n"
+
+
+K250 = b"k" * 250
+K251 = b"k" * 251
+BIG_OK = b"v" * 1000000  # fits in a 1 MiB item with its header
+TOO_BIG = b"x" * (LIMIT_1M + 1)
+FUTURE = int(time.time()) + 1000  # an absolute exptime
+
+
+def cases():
+    c = []
+    add = lambda *a, **k: c.append(Case(*a, **k))
+
+    # --- storage commands
+    add("set_get", [setcmd("a", "hello"), b"get a\r\n"])
+    add("set_empty_value", [setcmd("a", ""), b"get a\r\n"])
+    add("set_overwrite", [setcmd("a", "one", 1), setcmd("a", "two", 2), b"get a\r\n"])
+    add("set_binary_value", [setcmd("a", b"\x00\r\n\xff END\r\n"), b"get a\r\n"])
+    add("set_noreply", [setcmd("a", "v", extra=" noreply"), b"get a\r\n"])
+    add("set_flags_max", [setcmd("a", "v", 4294967295), b"gets a\r\n"])
+    add("set_flags_overflow", [setcmd("a", "v", 4294967296), b"get a\r\n"])
+    add("set_flags_negative", [b"set a -1 0 1\r\nv\r\n", b"get a\r\n"])
+    add("set_flags_nonnumeric", [b"set a x 0 1\r\nv\r\n", b"get a\r\n"])
+    add("set_exptime_nonnumeric", [b"set a 0 x 1\r\nv\r\n", b"get a\r\n"])
+    add("set_length_nonnumeric", [b"set a 0 0 x\r\nv\r\n", b"get a\r\n"])
+    add("set_length_negative", [b"set a 0 0 -1\r\nv\r\n", b"get a\r\n"])
+    add("set_too_few_tokens", [b"set a 0 0\r\n", b"get a\r\n"])
+    add("set_too_many_tokens", [b"set a 0 0 1 noreply extra\r\nv\r\n", b"get a\r\n"])
+    add("set_noreply_misspelt", [b"set a 0 0 1 noreplx\r\nv\r\n", b"get a\r\n"])
+    add("add_new_and_existing", [setcmd("a", "1", cmd="add"), setcmd("a", "2", cmd="add"),
+                                 b"get a\r\n"])
+    add("add_noreply", [setcmd("a", "1", cmd="add", extra=" noreply"),
+                        setcmd("a", "2", cmd="add", extra=" noreply"), b"get a\r\n"])
+    add("replace_missing_and_existing", [setcmd("a", "1", cmd="replace"), b"get a\r\n",
+                                         setcmd("a", "2"), setcmd("a", "3", 7, cmd="replace"),
+                                         b"get a\r\n"])
+    add("replace_noreply", [setcmd("a", "1", cmd="replace", extra=" noreply"), setcmd("a", "2"),
+                            setcmd("a", "3", cmd="replace", extra=" noreply"), b"get a\r\n"])
+    add("append_prepend", [setcmd("a", "mid", 5), setcmd("a", "end", 9, cmd="append"),
+                           setcmd("a", "start", 9, cmd="prepend"), b"gets a\r\n"])
+    add("append_prepend_missing", [setcmd("a", "x", cmd="append"),
+                                   setcmd("a", "x", cmd="prepend"), b"get a\r\n"])
+    add("append_prepend_noreply", [setcmd("a", "m"), setcmd("a", "e", cmd="append", extra=" noreply"),
+                                   setcmd("a", "s", cmd="prepend", extra=" noreply"),
+                                   setcmd("b", "x", cmd="append", extra=" noreply"),
+                                   b"get a b\r\n"])
+    add("append_changes_cas", [setcmd("a", "1"), b"gets a\r\n", setcmd("a", "2", cmd="append"),
+                               b"gets a\r\n"])
+
+    # --- cas
+    add("cas_flow", [setcmd("a", "1"), b"gets a\r\n", SYNC,
+                     b"cas a 3 0 1 {cas1}\r\n2\r\n", b"gets a\r\n",
+                     b"cas a 0 0 1 {cas1}\r\n3\r\n", b"gets a\r\n"])
+    add("cas_missing", [b"cas a 0 0 1 12345\r\nv\r\n", b"get a\r\n"])
+    add("cas_mismatch", [setcmd("a", "1"), b"cas a 0 0 1 999999999\r\n2\r\n", b"get a\r\n"])
+    add("cas_noreply", [setcmd("a", "1"), b"gets a\r\n", SYNC,
+                        b"cas a 0 0 1 {cas1} noreply\r\n2\r\n",
+                        b"cas a 0 0 1 {cas1} noreply\r\n3\r\n",
+                        b"cas b 0 0 1 1 noreply\r\n3\r\n", b"gets a b\r\n"])
+    add("cas_bad_token", [setcmd("a", "1"), b"cas a 0 0 1 abc\r\n2\r\n", b"get a\r\n"])
+    add("cas_missing_token", [setcmd("a", "1"), b"cas a 0 0 1\r\n2\r\n", b"get a\r\n"])
+    add("cas_after_delete", [setcmd("a", "1"), b"gets a\r\n", SYNC, b"delete a\r\n",
+                             b"cas a 0 0 1 {cas1}\r\n2\r\n", b"get a\r\n"])
+
+    # --- retrieval
+    add("get_miss", [b"get nothere\r\n"])
+    add("get_multi_with_missing", [setcmd("a", "1"), setcmd("c", "3", 3),
+                                   b"get a b c d a\r\n", b"gets x c y a\r\n"])
+    add("get_many_keys", [setcmd("k%d" % i, str(i), i) for i in range(0, 40, 3)] +
+        [b"get " + b" ".join(b"k%d" % i for i in range(40)) + b"\r\n"])
+    add("get_no_key", [b"get\r\n", b"gets\r\n", b"get \r\n"])
+    add("get_extra_spaces", [setcmd("a", "1"), b"get  a   a \r\n"])
+    add("gat_gats", [setcmd("a", "1", 4), setcmd("b", "2"), b"gat 100 a b z\r\n",
+                     b"mg a t v\r\n", b"gats 0 a b\r\n", b"mg a t\r\n"])
+    add("gat_negative_expires", [setcmd("a", "1"), b"gat -1 a\r\n", b"get a\r\n"])
+    add("gat_bad_exptime", [setcmd("a", "1"), b"gat abc a\r\n", b"gat\r\n", b"gat 10\r\n",
+                            b"get a\r\n"])
+
+    # --- touch
+    add("touch", [setcmd("a", "1"), b"touch a 100\r\n", b"mg a t\r\n", b"touch z 100\r\n",
+                  b"touch a 0\r\n", b"mg a t\r\n"])
+    add("touch_noreply", [setcmd("a", "1"), b"touch a 100 noreply\r\n",
+                          b"touch z 100 noreply\r\n", b"mg a t\r\n"])
+    add("touch_bad", [setcmd("a", "1"), b"touch a abc\r\n", b"touch a\r\n", b"touch\r\n",
+                      b"touch a -1\r\n", b"get a\r\n"])
+
+    # --- delete
+    add("delete", [setcmd("a", "1"), b"delete a\r\n", b"delete a\r\n", b"get a\r\n"])
+    add("delete_noreply", [setcmd("a", "1"), b"delete a noreply\r\n", b"delete a noreply\r\n",
+                           b"get a\r\n"])
+    add("delete_legacy_zero", [setcmd("a", "1"), setcmd("b", "1"), b"delete a 0\r\n",
+                               b"delete b 5\r\n", b"delete b 0 noreply\r\n", b"delete\r\n",
+                               b"get a b\r\n"])
+
+    # --- incr / decr
+    add("incr_decr", [setcmd("n", "10", 5), b"incr n 5\r\n", b"decr n 3\r\n", b"incr n 0\r\n",
+                      b"gets n\r\n"])
+    add("incr_wraps", [setcmd("n", "18446744073709551615"), b"incr n 1\r\n", b"get n\r\n",
+                       setcmd("m", "18446744073709551610"), b"incr n 18446744073709551615\r\n",
+                       b"incr m 10\r\n"])
+    add("decr_floors_at_zero", [setcmd("n", "5"), b"decr n 6\r\n", b"decr n 1\r\n",
+                                b"get n\r\n"])
+    add("decr_shorter_pads", [setcmd("n", "100"), b"decr n 1\r\n", b"get n\r\n",
+                              b"incr n 1\r\n", b"get n\r\n", setcmd("m", "10"),
+                              b"incr m 99990\r\n", b"get m\r\n"])
+    add("incr_non_numeric", [setcmd("s", "abc"), b"incr s 1\r\n", b"decr s 1\r\n",
+                             setcmd("t", "12a"), b"incr t 1\r\n", setcmd("u", ""),
+                             b"incr u 1\r\n", setcmd("w", " 12"), b"incr w 1\r\n", b"get s\r\n"])
+    add("incr_bad_delta", [setcmd("n", "1"), b"incr n abc\r\n", b"incr n -1\r\n",
+                           b"decr n 18446744073709551616\r\n", b"incr n 1x\r\n", b"incr n\r\n",
+                           b"incr\r\n", b"get n\r\n"])
+    add("incr_missing", [b"incr n 1\r\n", b"decr n 1\r\n"])
+    add("incr_noreply", [setcmd("n", "1"), b"incr n 5 noreply\r\n", b"decr n 2 noreply\r\n",
+                         b"incr z 1 noreply\r\n", b"incr n abc noreply\r\n", b"get n\r\n"])
+    add("incr_long_value", [setcmd("n", "123456789012345678901"), b"incr n 1\r\n"])
+    add("incr_changes_cas", [setcmd("n", "1"), b"gets n\r\n", b"incr n 1\r\n", b"gets n\r\n"])
+
+    # --- flush_all, verbosity, version, misc
+    add("flush_all", [setcmd("a", "1"), setcmd("b", "2"), b"flush_all\r\n", b"get a b\r\n",
+                      setcmd("a", "3"), b"get a\r\n"])
+    add("flush_all_noreply", [setcmd("a", "1"), b"flush_all noreply\r\n", b"get a\r\n",
+                              b"flush_all 0 noreply\r\n", b"flush_all 0\r\n"])
+    add("flush_all_delayed", [setcmd("a", "1"), b"flush_all 100\r\n", b"get a\r\n",
+                              b"flush_all 0\r\n", b"get a\r\n"])
+    add("flush_all_bad", [b"flush_all abc\r\n", b"flush_all 1 2 3\r\n", b"flush_all -1\r\n"])
+    add("verbosity", [b"verbosity 1\r\n", b"verbosity 0 noreply\r\n", b"verbosity\r\n",
+                      b"verbosity abc\r\n", b"verbosity 5\r\n", b"verbosity 1 2 3\r\n",
+                      b"verbosity 0\r\n"])
+    add("version", [b"version\r\n", b"version extra\r\n"])
+    add("unknown_command", [b"bogus\r\n", b"GET a\r\n", b"Set a 0 0 1\r\n", b"getx a\r\n",
+                            b"sets a 0 0 1\r\n"])
+    add("empty_lines", [b"\r\n", b"\n", b"   \r\n", b"get a\r\n"])
+    add("lone_newline_endings", [b"set a 0 0 2\nhi\r\n", b"get a\n", b"gets a\n",
+                                 b"delete a\n", b"get a\n"])
+    add("data_block_lone_newline", [b"set a 0 0 2\r\nhi\n", b"get a\r\n"])
+    add("bad_data_chunk", [b"set a 0 0 3\r\nabcde\r\n", b"get a\r\n"])
+    add("bad_data_chunk_keeps_old", [setcmd("a", "old"), b"set a 0 0 1\r\nxyz\r\n",
+                                     b"get a\r\n"])
+    add("leading_spaces", [b"  set a 0 0 1\r\nv\r\n", b" get a\r\n"])
+
+    # --- keys
+    add("key_250_ok", [setcmd(K250, "v"), b"get " + K250 + b"\r\n",
+                       b"delete " + K250 + b"\r\n"])
+    # memcached drops replies still queued on the connection when a get fails on a long
+    # key (conn_release_items), so those gets start after a SYNC to stay deterministic.
+    add("key_251_rejected", [setcmd(K251, "v"), SYNC, b"get " + K251 + b"\r\n", SYNC,
+                             b"get a " + K251 + b"\r\n", b"delete " + K251 + b"\r\n",
+                             b"incr " + K251 + b" 1\r\n", b"touch " + K251 + b" 1\r\n"])
+    add("key_control_characters", [setcmd(b"a\x01b", "1"), setcmd(b"tab\tkey", "2"),
+                                   setcmd(b"del\x7f", "3"), setcmd(b"\xc3\xa9t\xc3\xa9", "4"),
+                                   b"get a\x01b tab\tkey del\x7f \xc3\xa9t\xc3\xa9\r\n"])
+
+    # --- exptime
+    add("exptime_negative", [setcmd("a", "1", exptime=-1), b"get a\r\n",
+                             setcmd("b", "1"), setcmd("b", "2", exptime=-1), b"get b\r\n"])
+    add("exptime_30_days_relative", [setcmd("a", "1", exptime=2592000), b"mg a t v\r\n"])
+    add("exptime_absolute_past", [setcmd("a", "1", exptime=2592001), b"get a\r\n"])
+    add("exptime_absolute_future", [setcmd("a", "1", exptime=FUTURE), b"mg a t v\r\n"])
+
+    # --- too large
+    add("object_too_large", [setcmd("big", TOO_BIG), b"get big\r\n"])
+    add("object_too_large_removes_old", [setcmd("big", "old"), setcmd("big", TOO_BIG),
+                                         b"get big\r\n"])
+    add("object_too_large_append_keeps_old", [setcmd("big", "old"),
+                                           setcmd("big", TOO_BIG, cmd="append"),
+                                           b"get big\r\n"])
+    add("object_too_large_noreply", [setcmd("big", TOO_BIG, extra=" noreply"), b"get big\r\n"])
+    add("object_large_fits", [setcmd("big", BIG_OK), b"get big\r\n"])
+
+    # --- pipelining and splitting
+    add("pipeline_one_write",
+        [b"".join([setcmd("p%d" % i, "%d" % (i * 7)) for i in range(50)] +
+                  [b"get " + b" ".join(b"p%d" % i for i in range(50)) + b"\r\n"] +
+                  [b"incr p%d 1\r\n" % i for i in range(50)] +
+                  [b"delete p%d\r\n" % i for i in range(0, 50, 2)] +
+                  [b"get p%d\r\n" % i for i in range(50)])])
+    add("pipeline_mixed_noreply",
+        [b"set a 0 0 1 noreply\r\n1\r\nget a\r\nincr a 1 noreply\r\nget a\r\n"
+         b"delete a noreply\r\nget a\r\nbogus\r\nversion\r\n"])
+    add("split_byte_by_byte", [bytewise(setcmd("a", "hello\r\nworld") + b"get a\r\n" +
+                                        b"incr a 1\r\ndelete a\r\n")])
+    add("split_in_data", [split(setcmd("a", "0123456789"), 3, 14, 20, 21),
+                          split(b"get a\r\n", 5, 6)])
+    add("split_before_lf", [split(b"set a 0 0 2\r\nab\r\nget a\r\n", 12, 16, 23)])
+    add("split_big_value", [split(setcmd("b", BIG_OK), 5, 100, 65536, 500000, 1000010),
+                            b"get b\r\n"])
+
+    # --- several connections
+    add("two_conns_see_each_other", [(0, setcmd("a", "1")), (1, b"get a\r\n"),
+                                     (1, setcmd("a", "2")), (0, b"get a\r\n")])
+    add("two_conns_cas_race", [(0, setcmd("a", "1")), (0, b"gets a\r\n"), (1, b"gets a\r\n"),
+                               SYNC, (1, b"cas a 0 0 1 {cas1}\r\nB\r\n"),
+                               (0, b"cas a 0 0 1 {cas1}\r\nA\r\n"), (0, b"gets a\r\n")])
+    add("two_conns_interleaved_partial", [(0, b"set a 0 0 5\r\nhel", False), (1, b"get a\r\n"),
+                                          (0, b"lo\r\n"), (1, b"get a\r\n")])
+
+    # --- connection close
+    add("quit", [setcmd("a", "1"), b"get a\r\nquit\r\nget a\r\n"], eof=True)
+    add("quit_noreply_before", [b"set a 0 0 1 noreply\r\n1\r\nquit\r\n"], eof=True)
+    add("long_line_without_newline_closes", [b"x" * 3000], eof=True)
+
+    # --- meta basics (the normaliser covers c, t and me)
+    add("meta_basics", [b"ms m 2 T100 F7 c\r\nhi\r\n", b"mg m v f t c s k\r\n",
+                        b"mg missing v\r\n", b"mg missing v q\r\n", b"md m\r\n",
+                        b"md m q\r\n", b"md m\r\n", b"mn\r\n"])
+    add("meta_arithmetic", [b"ma n\r\n", b"ma n N0 J10 v\r\n", b"ma n v\r\n",
+                            b"ma n MD D3 v t c\r\n", b"ma n q\r\n", b"mg n v\r\n"])
+    add("meta_debug", [setcmd("a", "1", exptime=100), b"me a\r\n", b"me zz\r\n"])
+    return c
+
+
+# ---------------------------------------------------------------- running one case
+
+class Transcript:
+    """The replies one server gave in one case, plus the CAS values it returned (in order of
+    first appearance) so later writes can use them."""
+
+    def __init__(self):
+        self.parts = []
+        self.cas_values = []
+
+    def add(self, conn_index, data):
+        self.parts.append((conn_index, data))
+        for cas in extract_cas(data):
+            if cas not in self.cas_values:
+                self.cas_values.append(cas)
+
+
+def walk_replies(data):
+    """Yields (header_line, data_block) pairs; data_block is None for plain lines."""
+    pos = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        if end < 0:
+            yield data[pos:], None
+            return
+        line = data[pos:end + 1]
+        pos = end + 1
+        fields = line.rstrip(b"\r\n").split(b" ")  # memcached splits on spaces only
+        block = None
+        n = None
+        if len(fields) >= 4 and fields[0] == b"VALUE" and fields[3].isdigit():
+            n = int(fields[3])
+        elif len(fields) >= 2 and fields[0] == b"VA" and fields[1].isdigit():
+            n = int(fields[1])
+        if n is not None:
+            block = data[pos:pos + n + 2]
+            pos += n + 2
+        yield line, block
+
+
+def extract_cas(data):
+    out = []
+    for line, _ in walk_replies(data):
+        f = line.rstrip(b"\r\n").split(b" ")
+        if len(f) == 5 and f[0] == b"VALUE" and f[4].isdigit():
+            out.append(f[4])
+        elif f and f[0] in (b"VA", b"HD", b"EN", b"NF", b"NS", b"EX"):
+            out += [t[1:] for t in f[1:] if re.fullmatch(rb"c\d+", t)]
+        elif f and f[0] == b"ME":
+            out += [t[4:] for t in f if t.startswith(b"cas=")]
+    return out
+
+
+def normalise(transcript):
+    """Text for comparison, with CAS symbols and <TTLn> placeholders; the list of TTLs."""
+    symbols = {}
+    ttls = []
+
+    def sym(cas):
+        if cas not in symbols:
+            symbols[cas] = "<CAS%d>" % (len(symbols) + 1)
+        return symbols[cas]
+
+    def ttl(value):
+        ttls.append(int(value))
+        return "<TTL>"
+
+    lines = []
+    for conn_index, data in transcript.parts:
+        lines.append("--- connection %d" % conn_index)
+        for line, block in walk_replies(data):
+            f = line.rstrip(b"\r\n").split(b" ")
+            if f[0] == b"VALUE" and len(f) == 5 and f[4].isdigit():
+                text = repr(b" ".join(f[:4]))[2:-1] + " " + sym(f[4])
+            elif f[0] in (b"VA", b"HD", b"EN", b"NF", b"NS", b"EX"):
+                out = []
+                for t in f:
+                    if re.fullmatch(rb"c\d+", t):
+                        out.append("c" + sym(t[1:]))
+                    elif re.fullmatch(rb"t\d+", t):
+                        out.append("t" + ttl(t[1:]))
+                    else:
+                        out.append(repr(t)[2:-1])
+                text = " ".join(out)
+            elif f[0] == b"ME":
+                out = []
+                for t in f:
+                    if t.startswith(b"cas="):
+                        out.append("cas=" + sym(t[4:]))
+                    elif re.fullmatch(rb"(exp|la)=-?\d+", t):  # 1.6.18 prints exp negated
+                        out.append(t.split(b"=")[0].decode() + "=" + ttl(t.split(b"=")[1]))
+                    else:
+                        out.append(repr(t)[2:-1])
+                text = " ".join(out)
+            elif f[0] == b"VERSION":
+                text = "VERSION <version>"
+            else:
+                text = repr(line.rstrip(b"\r\n"))[2:-1]
+            ending = line[len(line.rstrip(b"\r\n")):]
+            lines.append(text + repr(ending)[2:-1])
+            if block is not None:
+                if len(block) > 200:
+                    lines.append("<%d bytes: %r...%r>" % (len(block), block[:20], block[-20:]))
+                else:
+                    lines.append(repr(block)[2:-1])
+    return "\n".join(lines), ttls
+
+
+def normalise_steps(case):
+    """(conn_index, [chunks]) pairs, with SYNC kept as is."""
+    out = []
+    for step in case.steps:
+        if step == SYNC:
+            out.append(SYNC)
+            continue
+        if not isinstance(step, tuple):
+            step = (0, step)
+        conn_index, data = step[:2]
+        collect_after = step[2] if len(step) > 2 else True
+        chunks = data if isinstance(data, list) else [data]
+        out.append((conn_index, chunks, collect_after))
+    return out
+
+
+def collect(conn, conn_index, transcript):
+    """Ends the batch on conn with mn and records everything up to MN."""
+    conn.send(b"mn\r\n")
+    transcript.add(conn_index, conn.recv_until(b"MN\r\n"))
+
+
+def run_case(case, port):
+    transcript = Transcript()
+    steps = normalise_steps(case)
+    conns = {}
+    pending = []  # connections with replies not yet collected, in order of use
+
+    def sync_all():
+        for i in pending:
+            collect(conns[i], i, transcript)
+        pending.clear()
+
+    try:
+        last = None
+        for n, step in enumerate(steps):
+            if step == SYNC:
+                sync_all()
+                last = None
+                continue
+            conn_index, chunks, collect_after = step
+            if last is not None and last != conn_index:
+                sync_all()  # keep the order between connections
+            if conn_index not in conns:
+                conns[conn_index] = harness.Conn(port)
+            conn = conns[conn_index]
+            for k, chunk in enumerate(chunks):
+                for i, cas in enumerate(transcript.cas_values):
+                    chunk = chunk.replace(b"{cas%d}" % (i + 1), cas)
+                if re.search(rb"\{cas\d+\}", chunk):
+                    raise RuntimeError("case %s: no CAS value for %r" % (case.name, chunk[:60]))
+                if k:
+                    time.sleep(0.002)  # let the previous piece arrive on its own
+                conn.send(chunk)
+            if collect_after and conn_index not in pending:
+                pending.append(conn_index)
+            last = conn_index
+        if case.eof:
+            closing = last
+            pending.remove(closing)
+            sync_all()
+            transcript.add(closing, conns[closing].recv_until_eof() + b"<EOF>")
+        else:
+            sync_all()
+    except (TimeoutError, EOFError, OSError) as e:
+        transcript.add(-1, ("<transport error: %s>" % e).encode())
+    finally:
+        for conn in conns.values():
+            conn.close()
+    return transcript
+
+
+def flush(port):
+    with harness.Conn(port) as conn:
+        reply = conn.call(b"flush_all\r\n")
+        if reply != b"OK\r\n":
+            raise RuntimeError("flush_all before a case replied %r" % reply)
+
+
+def ttls_match(a, b):
+    return len(a) == len(b) and all(abs(x - y) <= 1 for x, y in zip(a, b))
+
+
+# ---------------------------------------------------------------- stats
+
+def stat_names(port, command):
+    with harness.Conn(port) as conn:
+        reply = conn.call(command, b"END\r\n")
+    names = []
+    for line in reply.split(b"\r\n"):
+        f = line.split(b" ")
+        if f[0] == b"STAT" and len(f) >= 3:
+            names.append(f[1].decode("utf-8", "replace"))
+    return names
+
+
+def compare_stat_names(ref_names, our_names, label, strict, results):
+    """Every reference name must appear in ours in the same relative order; extras are listed."""
+    ours = set(our_names)
+    missing = [n for n in ref_names if n not in ours]
+    ref_set = set(ref_names)
+    common_ours = [n for n in our_names if n in ref_set]
+    common_ref = [n for n in ref_names if n in ours]
+    extras = [n for n in our_names if n not in ref_set]
+    ok = not missing and common_ours == common_ref
+    detail = []
+    if missing:
+        detail.append("  missing (%d): %s" % (len(missing), " ".join(missing)))
+    if common_ours != common_ref:
+        diff = difflib.unified_diff(common_ref, common_ours, "memcached", "ours", lineterm="", n=1)
+        detail.append("  order differs:\n    " + "\n    ".join(diff))
+    if extras:
+        harness.log("  %s: extra names not in memcached: %s" % (label, " ".join(extras)))
+    if strict:
+        results.check(ok, "%s: stat names" % label, "\n".join(detail))
+    elif not ok:
+        harness.log("NOTE (not a failure): %s differs:\n%s" % (label, "\n".join(detail)))
+    return ok
+
+
+# ---------------------------------------------------------------- main
+
+def body(results):
+    against = os.environ.get("COMPARE_AGAINST", "herdless")
+    only = os.environ.get("COMPARE_ONLY")
+    all_cases = [c for c in cases() if not only or only in c.name]
+    start_other = harness.start_memcached if against == "memcached" else harness.start_herdless
+
+    servers = {}  # args -> (reference daemon, daemon under test)
+
+    def pair(args):
+        if args not in servers:
+            servers[args] = (harness.start_memcached(args), start_other(args))
+        return servers[args]
+
+    ran = matched = 0
+    mismatched = []
+    for case in all_cases:
+        ref, other = pair(case.args)
+        outputs = []
+        for daemon in (ref, other):
+            flush(daemon.port)
+            outputs.append(normalise(run_case(case, daemon.port)))
+        (ref_text, ref_ttls), (our_text, our_ttls) = outputs
+        ran += 1
+        same = ref_text == our_text and ttls_match(ref_ttls, our_ttls)
+        if same:
+            matched += 1
+        else:
+            mismatched.append(case.name)
+            diff = "\n".join(difflib.unified_diff(ref_text.split("\n"), our_text.split("\n"),
+                                                  "memcached", against, lineterm=""))
+            if ref_text == our_text:
+                diff = "TTLs differ: memcached %s, %s %s" % (ref_ttls, against, our_ttls)
+            results.check(False, "case %s" % case.name, diff)
+            continue
+        results.check(True, "case %s" % case.name)
+
+    if not only or "stats" in only:
+        ref, other = pair(())
+        for command, strict in ((b"stats\r\n", True), (b"stats settings\r\n", False)):
+            label = command.strip().decode()
+            ran += 1
+            if compare_stat_names(stat_names(ref.port, command), stat_names(other.port, command),
+                                  label, strict, results):
+                matched += 1
+            elif strict:
+                mismatched.append(label)
+            else:
+                matched += 1  # reported above, not counted as a mismatch
+
+    for ref, other in servers.values():
+        for daemon in (ref, other):
+            results.check(daemon.alive(), "%s still running at the end" % daemon.name)
+            daemon.stop()
+
+    harness.log("compare: %d cases ran, %d matched%s" % (
+        ran, matched, (" ; mismatched: " + " ".join(mismatched)) if mismatched else ""))
+
+
+if __name__ == "__main__":
+    harness.run("test_compare", body)
