@@ -53,6 +53,9 @@ struct ReadOptions {
   bool has_vivify = false;        // mg N<ttl>: a miss creates a 0-byte item and wins
   int64_t vivify_exptime = 0;
   LeaseAsk lease;                 // mg R / mg Y / -o xfetch_beta
+  // memcached applies mg flags in order: with T before R, R judges the new TTL.
+  // false (default): R judges the TTL the item had before this read's touch.
+  bool recache_after_touch = false;
 };
 
 enum class ReadStatus : uint8_t { kMiss, kHit };
@@ -97,6 +100,9 @@ struct StoreRequest {
   bool has_vivify = false;        // ms N (append/prepend): a miss creates the item
   int64_t vivify_exptime = 0;
   uint64_t new_cas = 0;           // ms E: use this CAS instead of the counter (0 = counter)
+  // On kTooLarge / kNoMemory memcached removes the existing item "to avoid stale
+  // data": classic only for set (always done for kSet), ms in every mode (set this).
+  bool unlink_on_failure = false;
 };
 
 struct StoreResult {
@@ -201,7 +207,31 @@ class ItemStore {
 
  private:
   struct Shard;
+  struct Found;
+  struct Times;
   Shard& ShardFor(uint64_t hash);
+
+  // Helpers defined in item_store.cc; "Locked" ones need the shard's lock held.
+  Times Now() const;
+  uint64_t NextCas() { return next_cas_.fetch_add(1, std::memory_order_relaxed); }
+  bool ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const;
+  bool IsFlushed(const Item* item, int64_t now_s) const;
+  Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, int64_t now_s);
+  void LinkLocked(Shard& shard, Item* item, uint64_t hash);
+  void UnlinkLocked(Shard& shard, Item* item);
+  void ReplaceLocked(Shard& shard, Item* old_item, Item* new_item, uint64_t hash);
+  void CountRemovalLocked(Shard& shard, const Item* item, int64_t now_s, bool evicted);
+  void StoreNewLocked(Shard& shard, Item* old_item, Item* new_item, uint64_t hash,
+                      const Times& t);
+  void HitLocked(Shard& shard, Item* item, const Found& found, const ReadOptions& opts,
+                 int64_t touch_exptime, const Times& t, double u, ReadResult* r);
+  Item* NewItem(std::string_view key, size_t value_len);
+  void DiscardItem(Item* item);
+  bool Reserve(size_t bytes);
+  bool EvictOne();
+  void RemoveKey(std::string_view key);
+  void SweepAll(int64_t flushed_before);
+  StoreResult StoreConcat(const StoreRequest& req);
 
   StoreConfig config_;
   std::unique_ptr<Shard[]> shards_;
@@ -210,6 +240,7 @@ class ItemStore {
   std::atomic<size_t> memory_used_{0};
   std::atomic<uint64_t> next_cas_{2};   // CAS 0 and 1 are lease tokens' special values
   std::atomic<size_t> evict_cursor_{0};
+  std::atomic<size_t> reclaim_cursor_{0};   // shard the expiry crawler visits next
   std::atomic<int64_t> flush_deadline_{0};  // pending delayed flush (store seconds), 0 = none
 };
 

@@ -1,1 +1,63 @@
-// placeholder: being written
+#include "storage/lease.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace herdless {
+
+bool LeaseLive(const LeaseSettings& s, uint32_t granted_ms, uint32_t now_ms) {
+  if (s.lease_timeout_ms == 0) return true;  // memcached: a token never times out
+  // Unsigned subtraction stays correct across the 2^32 ms (~49 day) wrap.
+  const uint32_t age_ms = now_ms - granted_ms;
+  return age_ms < s.lease_timeout_ms;
+}
+
+bool XFetchDraw(int64_t now_us, int64_t expiry_us, double delta_ms, double beta, double u) {
+  if (beta <= 0 || delta_ms <= 0) return now_us >= expiry_us;
+  // -ln(u) is Exp(1) for u uniform on (0, 1]; the look-ahead gap is delta*beta*Exp(1).
+  const double gap_us = -delta_ms * 1000.0 * beta * std::log(u);
+  return static_cast<double>(now_us) + gap_us >= static_cast<double>(expiry_us);
+}
+
+LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const LeaseAsk& ask,
+                         int64_t now_us, double u) {
+  LeaseDecision d;
+  const uint32_t now_ms = static_cast<uint32_t>(now_us / 1000);
+  const bool live = v.token_sent && LeaseLive(s, v.lease_granted_ms, now_ms);
+  if (live) {
+    d.verdict = LeaseVerdict::kHeld;  // memcached's Z
+    return d;
+  }
+
+  bool win = false;
+  if (v.stale || v.needs_value) {
+    // memcached: a stale item wins automatically, even without N or R. A stub
+    // whose earlier lease timed out wants its value from the next reader.
+    win = true;
+  } else if (ask.has_recache && v.exptime != 0 && !v.just_vivified) {
+    // memcached's R: it->exptime < current_time + R. Items without TTL never win.
+    const int64_t now_s = now_us / 1000000;
+    win = int64_t{v.exptime} - now_s < ask.recache_below_s;
+  }
+  if (!win && ask.xfetch_beta > 0 && v.exptime != 0 && !v.just_vivified) {
+    const double delta_ms = v.delta_ms != 0 ? v.delta_ms : s.default_delta_ms;
+    if (XFetchDraw(now_us, int64_t{v.exptime} * 1000000, delta_ms, ask.xfetch_beta, u)) {
+      win = true;
+      d.by_xfetch = true;
+    }
+  }
+  if (win) {
+    d.verdict = LeaseVerdict::kWin;
+    d.regrant = v.token_sent;  // the token was out but its lease is no longer live
+  }
+  return d;
+}
+
+uint16_t SmoothDelta(uint16_t old_ms, int64_t sample_ms) {
+  // A measurement of 0 ms would read as "unmeasured": keep at least 1 ms.
+  const int64_t sample = std::clamp<int64_t>(sample_ms, 1, UINT16_MAX);
+  const int64_t smoothed = old_ms != 0 ? (int64_t{old_ms} * 3 + sample) / 4 : sample;
+  return static_cast<uint16_t>(std::clamp<int64_t>(smoothed, 1, UINT16_MAX));
+}
+
+}  // namespace herdless
