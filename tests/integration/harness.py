@@ -153,6 +153,18 @@ def start_memcached(args=()):
     return Daemon("memcached", argv).start()
 
 
+def target_name():
+    """The daemon under test: herdless, or memcached with TEST_AGAINST=memcached (which checks
+    that a test itself is right)."""
+    return os.environ.get("TEST_AGAINST", "herdless")
+
+
+def start_target(args=()):
+    if target_name() == "memcached":
+        return start_memcached(args)
+    return start_herdless(args)
+
+
 def _kill_all():
     for d in list(_running):
         d._kill()

@@ -7,7 +7,7 @@ server closes). The two transcripts must be identical after normalising what leg
 differs: CAS values (mapped to symbols by first appearance), TTLs (within +-1 s) and the
 version string. `stats` is compared by the names of its lines.
 
-Run with COMPARE_AGAINST=memcached to compare memcached with itself (checks the cases are
+Run with TEST_AGAINST=memcached to compare memcached with itself (checks the cases are
 deterministic); COMPARE_ONLY=<substring> runs only the matching cases.
 """
 
@@ -498,16 +498,15 @@ def compare_stat_names(ref_names, our_names, label, strict, results):
 # ---------------------------------------------------------------- main
 
 def body(results):
-    against = os.environ.get("COMPARE_AGAINST", "herdless")
+    against = harness.target_name()
     only = os.environ.get("COMPARE_ONLY")
     all_cases = [c for c in cases() if not only or only in c.name]
-    start_other = harness.start_memcached if against == "memcached" else harness.start_herdless
 
     servers = {}  # args -> (reference daemon, daemon under test)
 
     def pair(args):
         if args not in servers:
-            servers[args] = (harness.start_memcached(args), start_other(args))
+            servers[args] = (harness.start_memcached(args), harness.start_target(args))
         return servers[args]
 
     ran = matched = 0
