@@ -111,6 +111,14 @@ int LastTtlChange(const MetaFlags& flags, bool created) {
   return last;
 }
 
+// Position of flag `name` in the request, or -1.
+int FlagIndex(const MetaFlags& flags, char name) {
+  for (int i = 0; i < flags.count; ++i) {
+    if (flags.list[i].name == name) return i;
+  }
+  return -1;
+}
+
 // ---------------------------------------------------------------------------
 // mg
 
@@ -129,31 +137,26 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   opts.lease.has_recache = flags.Has('R');
   opts.lease.recache_below_s = args.R;
   opts.lease.xfetch_beta = flags.Has('Y') ? args.Y : 0;
+  // memcached applies the flags in order: with T before R, R judges the new TTL.
+  opts.recache_after_touch = touch && FlagIndex(flags, 'T') < FlagIndex(flags, 'R');
   ReadResult r = store->Read(req.key, opts);
 
-  // memcached counts an mg with T as a touch, not a get; a vivified miss is a hit.
-  if (touch) {
-    stats->cmd_touch.Add();
-  } else {
-    stats->cmd_get.Add();
-  }
-
+  // memcached decides "touch or get" while writing a hit's flags, so a miss
+  // is always a get miss, a hit with T a touch hit, and a vivified miss a hit.
   if (r.status == ReadStatus::kMiss) {
-    if (touch) {
-      stats->touch_misses.Add();
-    } else {
-      stats->get_misses.Add();
-    }
+    stats->cmd_get.Add();
+    stats->get_misses.Add();
     if (flags.Has('q')) return;   // q hides only EN
     out->Append("EN");
     AppendOpaqueAndKey(req, out);
     EndLine(out);
     return;
   }
-
   if (touch) {
+    stats->cmd_touch.Add();
     stats->touch_hits.Add();
   } else {
+    stats->cmd_get.Add();
     stats->get_hits.Add();
   }
 
@@ -248,10 +251,13 @@ void ExecuteSet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   sr.vivify_exptime = args.N;
   sr.new_cas = flags.Has('E') ? args.E : 0;
 
-  // memcached fails the allocation before reading the data, so an item that
-  // cannot fit is not a set command; it also drops the key's old item so a
-  // stale value does not outlive the failed write.
-  if (req.value_too_large || req.value.size() > store->MaxValueLength(req.key.size())) {
+  // memcached drops the key's old item when the new one cannot be allocated,
+  // in every ms mode, so a stale value does not outlive the failed write.
+  sr.unlink_on_failure = true;
+  // It also fails the allocation before reading the data, so an item that
+  // cannot fit is not a set command. The parser has already swallowed a value
+  // declared over the limit.
+  if (req.value_too_large) {
     DeleteRequest drop;
     drop.key = req.key;
     store->Delete(drop);
