@@ -56,7 +56,8 @@ show_failures() {
 
 # Runs `make check` in build dir $1 (relative to the repo root) with the given environment.
 check_in() {
-  local dir="$REPO_ROOT/$1" label="$2"
+  local rel="$1" label="$2"
+  local dir="$REPO_ROOT/$rel"
   shift 2
   echo "== $label: make check"
   rm -f "$dir"/tests/*.trs "$dir"/tests/*.log "$dir"/tests/integration/*.trs \
@@ -69,7 +70,7 @@ check_in() {
     tail -n 60 "$out" >&2
     show_failures "$dir"
     rm -f "$out"
-    stage_failed "$label: make check failed in $1 (logs above)"
+    stage_failed "$label: make check failed in $rel (logs above)"
   fi
   grep -E '^(PASS|FAIL|XPASS|XFAIL|SKIP|ERROR): ' "$out" || true
   rm -f "$out"

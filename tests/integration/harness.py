@@ -76,6 +76,8 @@ class Daemon:
             except DaemonError as e:
                 last_error = e
                 self._kill()
+                if "in use" not in self.log_text():
+                    break  # not a port race: retrying would fail the same way
         raise last_error
 
     def _wait_until_accepting(self):
@@ -103,28 +105,37 @@ class Daemon:
         return self.proc is not None and self.proc.poll() is None
 
     def _kill(self):
+        """SIGTERM, then SIGKILL if it does not exit in time; True if SIGKILL was needed."""
+        needed_kill = False
         if self.proc is None:
-            return
+            return needed_kill
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(timeout=TIMEOUT)
             except subprocess.TimeoutExpired:
+                needed_kill = True
                 self.proc.kill()
                 self.proc.wait()
         if self in _running:
             _running.remove(self)
+        return needed_kill
 
     def stop(self):
         """Stops the daemon; raises DaemonError if it died early or a sanitizer complained."""
         died_early = self.proc.poll() is not None
-        self._kill()
+        needed_kill = self._kill()
         text = self.log_text().encode()
         os.unlink(self.log_file.name)
         problems = []
+        status = self.proc.returncode
         if died_early:
             problems.append("%s had already exited (status %s) when the test stopped it"
-                            % (self.name, self.proc.returncode))
+                            % (self.name, status))
+        elif needed_kill:
+            problems.append("%s ignored SIGTERM for %.0fs" % (self.name, TIMEOUT))
+        elif status not in (0, -signal.SIGTERM, 128 + signal.SIGTERM):
+            problems.append("%s exited with status %s on SIGTERM" % (self.name, status))
         if any(marker in text for marker in SANITIZER_MARKERS):
             problems.append("%s reported a sanitizer error" % self.name)
         if problems:
@@ -288,6 +299,9 @@ def run(name, body):
     results = Results(name)
     try:
         body(results)
+    except DaemonError as e:  # the message holds the daemon's log; a traceback adds nothing
+        log("FAIL: %s" % e)
+        results.failures.append("daemon: %s" % str(e).split(";")[0].split("\n")[0])
     except Exception as e:  # report and fail, never hang or leak a daemon
         import traceback
         traceback.print_exc()

@@ -196,6 +196,14 @@ def cases():
                                      b"get a\r\n"])
     add("leading_spaces", [b"  set a 0 0 1\r\nv\r\n", b" get a\r\n"])
 
+    add("stats_reset_and_unknown", [b"stats reset\r\n", b"stats nonsense\r\n",
+                                    b"stats reset extra\r\n"])
+    add("cache_memlimit", [b"cache_memlimit 100\r\n", b"cache_memlimit 1\r\n",
+                           b"cache_memlimit abc\r\n", b"cache_memlimit\r\n",
+                           b"cache_memlimit 100 noreply\r\n", b"cache_memlimit 64\r\n"])
+    add("shutdown_not_enabled", [b"shutdown\r\n", b"shutdown graceful\r\n", b"version\r\n"])
+    add("mn_alone", [b"mn\r\n", b"mn extra\r\n"])
+
     # --- keys
     add("key_250_ok", [setcmd(K250, "v"), b"get " + K250 + b"\r\n",
                        b"delete " + K250 + b"\r\n"])
@@ -235,6 +243,11 @@ def cases():
     add("pipeline_mixed_noreply",
         [b"set a 0 0 1 noreply\r\n1\r\nget a\r\nincr a 1 noreply\r\nget a\r\n"
          b"delete a noreply\r\nget a\r\nbogus\r\nversion\r\n"])
+    many = b"get " + b" ".join(b"multikey%03d" % i for i in range(300)) + b"\r\n"
+    add("large_multiget_line", [setcmd("multikey007", "7"), setcmd("multikey299", "299"),
+                                many, split(many, 2500, 3000)])
+    add("incr_value_over_64_bits", [setcmd("n", "18446744073709551616"), b"incr n 1\r\n",
+                                    setcmd("m", "-5"), b"decr m 1\r\n"])
     add("split_byte_by_byte", [bytewise(setcmd("a", "hello\r\nworld") + b"get a\r\n" +
                                         b"incr a 1\r\ndelete a\r\n")])
     add("split_in_data", [split(setcmd("a", "0123456789"), 3, 14, 20, 21),
@@ -391,10 +404,17 @@ def normalise_steps(case):
     return out
 
 
-def collect(conn, conn_index, transcript):
-    """Ends the batch on conn with mn and records everything up to MN."""
+def count_mn(data):
+    """How many mn commands a write holds (a case may send its own)."""
+    return len(re.findall(rb"(?:^|\n)mn(?: [^\n]*)?\r?\n", data))
+
+
+def collect(conn, conn_index, transcript, mn_sent):
+    """Ends the batch on conn with mn and records everything up to its MN (after the MNs
+    of the case's own mn commands)."""
     conn.send(b"mn\r\n")
-    transcript.add(conn_index, conn.recv_until(b"MN\r\n"))
+    reply = b"".join(conn.recv_until(b"MN\r\n") for _ in range(mn_sent + 1))
+    transcript.add(conn_index, reply)
 
 
 def run_case(case, port):
@@ -403,9 +423,11 @@ def run_case(case, port):
     conns = {}
     pending = []  # connections with replies not yet collected, in order of use
 
+    mn_sent = {}  # connection -> mn commands the case sent since the last collect
+
     def sync_all():
         for i in pending:
-            collect(conns[i], i, transcript)
+            collect(conns[i], i, transcript, mn_sent.pop(i, 0))
         pending.clear()
 
     try:
@@ -429,6 +451,7 @@ def run_case(case, port):
                 if k:
                     time.sleep(0.002)  # let the previous piece arrive on its own
                 conn.send(chunk)
+            mn_sent[conn_index] = mn_sent.get(conn_index, 0) + count_mn(b"".join(chunks))
             if collect_after and conn_index not in pending:
                 pending.append(conn_index)
             last = conn_index
