@@ -1,1 +1,284 @@
-// placeholder: being written
+#include "daemon/connection.h"
+
+#include <event2/event.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <string_view>
+
+#include "daemon/worker.h"
+#include "protocol/executor.h"
+
+namespace herdless {
+
+namespace {
+
+constexpr size_t kInitialInput = 16 * 1024;   // memcached's READ_BUFFER_SIZE
+constexpr size_t kMinReadRoom = 4 * 1024;     // grow or compact below this much free tail
+constexpr int kMaxIovecs = IOV_MAX;
+
+}  // namespace
+
+const char* ConnStateName(ConnState state) {
+  switch (state) {
+    case ConnState::kNewCmd: return "conn_new_cmd";
+    case ConnState::kWaiting: return "conn_waiting";
+    case ConnState::kRead: return "conn_read";
+    case ConnState::kParseCmd: return "conn_parse_cmd";
+    case ConnState::kSwallow: return "conn_swallow";
+    case ConnState::kMwrite: return "conn_mwrite";
+    case ConnState::kClosing: return "conn_closing";
+  }
+  return "conn_closed";
+}
+
+// Bytes read but not yet executed: [begin_, end_) of one growable block.
+// Grows (up to `limit`) when a request does not fit; a large block is given
+// back once it empties, so an idle connection holds at most kInitialInput.
+class Connection::InputBuffer {
+ public:
+  explicit InputBuffer(size_t limit) : limit_(limit < kInitialInput ? kInitialInput : limit) {}
+
+  std::string_view view() const { return {data_.get() + begin_, end_ - begin_}; }
+  size_t size() const { return end_ - begin_; }
+  bool empty() const { return begin_ == end_; }
+  bool full() const { return size() >= limit_; }
+
+  void Drop(size_t n) {
+    begin_ += n;
+    if (begin_ == end_) begin_ = end_ = 0;
+  }
+
+  // Free room at the tail (0 only when full()).
+  char* Room(size_t* len) {
+    if (capacity_ == 0) Reallocate(kInitialInput);
+    if (capacity_ - end_ < kMinReadRoom && begin_ > 0) {
+      std::memmove(data_.get(), data_.get() + begin_, size());
+      end_ -= begin_;
+      begin_ = 0;
+    }
+    if (capacity_ - end_ < kMinReadRoom && capacity_ < limit_) {
+      Reallocate(capacity_ * 2 < limit_ ? capacity_ * 2 : limit_);
+    }
+    *len = capacity_ - end_;
+    return data_.get() + end_;
+  }
+  void Commit(size_t n) { end_ += n; }
+
+  void ShrinkIfIdle() {
+    if (empty() && capacity_ > kInitialInput) {
+      data_.reset();
+      capacity_ = 0;
+    }
+  }
+
+ private:
+  void Reallocate(size_t capacity) {
+    std::unique_ptr<char[]> bigger(new char[capacity]);
+    if (!empty()) std::memcpy(bigger.get(), data_.get() + begin_, size());
+    end_ -= begin_;
+    begin_ = 0;
+    data_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+
+  const size_t limit_;
+  std::unique_ptr<char[]> data_;
+  size_t capacity_ = 0;
+  size_t begin_ = 0;
+  size_t end_ = 0;
+};
+
+Connection::Connection(Worker* worker, int fd, std::string peer, std::string local)
+    : worker_(worker),
+      fd_(fd),
+      peer_(std::move(peer)),
+      local_(std::move(local)),
+      input_(std::make_unique<InputBuffer>(worker->config().max_input)),
+      last_cmd_s_(CoarseNowSeconds()) {}
+
+Connection::~Connection() {
+  if (read_event_ != nullptr) event_free(read_event_);
+  if (write_event_ != nullptr) event_free(write_event_);
+  if (resume_event_ != nullptr) event_free(resume_event_);
+  close(fd_);
+}
+
+bool Connection::Start() {
+  event_base* base = worker_->base();
+  read_event_ = event_new(base, fd_, EV_READ | EV_PERSIST, &Connection::OnReadable, this);
+  write_event_ = event_new(base, fd_, EV_WRITE | EV_PERSIST, &Connection::OnWritable, this);
+  resume_event_ = event_new(base, -1, 0, &Connection::OnResume, this);
+  if (read_event_ == nullptr || write_event_ == nullptr || resume_event_ == nullptr) return false;
+  SetReading(true);
+  state_.store(ConnState::kWaiting, std::memory_order_relaxed);
+  return reading_;
+}
+
+void Connection::OnReadable(int, short, void* arg) {
+  Connection* c = static_cast<Connection*>(arg);
+  switch (c->ReadInput()) {
+    case ReadStatus::kError:
+      c->Close();
+      return;
+    case ReadStatus::kEof:
+      c->peer_closed_ = true;
+      break;
+    case ReadStatus::kData:
+    case ReadStatus::kAgain:
+      break;
+  }
+  c->Run();
+}
+
+void Connection::OnWritable(int, short, void* arg) { static_cast<Connection*>(arg)->Run(); }
+
+void Connection::OnResume(int, short, void* arg) { static_cast<Connection*>(arg)->Run(); }
+
+void Connection::BeginDrain() {
+  draining_ = true;
+  Run();
+}
+
+Connection::ReadStatus Connection::ReadInput() {
+  size_t room;
+  char* dest = input_->Room(&room);
+  if (room == 0) return ReadStatus::kAgain;   // full: Run() decides
+  ssize_t n = read(fd_, dest, room);
+  if (n > 0) {
+    input_->Commit(static_cast<size_t>(n));
+    worker_->stats().bytes_read.Add(static_cast<uint64_t>(n));
+    DiscardSwallowed();
+    return ReadStatus::kData;
+  }
+  if (n == 0) return ReadStatus::kEof;
+  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return ReadStatus::kAgain;
+  return ReadStatus::kError;   // ECONNRESET and friends: close quietly
+}
+
+void Connection::DiscardSwallowed() {
+  if (swallow_ == 0 || input_->empty()) return;
+  size_t n = input_->size() < swallow_ ? input_->size() : static_cast<size_t>(swallow_);
+  input_->Drop(n);
+  swallow_ -= n;
+}
+
+void Connection::Run() {
+  bool more = Execute();
+  if (!Flush()) {
+    Close();
+    return;
+  }
+  if (output_.empty()) {
+    // Nothing owed: close now if there is nothing left to wait for.
+    bool oversized = !more && input_->full();   // a request larger than we buffer
+    if (close_after_write_ || draining_ || oversized || (peer_closed_ && !more)) {
+      Close();
+      return;
+    }
+    input_->ShrinkIfIdle();
+  }
+  UpdateEvents(more);
+}
+
+bool Connection::Execute() {
+  DiscardSwallowed();
+  if (close_after_write_ || draining_ || swallow_ > 0 || input_->empty()) return false;
+  const WorkerConfig& config = worker_->config();
+  if (output_.pending_bytes() >= config.max_output) return true;   // back-pressure: resume after a write
+
+  state_.store(ConnState::kParseCmd, std::memory_order_relaxed);
+  ProcessOutcome outcome =
+      worker_->executor().Process(input_->view(), &output_, config.max_output, config.reqs_per_event);
+  input_->Drop(outcome.consumed);
+  if (outcome.consumed > 0) last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);
+  if (outcome.close) {
+    close_after_write_ = true;
+    return false;
+  }
+  if (outcome.swallow > 0) {
+    swallow_ = outcome.swallow;
+    DiscardSwallowed();
+  }
+  // Progress with input left over: Process() stopped at -R or at the output
+  // bound, or the rest is incomplete. Another pass tells which.
+  bool progressed = outcome.consumed > 0 || outcome.swallow > 0;
+  return progressed && swallow_ == 0 && !input_->empty();
+}
+
+bool Connection::Flush() {
+  struct iovec iov[kMaxIovecs];
+  while (!output_.empty()) {
+    int count = output_.FillIovecs(iov, kMaxIovecs);
+    struct msghdr msg;
+    std::memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(count);
+    ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    if (n > 0) {
+      output_.Consume(static_cast<size_t>(n));
+      worker_->stats().bytes_written.Add(static_cast<uint64_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;   // wait for EV_WRITE
+    return false;   // EPIPE, ECONNRESET, ...
+  }
+  return true;
+}
+
+void Connection::UpdateEvents(bool more_input) {
+  const bool backlogged = output_.pending_bytes() >= worker_->config().max_output;
+  SetWriting(!output_.empty());
+  SetReading(!peer_closed_ && !close_after_write_ && !draining_ && !backlogged && !input_->full());
+  if (more_input && !backlogged) {
+    // Requests may be waiting in the buffer (-R stopped us): come back after
+    // the other connections had their turn, not when more bytes arrive.
+    event_active(resume_event_, EV_TIMEOUT, 0);
+  }
+  ConnState state = ConnState::kWaiting;
+  if (draining_ || close_after_write_) {
+    state = ConnState::kClosing;
+  } else if (!output_.empty()) {
+    state = ConnState::kMwrite;
+  } else if (swallow_ > 0) {
+    state = ConnState::kSwallow;
+  } else if (!input_->empty()) {
+    state = ConnState::kRead;
+  }
+  state_.store(state, std::memory_order_relaxed);
+}
+
+void Connection::SetReading(bool on) {
+  if (on == reading_) return;
+  if (on ? event_add(read_event_, nullptr) == 0 : event_del(read_event_) == 0) reading_ = on;
+}
+
+void Connection::SetWriting(bool on) {
+  if (on == writing_) return;
+  if (on ? event_add(write_event_, nullptr) == 0 : event_del(write_event_) == 0) writing_ = on;
+}
+
+bool Connection::IdleLongerThan(int64_t now_s, int timeout_s) const {
+  return output_.empty() && now_s - last_cmd_s_.load(std::memory_order_relaxed) > timeout_s;
+}
+
+ConnectionInfo Connection::Info(int64_t now_s) const {
+  ConnectionInfo info;
+  info.fd = fd_;
+  info.addr = peer_;
+  info.listen_addr = local_;
+  info.state = ConnStateName(state_.load(std::memory_order_relaxed));
+  info.secs_since_last_cmd = now_s - last_cmd_s_.load(std::memory_order_relaxed);
+  return info;
+}
+
+void Connection::Close() {
+  state_.store(ConnState::kClosing, std::memory_order_relaxed);
+  worker_->CloseConnection(this);   // deletes this
+}
+
+}  // namespace herdless

@@ -1,1 +1,101 @@
-// placeholder: being written
+// Connection: one client socket, owned by one Worker and used only on that
+// worker's thread. It reads into an input buffer, lets the worker's Executor
+// turn complete requests into a ReplyBuffer, and writes the replies with
+// sendmsg (many iovecs at once, partial writes resumed on EV_WRITE).
+// Back-pressure: while more than max_output bytes are unsent it neither
+// executes nor reads, so a client that does not read cannot grow the server.
+// Only state() and secs_since_last_cmd() may be read by other threads.
+#ifndef HERDLESS_DAEMON_CONNECTION_H_
+#define HERDLESS_DAEMON_CONNECTION_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "protocol/reply.h"
+#include "protocol/server_info.h"
+
+struct event;
+
+namespace herdless {
+
+class Worker;
+
+// memcached's conn_* states, for `stats conns`.
+enum class ConnState : uint8_t {
+  kNewCmd,     // conn_new_cmd: just accepted
+  kWaiting,    // conn_waiting: nothing buffered, waiting for a request
+  kRead,       // conn_read: part of a request buffered
+  kParseCmd,   // conn_parse_cmd: executing requests
+  kSwallow,    // conn_swallow: discarding a refused data block
+  kMwrite,     // conn_mwrite: replies waiting for the socket
+  kClosing,    // conn_closing: finishing before close
+};
+const char* ConnStateName(ConnState state);
+
+class Connection {
+ public:
+  // Takes ownership of the non-blocking socket `fd`.
+  Connection(Worker* worker, int fd, std::string peer, std::string local);
+  ~Connection();   // closes the socket
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Registers the socket with the worker's loop. False: close it.
+  bool Start();
+
+  // Shutdown: stop reading and executing; close once the output is written.
+  // May delete the connection (through Worker::CloseConnection).
+  void BeginDrain();
+
+  // Idle-timeout check (worker thread): nothing owed and no request for
+  // longer than `timeout_s`.
+  bool IdleLongerThan(int64_t now_s, int timeout_s) const;
+
+  int fd() const { return fd_; }
+  ConnectionInfo Info(int64_t now_s) const;   // any thread, under the worker's registry lock
+
+ private:
+  class InputBuffer;
+  enum class ReadStatus { kData, kAgain, kEof, kError };
+
+  static void OnReadable(int fd, short what, void* arg);
+  static void OnWritable(int fd, short what, void* arg);
+  static void OnResume(int fd, short what, void* arg);
+
+  ReadStatus ReadInput();
+  void Run();                 // execute, write, then decide what to wait for
+  bool Execute();             // true: input remains that may hold more requests
+  bool Flush();               // false: the socket failed
+  void DiscardSwallowed();
+  void UpdateEvents(bool more_input);
+  void SetReading(bool on);
+  void SetWriting(bool on);
+  void Close();               // deletes this
+
+  Worker* const worker_;
+  const int fd_;
+  const std::string peer_;
+  const std::string local_;
+  event* read_event_ = nullptr;
+  event* write_event_ = nullptr;
+  event* resume_event_ = nullptr;
+  bool reading_ = false;
+  bool writing_ = false;
+
+  std::unique_ptr<InputBuffer> input_;
+  ReplyBuffer output_;
+  uint64_t swallow_ = 0;          // input bytes still to discard
+  bool peer_closed_ = false;      // EOF read: finish what is buffered, then close
+  bool close_after_write_ = false;
+  bool draining_ = false;
+
+  std::atomic<ConnState> state_{ConnState::kNewCmd};
+  std::atomic<int64_t> last_cmd_s_;
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_DAEMON_CONNECTION_H_

@@ -1,1 +1,196 @@
-int main() { return 0; }
+// herdless: parse memcached's flags, check privileges, bind, drop root,
+// daemonize, write the pid file, serve, clean up. The order follows memcached
+// except that the sockets are bound before root is dropped (so -p below 1024
+// works with -u) and the pid file is written after daemonizing (its pid).
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "daemon/options.h"
+#include "daemon/server.h"
+
+namespace herdless {
+namespace {
+
+// Descriptors beyond the connections: listeners, event loops, eventfds, stdio.
+constexpr rlim_t kSpareDescriptors = 64;
+
+// Makes room for -c connections, as memcached does, but only ever raises the
+// limit (memcached sets it to exactly -c and fails when it cannot).
+void RaiseDescriptorLimit(const Options& o) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return;
+  rlim_t want = static_cast<rlim_t>(o.protocol.max_connections) +
+                static_cast<rlim_t>(o.protocol.num_threads) * 4 + kSpareDescriptors;
+  if (rl.rlim_cur >= want) return;
+  struct rlimit raised = rl;
+  raised.rlim_cur = want;
+  if (raised.rlim_max < want) raised.rlim_max = want;   // succeeds only as root
+  if (setrlimit(RLIMIT_NOFILE, &raised) == 0) return;
+  raised.rlim_cur = rl.rlim_max;
+  raised.rlim_max = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &raised);
+  if (o.verbosity > 0) {
+    std::fprintf(stderr, "warning: open file limit is below -c %d plus spare descriptors\n",
+                 o.protocol.max_connections);
+  }
+}
+
+void EnableCoreDumps() {
+  struct rlimit rl;
+  rl.rlim_cur = rl.rlim_max = RLIM_INFINITY;
+  if (setrlimit(RLIMIT_CORE, &rl) != 0 && getrlimit(RLIMIT_CORE, &rl) == 0) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_CORE, &rl);
+  }
+  if (getrlimit(RLIMIT_CORE, &rl) != 0 || rl.rlim_cur == 0) {
+    std::fprintf(stderr, "failed to ensure corefile creation\n");
+    std::exit(EX_OSERR);
+  }
+}
+
+// After binding: become -u's user. memcached's messages and exit codes.
+int DropPrivileges(const std::string& username) {
+  struct passwd* pw = getpwnam(username.c_str());
+  if (pw == nullptr) {
+    std::fprintf(stderr, "can't find the user %s to switch to\n", username.c_str());
+    return EX_NOUSER;
+  }
+  if (setgroups(0, nullptr) < 0) {
+    int saved = errno;
+    std::fprintf(stderr, "failed to drop supplementary groups: %s\n", std::strerror(saved));
+    if (saved != EPERM) return EX_OSERR;
+  }
+  if (setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0) {
+    std::fprintf(stderr, "failed to assume identity of user %s\n", username.c_str());
+    return EX_OSERR;
+  }
+  return 0;
+}
+
+// memcached's daemonize(): fork, new session, cwd "/" (unless core dumps were
+// asked for), stdio to /dev/null (unless verbose). Returns false on failure.
+bool Daemonize(bool keep_cwd, bool keep_stdio) {
+  pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid > 0) _exit(EXIT_SUCCESS);
+  if (setsid() == -1) return false;
+  if (!keep_cwd && chdir("/") != 0) return false;
+  if (!keep_stdio) {
+    int fd = open("/dev/null", O_RDWR);
+    if (fd < 0) return false;
+    dup2(fd, STDIN_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    if (fd > STDERR_FILENO) close(fd);
+  }
+  return true;
+}
+
+// An absolute path, so that daemonizing (chdir "/") does not move the file.
+std::string AbsolutePath(const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+bool WritePidFile(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::fprintf(stderr, "Could not open the pid file %s for writing: %s\n", path.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  std::fprintf(f, "%ld\n", static_cast<long>(getpid()));
+  if (std::fclose(f) != 0) {
+    std::fprintf(stderr, "Could not close the pid file %s: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+int Main(int argc, char** argv) {
+  setbuf(stderr, nullptr);   // unbuffered, as memcached (daemontools and friends)
+
+  Options options;
+  std::string error;
+  if (!ParseOptions(argc, argv, &options, &error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    std::fprintf(stderr, "Try '%s -h' for the list of options.\n", argv[0]);
+    return EX_USAGE;
+  }
+  if (options.action == Options::Action::kHelp) {
+    std::fputs(UsageText().c_str(), stdout);
+    return EXIT_SUCCESS;
+  }
+  if (options.action == Options::Action::kVersion) {
+    std::fputs(VersionText().c_str(), stdout);
+    return EXIT_SUCCESS;
+  }
+  for (const std::string& w : options.warnings) std::fprintf(stderr, "%s\n", w.c_str());
+  if (options.verbosity > 0) {
+    for (const std::string& note : options.ignored) {
+      std::fprintf(stderr, "note: %s accepted and ignored\n", note.c_str());
+    }
+  }
+
+  const bool root = getuid() == 0 || geteuid() == 0;
+  if (root && options.protocol.username.empty()) {
+    std::fprintf(stderr, "can't run as root without the -u switch\n");
+    return EX_USAGE;
+  }
+  if (options.enable_coredumps) EnableCoreDumps();
+  RaiseDescriptorLimit(options);
+
+  if (signal(SIGPIPE, SIG_IGN) == SIG_ERR || signal(SIGHUP, SIG_IGN) == SIG_ERR) {
+    std::perror("failed to ignore SIGPIPE/SIGHUP; sigaction");
+    return EX_OSERR;
+  }
+
+  Server server(options);
+  if (!server.Listen(&error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return EX_OSERR;
+  }
+  if (root) {
+    int rc = DropPrivileges(options.protocol.username);
+    if (rc != 0) return rc;
+  }
+
+  const std::string pid_file = AbsolutePath(options.pid_file);
+  if (options.daemonize && !Daemonize(options.enable_coredumps, options.verbosity > 0)) {
+    std::fprintf(stderr, "failed to daemon() in order to daemonize\n");
+    return EXIT_FAILURE;
+  }
+  if (options.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    std::fprintf(stderr, "warning: -k invalid, mlockall() failed: %s\n", std::strerror(errno));
+  }
+  if (!pid_file.empty() && !WritePidFile(pid_file)) return EXIT_FAILURE;
+
+  int rc = server.Run();
+
+  if (!pid_file.empty() && unlink(pid_file.c_str()) != 0 && options.verbosity > 0) {
+    std::fprintf(stderr, "Could not remove the pid file %s: %s\n", pid_file.c_str(),
+                 std::strerror(errno));
+  }
+  return rc;
+}
+
+}  // namespace
+}  // namespace herdless
+
+int main(int argc, char** argv) { return herdless::Main(argc, argv); }

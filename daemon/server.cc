@@ -1,1 +1,367 @@
-// placeholder: being written
+#include "daemon/server.h"
+
+#include <arpa/inet.h>
+#include <event2/event.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace herdless {
+
+namespace {
+
+constexpr char kTooManyConnections[] = "ERROR Too many open connections\r\n";
+constexpr int kAcceptsPerEvent = 64;          // then let the loop breathe
+constexpr int kAcceptPauseMs = 10;            // out of descriptors: retry after this (as memcached)
+constexpr int kDrainTimeoutMs = 2000;         // shutdown: longest wait for unsent replies
+constexpr size_t kReclaimPerTick = 4096;      // expired items removed per maintenance tick
+constexpr size_t kMaxOutputPerConnection = 4u << 20;
+constexpr size_t kInputSlack = 1u << 20;      // room beyond one max item for long get lines
+
+// memcached's `stats conns` text: "tcp:127.0.0.1:11211", "tcp6:[::1]:11211".
+std::string AddressText(const struct sockaddr* sa) {
+  char host[INET6_ADDRSTRLEN] = "";
+  if (sa->sa_family == AF_INET) {
+    const auto* in = reinterpret_cast<const struct sockaddr_in*>(sa);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+    return std::string("tcp:") + host + ":" + std::to_string(ntohs(in->sin_port));
+  }
+  if (sa->sa_family == AF_INET6) {
+    const auto* in6 = reinterpret_cast<const struct sockaddr_in6*>(sa);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+    return std::string("tcp6:[") + host + "]:" + std::to_string(ntohs(in6->sin6_port));
+  }
+  return "<AF " + std::to_string(sa->sa_family) + ">";
+}
+
+std::string LocalAddressText(int fd) {
+  struct sockaddr_storage ss;
+  socklen_t len = sizeof(ss);
+  if (getsockname(fd, reinterpret_cast<struct sockaddr*>(&ss), &len) != 0) return "";
+  return AddressText(reinterpret_cast<struct sockaddr*>(&ss));
+}
+
+// Opens one listening socket for `ai`. Returns -1 with errno set on failure.
+int OpenListener(const struct addrinfo* ai, int backlog) {
+  int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+  if (fd < 0) return -1;
+  int on = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));   // inherited by accepted sockets
+  if (ai->ai_family == AF_INET6) {
+    // Lets "::" and "0.0.0.0" both bind, as memcached does.
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
+  }
+  if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, backlog) != 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+double Seconds(const struct timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
+
+}  // namespace
+
+Server::Server(const Options& options)
+    : options_(options), verbosity_(options.verbosity), started_unix_(clock_.UnixSeconds()) {}
+
+Server::~Server() {
+  for (Listener& l : listeners_) {
+    if (l.accept_event != nullptr) event_free(l.accept_event);
+    if (l.fd >= 0) close(l.fd);
+  }
+  for (event* ev : events_) event_free(ev);
+  if (maintenance_event_ != nullptr) event_free(maintenance_event_);
+  if (resume_accept_event_ != nullptr) event_free(resume_accept_event_);
+  workers_.clear();   // joined in Run()
+  if (base_ != nullptr) event_base_free(base_);
+  if (stop_fd_ >= 0) close(stop_fd_);
+}
+
+bool Server::Listen(std::string* error) {
+  for (const ListenAddress& address : options_.listen) {
+    struct addrinfo hints;
+    std::memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    struct addrinfo* found = nullptr;
+    std::string port = std::to_string(address.port);
+    const char* host = address.host.empty() ? nullptr : address.host.c_str();
+    int rc = getaddrinfo(host, port.c_str(), &hints, &found);
+    const std::string where = (address.host.empty() ? "*" : address.host) + ":" + port;
+    if (rc != 0) {
+      *error = "getaddrinfo(" + where + "): " + gai_strerror(rc);
+      return false;
+    }
+    int bound = 0;
+    int last_errno = 0;
+    for (struct addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+      int fd = OpenListener(ai, options_.protocol.backlog);
+      if (fd < 0) {
+        last_errno = errno;
+        if (errno == EADDRINUSE) break;   // fatal, as in memcached
+        continue;                         // e.g. no IPv6 on this host: try the next one
+      }
+      Listener listener;
+      listener.fd = fd;
+      listener.addr = LocalAddressText(fd);
+      listeners_.push_back(listener);
+      ++bound;
+    }
+    freeaddrinfo(found);
+    if (bound == 0 || last_errno == EADDRINUSE) {
+      *error = "failed to listen on TCP port " + port + " of " + where + ": " + std::strerror(last_errno);
+      return false;
+    }
+  }
+  for (const Listener& l : listeners_) {
+    ConnectionInfo info;
+    info.fd = l.fd;
+    info.addr = l.addr;
+    info.state = "conn_listening";
+    listener_info_.push_back(info);
+    if (options_.verbosity > 0) std::fprintf(stderr, "listening on %s\n", l.addr.c_str());
+  }
+  return true;
+}
+
+int Server::Run() {
+  const ProtocolSettings& p = options_.protocol;
+  StoreConfig store_config;
+  store_config.memory_limit = p.max_bytes;
+  store_config.item_size_max = p.item_size_max;
+  store_config.lease.lease_timeout_ms = p.lease_timeout_s * 1000;
+  store_config.lease.default_delta_ms = p.xfetch_delta_ms;
+  store_config.stale_grace_s = p.stale_grace_s;
+  store_config.clock = &clock_;
+  store_config.random = &random_;
+  store_ = std::make_unique<ItemStore>(store_config);
+
+  event_config* cfg = event_config_new();
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);   // only the main thread uses it
+  base_ = event_base_new_with_config(cfg);
+  event_config_free(cfg);
+  stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (base_ == nullptr || stop_fd_ < 0) {
+    std::fprintf(stderr, "failed to create the main event loop\n");
+    return EXIT_FAILURE;
+  }
+
+  WorkerConfig worker_config;
+  worker_config.reqs_per_event = p.reqs_per_event;
+  worker_config.idle_timeout_s = p.idle_timeout;
+  worker_config.max_output = kMaxOutputPerConnection;
+  worker_config.max_input = p.item_size_max + kInputSlack;
+
+  // Workers start with every signal blocked, so signals reach the main loop.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &previous);
+  bool started = true;
+  for (int i = 0; i < p.num_threads && started; ++i) {
+    workers_.push_back(std::make_unique<Worker>(i, worker_config, store_.get(), this, &counters_));
+    std::string error;
+    if (!workers_.back()->Start(&error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      started = false;
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+
+  if (started) {
+    for (Listener& l : listeners_) {
+      l.accept_event = event_new(base_, l.fd, EV_READ | EV_PERSIST, &Server::OnAccept, this);
+    }
+    for (int signo : {SIGTERM, SIGINT, SIGUSR1}) {
+      events_.push_back(evsignal_new(base_, signo, &Server::OnSignal, this));
+    }
+    events_.push_back(event_new(base_, stop_fd_, EV_READ | EV_PERSIST, &Server::OnStopRequest, this));
+    for (event* ev : events_) event_add(ev, nullptr);
+    maintenance_event_ = event_new(base_, -1, EV_PERSIST, &Server::OnMaintenance, this);
+    struct timeval one_second = {1, 0};
+    event_add(maintenance_event_, &one_second);
+    resume_accept_event_ = event_new(base_, -1, 0, &Server::OnResumeAccept, this);
+
+    counters_.total.store(listeners_.size());
+    counters_.structures.store(listeners_.size());
+    SetAccepting(true);
+    event_base_dispatch(base_);   // returns after BeginShutdown()
+  }
+
+  if (!started) {
+    for (auto& w : workers_) w->BeginStop(0);
+  }
+  for (auto& w : workers_) w->Join();
+  return started ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+void Server::SetAccepting(bool on) {
+  if (on == accepting_) return;
+  for (Listener& l : listeners_) {
+    if (l.accept_event == nullptr) continue;
+    if (on) {
+      event_add(l.accept_event, nullptr);
+    } else {
+      event_del(l.accept_event);
+    }
+  }
+  accepting_ = on;
+}
+
+void Server::PauseAccepting() {
+  SetAccepting(false);
+  struct timeval pause = {0, kAcceptPauseMs * 1000};
+  event_add(resume_accept_event_, &pause);
+}
+
+void Server::OnResumeAccept(int, short, void* arg) {
+  Server* s = static_cast<Server*>(arg);
+  if (!s->shutting_down_) s->SetAccepting(true);
+}
+
+void Server::OnAccept(int fd, short, void* arg) {
+  Server* s = static_cast<Server*>(arg);
+  for (Listener& l : s->listeners_) {
+    if (l.fd == fd) {
+      s->AcceptFrom(&l);
+      return;
+    }
+  }
+}
+
+void Server::AcceptFrom(Listener* listener) {
+  const uint64_t limit = static_cast<uint64_t>(options_.protocol.max_connections);
+  for (int i = 0; i < kAcceptsPerEvent; ++i) {
+    struct sockaddr_storage peer;
+    socklen_t len = sizeof(peer);
+    int fd = accept4(listener->fd, reinterpret_cast<struct sockaddr*>(&peer), &len,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        if (Verbosity() > 0) std::fprintf(stderr, "Too many open connections\n");
+        PauseAccepting();
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK && Verbosity() > 0) {
+        std::fprintf(stderr, "accept(): %s\n", std::strerror(errno));
+      }
+      return;
+    }
+    if (counters_.current.load(std::memory_order_relaxed) >= limit) {
+      // memcached 1.6 (maxconns_fast): tell the client why, then hang up.
+      ssize_t n = send(fd, kTooManyConnections, sizeof(kTooManyConnections) - 1,
+                       MSG_DONTWAIT | MSG_NOSIGNAL);
+      (void)n;
+      close(fd);
+      counters_.rejected.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    uint64_t current = counters_.current.fetch_add(1, std::memory_order_relaxed) + 1;
+    counters_.total.fetch_add(1, std::memory_order_relaxed);
+    uint64_t structures = current + listeners_.size();
+    if (structures > counters_.structures.load(std::memory_order_relaxed)) {
+      counters_.structures.store(structures, std::memory_order_relaxed);
+    }
+    Worker* worker = workers_[next_worker_++ % workers_.size()].get();
+    worker->AddConnection(fd, AddressText(reinterpret_cast<struct sockaddr*>(&peer)),
+                          LocalAddressText(fd));
+  }
+}
+
+void Server::OnSignal(int signo, short, void* arg) { static_cast<Server*>(arg)->BeginShutdown(); }
+
+void Server::OnStopRequest(int fd, short, void* arg) {
+  uint64_t count;
+  ssize_t n = read(fd, &count, sizeof(count));
+  (void)n;
+  static_cast<Server*>(arg)->BeginShutdown();
+}
+
+void Server::OnMaintenance(int, short, void* arg) {
+  static_cast<Server*>(arg)->store_->ReclaimExpired(kReclaimPerTick);
+}
+
+void Server::BeginShutdown() {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  if (Verbosity() > 0) std::fprintf(stderr, "Exiting normally\n");
+  // Stop accepting first: nothing new arrives while the workers drain.
+  SetAccepting(false);
+  event_del(resume_accept_event_);
+  for (Listener& l : listeners_) {
+    if (l.accept_event != nullptr) event_free(l.accept_event);
+    l.accept_event = nullptr;
+    close(l.fd);
+    l.fd = -1;
+  }
+  for (auto& w : workers_) w->BeginStop(kDrainTimeoutMs);
+  event_base_loopbreak(base_);
+}
+
+ServerSnapshot Server::Snapshot() {
+  ServerSnapshot s;
+  s.pid = getpid();
+  s.time = clock_.UnixSeconds();
+  s.uptime = s.time - started_unix_;
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    s.rusage_user = Seconds(usage.ru_utime);
+    s.rusage_system = Seconds(usage.ru_stime);
+  }
+  s.max_connections = static_cast<uint64_t>(options_.protocol.max_connections);
+  s.curr_connections = counters_.current.load(std::memory_order_relaxed);
+  s.total_connections = counters_.total.load(std::memory_order_relaxed);
+  s.rejected_connections = counters_.rejected.load(std::memory_order_relaxed);
+  s.connection_structures = counters_.structures.load(std::memory_order_relaxed);
+  s.threads = workers_.size();
+  for (const auto& w : workers_) s.totals.Add(w->stats());
+  return s;
+}
+
+std::vector<ConnectionInfo> Server::Connections() {
+  std::vector<ConnectionInfo> out = listener_info_;
+  const int64_t uptime = clock_.UnixSeconds() - started_unix_;
+  for (ConnectionInfo& l : out) l.secs_since_last_cmd = uptime;
+  for (const auto& w : workers_) w->AppendConnectionsInfo(&out);
+  std::sort(out.begin(), out.end(),
+            [](const ConnectionInfo& a, const ConnectionInfo& b) { return a.fd < b.fd; });
+  return out;
+}
+
+void Server::ResetStats() {
+  // A relaxed store racing the owner's increment may lose that one increment;
+  // memcached's reset is no more exact under load.
+  for (const auto& w : workers_) w->stats().Reset();
+  counters_.total.store(0, std::memory_order_relaxed);
+  counters_.rejected.store(0, std::memory_order_relaxed);
+}
+
+void Server::SetVerbosity(int level) { verbosity_.store(level, std::memory_order_relaxed); }
+
+int Server::Verbosity() const { return verbosity_.load(std::memory_order_relaxed); }
+
+void Server::Shutdown(bool graceful) {
+  // Called on a worker thread: wake the main loop, which owns the listeners.
+  (void)graceful;   // both forms drain the same way
+  uint64_t one = 1;
+  if (stop_fd_ >= 0) {
+    ssize_t n = write(stop_fd_, &one, sizeof(one));
+    (void)n;
+  }
+}
+
+}  // namespace herdless

@@ -1,1 +1,94 @@
-// placeholder: being written
+// Server: the process around the protocol. The main thread binds the
+// listening sockets, accepts connections and hands them round-robin to the
+// worker threads, runs the 1 s maintenance timer (expired-item reclaim), and
+// handles SIGTERM/SIGINT/SIGUSR1 and the `shutdown` command: stop accepting,
+// let the workers finish writing the replies they owe, exit 0.
+// It is also the protocol's ServerInfo (stats, verbosity, shutdown); those
+// methods are called from worker threads and are thread-safe.
+#ifndef HERDLESS_DAEMON_SERVER_H_
+#define HERDLESS_DAEMON_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/options.h"
+#include "daemon/worker.h"
+#include "protocol/server_info.h"
+#include "storage/clock.h"
+#include "storage/item_store.h"
+#include "storage/random.h"
+
+struct event;
+struct event_base;
+
+namespace herdless {
+
+class Server final : public ServerInfo {
+ public:
+  explicit Server(const Options& options);
+  ~Server() override;
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Creates, binds and listens on every -l address. Call before dropping
+  // privileges (a port below 1024 needs root) and before daemonizing (so
+  // errors reach the terminal). False with a message in *error.
+  bool Listen(std::string* error);
+
+  // Builds the store and the workers and serves until shutdown. Returns the
+  // process exit code (0 after a signal or `shutdown`).
+  int Run();
+
+  // ServerInfo
+  ServerSnapshot Snapshot() override;
+  std::vector<ConnectionInfo> Connections() override;
+  const ProtocolSettings& Settings() const override { return options_.protocol; }
+  void ResetStats() override;
+  void SetVerbosity(int level) override;
+  int Verbosity() const override;
+  void Shutdown(bool graceful) override;
+
+ private:
+  struct Listener {
+    int fd = -1;
+    std::string addr;   // "tcp:127.0.0.1:11211", as memcached's stats conns
+    event* accept_event = nullptr;
+  };
+
+  static void OnAccept(int fd, short what, void* arg);
+  static void OnSignal(int signo, short what, void* arg);
+  static void OnStopRequest(int fd, short what, void* arg);
+  static void OnMaintenance(int fd, short what, void* arg);
+  static void OnResumeAccept(int fd, short what, void* arg);
+  void AcceptFrom(Listener* listener);
+  void PauseAccepting();
+  void SetAccepting(bool on);
+  void BeginShutdown();
+
+  Options options_;
+  SystemClock clock_;
+  DefaultRandom random_;
+  std::unique_ptr<ItemStore> store_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  size_t next_worker_ = 0;
+  ConnectionCounters counters_;
+  std::atomic<int> verbosity_;
+  const int64_t started_unix_;
+
+  std::vector<Listener> listeners_;          // main thread only
+  std::vector<ConnectionInfo> listener_info_;  // fixed after Listen(): read by workers
+  event_base* base_ = nullptr;
+  std::vector<event*> events_;         // signals and the stop request
+  event* maintenance_event_ = nullptr;
+  event* resume_accept_event_ = nullptr;
+  int stop_fd_ = -1;                   // eventfd: Shutdown() from a worker wakes the main loop
+  bool accepting_ = false;
+  bool shutting_down_ = false;
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_DAEMON_SERVER_H_

@@ -1,1 +1,191 @@
-// placeholder: being written
+#include "daemon/worker.h"
+
+#include <event2/event.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "daemon/connection.h"
+
+namespace herdless {
+
+int64_t CoarseNowSeconds() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return ts.tv_sec;
+}
+
+Worker::Worker(int id, const WorkerConfig& config, ItemStore* store, ServerInfo* server,
+               ConnectionCounters* counters)
+    : id_(id),
+      config_(config),
+      server_(server),
+      counters_(counters),
+      executor_(store, server, &stats_) {}
+
+Worker::~Worker() {
+  // The thread has ended: tasks it never ran may still hold sockets.
+  stopping_ = true;
+  RunTasks();
+  for (Connection* c : connections_) {
+    delete c;
+    counters_->current.fetch_sub(1, std::memory_order_relaxed);
+  }
+  connections_.clear();
+  if (notify_event_ != nullptr) event_free(notify_event_);
+  if (idle_timer_ != nullptr) event_free(idle_timer_);
+  if (drain_timer_ != nullptr) event_free(drain_timer_);
+  if (base_ != nullptr) event_base_free(base_);
+  if (notify_fd_ >= 0) close(notify_fd_);
+}
+
+bool Worker::Start(std::string* error) {
+  // Only this worker's thread uses its base: libevent's locks are not needed.
+  event_config* cfg = event_config_new();
+  if (cfg == nullptr) {
+    *error = "event_config_new failed";
+    return false;
+  }
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+  base_ = event_base_new_with_config(cfg);
+  event_config_free(cfg);
+  if (base_ == nullptr) {
+    *error = "event_base_new failed";
+    return false;
+  }
+  notify_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (notify_fd_ < 0) {
+    *error = std::string("failed creating eventfd for worker thread: ") + std::strerror(errno);
+    return false;
+  }
+  notify_event_ = event_new(base_, notify_fd_, EV_READ | EV_PERSIST, &Worker::OnNotify, this);
+  if (notify_event_ == nullptr || event_add(notify_event_, nullptr) != 0) {
+    *error = "cannot register the worker's notify event";
+    return false;
+  }
+  if (config_.idle_timeout_s > 0) {
+    idle_timer_ = event_new(base_, -1, EV_PERSIST, &Worker::OnIdleTimer, this);
+    struct timeval one_second = {1, 0};
+    if (idle_timer_ == nullptr || event_add(idle_timer_, &one_second) != 0) {
+      *error = "cannot register the idle timer";
+      return false;
+    }
+  }
+  thread_ = std::thread([this] { event_base_loop(base_, 0); });
+  return true;
+}
+
+void Worker::Post(std::function<void()> task) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(tasks_mutex_);
+    tasks_.push_back(std::move(task));
+    wake = !notified_;
+    notified_ = true;
+  }
+  if (wake) {
+    uint64_t one = 1;
+    ssize_t n = write(notify_fd_, &one, sizeof(one));
+    (void)n;   // only fails when the counter is already non-zero: the loop wakes anyway
+  }
+}
+
+void Worker::OnNotify(int fd, short, void* arg) {
+  uint64_t count;
+  ssize_t n = read(fd, &count, sizeof(count));
+  (void)n;
+  static_cast<Worker*>(arg)->RunTasks();
+}
+
+void Worker::RunTasks() {
+  std::vector<std::function<void()>> tasks;
+  {
+    std::lock_guard<std::mutex> lock(tasks_mutex_);
+    tasks.swap(tasks_);
+    notified_ = false;
+  }
+  for (auto& task : tasks) task();
+}
+
+void Worker::AddConnection(int fd, std::string peer, std::string local) {
+  Post([this, fd, peer = std::move(peer), local = std::move(local)]() mutable {
+    if (stopping_) {
+      close(fd);
+      counters_->current.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
+    Connection* conn = new Connection(this, fd, std::move(peer), std::move(local));
+    {
+      std::lock_guard<std::mutex> lock(registry_mutex_);
+      connections_.insert(conn);
+    }
+    if (verbosity() > 1) std::fprintf(stderr, "<%d new ascii client connection.\n", fd);
+    if (!conn->Start()) CloseConnection(conn);
+  });
+}
+
+void Worker::CloseConnection(Connection* conn) {
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex_);
+    connections_.erase(conn);
+  }
+  if (verbosity() > 1) std::fprintf(stderr, "<%d connection closed.\n", conn->fd());
+  delete conn;
+  counters_->current.fetch_sub(1, std::memory_order_relaxed);
+  MaybeFinishStop();
+}
+
+void Worker::OnIdleTimer(int, short, void* arg) {
+  Worker* w = static_cast<Worker*>(arg);
+  const int64_t now = CoarseNowSeconds();
+  std::vector<Connection*> idle;
+  for (Connection* c : w->connections_) {   // only this thread changes the set
+    if (c->IdleLongerThan(now, w->config_.idle_timeout_s)) idle.push_back(c);
+  }
+  for (Connection* c : idle) {
+    if (w->verbosity() > 1) std::fprintf(stderr, "Closing idle fd %d\n", c->fd());
+    w->CloseConnection(c);
+  }
+}
+
+void Worker::BeginStop(int drain_timeout_ms) {
+  Post([this, drain_timeout_ms] {
+    stopping_ = true;
+    if (idle_timer_ != nullptr) event_del(idle_timer_);
+    drain_timer_ = event_new(base_, -1, 0, &Worker::OnDrainDeadline, this);
+    struct timeval deadline = {drain_timeout_ms / 1000, (drain_timeout_ms % 1000) * 1000};
+    if (drain_timer_ != nullptr) event_add(drain_timer_, &deadline);
+    // Draining one connection never deletes another: iterate a copy.
+    std::vector<Connection*> conns(connections_.begin(), connections_.end());
+    for (Connection* c : conns) c->BeginDrain();
+    MaybeFinishStop();
+  });
+}
+
+void Worker::OnDrainDeadline(int, short, void* arg) { static_cast<Worker*>(arg)->StopNow(); }
+
+void Worker::StopNow() {
+  std::vector<Connection*> conns(connections_.begin(), connections_.end());
+  for (Connection* c : conns) CloseConnection(c);
+  event_base_loopbreak(base_);
+}
+
+void Worker::MaybeFinishStop() {
+  if (stopping_ && connections_.empty()) event_base_loopbreak(base_);
+}
+
+void Worker::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void Worker::AppendConnectionsInfo(std::vector<ConnectionInfo>* out) {
+  const int64_t now = CoarseNowSeconds();
+  std::lock_guard<std::mutex> lock(registry_mutex_);
+  for (const Connection* c : connections_) out->push_back(c->Info(now));
+}
+
+}  // namespace herdless

@@ -1,1 +1,119 @@
-// placeholder: being written
+// Worker: one thread with its own libevent loop, Executor and ThreadStats; it
+// owns the connections handed to it and is the only thread that touches them.
+// Other threads reach a worker only through Post() (a locked queue plus an
+// eventfd that wakes the loop) and through ConnectionsInfo(), which reads the
+// connection registry under its mutex.
+#ifndef HERDLESS_DAEMON_WORKER_H_
+#define HERDLESS_DAEMON_WORKER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "protocol/executor.h"
+#include "protocol/server_info.h"
+#include "protocol/thread_stats.h"
+#include "storage/item_store.h"
+
+struct event;
+struct event_base;
+
+namespace herdless {
+
+class Connection;
+
+// Process-wide connection counters (memcached's names), shared by the
+// acceptor and every worker.
+struct ConnectionCounters {
+  std::atomic<uint64_t> current{0};     // open client connections
+  std::atomic<uint64_t> total{0};       // ever accepted (plus the listeners)
+  std::atomic<uint64_t> rejected{0};    // turned away over -c
+  std::atomic<uint64_t> structures{0};  // high-water mark of connections + listeners
+};
+
+struct WorkerConfig {
+  int reqs_per_event = 20;        // -R
+  int idle_timeout_s = 0;         // -o idle_timeout, 0 = never
+  size_t max_output = 4u << 20;   // stop executing while this much output is unsent
+  size_t max_input = 0;           // largest request buffered (item_size_max + slack)
+};
+
+// Monotonic seconds, cheap (coarse clock): connection idle times.
+int64_t CoarseNowSeconds();
+
+class Worker {
+ public:
+  Worker(int id, const WorkerConfig& config, ItemStore* store, ServerInfo* server,
+         ConnectionCounters* counters);
+  ~Worker();   // after Join()
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Creates the loop and starts the thread. False (with *error) on failure.
+  bool Start(std::string* error);
+
+  // Runs `task` on the worker's thread soon. Thread-safe.
+  void Post(std::function<void()> task);
+
+  // Adopts an accepted non-blocking socket (counted in counters->current by
+  // the caller). `peer` and `local` are memcached-style "tcp:host:port" text.
+  void AddConnection(int fd, std::string peer, std::string local);
+
+  // Shutdown: stop reading, let every connection finish writing what it owes
+  // (bounded by `drain_timeout_ms`), then leave the loop. Thread-safe.
+  void BeginStop(int drain_timeout_ms);
+  void Join();
+
+  // `stats conns`: appends one entry per connection. Thread-safe.
+  void AppendConnectionsInfo(std::vector<ConnectionInfo>* out);
+
+  ThreadStats& stats() { return stats_; }
+  int id() const { return id_; }
+
+  // For this worker's connections (worker thread only).
+  event_base* base() { return base_; }
+  Executor& executor() { return executor_; }
+  const WorkerConfig& config() const { return config_; }
+  int verbosity() const { return server_->Verbosity(); }
+  void CloseConnection(Connection* conn);
+
+ private:
+  static void OnNotify(int fd, short what, void* arg);
+  static void OnIdleTimer(int fd, short what, void* arg);
+  static void OnDrainDeadline(int fd, short what, void* arg);
+  void RunTasks();
+  void StopNow();
+  void MaybeFinishStop();
+
+  const int id_;
+  const WorkerConfig config_;
+  ServerInfo* const server_;
+  ConnectionCounters* const counters_;
+  ThreadStats stats_;
+  Executor executor_;
+
+  event_base* base_ = nullptr;
+  int notify_fd_ = -1;
+  event* notify_event_ = nullptr;
+  event* idle_timer_ = nullptr;
+  event* drain_timer_ = nullptr;
+  std::thread thread_;
+  bool stopping_ = false;   // worker thread only
+
+  std::mutex tasks_mutex_;
+  std::vector<std::function<void()>> tasks_;   // guarded by tasks_mutex_
+  bool notified_ = false;                      // guarded by tasks_mutex_
+
+  std::mutex registry_mutex_;
+  std::unordered_set<Connection*> connections_;   // written by the worker under the mutex
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_DAEMON_WORKER_H_
