@@ -1,1 +1,238 @@
-// placeholder: being written
+#include "protocol/meta_parser.h"
+
+#include "protocol/key.h"
+#include "protocol/numbers.h"
+
+namespace herdless {
+
+void SplitCommandLine(std::string_view line, CommandLine* out) {
+  out->line = line;
+  out->count = 0;
+  size_t i = 0;
+  while (out->count < CommandLine::kMaxTokens) {
+    while (i < line.size() && line[i] == ' ') ++i;
+    if (i == line.size()) break;
+    const size_t start = i;
+    while (i < line.size() && line[i] != ' ') ++i;
+    out->token[out->count++] = line.substr(start, i - start);
+  }
+}
+
+namespace {
+
+// memcached's MFLAG_MAX_OPT_LENGTH: a meta line may have at most this many
+// tokens, counting the command, key (and ms datalen) and the terminal token.
+constexpr int kMaxMetaTokens = 20;
+
+constexpr std::string_view kBadFormat = "CLIENT_ERROR bad command line format";
+constexpr std::string_view kBadToken = "CLIENT_ERROR bad token in command line format";
+
+LineVerdict Error(std::string_view message, uint64_t swallow = 0) {
+  LineVerdict v;
+  v.kind = LineVerdict::kError;
+  v.error = message;
+  v.swallow = swallow;
+  return v;
+}
+
+// Reads flag tokens [first, count) into out->meta / out->meta_args, the way
+// memcached's _meta_flag_preparse does: an unknown or repeated flag stops at
+// once; a bad token is remembered (the last message wins; a bad F token has
+// none and leaves "bad command line format") and parsing goes on. Y is
+// herdless's, for mg only. Returns the error, or an empty view.
+std::string_view ParseMetaFlags(const CommandLine& line, int first, bool allow_y,
+                                Request* out) {
+  bool seen[128] = {};
+  bool has_error = false;
+  std::string_view error = kBadFormat;
+  MetaArgs& args = out->meta_args;
+  for (int i = first; i < line.count; ++i) {
+    const std::string_view t = line.token[i];
+    const std::string_view value = t.substr(1);
+    const auto c = static_cast<unsigned char>(t[0]);
+    if (c >= 127 || seen[c]) return "CLIENT_ERROR duplicate flag";
+    seen[c] = true;
+    bool ok = true;
+    switch (c) {
+      case 'b': {
+        const size_t n = Base64Decode(out->key, out->decoded_key, sizeof(out->decoded_key));
+        if (n == 0) {
+          error = "CLIENT_ERROR error decoding key";
+          has_error = true;
+        } else {
+          out->decoded_key_length = static_cast<uint8_t>(n);
+          out->key = std::string_view(out->decoded_key, n);
+          out->key_was_base64 = true;
+        }
+        break;
+      }
+      case 'N':
+      case 'R':
+      case 'T': {
+        int32_t ttl;
+        if (!ParseInt32(value, &ttl)) {
+          error = kBadToken;
+          ok = false;
+        } else if (c == 'N') {
+          args.N = ttl;
+        } else if (c == 'R') {
+          args.R = ttl;
+        } else {
+          args.T = ttl;
+        }
+        break;
+      }
+      case 'C':
+        if (!ParseUint64(value, &args.C)) {
+          error = kBadToken;
+          ok = false;
+        }
+        break;
+      case 'F':
+        ok = ParseUint32(value, &args.F);   // memcached sets no message of its own
+        break;
+      case 'M':
+        if (t.size() != 2) {
+          error = "CLIENT_ERROR incorrect length for M token";
+          ok = false;
+        } else {
+          args.M = t[1];
+        }
+        break;
+      case 'J':
+        if (!ParseUint64(value, &args.J)) {
+          error = "CLIENT_ERROR invalid numeric initial value";
+          ok = false;
+        }
+        break;
+      case 'D':
+        if (!ParseUint64(value, &args.D)) {
+          error = "CLIENT_ERROR invalid numeric delta value";
+          ok = false;
+        }
+        break;
+      case 'O':
+        args.O = value;
+        break;
+      case 'Y':
+        if (!allow_y) return "CLIENT_ERROR invalid flag";
+        if (!ParseDouble(value, &args.Y) || !(args.Y > 0)) {
+          error = kBadToken;
+          ok = false;
+        }
+        break;
+      case 'c': case 'f': case 'h': case 'k': case 'l': case 'q': case 's':
+      case 't': case 'u': case 'v': case 'I': case 'P': case 'L':
+        break;
+      default:
+        return "CLIENT_ERROR invalid flag";
+    }
+    if (!ok) has_error = true;
+    MetaFlags& flags = out->meta;
+    flags.list[flags.count++] = MetaFlags::Flag{static_cast<char>(c), value};
+    flags.present |= MetaFlags::Bit(static_cast<char>(c));
+  }
+  return has_error ? error : std::string_view();
+}
+
+// memcached counts the 'O' in the opaque's length: 31 bytes of opaque at most.
+bool OpaqueTooLong(const Request& r) {
+  return r.meta.Has('O') && r.meta_args.O.size() + 1 > static_cast<size_t>(kMaxOpaqueLength);
+}
+
+LineVerdict ParseMetaDebug(const CommandLine& line, Request* out) {
+  out->command = Command::kMetaDebug;
+  if (line.ntokens() < 3 || line.token[1].size() > static_cast<size_t>(kMaxKeyLength)) {
+    return Error(kBadFormat);
+  }
+  out->key = line.token[1];
+  if (line.ntokens() >= 4 && line.token[2] == "b") {
+    const size_t n = Base64Decode(out->key, out->decoded_key, sizeof(out->decoded_key));
+    if (n == 0) return Error(kBadFormat);
+    out->decoded_key_length = static_cast<uint8_t>(n);
+    out->key = std::string_view(out->decoded_key, n);
+    out->key_was_base64 = true;
+  }
+  return LineVerdict();
+}
+
+LineVerdict ParseMetaGet(const CommandLine& line, Request* out) {
+  out->command = Command::kMetaGet;
+  if (line.token[1].size() > static_cast<size_t>(kMaxKeyLength)) return Error(kBadFormat);
+  if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags are too long");
+  out->key = line.token[1];
+  const std::string_view error = ParseMetaFlags(line, 2, /*allow_y=*/true, out);
+  if (!error.empty()) return Error(error);
+  if (OpaqueTooLong(*out)) return Error("CLIENT_ERROR opaque token too long");
+  return LineVerdict();
+}
+
+LineVerdict ParseMetaSet(const CommandLine& line, Request* out) {
+  out->command = Command::kMetaSet;
+  if (line.token[1].size() > static_cast<size_t>(kMaxKeyLength)) return Error(kBadFormat);
+  if (line.ntokens() == 3) return Error(kBadFormat);
+  if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags too long");
+  int32_t length;
+  if (!ParseInt32(line.token[2], &length) || length < 0 || length > INT32_MAX - 2) {
+    return Error(kBadFormat);
+  }
+  out->key = line.token[1];
+  out->value_length = static_cast<uint32_t>(length);
+  // From here on memcached knows the block's size and swallows it on error.
+  const uint64_t block = uint64_t{out->value_length} + 2;
+  const std::string_view error = ParseMetaFlags(line, 3, /*allow_y=*/false, out);
+  if (!error.empty()) return Error(error, block);
+  switch (out->meta_args.M) {
+    case 0: case 'E': case 'A': case 'P': case 'R': case 'S':
+      break;
+    default:
+      return Error("CLIENT_ERROR invalid mode for ms M token", block);
+  }
+  if (OpaqueTooLong(*out)) return Error("CLIENT_ERROR opaque token too long", block);
+  LineVerdict v;
+  v.expects_data = true;
+  return v;
+}
+
+// md and ma report every flag error as one message (1.6.18 ignores the
+// specific one).
+LineVerdict ParseMetaDeleteOrArithmetic(const CommandLine& line, Command command, Request* out) {
+  out->command = command;
+  if (line.token[1].size() > static_cast<size_t>(kMaxKeyLength)) return Error(kBadFormat);
+  if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags too long");
+  out->key = line.token[1];
+  if (!ParseMetaFlags(line, 2, /*allow_y=*/false, out).empty()) {
+    return Error("CLIENT_ERROR invalid or duplicate flag");
+  }
+  if (command == Command::kMetaArithmetic) {
+    switch (out->meta_args.M) {
+      case 0: case 'I': case '+': case 'D': case '-':
+        break;
+      default:
+        return Error("CLIENT_ERROR invalid mode for ma M token");
+    }
+  }
+  if (OpaqueTooLong(*out)) return Error("CLIENT_ERROR opaque token too long");
+  return LineVerdict();
+}
+
+}  // namespace
+
+LineVerdict ParseMetaLine(const CommandLine& line, Request* out) {
+  const char which = line.token[0][1];
+  if (which == 'n') {
+    out->command = Command::kMetaNoop;
+    return LineVerdict();
+  }
+  if (which == 'e') return ParseMetaDebug(line, out);
+  if (which != 'g' && which != 's' && which != 'd' && which != 'a') return Error("ERROR");
+  if (line.ntokens() < 3) return Error("ERROR");
+  switch (which) {
+    case 'g': return ParseMetaGet(line, out);
+    case 's': return ParseMetaSet(line, out);
+    case 'd': return ParseMetaDeleteOrArithmetic(line, Command::kMetaDelete, out);
+    default:  return ParseMetaDeleteOrArithmetic(line, Command::kMetaArithmetic, out);
+  }
+}
+
+}  // namespace herdless

@@ -1,1 +1,61 @@
-// placeholder: being written
+// MetaParser: the meta commands (mg ms md ma mn me) of memcached 1.6.18, as
+// one step of ParseRequest (text_parser.h). Also home of the command-line
+// tokenizer both parsers share, so they split lines identically.
+//
+// Flags follow 1.6.18, which checks one flag table for every meta command:
+//   b c f h k l q s t u v O P L I   (no token, or a token that is ignored)
+//   N R T (int32 TTLs)  C (uint64)  F (uint32)  D J (uint64)  M (one char)
+// plus herdless's `Y<beta>` (a positive decimal) on mg only. `E` (1.6.27+)
+// is an invalid flag, as in 1.6.18. The executor ignores flags that do not
+// apply to its command, as memcached does.
+#ifndef HERDLESS_PROTOCOL_META_PARSER_H_
+#define HERDLESS_PROTOCOL_META_PARSER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "protocol/request.h"
+
+namespace herdless {
+
+// One request line (without "\r\n", cut at the first NUL) split on ' ' as
+// memcached's tokenize_command splits it: runs of spaces separate tokens,
+// nothing else does (a tab belongs to its token). At most kMaxTokens tokens
+// are split off; the remainder of a longer line is left unsplit (only `get`
+// reads past it, through `line`).
+struct CommandLine {
+  static constexpr int kMaxTokens = 23;   // memcached MAX_TOKENS 24, minus the terminal
+  std::string_view line;
+  std::string_view token[kMaxTokens];
+  int count = 0;
+
+  // memcached's `ntokens`: the tokens plus its terminal token.
+  int ntokens() const { return count + 1; }
+  // The line from the start of token i to its end (i < count).
+  std::string_view From(int i) const {
+    return line.substr(static_cast<size_t>(token[i].data() - line.data()));
+  }
+};
+
+void SplitCommandLine(std::string_view line, CommandLine* out);
+
+// What parsing one command line decided; the data block, if any, follows.
+struct LineVerdict {
+  enum Kind : uint8_t { kRequest, kError, kClose };
+  Kind kind = kRequest;
+  std::string_view error;     // kError: reply this line (static string)
+  bool suppress = false;      // kError: classic noreply hides the reply
+  uint64_t swallow = 0;       // kError: bytes to discard after the line
+  bool expects_data = false;  // kRequest: value_length bytes + "\r\n" follow
+};
+
+// Parses a meta command line (token[0] is a two-byte "m?" word) into *out.
+// ms sets value_length and expects_data; errors found after ms's datalen
+// swallow the data block, as memcached does. Meta errors are never
+// suppressed: `q` is the executor's business.
+LineVerdict ParseMetaLine(const CommandLine& line, Request* out);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_META_PARSER_H_

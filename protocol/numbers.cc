@@ -1,1 +1,117 @@
-// placeholder: being written
+#include "protocol/numbers.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+namespace herdless {
+
+namespace {
+
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+// The shared front half of strtoull/strtoll: whitespace, sign, digits, and
+// memcached's rule for what may follow the digits. Fails when there is no
+// digit, when the magnitude overflows 64 bits, or on junk after the digits.
+bool ScanDecimal(std::string_view s, uint64_t* magnitude, bool* negative) {
+  size_t i = 0;
+  while (i < s.size() && IsSpace(s[i])) ++i;
+  *negative = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+    *negative = s[i] == '-';
+    ++i;
+  }
+  const size_t first_digit = i;
+  uint64_t value = 0;
+  bool overflow = false;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    const uint64_t digit = static_cast<uint64_t>(s[i] - '0');
+    if (value > (UINT64_MAX - digit) / 10) overflow = true;
+    value = value * 10 + digit;
+  }
+  if (i == first_digit || overflow) return false;
+  if (i < s.size() && !IsSpace(s[i])) return false;
+  *magnitude = value;
+  return true;
+}
+
+}  // namespace
+
+bool ParseUint64(std::string_view s, uint64_t* out) {
+  uint64_t magnitude;
+  bool negative;
+  if (!ScanDecimal(s, &magnitude, &negative)) return false;
+  // strtoull negates in unsigned arithmetic; memcached then refuses a '-'
+  // only when the result looks negative as a signed number.
+  const uint64_t value = negative ? (~magnitude + 1) : magnitude;
+  if (static_cast<int64_t>(value) < 0 && s.find('-') != std::string_view::npos) return false;
+  *out = value;
+  return true;
+}
+
+bool ParseInt64(std::string_view s, int64_t* out) {
+  uint64_t magnitude;
+  bool negative;
+  if (!ScanDecimal(s, &magnitude, &negative)) return false;
+  const uint64_t limit = negative ? uint64_t{1} << 63 : (uint64_t{1} << 63) - 1;
+  if (magnitude > limit) return false;   // strtoll's ERANGE
+  *out = negative ? static_cast<int64_t>(~magnitude + 1) : static_cast<int64_t>(magnitude);
+  return true;
+}
+
+bool ParseUint32(std::string_view s, uint32_t* out) {
+  uint64_t value;
+  if (!ParseUint64(s, &value)) return false;
+  *out = static_cast<uint32_t>(value);
+  return true;
+}
+
+bool ParseInt32(std::string_view s, int32_t* out) {
+  int64_t value;
+  if (!ParseInt64(s, &value)) return false;
+  *out = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(value)));
+  return true;
+}
+
+bool ParseDouble(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  // from_chars also takes "inf", "nan" and "1e"; insist on a digit first
+  // (after an optional '-') and reject non-finite results.
+  const size_t digit = s[0] == '-' ? 1 : 0;
+  if (digit >= s.size() || s[digit] < '0' || s[digit] > '9') return false;
+  double value;
+  const char* end = s.data() + s.size();
+  const auto [ptr, ec] = std::from_chars(s.data(), end, value, std::chars_format::general);
+  if (ec != std::errc() || ptr != end || !std::isfinite(value)) return false;
+  *out = value;
+  return true;
+}
+
+char* FormatUint64(uint64_t v, char* out) {
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  char tmp[kMaxUint64Digits];
+  char* p = tmp + kMaxUint64Digits;
+  while (v >= 100) {
+    const unsigned pair = static_cast<unsigned>(v % 100) * 2;
+    v /= 100;
+    *--p = kPairs[pair + 1];
+    *--p = kPairs[pair];
+  }
+  if (v >= 10) {
+    const unsigned pair = static_cast<unsigned>(v) * 2;
+    *--p = kPairs[pair + 1];
+    *--p = kPairs[pair];
+  } else {
+    *--p = static_cast<char>('0' + v);
+  }
+  const size_t n = static_cast<size_t>(tmp + kMaxUint64Digits - p);
+  std::memcpy(out, p, n);
+  return out + n;
+}
+
+}  // namespace herdless

@@ -1,1 +1,41 @@
-// placeholder: being written
+// Number parsing and formatting for the text protocols.
+//
+// The parsers accept exactly what memcached 1.6.18's safe_strto* functions
+// (util.c) accept on 64-bit Linux, because clients and tests depend on those
+// quirks:
+//   - leading whitespace (\t \n \v \f \r, space) and one '+' or '-' sign;
+//   - at least one decimal digit; values whose magnitude overflows 64 bits fail;
+//   - the digits must be followed by the end of the text or by whitespace
+//     (anything after that whitespace is ignored, as strtol's endptr rule does);
+//   - unsigned parsers reject a '-' only when the result would be >= 2^63
+//     ("-5" fails, "-0" is 0);
+//   - ParseUint32/ParseInt32 parse a 64-bit number and keep its low 32 bits
+//     (memcached stores the long into a 32-bit slot: "4294967297" gives 1).
+// None of them allocates; all leave *out unchanged on failure.
+#ifndef HERDLESS_PROTOCOL_NUMBERS_H_
+#define HERDLESS_PROTOCOL_NUMBERS_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace herdless {
+
+bool ParseUint64(std::string_view s, uint64_t* out);   // safe_strtoull
+bool ParseInt64(std::string_view s, int64_t* out);     // safe_strtoll
+bool ParseUint32(std::string_view s, uint32_t* out);   // safe_strtoul
+bool ParseInt32(std::string_view s, int32_t* out);     // safe_strtol
+
+// A finite decimal number: optional '-', digits, optional fraction and
+// exponent ("1", "1.5", "2e-1"). No whitespace, no "inf"/"nan", no hex.
+bool ParseDouble(std::string_view s, double* out);
+
+// Longest decimal text of a uint64_t.
+inline constexpr int kMaxUint64Digits = 20;
+
+// Writes v in decimal at out (no terminator); returns one past the last digit.
+// out must have room for kMaxUint64Digits bytes.
+char* FormatUint64(uint64_t v, char* out);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_NUMBERS_H_

@@ -1,1 +1,383 @@
-// placeholder: being written
+// ParseRequest follows memcached 1.6.18's try_read_command_ascii and
+// process_command_ascii: find the line, split it on spaces, dispatch on the
+// command word with memcached's token-count checks, then (storage commands)
+// wait for the data block. Reading top to bottom: helpers for each command
+// family, the dispatcher, then ParseRequest.
+#include "protocol/text_parser.h"
+
+#include <cstring>
+
+#include "protocol/meta_parser.h"
+#include "protocol/numbers.h"
+
+namespace herdless {
+
+namespace {
+
+constexpr std::string_view kUnknown = "ERROR";
+constexpr std::string_view kBadFormat = "CLIENT_ERROR bad command line format";
+constexpr std::string_view kBadExptime = "CLIENT_ERROR invalid exptime argument";
+constexpr size_t kMaxKey = static_cast<size_t>(kMaxKeyLength);
+
+LineVerdict Ok() { return LineVerdict(); }
+
+LineVerdict Error(std::string_view message, bool suppress = false) {
+  LineVerdict v;
+  v.kind = LineVerdict::kError;
+  v.error = message;
+  v.suppress = suppress;
+  return v;
+}
+
+LineVerdict ExpectData() {
+  LineVerdict v;
+  v.expects_data = true;
+  return v;
+}
+
+// Clears what a previous request left, without touching the large arrays
+// (decoded_key, meta.list) that count/length fields guard.
+void ResetRequest(Request* r) {
+  r->command = Command::kGet;
+  r->noreply = false;
+  r->key = {};
+  r->keys = {};
+  r->client_flags = 0;
+  r->exptime = 0;
+  r->cas_unique = 0;
+  r->value_length = 0;
+  r->value = {};
+  r->value_too_large = false;
+  r->delta = 0;
+  r->has_number = false;
+  r->number = 0;
+  r->args = {};
+  r->meta.count = 0;
+  r->meta.present = 0;
+  r->meta_args = MetaArgs();
+  r->key_was_base64 = false;
+  r->decoded_key_length = 0;
+}
+
+// memcached's set_noreply_maybe: the last word is "noreply". From then on
+// every reply of the command, errors included, is suppressed.
+bool TrailingNoreply(const CommandLine& l) {
+  return l.count > 0 && l.token[l.count - 1] == "noreply";
+}
+
+std::string_view TrimTrailingSpaces(std::string_view s) {
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+// The words after the command (stats, shutdown), spaces trimmed.
+std::string_view ArgsAfterCommand(const CommandLine& l) {
+  return l.count >= 2 ? TrimTrailingSpaces(l.From(1)) : std::string_view();
+}
+
+// set add replace append prepend: <key> <flags> <exptime> <bytes> [noreply]
+// cas adds <cas unique>. A word where noreply may stand is otherwise ignored.
+LineVerdict ParseStorage(const CommandLine& l, Command command, Request* out) {
+  const bool cas = command == Command::kCas;
+  const int words = cas ? 6 : 5;
+  if (l.count != words && l.count != words + 1) return Error(kUnknown);
+  out->command = command;
+  out->noreply = TrailingNoreply(l);
+  const bool quiet = out->noreply;
+  if (l.token[1].size() > kMaxKey) return Error(kBadFormat, quiet);
+  out->key = l.token[1];
+  int32_t exptime;
+  int32_t length;
+  if (!ParseUint32(l.token[2], &out->client_flags) || !ParseInt32(l.token[3], &exptime) ||
+      !ParseInt32(l.token[4], &length)) {
+    return Error(kBadFormat, quiet);
+  }
+  out->exptime = exptime;
+  if (cas && !ParseUint64(l.token[5], &out->cas_unique)) return Error(kBadFormat, quiet);
+  if (length < 0 || length > INT32_MAX - 2) return Error(kBadFormat, quiet);
+  out->value_length = static_cast<uint32_t>(length);
+  return ExpectData();
+}
+
+// mcrouter: lease-set <key> <token> <flags> <exptime> <bytes> [noreply],
+// checked like set.
+LineVerdict ParseLeaseSet(const CommandLine& l, Request* out) {
+  if (l.count != 6 && l.count != 7) return Error(kUnknown);
+  out->command = Command::kLeaseSet;
+  out->noreply = TrailingNoreply(l);
+  const bool quiet = out->noreply;
+  if (l.token[1].size() > kMaxKey) return Error(kBadFormat, quiet);
+  out->key = l.token[1];
+  int32_t exptime;
+  int32_t length;
+  if (!ParseUint64(l.token[2], &out->cas_unique) ||
+      !ParseUint32(l.token[3], &out->client_flags) || !ParseInt32(l.token[4], &exptime) ||
+      !ParseInt32(l.token[5], &length) || length < 0 || length > INT32_MAX - 2) {
+    return Error(kBadFormat, quiet);
+  }
+  out->exptime = exptime;
+  out->value_length = static_cast<uint32_t>(length);
+  return ExpectData();
+}
+
+// get/gets <key>*, gat/gats <exptime> <key>*. Keys are unbounded in number
+// (memcached re-tokenizes past its 24-token window), so they are checked on
+// the whole line. gat with no key is valid and answers END.
+LineVerdict ParseRetrieval(const CommandLine& l, Command command, Request* out) {
+  if (l.count < 2) return Error(kUnknown);
+  out->command = command;
+  int first_key = 1;
+  if (command == Command::kGat || command == Command::kGats) {
+    int32_t exptime;
+    if (!ParseInt32(l.token[1], &exptime)) return Error(kBadExptime);
+    out->exptime = exptime;
+    first_key = 2;
+  }
+  if (first_key >= l.count) return Ok();
+  const std::string_view keys = TrimTrailingSpaces(l.From(first_key));
+  size_t i = 0;
+  while (i < keys.size()) {
+    while (i < keys.size() && keys[i] == ' ') ++i;
+    const size_t start = i;
+    while (i < keys.size() && keys[i] != ' ') ++i;
+    if (i - start > kMaxKey) return Error(kBadFormat);
+  }
+  out->keys = keys;
+  return Ok();
+}
+
+// delete <key> [0] [noreply]: the legacy hold time is accepted only as "0".
+LineVerdict ParseDelete(const CommandLine& l, Request* out) {
+  if (l.count < 2 || l.count > 4) return Error(kUnknown);
+  out->command = Command::kDelete;
+  if (l.count > 2) {
+    const bool hold_is_zero = l.token[2] == "0";
+    out->noreply = TrailingNoreply(l);
+    const bool valid = (l.count == 3 && (hold_is_zero || out->noreply)) ||
+                       (l.count == 4 && hold_is_zero && out->noreply);
+    if (!valid) {
+      return Error("CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]",
+                   out->noreply);
+    }
+  }
+  if (l.token[1].size() > kMaxKey) return Error(kBadFormat, out->noreply);
+  out->key = l.token[1];
+  return Ok();
+}
+
+// incr/decr <key> <delta> [noreply]
+LineVerdict ParseArithmetic(const CommandLine& l, Command command, Request* out) {
+  if (l.count != 3 && l.count != 4) return Error(kUnknown);
+  out->command = command;
+  out->noreply = TrailingNoreply(l);
+  if (l.token[1].size() > kMaxKey) return Error(kBadFormat, out->noreply);
+  out->key = l.token[1];
+  if (!ParseUint64(l.token[2], &out->delta)) {
+    return Error("CLIENT_ERROR invalid numeric delta argument", out->noreply);
+  }
+  return Ok();
+}
+
+// touch <key> <exptime> [noreply]
+LineVerdict ParseTouch(const CommandLine& l, Request* out) {
+  if (l.count != 3 && l.count != 4) return Error(kUnknown);
+  out->command = Command::kTouch;
+  out->noreply = TrailingNoreply(l);
+  if (l.token[1].size() > kMaxKey) return Error(kBadFormat, out->noreply);
+  out->key = l.token[1];
+  int32_t exptime;
+  if (!ParseInt32(l.token[2], &exptime)) return Error(kBadExptime, out->noreply);
+  out->exptime = exptime;
+  return Ok();
+}
+
+// flush_all [delay] [noreply]. memcached reads the delay from the second
+// word whenever the line is not just "flush_all [noreply]", and ignores a
+// third word that is not noreply.
+LineVerdict ParseFlushAll(const CommandLine& l, Request* out) {
+  if (l.count > 3) return Error(kUnknown);
+  out->command = Command::kFlushAll;
+  out->noreply = TrailingNoreply(l);
+  if (l.count != (out->noreply ? 2 : 1)) {
+    int32_t delay;
+    if (!ParseInt32(l.token[1], &delay)) return Error(kBadExptime, out->noreply);
+    out->has_number = true;
+    out->number = delay;
+  }
+  return Ok();
+}
+
+// verbosity <level> [noreply]; cache_memlimit <MB> [noreply] (whose bad
+// number memcached answers with a bare ERROR).
+LineVerdict ParseNumberCommand(const CommandLine& l, Command command, Request* out) {
+  if (l.count != 2 && l.count != 3) return Error(kUnknown);
+  out->command = command;
+  out->noreply = TrailingNoreply(l);
+  uint32_t n;
+  if (!ParseUint32(l.token[1], &n)) {
+    return Error(command == Command::kVerbosity ? kBadFormat : kUnknown, out->noreply);
+  }
+  out->has_number = true;
+  out->number = n;
+  return Ok();
+}
+
+// mcrouter: lease-get <key>
+LineVerdict ParseLeaseGet(const CommandLine& l, Request* out) {
+  if (l.count != 2) return Error(kUnknown);
+  out->command = Command::kLeaseGet;
+  if (l.token[1].size() > kMaxKey) return Error(kBadFormat);
+  out->key = l.token[1];
+  return Ok();
+}
+
+LineVerdict Simple(Command command, Request* out) {
+  out->command = command;
+  return Ok();
+}
+
+// process_command_ascii's dispatch, in its order: the first byte picks a
+// family, and a command word it does not know there is "ERROR".
+LineVerdict ParseLine(const CommandLine& l, Request* out) {
+  if (l.count == 0 || l.token[0].size() < 2) return Error(kUnknown);
+  const std::string_view word = l.token[0];
+  switch (word[0]) {
+    case 'm':
+      if (word.size() == 2) return ParseMetaLine(l, out);
+      break;
+    case 'g':
+      if (l.count < 2) return Error(kUnknown);
+      if (word == "get") return ParseRetrieval(l, Command::kGet, out);
+      if (word == "gets") return ParseRetrieval(l, Command::kGets, out);
+      if (word == "gat") return ParseRetrieval(l, Command::kGat, out);
+      if (word == "gats") return ParseRetrieval(l, Command::kGats, out);
+      return Error(kUnknown);
+    case 's':
+      if (word == "set") return ParseStorage(l, Command::kSet, out);
+      if (word == "stats") {
+        out->args = ArgsAfterCommand(l);
+        return Simple(Command::kStats, out);
+      }
+      if (word == "shutdown") {
+        out->args = ArgsAfterCommand(l);
+        return Simple(Command::kShutdown, out);
+      }
+      return Error(kUnknown);
+    case 'a':
+      if (word == "add") return ParseStorage(l, Command::kAdd, out);
+      if (word == "append") return ParseStorage(l, Command::kAppend, out);
+      return Error(kUnknown);
+    case 'c':
+      if (word == "cas") return ParseStorage(l, Command::kCas, out);
+      if (word == "cache_memlimit") return ParseNumberCommand(l, Command::kCacheMemlimit, out);
+      return Error(kUnknown);
+    case 'i':
+      if (word == "incr") return ParseArithmetic(l, Command::kIncr, out);
+      return Error(kUnknown);
+    case 'd':
+      if (word == "delete") return ParseDelete(l, out);
+      if (word == "decr") return ParseArithmetic(l, Command::kDecr, out);
+      return Error(kUnknown);
+    case 't':
+      if (word == "touch") return ParseTouch(l, out);
+      return Error(kUnknown);
+    default:
+      break;
+  }
+  if (word == "replace") return ParseStorage(l, Command::kReplace, out);
+  if (word == "prepend") return ParseStorage(l, Command::kPrepend, out);
+  if (word == "bget") return ParseRetrieval(l, Command::kGet, out);   // ancient alias
+  if (word == "flush_all") return ParseFlushAll(l, out);
+  if (word == "version") return Simple(Command::kVersion, out);
+  if (word == "quit") return Simple(Command::kQuit, out);
+  if (word == "verbosity") return ParseNumberCommand(l, Command::kVerbosity, out);
+  if (word == "lease-get") return ParseLeaseGet(l, out);
+  if (word == "lease-set") return ParseLeaseSet(l, out);
+  // memcached hangs up on what looks like an HTTP request.
+  if (l.token[l.count - 1].substr(0, 5) == "HTTP/") {
+    LineVerdict v;
+    v.kind = LineVerdict::kClose;
+    return v;
+  }
+  return Error(kUnknown);
+}
+
+// A line with no '\n' yet may keep growing only if it is a multiget
+// (memcached: at most 100 leading spaces, then "get " or "gets ").
+bool MayBeLongGet(const char* buf, size_t len) {
+  size_t i = 0;
+  while (i < len && buf[i] == ' ') ++i;
+  if (i > 100) return false;
+  const std::string_view rest(buf + i, len - i);
+  return rest.substr(0, 4) == "get " || rest.substr(0, 5) == "gets ";
+}
+
+}  // namespace
+
+ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits, Request* out) {
+  ParseResult result;
+  if (len == 0) return result;
+  const char* newline = static_cast<const char*>(std::memchr(buf, '\n', len));
+  if (newline == nullptr) {
+    if (len > limits.max_line_length && !MayBeLongGet(buf, len)) {
+      result.status = ParseStatus::kClose;
+    }
+    return result;
+  }
+  const size_t line_end = static_cast<size_t>(newline - buf) + 1;
+
+  // The command line: without "\r\n" (or "\n"), and, as memcached reads it
+  // with strlen, only up to a NUL byte.
+  std::string_view line(buf, line_end - 1);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  if (const void* nul = std::memchr(line.data(), '\0', line.size())) {
+    line = line.substr(0, static_cast<size_t>(static_cast<const char*>(nul) - line.data()));
+  }
+  CommandLine words;
+  SplitCommandLine(line, &words);
+  ResetRequest(out);
+  const LineVerdict verdict = ParseLine(words, out);
+
+  switch (verdict.kind) {
+    case LineVerdict::kClose:
+      result.status = ParseStatus::kClose;
+      result.consumed = line_end;
+      return result;
+    case LineVerdict::kError:
+      result.status = ParseStatus::kError;
+      result.consumed = line_end;
+      result.swallow = verdict.swallow;
+      result.error = verdict.error;
+      result.suppress = verdict.suppress;
+      return result;
+    case LineVerdict::kRequest:
+      break;
+  }
+  result.status = ParseStatus::kRequest;
+  result.consumed = line_end;
+  if (!verdict.expects_data) return result;
+
+  // Storage commands: the block is <bytes> of data and "\r\n".
+  const uint64_t block = uint64_t{out->value_length} + 2;
+  if (limits.max_value_length != nullptr &&
+      out->value_length > limits.max_value_length(limits.ctx, out->key.size())) {
+    out->value_too_large = true;
+    result.swallow = block;
+    return result;
+  }
+  if (len - line_end < block) return ParseResult();   // kNeedMore
+  const char* data = buf + line_end;
+  result.consumed = line_end + block;
+  if (data[out->value_length] != '\r' || data[out->value_length + 1] != '\n') {
+    // memcached reads exactly <bytes>+2 bytes, refuses them, and parses
+    // whatever follows as the next command.
+    result.status = ParseStatus::kError;
+    result.error = "CLIENT_ERROR bad data chunk";
+    result.suppress = out->noreply;
+    return result;
+  }
+  out->value = std::string_view(data, out->value_length);
+  return result;
+}
+
+}  // namespace herdless

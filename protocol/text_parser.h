@@ -28,7 +28,8 @@ enum class ParseStatus : uint8_t {
   kRequest,    // *out holds a request; `consumed` bytes are used
   kError,      // reply `error` + "\r\n"; drop `consumed` bytes (then `swallow`)
   kClose,      // close the connection without a reply (memcached does so for
-               // an over-long line)
+               // an over-long line, and for an unknown command whose last
+               // word starts with "HTTP/"); `consumed` is meaningless
 };
 
 struct ParseResult {
@@ -39,6 +40,9 @@ struct ParseResult {
   // the buffer holds: the connection discards the rest as it arrives.
   uint64_t swallow = 0;
   std::string_view error;   // static string, e.g. "CLIENT_ERROR bad data chunk"
+  // kError only: send nothing. Classic commands with a trailing `noreply`
+  // hide their errors too (memcached's out_string); meta errors never are.
+  bool suppress = false;
 };
 
 // Parses the first request in [buf, buf+len).

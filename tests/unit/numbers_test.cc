@@ -1,1 +1,137 @@
-// placeholder: being written
+#include "protocol/numbers.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+namespace herdless {
+namespace {
+
+TEST(NumbersTest, ParseUint64AcceptsPlainDecimal) {
+  uint64_t v = 7;
+  ASSERT_TRUE(ParseUint64("0", &v));
+  EXPECT_EQ(v, 0u);
+  ASSERT_TRUE(ParseUint64("12345", &v));
+  EXPECT_EQ(v, 12345u);
+  ASSERT_TRUE(ParseUint64("18446744073709551615", &v));
+  EXPECT_EQ(v, UINT64_MAX);
+}
+
+TEST(NumbersTest, ParseUint64RejectsOverflowEmptyAndJunk) {
+  uint64_t v = 7;
+  EXPECT_FALSE(ParseUint64("18446744073709551616", &v));
+  EXPECT_FALSE(ParseUint64("99999999999999999999999", &v));
+  EXPECT_FALSE(ParseUint64("", &v));
+  EXPECT_FALSE(ParseUint64("+", &v));
+  EXPECT_FALSE(ParseUint64("abc", &v));
+  EXPECT_FALSE(ParseUint64("12a", &v));
+  EXPECT_FALSE(ParseUint64("0x10", &v));
+  EXPECT_FALSE(ParseUint64("1.5", &v));
+  EXPECT_EQ(v, 7u) << "failure leaves the output alone";
+}
+
+TEST(NumbersTest, ParseUint64FollowsStrtoullSignRules) {
+  uint64_t v = 0;
+  EXPECT_FALSE(ParseUint64("-1", &v)) << "wraps to 2^64-1, which looks negative";
+  EXPECT_FALSE(ParseUint64("-5", &v));
+  ASSERT_TRUE(ParseUint64("-0", &v));
+  EXPECT_EQ(v, 0u);
+  ASSERT_TRUE(ParseUint64("+42", &v));
+  EXPECT_EQ(v, 42u);
+  // strtoull negates in unsigned arithmetic: this lands below 2^63 and passes,
+  // as it does in memcached.
+  ASSERT_TRUE(ParseUint64("-9223372036854775809", &v));
+  EXPECT_EQ(v, 9223372036854775807u);
+}
+
+TEST(NumbersTest, WhitespaceAroundDigitsFollowsMemcached) {
+  uint64_t v = 0;
+  ASSERT_TRUE(ParseUint64("\t5", &v)) << "leading whitespace is skipped";
+  EXPECT_EQ(v, 5u);
+  ASSERT_TRUE(ParseUint64("5\r", &v)) << "trailing whitespace ends the number";
+  EXPECT_EQ(v, 5u);
+  ASSERT_TRUE(ParseUint64("6\tjunk", &v)) << "anything after that whitespace is ignored";
+  EXPECT_EQ(v, 6u);
+  EXPECT_FALSE(ParseUint64("\t", &v));
+}
+
+TEST(NumbersTest, ParseInt64RangeAndSigns) {
+  int64_t v = 0;
+  ASSERT_TRUE(ParseInt64("-9223372036854775808", &v));
+  EXPECT_EQ(v, INT64_MIN);
+  ASSERT_TRUE(ParseInt64("9223372036854775807", &v));
+  EXPECT_EQ(v, INT64_MAX);
+  EXPECT_FALSE(ParseInt64("9223372036854775808", &v));
+  EXPECT_FALSE(ParseInt64("-9223372036854775809", &v));
+  ASSERT_TRUE(ParseInt64("-17", &v));
+  EXPECT_EQ(v, -17);
+  EXPECT_FALSE(ParseInt64("--1", &v));
+}
+
+TEST(NumbersTest, ParseUint32KeepsLowBitsLikeMemcachedOn64Bit) {
+  uint32_t v = 0;
+  ASSERT_TRUE(ParseUint32("4294967295", &v));
+  EXPECT_EQ(v, UINT32_MAX);
+  ASSERT_TRUE(ParseUint32("4294967297", &v));
+  EXPECT_EQ(v, 1u);
+  EXPECT_FALSE(ParseUint32("-1", &v));
+  EXPECT_FALSE(ParseUint32("18446744073709551616", &v));
+}
+
+TEST(NumbersTest, ParseInt32KeepsLowBitsLikeMemcachedOn64Bit) {
+  int32_t v = 0;
+  ASSERT_TRUE(ParseInt32("-2147483648", &v));
+  EXPECT_EQ(v, INT32_MIN);
+  ASSERT_TRUE(ParseInt32("4294967295", &v));
+  EXPECT_EQ(v, -1);
+  ASSERT_TRUE(ParseInt32("4294967299", &v));
+  EXPECT_EQ(v, 3);
+  ASSERT_TRUE(ParseInt32("-1", &v));
+  EXPECT_EQ(v, -1);
+  EXPECT_FALSE(ParseInt32("9223372036854775808", &v));
+}
+
+TEST(NumbersTest, ParseDoubleAcceptsDecimalsOnly) {
+  double v = 0;
+  ASSERT_TRUE(ParseDouble("1", &v));
+  EXPECT_EQ(v, 1.0);
+  ASSERT_TRUE(ParseDouble("1.5", &v));
+  EXPECT_EQ(v, 1.5);
+  ASSERT_TRUE(ParseDouble("2e-1", &v));
+  EXPECT_DOUBLE_EQ(v, 0.2);
+  ASSERT_TRUE(ParseDouble("-3", &v));
+  EXPECT_EQ(v, -3.0);
+  EXPECT_FALSE(ParseDouble("", &v));
+  EXPECT_FALSE(ParseDouble("inf", &v));
+  EXPECT_FALSE(ParseDouble("nan", &v));
+  EXPECT_FALSE(ParseDouble("1e999", &v));
+  EXPECT_FALSE(ParseDouble("1.5x", &v));
+  EXPECT_FALSE(ParseDouble(" 1", &v));
+  EXPECT_FALSE(ParseDouble("+1", &v));
+  EXPECT_FALSE(ParseDouble(".5", &v));
+}
+
+TEST(NumbersTest, FormatUint64WritesDecimalAndReturnsEnd) {
+  const uint64_t cases[] = {0, 7, 10, 99, 100, 101, 12345, 1000000, 4294967296u, UINT64_MAX};
+  for (uint64_t v : cases) {
+    char buf[kMaxUint64Digits + 1];
+    buf[kMaxUint64Digits] = 'X';
+    char* end = FormatUint64(v, buf);
+    EXPECT_EQ(std::string(buf, end), std::to_string(v));
+    EXPECT_EQ(buf[kMaxUint64Digits], 'X') << "writes no terminator past the digits";
+  }
+}
+
+TEST(NumbersTest, FormatThenParseRoundTrips) {
+  for (uint64_t v = 1; v != 0 && v < UINT64_MAX / 3; v = v * 3 + 1) {
+    char buf[kMaxUint64Digits];
+    char* end = FormatUint64(v, buf);
+    uint64_t back = 0;
+    ASSERT_TRUE(ParseUint64(std::string_view(buf, static_cast<size_t>(end - buf)), &back));
+    EXPECT_EQ(back, v);
+  }
+}
+
+}  // namespace
+}  // namespace herdless
