@@ -176,12 +176,22 @@ void Connection::Run() {
     // Nothing owed: close now if there is nothing left to wait for.
     bool oversized = !more && input_->full();   // a request larger than we buffer
     if (close_after_write_ || draining_ || oversized || (peer_closed_ && !more)) {
+      if (draining_) DiscardUnread();
       Close();
       return;
     }
     input_->ShrinkIfIdle();
   }
   UpdateEvents(more);
+}
+
+void Connection::DiscardUnread() {
+  // Closing a socket with unread input sends a reset, which can destroy the
+  // replies the client has not read yet. At shutdown, read what is pending.
+  char scratch[16 * 1024];
+  for (int i = 0; i < 64; ++i) {
+    if (read(fd_, scratch, sizeof(scratch)) <= 0) break;
+  }
 }
 
 bool Connection::Execute() {

@@ -70,6 +70,7 @@ class Connection {
   bool Execute();             // true: input remains that may hold more requests
   bool Flush();               // false: the socket failed
   void DiscardSwallowed();
+  void DiscardUnread();
   void UpdateEvents(bool more_input);
   void SetReading(bool on);
   void SetWriting(bool on);

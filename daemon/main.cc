@@ -108,13 +108,19 @@ std::string AbsolutePath(const std::string& path) {
   return std::string(cwd) + "/" + path;
 }
 
-bool WritePidFile(const std::string& path) {
+// The pid file is opened before daemonizing, so a bad path is reported on the
+// terminal, and written after it, so it holds the daemon's pid. Like
+// memcached it is created after root is dropped: -u's user can remove it.
+FILE* OpenPidFile(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
     std::fprintf(stderr, "Could not open the pid file %s for writing: %s\n", path.c_str(),
                  std::strerror(errno));
-    return false;
   }
+  return f;
+}
+
+bool WritePidFile(FILE* f, const std::string& path) {
   std::fprintf(f, "%ld\n", static_cast<long>(getpid()));
   if (std::fclose(f) != 0) {
     std::fprintf(stderr, "Could not close the pid file %s: %s\n", path.c_str(), std::strerror(errno));
@@ -172,6 +178,8 @@ int Main(int argc, char** argv) {
   }
 
   const std::string pid_file = AbsolutePath(options.pid_file);
+  FILE* pid_stream = nullptr;
+  if (!pid_file.empty() && (pid_stream = OpenPidFile(pid_file)) == nullptr) return EX_CANTCREAT;
   if (options.daemonize && !Daemonize(options.enable_coredumps, options.verbosity > 0)) {
     std::fprintf(stderr, "failed to daemon() in order to daemonize\n");
     return EXIT_FAILURE;
@@ -179,7 +187,7 @@ int Main(int argc, char** argv) {
   if (options.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
     std::fprintf(stderr, "warning: -k invalid, mlockall() failed: %s\n", std::strerror(errno));
   }
-  if (!pid_file.empty() && !WritePidFile(pid_file)) return EXIT_FAILURE;
+  if (pid_stream != nullptr && !WritePidFile(pid_stream, pid_file)) return EXIT_FAILURE;
 
   int rc = server.Run();
 
