@@ -1,1 +1,763 @@
-// placeholder: being written
+// The classic text protocol's commands, with memcached 1.6.18's replies and
+// counters (proto_text.c process_*_command, memcached.c server_stats and
+// process_stat_settings). Meta commands go to ExecuteMeta().
+//
+// Counting follows memcached exactly, including its quirks:
+//   - cmd_get counts keys of get/gets, not commands; gat/gats keys count as
+//     cmd_touch with touch_hits/touch_misses and never as cmd_get/get_hits.
+//   - cmd_set counts storage commands whose data block was read (a malformed
+//     block too), not those refused as too large or out of memory.
+//   - cas_misses: cas on a missing key; cas_badval: CAS mismatch.
+//   - cmd_flush counts refused flush_all commands too.
+//   - cmd_meta is counted by ExecuteMeta (memcached counts only `me`).
+//   - bytes_read / bytes_written are counted by the daemon, which sees the
+//     socket (swallowed data blocks and partial writes included).
+// Not counted here because the store does not report them per read:
+// get_expired and get_flushed (always 0), conn_yields (always 0).
+#include "protocol/executor.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "protocol/meta_executor.h"
+#include "protocol/numbers.h"
+
+namespace herdless {
+
+namespace {
+
+constexpr std::string_view kVersion = "1.6.18-herdless";
+constexpr std::string_view kBadDataChunk = "CLIENT_ERROR bad data chunk";
+
+// memcached caps `verbosity` at MAX_VERBOSITY_LEVEL.
+constexpr int64_t kMaxVerbosity = 2;
+// cache_memlimit bounds (megabytes), as process_memlimit_command.
+constexpr int64_t kMinMemlimitMb = 8;
+constexpr int64_t kMaxMemlimitMb = 1000000000;
+
+size_t MaxValueLengthOf(const void* ctx, size_t key_len) {
+  return static_cast<const ItemStore*>(ctx)->MaxValueLength(key_len);
+}
+
+// Classic replies obey noreply entirely: memcached's out_string() drops every
+// line, errors included, once the command said noreply.
+void Reply(const Request& req, ReplyBuffer* out, std::string_view line) {
+  if (!req.noreply) out->Append(line);
+}
+
+// Splits "k1 k2  k3" into keys, skipping runs of spaces as memcached's
+// tokenizer does.
+class KeyIterator {
+ public:
+  explicit KeyIterator(std::string_view keys) : rest_(keys) {}
+  bool Next(std::string_view* key) {
+    while (!rest_.empty() && rest_.front() == ' ') rest_.remove_prefix(1);
+    if (rest_.empty()) return false;
+    size_t end = rest_.find(' ');
+    if (end == std::string_view::npos) end = rest_.size();
+    *key = rest_.substr(0, end);
+    rest_.remove_prefix(end);
+    return true;
+  }
+
+ private:
+  std::string_view rest_;
+};
+
+// ---------------------------------------------------------------------------
+// get / gets / gat / gats
+
+// "VALUE <key> <flags> <bytes>[ <cas>]\r\n" built in one piece, so a hit costs
+// one copy plus the in-place value.
+void AppendValueLine(std::string_view key, uint32_t flags, uint32_t bytes, bool with_cas,
+                     uint64_t cas, ReplyBuffer* out) {
+  char line[6 + kMaxKeyLength + 3 * (1 + kMaxUint64Digits) + 2];
+  char* p = line;
+  std::memcpy(p, "VALUE ", 6);
+  p += 6;
+  std::memcpy(p, key.data(), key.size());
+  p += key.size();
+  *p++ = ' ';
+  p = FormatUint64(flags, p);
+  *p++ = ' ';
+  p = FormatUint64(bytes, p);
+  if (with_cas) {
+    *p++ = ' ';
+    p = FormatUint64(cas, p);
+  }
+  *p++ = '\r';
+  *p++ = '\n';
+  out->Append(std::string_view(line, p - line));
+}
+
+void Retrieve(ItemStore* store, ThreadStats* stats, bool cas_enabled, const Request& req,
+              ReplyBuffer* out) {
+  const bool with_cas = req.command == Command::kGets || req.command == Command::kGats;
+  const bool touch = req.command == Command::kGat || req.command == Command::kGats;
+  ReadOptions opts;
+  // TODO(stampede: classic_stampede modes): ReadKind::kClassicLease when
+  // classic_stampede is stale or wait.
+  opts.kind = ReadKind::kClassic;
+  if (touch) {
+    opts.has_touch = true;
+    opts.touch_exptime = req.exptime;
+  }
+  KeyIterator keys(req.keys);
+  std::string_view key;
+  while (keys.Next(&key)) {
+    ReadResult r = store->Read(key, opts);
+    const bool hit = r.status == ReadStatus::kHit;
+    if (touch) {
+      stats->cmd_touch.Add();
+      (hit ? stats->touch_hits : stats->touch_misses).Add();
+    } else {
+      stats->cmd_get.Add();
+      (hit ? stats->get_hits : stats->get_misses).Add();
+    }
+    if (!hit) continue;
+    // With -C memcached keeps no CAS and `gets` shows 0.
+    AppendValueLine(key, r.client_flags, r.item->value_len, with_cas, cas_enabled ? r.cas : 0, out);
+    std::string_view bytes = r.item->value_with_crlf();
+    out->AppendItemBytes(std::move(r.item), bytes);
+  }
+  out->Append("END\r\n");
+}
+
+// ---------------------------------------------------------------------------
+// set / add / replace / append / prepend / cas
+
+StoreMode ModeOf(Command c) {
+  switch (c) {
+    case Command::kAdd: return StoreMode::kAdd;
+    case Command::kReplace: return StoreMode::kReplace;
+    case Command::kAppend: return StoreMode::kAppend;
+    case Command::kPrepend: return StoreMode::kPrepend;
+    case Command::kCas: return StoreMode::kCas;
+    default: return StoreMode::kSet;
+  }
+}
+
+void Update(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  const StoreMode mode = ModeOf(req.command);
+  const bool concat = mode == StoreMode::kAppend || mode == StoreMode::kPrepend;
+  if (req.value_too_large) {
+    // The parser is swallowing the block. memcached unlinks the old value of
+    // a refused set "to avoid stale data persisting in cache".
+    stats->store_too_large.Add();
+    if (mode == StoreMode::kSet) store->Delete(DeleteRequest{.key = req.key});
+    Reply(req, out, "SERVER_ERROR object too large for cache\r\n");
+    return;
+  }
+
+  StoreRequest sr;
+  sr.mode = mode;
+  sr.key = req.key;
+  sr.value = req.value;
+  sr.client_flags = req.client_flags;
+  sr.exptime = req.exptime;
+  if (mode == StoreMode::kCas) sr.compare_cas = req.cas_unique;
+  const StoreResult r = store->Store(sr);
+
+  // memcached allocates the new item before it looks at the old one: a set,
+  // add, replace or cas that does not fit fails with SERVER_ERROR. append and
+  // prepend allocate the combined item later, in do_store_item, where a
+  // failure is a plain NOT_STORED.
+  if ((r.status == StoreStatus::kTooLarge || r.status == StoreStatus::kNoMemory) && !concat) {
+    if (r.status == StoreStatus::kTooLarge) {
+      // item_store.h: a too-large set has already removed the old item.
+      stats->store_too_large.Add();
+      Reply(req, out, "SERVER_ERROR object too large for cache\r\n");
+    } else {
+      stats->store_no_memory.Add();
+      if (mode == StoreMode::kSet) store->Delete(DeleteRequest{.key = req.key});
+      Reply(req, out, "SERVER_ERROR out of memory storing object\r\n");
+    }
+    return;
+  }
+
+  stats->cmd_set.Add();
+  switch (r.status) {
+    case StoreStatus::kStored:
+      if (mode == StoreMode::kCas) stats->cas_hits.Add();
+      Reply(req, out, "STORED\r\n");
+      return;
+    case StoreStatus::kExists:
+      if (mode == StoreMode::kCas) stats->cas_badval.Add();
+      Reply(req, out, "EXISTS\r\n");
+      return;
+    case StoreStatus::kNotFound:
+      // Only cas tells a missing item apart; replace/append/prepend say
+      // NOT_STORED.
+      if (mode == StoreMode::kCas) {
+        stats->cas_misses.Add();
+        Reply(req, out, "NOT_FOUND\r\n");
+      } else {
+        Reply(req, out, "NOT_STORED\r\n");
+      }
+      return;
+    case StoreStatus::kNotStored:
+    case StoreStatus::kTooLarge:
+    case StoreStatus::kNoMemory:
+      Reply(req, out, "NOT_STORED\r\n");
+      return;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// delete / incr / decr / touch
+
+void Delete(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  if (store->Delete(DeleteRequest{.key = req.key}) == DeleteStatus::kDeleted) {
+    stats->delete_hits.Add();
+    Reply(req, out, "DELETED\r\n");
+  } else {
+    stats->delete_misses.Add();
+    Reply(req, out, "NOT_FOUND\r\n");
+  }
+}
+
+void Arithmetic(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  const bool incr = req.command == Command::kIncr;
+  ArithRequest ar;
+  ar.key = req.key;
+  ar.incr = incr;
+  ar.delta = req.delta;
+  const ArithResult r = store->Arithmetic(ar);
+  switch (r.status) {
+    case ArithStatus::kOk:
+      (incr ? stats->incr_hits : stats->decr_hits).Add();
+      if (!req.noreply) {
+        out->AppendNumber(r.value);
+        out->Append("\r\n");
+      }
+      return;
+    case ArithStatus::kNotFound:
+      (incr ? stats->incr_misses : stats->decr_misses).Add();
+      Reply(req, out, "NOT_FOUND\r\n");
+      return;
+    case ArithStatus::kNonNumeric:
+      Reply(req, out, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+      return;
+    case ArithStatus::kNoMemory:
+      // memcached counts the hit before it fails to allocate the new value.
+      (incr ? stats->incr_hits : stats->decr_hits).Add();
+      Reply(req, out, "SERVER_ERROR out of memory\r\n");
+      return;
+    case ArithStatus::kExists:   // only with a compare CAS, which incr/decr lack
+      Reply(req, out, "EXISTS\r\n");
+      return;
+  }
+}
+
+void Touch(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  stats->cmd_touch.Add();
+  if (store->Touch(req.key, req.exptime)) {
+    stats->touch_hits.Add();
+    Reply(req, out, "TOUCHED\r\n");
+  } else {
+    stats->touch_misses.Add();
+    Reply(req, out, "NOT_FOUND\r\n");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// flush_all / verbosity / cache_memlimit / shutdown
+
+void FlushAll(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
+              const Request& req, ReplyBuffer* out) {
+  stats->cmd_flush.Add();   // memcached counts refused flushes too
+  if (!settings.flush_enabled) {
+    Reply(req, out, "CLIENT_ERROR flush_all not allowed\r\n");
+    return;
+  }
+  // The delay is an exptime (relative, or absolute past 30 days); zero or a
+  // negative delay means now.
+  int64_t delay = 0;
+  if (req.has_number && req.number > 0) delay = store->ToStoreTime(req.number) - store->NowSeconds();
+  store->FlushAll(delay > 0 ? delay : 0);
+  Reply(req, out, "OK\r\n");
+}
+
+void CacheMemlimit(ItemStore* store, const Request& req, ReplyBuffer* out) {
+  // memcached reads the megabytes with safe_strtoul: anything else is ERROR.
+  if (!req.has_number || req.number < 0 || req.number > int64_t{UINT32_MAX}) {
+    Reply(req, out, "ERROR\r\n");
+  } else if (req.number < kMinMemlimitMb) {
+    Reply(req, out, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n");
+  } else if (req.number > kMaxMemlimitMb) {
+    Reply(req, out, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n");
+  } else {
+    store->SetMemoryLimit(static_cast<size_t>(req.number) << 20);
+    Reply(req, out, "OK\r\n");
+  }
+}
+
+// memcached ignores noreply here (process_shutdown_command never reads it).
+void Shutdown(ServerInfo* server, const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
+  if (!server->Settings().shutdown_enabled) {
+    out->Append("ERROR: shutdown not enabled\r\n");
+    return;
+  }
+  if (req.args.empty() || req.args == "graceful") {
+    server->Shutdown(/*graceful=*/!req.args.empty());
+    outcome->close = true;
+    return;
+  }
+  out->Append("CLIENT_ERROR invalid shutdown mode\r\n");
+}
+
+// ---------------------------------------------------------------------------
+// stats
+
+// Writes "STAT <name> <value>\r\n" lines.
+class StatWriter {
+ public:
+  explicit StatWriter(ReplyBuffer* out) : out_(out) {}
+
+  void Add(std::string_view name, uint64_t value) {
+    Name(name);
+    out_->AppendNumber(value);
+    out_->Append("\r\n");
+  }
+  void AddSigned(std::string_view name, int64_t value) {
+    Name(name);
+    out_->AppendSignedNumber(value);
+    out_->Append("\r\n");
+  }
+  void Add(std::string_view name, std::string_view value) {
+    Name(name);
+    out_->Append(value);
+    out_->Append("\r\n");
+  }
+  void Add(std::string_view name, const char* value) { Add(name, std::string_view(value)); }
+  void AddBool(std::string_view name, bool value) { Add(name, value ? "yes" : "no"); }
+  // printf-style "%.<decimals>f", as memcached prints factors and rusage.
+  void AddFixed(std::string_view name, double value, int decimals) {
+    char buf[64];
+    int n = std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
+    Add(name, std::string_view(buf, n > 0 ? static_cast<size_t>(n) : 0));
+  }
+  void End() { out_->Append("END\r\n"); }
+
+ private:
+  void Name(std::string_view name) {
+    out_->Append("STAT ");
+    out_->Append(name);
+    out_->Append(" ");
+  }
+  ReplyBuffer* out_;
+};
+
+int HashPowerLevel(uint64_t buckets) {
+  int power = 0;
+  while (buckets > 1) {
+    buckets >>= 1;
+    ++power;
+  }
+  return power;
+}
+
+// `stats`: memcached's names in memcached's order (server_stats, then the
+// engine totals), as a memcached run with no slab rebalancer, LRU crawler,
+// segmented LRU, extstore, proxy or TLS prints them, since herdless has none
+// of those. Its own lease counters follow at the end.
+void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
+  const ServerSnapshot snap = server->Snapshot();
+  const ProtocolSettings& settings = server->Settings();
+  const StoreStats ss = store->Stats();
+  const ThreadStatsTotals& t = snap.totals;
+
+  w->AddSigned("pid", snap.pid);
+  w->AddSigned("uptime", snap.uptime);
+  w->AddSigned("time", snap.time);
+  w->Add("version", kVersion);
+  // The protocol room does not link libevent; the daemon owns the version.
+  // TODO(lead): ServerSnapshot has no libevent field yet.
+  w->Add("libevent", "unknown");
+  w->Add("pointer_size", uint64_t{8 * sizeof(void*)});
+  w->AddFixed("rusage_user", snap.rusage_user, 6);
+  w->AddFixed("rusage_system", snap.rusage_system, 6);
+  w->Add("max_connections", snap.max_connections);
+  w->Add("curr_connections", snap.curr_connections);
+  w->Add("total_connections", snap.total_connections);
+  w->Add("rejected_connections", snap.rejected_connections);
+  w->Add("connection_structures", snap.connection_structures);
+  w->Add("cmd_get", t.cmd_get);
+  w->Add("cmd_set", t.cmd_set);
+  w->Add("cmd_flush", t.cmd_flush);
+  w->Add("cmd_touch", t.cmd_touch);
+  w->Add("cmd_meta", t.cmd_meta);
+  w->Add("get_hits", t.get_hits);
+  w->Add("get_misses", t.get_misses);
+  w->Add("get_expired", t.get_expired);
+  w->Add("get_flushed", t.get_flushed);
+  w->Add("delete_misses", t.delete_misses);
+  w->Add("delete_hits", t.delete_hits);
+  w->Add("incr_misses", t.incr_misses);
+  w->Add("incr_hits", t.incr_hits);
+  w->Add("decr_misses", t.decr_misses);
+  w->Add("decr_hits", t.decr_hits);
+  w->Add("cas_misses", t.cas_misses);
+  w->Add("cas_hits", t.cas_hits);
+  w->Add("cas_badval", t.cas_badval);
+  w->Add("touch_hits", t.touch_hits);
+  w->Add("touch_misses", t.touch_misses);
+  w->Add("store_too_large", t.store_too_large);
+  w->Add("store_no_memory", t.store_no_memory);
+  w->Add("auth_cmds", uint64_t{0});
+  w->Add("auth_errors", uint64_t{0});
+  if (settings.idle_timeout != 0) w->Add("idle_kicks", uint64_t{0});
+  w->Add("bytes_read", t.bytes_read);
+  w->Add("bytes_written", t.bytes_written);
+  w->Add("limit_maxbytes", uint64_t{store->memory_limit()});
+  w->Add("accepting_conns", uint64_t{1});
+  w->Add("listen_disabled_num", uint64_t{0});
+  w->Add("time_in_listen_disabled_us", uint64_t{0});
+  w->Add("threads", snap.threads);
+  w->Add("conn_yields", uint64_t{0});
+  w->Add("hash_power_level", uint64_t(HashPowerLevel(ss.hash_buckets)));
+  w->Add("hash_bytes", ss.hash_buckets * sizeof(void*));
+  w->Add("hash_is_expanding", uint64_t{0});
+  w->Add("malloc_fails", uint64_t{0});
+  w->Add("bytes", ss.bytes);
+  w->Add("curr_items", ss.curr_items);
+  w->Add("total_items", ss.total_items);
+  w->Add("expired_unfetched", ss.expired_unfetched);
+  w->Add("evicted_unfetched", ss.evicted_unfetched);
+  w->Add("evictions", ss.evictions);
+  w->Add("reclaimed", ss.reclaimed);
+  // herdless
+  w->Add("curr_leases", ss.curr_leases);
+  w->Add("lease_grants", ss.lease_grants);
+  w->Add("lease_fulfilled", ss.lease_fulfilled);
+  w->Add("lease_timeouts", ss.lease_timeouts);
+  w->Add("lease_sets_refused", ss.lease_sets_refused);
+  w->Add("xfetch_grants", ss.xfetch_grants);
+  w->Add("stale_hits", ss.stale_hits);
+  w->Add("waits_parked", t.waits_parked);
+  w->Add("waits_woken", t.waits_woken);
+  w->Add("waits_timed_out", t.waits_timed_out);
+}
+
+const char* StampedeModeName(ClassicStampedeMode m) {
+  switch (m) {
+    case ClassicStampedeMode::kStale: return "stale";
+    case ClassicStampedeMode::kWait: return "wait";
+    case ClassicStampedeMode::kOff: break;
+  }
+  return "off";
+}
+
+// `stats settings`: memcached 1.6.18's names and order (process_stat_settings,
+// without the extstore and TLS blocks). Settings that describe machinery
+// herdless does not have (slab classes, slab rebalancing, segmented LRU)
+// show memcached's defaults or "no", so tools that read them still parse.
+void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
+  const ProtocolSettings& s = server->Settings();
+  w->Add("maxbytes", uint64_t{store->memory_limit()});
+  w->AddSigned("maxconns", s.max_connections);
+  w->AddSigned("tcpport", s.tcp_port);
+  w->AddSigned("udpport", s.udp_port);
+  w->Add("inter", s.listen_interface.empty() ? std::string_view("NULL")
+                                             : std::string_view(s.listen_interface));
+  w->AddSigned("verbosity", server->Verbosity());
+  w->Add("oldest", uint64_t{0});
+  w->Add("evictions", "on");
+  w->Add("domain_socket", "NULL");
+  w->Add("umask", "700");
+  w->AddBool("shutdown_command", s.shutdown_enabled);
+  w->Add("growth_factor", "1.25");
+  w->Add("chunk_size", "48");
+  w->AddSigned("num_threads", s.num_threads);
+  w->AddSigned("num_threads_per_udp", s.num_threads);
+  w->Add("stat_key_prefix", ":");
+  w->AddBool("detail_enabled", false);
+  w->AddSigned("reqs_per_event", s.reqs_per_event);
+  w->AddBool("cas_enabled", s.cas_enabled);
+  w->AddSigned("tcp_backlog", s.backlog);
+  w->Add("binding_protocol", "ascii");
+  w->AddBool("auth_enabled_sasl", false);
+  w->Add("auth_enabled_ascii", "no");
+  w->Add("item_size_max", s.item_size_max);
+  w->AddBool("maxconns_fast", true);
+  w->Add("hashpower_init", uint64_t{0});
+  w->AddBool("slab_reassign", false);
+  w->Add("slab_automove", uint64_t{0});
+  w->Add("slab_automove_ratio", "0.80");
+  w->Add("slab_automove_window", uint64_t{30});
+  w->Add("slab_chunk_max", s.item_size_max / 2);
+  w->AddBool("lru_crawler", false);
+  w->Add("lru_crawler_sleep", uint64_t{100});
+  w->Add("lru_crawler_tocrawl", uint64_t{0});
+  w->Add("tail_repair_time", uint64_t{0});
+  w->AddBool("flush_enabled", s.flush_enabled);
+  w->AddBool("dump_enabled", false);
+  w->Add("hash_algorithm", "xxh3");
+  w->AddBool("lru_maintainer_thread", false);
+  w->AddBool("lru_segmented", false);
+  w->Add("hot_lru_pct", uint64_t{20});
+  w->Add("warm_lru_pct", uint64_t{40});
+  w->Add("hot_max_factor", "0.20");
+  w->Add("warm_max_factor", "2.00");
+  w->AddBool("temp_lru", false);
+  w->Add("temporary_ttl", uint64_t{61});
+  w->AddSigned("idle_timeout", s.idle_timeout);
+  w->Add("watcher_logbuf_size", uint64_t{262144});
+  w->Add("worker_logbuf_size", uint64_t{65536});
+  w->Add("read_buf_mem_limit", uint64_t{0});
+  w->AddBool("track_sizes", false);
+  w->AddBool("inline_ascii_response", false);
+  w->Add("num_napi_ids", "(null)");
+  w->Add("memory_file", "(null)");
+  // herdless
+  w->Add("lease_timeout", uint64_t{s.lease_timeout_s});
+  w->Add("xfetch_delta_ms", uint64_t{s.xfetch_delta_ms});
+  w->AddFixed("xfetch_beta", s.xfetch_beta, 2);
+  w->Add("stale_grace", uint64_t{s.stale_grace_s});
+  w->Add("classic_stampede", StampedeModeName(s.classic_stampede));
+  w->Add("wait_timeout_ms", uint64_t{s.wait_timeout_ms});
+}
+
+// herdless has no slab classes. `stats items` and `stats slabs` describe the
+// whole cache as one class, numbered 1, so tools that walk classes (e.g.
+// memcached-tool) see every item once; as memcached, a class without items
+// is not listed. The slab class's chunk size is the mean charged item size,
+// so total_chunks * chunk_size is the memory in use.
+void ItemsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
+  const StoreStats ss = store->Stats();
+  if (ss.curr_items == 0) return;
+  const ThreadStatsTotals t = server->Snapshot().totals;
+  w->Add("items:1:number", ss.curr_items);
+  w->Add("items:1:age", uint64_t{0});   // the store does not expose its LRU tail's age
+  w->Add("items:1:mem_requested", ss.bytes);
+  w->Add("items:1:evicted", ss.evictions);
+  w->Add("items:1:evicted_nonzero", uint64_t{0});
+  w->Add("items:1:evicted_time", uint64_t{0});
+  w->Add("items:1:outofmemory", t.store_no_memory);
+  w->Add("items:1:tailrepairs", uint64_t{0});
+  w->Add("items:1:reclaimed", ss.reclaimed);
+  w->Add("items:1:expired_unfetched", ss.expired_unfetched);
+  w->Add("items:1:evicted_unfetched", ss.evicted_unfetched);
+  w->Add("items:1:crawler_reclaimed", uint64_t{0});
+  w->Add("items:1:crawler_items_checked", uint64_t{0});
+  w->Add("items:1:lrutail_reflocked", uint64_t{0});
+}
+
+void SlabsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
+  const StoreStats ss = store->Stats();
+  const bool active = ss.curr_items > 0;
+  if (active) {
+    const ThreadStatsTotals t = server->Snapshot().totals;
+    w->Add("1:chunk_size", ss.bytes / ss.curr_items);
+    w->Add("1:chunks_per_page", uint64_t{1});
+    w->Add("1:total_pages", ss.curr_items);
+    w->Add("1:total_chunks", ss.curr_items);
+    w->Add("1:used_chunks", ss.curr_items);
+    w->Add("1:free_chunks", uint64_t{0});
+    w->Add("1:free_chunks_end", uint64_t{0});
+    w->Add("1:get_hits", t.get_hits);
+    w->Add("1:cmd_set", t.cmd_set);
+    w->Add("1:delete_hits", t.delete_hits);
+    w->Add("1:incr_hits", t.incr_hits);
+    w->Add("1:decr_hits", t.decr_hits);
+    w->Add("1:cas_hits", t.cas_hits);
+    w->Add("1:cas_badval", t.cas_badval);
+    w->Add("1:touch_hits", t.touch_hits);
+  }
+  w->Add("active_slabs", uint64_t{active ? 1u : 0u});
+  w->Add("total_malloced", ss.bytes);
+}
+
+void ConnsStats(ServerInfo* server, StatWriter* w) {
+  for (const ConnectionInfo& c : server->Connections()) {
+    const std::string prefix = std::to_string(c.fd) + ":";
+    w->Add(prefix + "addr", std::string_view(c.addr));
+    if (!c.listen_addr.empty()) w->Add(prefix + "listen_addr", std::string_view(c.listen_addr));
+    w->Add(prefix + "state", std::string_view(c.state));
+    w->AddSigned(prefix + "secs_since_last_cmd", c.secs_since_last_cmd);
+  }
+}
+
+// First space-separated word of `args` and what follows it.
+std::string_view FirstWord(std::string_view args, std::string_view* rest) {
+  KeyIterator words(args);
+  std::string_view word;
+  if (!words.Next(&word)) word = {};
+  const size_t end = word.empty() ? args.size() : (word.data() - args.data()) + word.size();
+  *rest = args.substr(end);
+  return word;
+}
+
+void Stats(ItemStore* store, ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  std::string_view rest;
+  const std::string_view sub = FirstWord(req.args, &rest);
+  StatWriter w(out);
+  if (sub.empty()) {
+    GeneralStats(store, server, &w);
+  } else if (sub == "reset") {
+    server->ResetStats();
+    store->ResetStats();
+    out->Append("RESET\r\n");
+    return;
+  } else if (sub == "detail") {
+    // Per-prefix stats are not collected (detail_enabled is always no);
+    // on/off are accepted as memcached accepts them, dump shows nothing.
+    std::string_view ignored;
+    const std::string_view mode = FirstWord(rest, &ignored);
+    if (mode == "on" || mode == "off") {
+      out->Append("OK\r\n");
+    } else if (mode == "dump") {
+      out->Append("END\r\n");
+    } else {
+      out->Append("CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+    }
+    return;
+  } else if (sub == "settings") {
+    SettingsStats(store, server, &w);
+  } else if (sub == "cachedump") {
+    // memcached's reply when dumps are disabled (dump_enabled no).
+    out->Append("CLIENT_ERROR stats cachedump not allowed\r\n");
+    return;
+  } else if (sub == "conns") {
+    ConnsStats(server, &w);
+  } else if (sub == "items") {
+    ItemsStats(store, server, &w);
+  } else if (sub == "slabs") {
+    SlabsStats(store, server, &w);
+  } else if (sub == "sizes") {
+    w.Add("sizes_status", "disabled");
+  } else if (sub == "sizes_disable") {
+    // memcached prints these two without END.
+    w.Add("sizes_status", "disabled");
+    return;
+  } else if (sub == "sizes_enable") {
+    w.Add("sizes_status", "error");
+    w.Add("sizes_error", "not_supported");
+    return;
+  } else {
+    out->Append("ERROR\r\n");
+    return;
+  }
+  w.End();
+}
+
+}  // namespace
+
+Executor::Executor(ItemStore* store, ServerInfo* server, ThreadStats* stats)
+    : store_(store), server_(server), stats_(stats) {
+  limits_.max_value_length = &MaxValueLengthOf;
+  limits_.ctx = store_;
+}
+
+ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_t max_output,
+                                 int max_requests) {
+  ProcessOutcome outcome;
+  int handled = 0;
+  while (outcome.consumed < input.size()) {
+    if (max_requests > 0 && handled >= max_requests) break;
+    if (out->pending_bytes() > max_output) break;
+    const ParseResult r = ParseRequest(input.data() + outcome.consumed,
+                                       input.size() - outcome.consumed, limits_, &request_);
+    if (r.status == ParseStatus::kNeedMore) break;
+    if (r.status == ParseStatus::kClose) {
+      outcome.close = true;
+      break;
+    }
+    outcome.consumed += r.consumed;
+    ++handled;
+    if (r.status == ParseStatus::kError) {
+      // memcached counts a storage command as cmd_set once its data block is
+      // read, before it finds the block malformed.
+      if (r.error == kBadDataChunk) stats_->cmd_set.Add();
+      // A classic command's noreply hides its errors too.
+      if (!r.suppress) {
+        out->Append(r.error);
+        out->Append("\r\n");
+      }
+    } else {
+      Execute(request_, out, &outcome);
+    }
+    if (r.swallow > 0) {
+      // The daemon drops these bytes as they arrive, then calls again.
+      outcome.swallow = r.swallow;
+      break;
+    }
+    if (outcome.close) break;
+  }
+  return outcome;
+}
+
+void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
+  switch (req.command) {
+    case Command::kGet:
+    case Command::kGets:
+    case Command::kGat:
+    case Command::kGats:
+      Retrieve(store_, stats_, server_->Settings().cas_enabled, req, out);
+      return;
+    case Command::kSet:
+    case Command::kAdd:
+    case Command::kReplace:
+    case Command::kAppend:
+    case Command::kPrepend:
+    case Command::kCas:
+      Update(store_, stats_, req, out);
+      return;
+    case Command::kDelete:
+      Delete(store_, stats_, req, out);
+      return;
+    case Command::kIncr:
+    case Command::kDecr:
+      Arithmetic(store_, stats_, req, out);
+      return;
+    case Command::kTouch:
+      Touch(store_, stats_, req, out);
+      return;
+    case Command::kFlushAll:
+      FlushAll(store_, stats_, server_->Settings(), req, out);
+      return;
+    case Command::kStats:
+      Stats(store_, server_, req, out);
+      return;
+    case Command::kVersion:
+      out->Append("VERSION ");
+      out->Append(kVersion);
+      out->Append("\r\n");
+      return;
+    case Command::kVerbosity:
+      server_->SetVerbosity(static_cast<int>(req.number > kMaxVerbosity ? kMaxVerbosity
+                                             : req.number < 0           ? 0
+                                                                        : req.number));
+      Reply(req, out, "OK\r\n");
+      return;
+    case Command::kQuit:
+      outcome->close = true;
+      return;
+    case Command::kShutdown:
+      Shutdown(server_, req, out, outcome);
+      return;
+    case Command::kCacheMemlimit:
+      CacheMemlimit(store_, req, out);
+      return;
+    case Command::kMetaGet:
+    case Command::kMetaSet:
+    case Command::kMetaDelete:
+    case Command::kMetaArithmetic:
+    case Command::kMetaNoop:
+    case Command::kMetaDebug:
+      ExecuteMeta(store_, stats_, req, out);
+      return;
+    case Command::kLeaseGet:
+    case Command::kLeaseSet:
+      // TODO(stampede: mcrouter lease-get/lease-set): answer ERROR, as a
+      // server without leases does, until the stampede task wires them.
+      out->Append("ERROR\r\n");
+      return;
+  }
+}
+
+}  // namespace herdless

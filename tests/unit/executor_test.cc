@@ -1,1 +1,640 @@
-// placeholder: being written
+#include "protocol/executor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "storage/clock.h"
+#include "storage/item_store.h"
+#include "storage/random.h"
+
+namespace herdless {
+namespace {
+
+class FakeServer : public ServerInfo {
+ public:
+  explicit FakeServer(ThreadStats* stats) : stats_(stats) {}
+
+  ServerSnapshot Snapshot() override {
+    ServerSnapshot s = snapshot;
+    s.totals = ThreadStatsTotals();
+    s.totals.Add(*stats_);
+    return s;
+  }
+  std::vector<ConnectionInfo> Connections() override { return connections; }
+  const ProtocolSettings& Settings() const override { return settings; }
+  void ResetStats() override {
+    stats_->Reset();
+    ++resets;
+  }
+  void SetVerbosity(int level) override { verbosity = level; }
+  int Verbosity() const override { return verbosity; }
+  void Shutdown(bool graceful) override {
+    ++shutdowns;
+    last_shutdown_graceful = graceful;
+  }
+
+  ProtocolSettings settings;
+  ServerSnapshot snapshot;
+  std::vector<ConnectionInfo> connections;
+  int verbosity = 0;
+  int resets = 0;
+  int shutdowns = 0;
+  bool last_shutdown_graceful = false;
+
+ private:
+  ThreadStats* stats_;
+};
+
+std::string Drain(ReplyBuffer* out) {
+  std::string s;
+  while (!out->empty()) {
+    struct iovec iov[64];
+    int n = out->FillIovecs(iov, 64);
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) {
+      s.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+      total += iov[i].iov_len;
+    }
+    out->Consume(total);
+  }
+  return s;
+}
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  ExecutorTest()
+      : random_(7), store_(MakeConfig(&clock_, &random_)), server_(&stats_),
+        executor_(&store_, &server_, &stats_) {}
+
+  static StoreConfig MakeConfig(Clock* clock, RandomSource* random) {
+    StoreConfig c;
+    c.memory_limit = 64u << 20;
+    c.item_size_max = 1u << 20;
+    c.shard_bits = 2;
+    c.clock = clock;
+    c.random = random;
+    return c;
+  }
+
+  // Processes all of `input` in one call and returns every reply byte.
+  std::string Run(std::string_view input) {
+    outcome_ = executor_.Process(input, &out_, SIZE_MAX, 0);
+    return Drain(&out_);
+  }
+
+  // The value of "STAT <name> " in a stats reply, or "<absent>".
+  static std::string StatValue(const std::string& reply, const std::string& name) {
+    const std::string needle = "STAT " + name + " ";
+    size_t at = reply.find(needle);
+    if (at == std::string::npos) return "<absent>";
+    at += needle.size();
+    return reply.substr(at, reply.find("\r\n", at) - at);
+  }
+
+  // The names of a stats reply, in order.
+  static std::vector<std::string> StatNames(const std::string& reply) {
+    std::vector<std::string> names;
+    size_t at = 0;
+    while ((at = reply.find("STAT ", at)) != std::string::npos) {
+      at += 5;
+      names.push_back(reply.substr(at, reply.find(' ', at) - at));
+    }
+    return names;
+  }
+
+  ManualClock clock_;
+  DefaultRandom random_;
+  ItemStore store_;
+  ThreadStats stats_;
+  FakeServer server_;
+  Executor executor_;
+  ReplyBuffer out_;
+  ProcessOutcome outcome_;
+};
+
+// --- retrieval -------------------------------------------------------------
+
+TEST_F(ExecutorTest, GetMissAnswersEnd) {
+  EXPECT_EQ(Run("get nothing\r\n"), "END\r\n");
+  EXPECT_EQ(stats_.cmd_get.Get(), 1u);
+  EXPECT_EQ(stats_.get_misses.Get(), 1u);
+}
+
+TEST_F(ExecutorTest, SetThenGetReturnsValueWithFlags) {
+  EXPECT_EQ(Run("set k 5 0 3\r\nabc\r\n"), "STORED\r\n");
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 5 3\r\nabc\r\nEND\r\n");
+  EXPECT_EQ(stats_.cmd_set.Get(), 1u);
+  EXPECT_EQ(stats_.get_hits.Get(), 1u);
+}
+
+TEST_F(ExecutorTest, EmptyValueIsReturned) {
+  EXPECT_EQ(Run("set e 0 0 0\r\n\r\nget e\r\n"), "STORED\r\nVALUE e 0 0\r\n\r\nEND\r\n");
+}
+
+TEST_F(ExecutorTest, LargestFlagsAreReturnedUnchanged) {
+  EXPECT_EQ(Run("set k 4294967295 0 1\r\nx\r\nget k\r\n"),
+            "STORED\r\nVALUE k 4294967295 1\r\nx\r\nEND\r\n");
+}
+
+TEST_F(ExecutorTest, MultiGetAnswersHitsInOrderAndCountsEveryKey) {
+  Run("set a 0 0 1\r\n1\r\nset c 0 0 1\r\n3\r\n");
+  EXPECT_EQ(Run("get a b c a\r\n"),
+            "VALUE a 0 1\r\n1\r\nVALUE c 0 1\r\n3\r\nVALUE a 0 1\r\n1\r\nEND\r\n");
+  EXPECT_EQ(stats_.cmd_get.Get(), 4u);
+  EXPECT_EQ(stats_.get_hits.Get(), 3u);
+  EXPECT_EQ(stats_.get_misses.Get(), 1u);
+}
+
+TEST_F(ExecutorTest, GetsShowsTheCasThatCasAccepts) {
+  Run("set k 0 0 1\r\nx\r\n");
+  const std::string reply = Run("gets k\r\n");
+  ASSERT_EQ(reply.rfind("VALUE k 0 1 ", 0), 0u) << reply;
+  const std::string cas = reply.substr(12, reply.find("\r\n") - 12);
+  EXPECT_EQ(Run("cas k 0 0 1 " + cas + "\r\ny\r\n"), "STORED\r\n");
+  EXPECT_EQ(Run("cas k 0 0 1 " + cas + "\r\nz\r\n"), "EXISTS\r\n");
+  EXPECT_EQ(Run("cas missing 0 0 1 " + cas + "\r\nz\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 1\r\ny\r\nEND\r\n");
+  EXPECT_EQ(stats_.cas_hits.Get(), 1u);
+  EXPECT_EQ(stats_.cas_badval.Get(), 1u);
+  EXPECT_EQ(stats_.cas_misses.Get(), 1u);
+  EXPECT_EQ(stats_.cmd_set.Get(), 4u);
+}
+
+TEST_F(ExecutorTest, GetsShowsZeroCasWhenCasIsDisabled) {
+  server_.settings.cas_enabled = false;
+  Run("set k 0 0 1\r\nx\r\n");
+  EXPECT_EQ(Run("gets k\r\n"), "VALUE k 0 1 0\r\nx\r\nEND\r\n");
+}
+
+TEST_F(ExecutorTest, GatUpdatesTheTtlAndCountsAsTouch) {
+  Run("set k 3 10 2\r\nhi\r\n");
+  EXPECT_EQ(Run("gat 100 k nope\r\n"), "VALUE k 3 2\r\nhi\r\nEND\r\n");
+  clock_.AdvanceSeconds(50);
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 3 2\r\nhi\r\nEND\r\n");
+  // As memcached: gat keys are touches, not gets.
+  EXPECT_EQ(stats_.cmd_touch.Get(), 2u);
+  EXPECT_EQ(stats_.touch_hits.Get(), 1u);
+  EXPECT_EQ(stats_.touch_misses.Get(), 1u);
+  EXPECT_EQ(stats_.cmd_get.Get(), 1u);
+  EXPECT_EQ(stats_.get_hits.Get(), 1u);
+}
+
+TEST_F(ExecutorTest, GatsShowsCas) {
+  Run("set k 0 0 1\r\nx\r\n");
+  const std::string reply = Run("gats 0 k\r\n");
+  EXPECT_EQ(reply.rfind("VALUE k 0 1 ", 0), 0u) << reply;
+  EXPECT_NE(reply.find("\r\nx\r\nEND\r\n"), std::string::npos);
+}
+
+TEST_F(ExecutorTest, ExpiredItemIsAMiss) {
+  Run("set k 0 5 1\r\nx\r\n");
+  clock_.AdvanceSeconds(6);
+  EXPECT_EQ(Run("get k\r\n"), "END\r\n");
+}
+
+// --- storage ---------------------------------------------------------------
+
+TEST_F(ExecutorTest, AddReplaceAppendPrependAnswerAsMemcached) {
+  EXPECT_EQ(Run("add k 0 0 1\r\nb\r\n"), "STORED\r\n");
+  EXPECT_EQ(Run("add k 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");
+  EXPECT_EQ(Run("replace none 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");
+  EXPECT_EQ(Run("append none 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");
+  EXPECT_EQ(Run("prepend none 0 0 1\r\nx\r\n"), "NOT_STORED\r\n");
+  EXPECT_EQ(Run("append k 0 0 1\r\nc\r\n"), "STORED\r\n");
+  EXPECT_EQ(Run("prepend k 0 0 1\r\na\r\n"), "STORED\r\n");
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 3\r\nabc\r\nEND\r\n");
+  EXPECT_EQ(Run("replace k 7 0 1\r\nr\r\n"), "STORED\r\n");
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 7 1\r\nr\r\nEND\r\n");
+  EXPECT_EQ(stats_.cmd_set.Get(), 8u);
+}
+
+TEST_F(ExecutorTest, NoreplySuppressesEveryReply) {
+  Run("set n 0 0 1\r\n5\r\n");
+  const std::string input =
+      "set k 0 0 1 noreply\r\nx\r\n"
+      "add k 0 0 1 noreply\r\ny\r\n"
+      "replace zz 0 0 1 noreply\r\ny\r\n"
+      "cas k 0 0 1 1 noreply\r\ny\r\n"
+      "append k 0 0 1 noreply\r\ny\r\n"
+      "incr n 1 noreply\r\n"
+      "decr n 1 noreply\r\n"
+      "incr k 1 noreply\r\n"
+      "incr zz 1 noreply\r\n"
+      "touch zz 1 noreply\r\n"
+      "touch k 100 noreply\r\n"
+      "delete zz noreply\r\n"
+      "delete n noreply\r\n"
+      "verbosity 1 noreply\r\n"
+      "cache_memlimit 4 noreply\r\n"
+      "flush_all noreply\r\n";
+  EXPECT_EQ(Run(input), "");
+  EXPECT_EQ(outcome_.consumed, input.size());
+  EXPECT_EQ(server_.verbosity, 1);
+  EXPECT_EQ(Run("get k n\r\n"), "END\r\n");   // flushed
+}
+
+TEST_F(ExecutorTest, NoreplySuppressesErrorsToo) {
+  // memcached reads 1+2 bytes, refuses them silently, then answers the
+  // leftover "\r\n" as an empty command line.
+  EXPECT_EQ(Run("set k 0 0 1 noreply\r\nxyz\r\n"), "ERROR\r\n");
+  EXPECT_EQ(Run("incr k abc noreply\r\n"), "");
+  EXPECT_EQ(Run("version\r\n"), "VERSION 1.6.18-herdless\r\n");
+}
+
+TEST_F(ExecutorTest, TooLargeSetAnswersServerErrorSwallowsAndDropsOldValue) {
+  Run("set k 0 0 3\r\nold\r\n");
+  const size_t big = 2 * 1024 * 1024;
+  const std::string line = "set k 0 0 " + std::to_string(big) + "\r\n";
+  EXPECT_EQ(Run(line), "SERVER_ERROR object too large for cache\r\n");
+  EXPECT_EQ(outcome_.consumed, line.size());
+  EXPECT_EQ(outcome_.swallow, big + 2);
+  EXPECT_EQ(Run("get k\r\n"), "END\r\n");
+  EXPECT_EQ(stats_.store_too_large.Get(), 1u);
+  EXPECT_EQ(stats_.cmd_set.Get(), 1u);   // the refused set is not a cmd_set
+}
+
+TEST_F(ExecutorTest, TooLargeAddKeepsOldValue) {
+  Run("set k 0 0 3\r\nold\r\n");
+  EXPECT_EQ(Run("add k 0 0 2000000\r\n"), "SERVER_ERROR object too large for cache\r\n");
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 3\r\nold\r\nEND\r\n");
+}
+
+TEST_F(ExecutorTest, TooLargeNoreplySetIsSilent) {
+  EXPECT_EQ(Run("set k 0 0 2000000 noreply\r\n"), "");
+  EXPECT_EQ(outcome_.swallow, 2000002u);
+  EXPECT_EQ(stats_.store_too_large.Get(), 1u);
+}
+
+TEST_F(ExecutorTest, ValueJustUnderTheItemLimitIsStored) {
+  const size_t n = store_.MaxValueLength(1);
+  std::string input = "set k 0 0 " + std::to_string(n) + "\r\n" + std::string(n, 'v') + "\r\n";
+  EXPECT_EQ(Run(input), "STORED\r\n");
+  EXPECT_EQ(Run("set k 0 0 " + std::to_string(n + 1) + "\r\n"),
+            "SERVER_ERROR object too large for cache\r\n");
+}
+
+TEST_F(ExecutorTest, BadDataChunkIsAClientError) {
+  // As memcached: <bytes>+2 bytes are read and refused, the rest ("\r\n")
+  // is an empty command line.
+  EXPECT_EQ(Run("set k 0 0 1\r\nxyz\r\nget k\r\n"),
+            "CLIENT_ERROR bad data chunk\r\nERROR\r\nEND\r\n");
+  EXPECT_EQ(stats_.cmd_set.Get(), 1u);   // memcached counts it once the block is read
+}
+
+// --- delete, incr/decr, touch ---------------------------------------------
+
+TEST_F(ExecutorTest, DeleteAnswersDeletedThenNotFound) {
+  Run("set k 0 0 1\r\nx\r\n");
+  EXPECT_EQ(Run("delete k\r\n"), "DELETED\r\n");
+  EXPECT_EQ(Run("delete k\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(Run("delete k 0\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(Run("delete k 5\r\n"),
+            "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n");
+  EXPECT_EQ(stats_.delete_hits.Get(), 1u);
+  EXPECT_EQ(stats_.delete_misses.Get(), 2u);
+}
+
+TEST_F(ExecutorTest, IncrDecrAnswerTheNewValue) {
+  Run("set n 5 0 2\r\n10\r\nset s 0 0 1\r\nx\r\n");
+  EXPECT_EQ(Run("incr n 5\r\n"), "15\r\n");
+  EXPECT_EQ(Run("decr n 100\r\n"), "0\r\n");
+  EXPECT_EQ(Run("incr n 18446744073709551615\r\n"), "18446744073709551615\r\n");
+  EXPECT_EQ(Run("incr n 1\r\n"), "0\r\n");   // wraps, as memcached
+  EXPECT_EQ(Run("incr none 1\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(Run("decr none 1\r\n"), "NOT_FOUND\r\n");
+  EXPECT_EQ(Run("incr s 1\r\n"), "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+  EXPECT_EQ(Run("incr n abc\r\n"), "CLIENT_ERROR invalid numeric delta argument\r\n");
+  // A shorter result is space-padded in place, as memcached does.
+  EXPECT_EQ(Run("get n\r\n"), "VALUE n 5 20\r\n0                   \r\nEND\r\n");
+  EXPECT_EQ(stats_.incr_hits.Get(), 3u);
+  EXPECT_EQ(stats_.decr_hits.Get(), 1u);
+  EXPECT_EQ(stats_.incr_misses.Get(), 1u);
+  EXPECT_EQ(stats_.decr_misses.Get(), 1u);
+}
+
+TEST_F(ExecutorTest, TouchAnswersTouchedOrNotFound) {
+  Run("set k 0 10 1\r\nx\r\n");
+  EXPECT_EQ(Run("touch k 100\r\n"), "TOUCHED\r\n");
+  EXPECT_EQ(Run("touch none 100\r\n"), "NOT_FOUND\r\n");
+  clock_.AdvanceSeconds(50);
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 1\r\nx\r\nEND\r\n");
+  EXPECT_EQ(stats_.cmd_touch.Get(), 2u);
+  EXPECT_EQ(stats_.touch_hits.Get(), 1u);
+  EXPECT_EQ(stats_.touch_misses.Get(), 1u);
+}
+
+// --- control commands ------------------------------------------------------
+
+TEST_F(ExecutorTest, FlushAllDropsEveryItem) {
+  Run("set a 0 0 1\r\n1\r\nset b 0 0 1\r\n2\r\n");
+  EXPECT_EQ(Run("flush_all\r\n"), "OK\r\n");
+  EXPECT_EQ(Run("get a b\r\n"), "END\r\n");
+  EXPECT_EQ(stats_.cmd_flush.Get(), 1u);
+}
+
+TEST_F(ExecutorTest, FlushAllWithDelayDropsItemsLater) {
+  Run("set a 0 0 1\r\n1\r\n");
+  EXPECT_EQ(Run("flush_all 10\r\n"), "OK\r\n");
+  EXPECT_EQ(Run("get a\r\n"), "VALUE a 0 1\r\n1\r\nEND\r\n");
+  clock_.AdvanceSeconds(11);
+  EXPECT_EQ(Run("get a\r\n"), "END\r\n");
+}
+
+TEST_F(ExecutorTest, FlushAllRefusedWhenDisabledButCounted) {
+  server_.settings.flush_enabled = false;
+  Run("set a 0 0 1\r\n1\r\n");
+  EXPECT_EQ(Run("flush_all\r\n"), "CLIENT_ERROR flush_all not allowed\r\n");
+  EXPECT_EQ(Run("get a\r\n"), "VALUE a 0 1\r\n1\r\nEND\r\n");
+  EXPECT_EQ(stats_.cmd_flush.Get(), 1u);
+}
+
+TEST_F(ExecutorTest, VersionAnswersHerdlessVersion) {
+  EXPECT_EQ(Run("version\r\n"), "VERSION 1.6.18-herdless\r\n");
+}
+
+TEST_F(ExecutorTest, VerbositySetsLevelCappedAtTwo) {
+  EXPECT_EQ(Run("verbosity 1\r\n"), "OK\r\n");
+  EXPECT_EQ(server_.verbosity, 1);
+  EXPECT_EQ(Run("verbosity 9\r\n"), "OK\r\n");
+  EXPECT_EQ(server_.verbosity, 2);
+}
+
+TEST_F(ExecutorTest, QuitClosesWithoutReplyAndStopsTheBatch) {
+  const std::string first = "get a\r\nquit\r\n";
+  EXPECT_EQ(Run(first + "get b\r\n"), "END\r\n");
+  EXPECT_TRUE(outcome_.close);
+  EXPECT_EQ(outcome_.consumed, first.size());
+}
+
+TEST_F(ExecutorTest, ShutdownIsRefusedWithoutDashA) {
+  EXPECT_EQ(Run("shutdown\r\n"), "ERROR: shutdown not enabled\r\n");
+  EXPECT_EQ(Run("shutdown noreply\r\n"), "ERROR: shutdown not enabled\r\n");
+  EXPECT_FALSE(outcome_.close);
+  EXPECT_EQ(server_.shutdowns, 0);
+}
+
+TEST_F(ExecutorTest, ShutdownWhenEnabledStopsTheServerAndCloses) {
+  server_.settings.shutdown_enabled = true;
+  EXPECT_EQ(Run("shutdown graceful\r\n"), "");
+  EXPECT_TRUE(outcome_.close);
+  EXPECT_EQ(server_.shutdowns, 1);
+  EXPECT_TRUE(server_.last_shutdown_graceful);
+  EXPECT_EQ(Run("shutdown\r\n"), "");
+  EXPECT_EQ(server_.shutdowns, 2);
+  EXPECT_FALSE(server_.last_shutdown_graceful);
+  EXPECT_EQ(Run("shutdown now\r\n"), "CLIENT_ERROR invalid shutdown mode\r\n");
+  EXPECT_EQ(server_.shutdowns, 2);
+}
+
+TEST_F(ExecutorTest, CacheMemlimitChangesTheLimit) {
+  EXPECT_EQ(Run("cache_memlimit 4\r\n"), "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n");
+  EXPECT_EQ(Run("cache_memlimit 2000000000\r\n"),
+            "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n");
+  EXPECT_EQ(Run("cache_memlimit abc\r\n"), "ERROR\r\n");
+  EXPECT_EQ(Run("cache_memlimit 100\r\n"), "OK\r\n");
+  EXPECT_EQ(store_.memory_limit(), size_t{100} << 20);
+  EXPECT_EQ(StatValue(Run("stats\r\n"), "limit_maxbytes"), std::to_string(100u << 20));
+  EXPECT_EQ(StatValue(Run("stats settings\r\n"), "maxbytes"), std::to_string(100u << 20));
+}
+
+TEST_F(ExecutorTest, UnknownCommandAnswersError) {
+  EXPECT_EQ(Run("bogus\r\n"), "ERROR\r\n");
+  EXPECT_EQ(Run("set k\r\n"), "ERROR\r\n");
+}
+
+TEST_F(ExecutorTest, MetaCommandsAreDispatched) {
+  EXPECT_EQ(Run("mn\r\n"), "MN\r\n");
+  EXPECT_EQ(Run("ms k 1\r\nx\r\nmg k v\r\n"), "HD\r\nVA 1\r\nx\r\n");
+}
+
+TEST_F(ExecutorTest, LeaseCommandsAnswerErrorForNow) {
+  EXPECT_EQ(Run("lease-get k\r\n"), "ERROR\r\n");
+  EXPECT_EQ(Run("lease-set k 5 0 0 1\r\nx\r\n"), "ERROR\r\n");
+}
+
+// --- Process: pipelines, partial input, limits ----------------------------
+
+TEST_F(ExecutorTest, PipelinedRequestsAnswerInOrder) {
+  const std::string input =
+      "set a 0 0 1\r\n1\r\nget a\r\ndelete a\r\nget a\r\nincr a 1\r\nversion\r\n";
+  EXPECT_EQ(Run(input),
+            "STORED\r\nVALUE a 0 1\r\n1\r\nEND\r\nDELETED\r\nEND\r\nNOT_FOUND\r\n"
+            "VERSION 1.6.18-herdless\r\n");
+  EXPECT_EQ(outcome_.consumed, input.size());
+  EXPECT_FALSE(outcome_.close);
+  EXPECT_EQ(outcome_.swallow, 0u);
+}
+
+TEST_F(ExecutorTest, BareNewlineTerminatesALine) {
+  EXPECT_EQ(Run("set a 0 0 1\nx\r\nget a\n"), "STORED\r\nVALUE a 0 1\r\nx\r\nEND\r\n");
+}
+
+TEST_F(ExecutorTest, PartialRequestIsLeftForTheNextCall) {
+  const std::string input = "get a\r\nset k 0 0 5\r\nab";
+  EXPECT_EQ(Run(input), "END\r\n");
+  EXPECT_EQ(outcome_.consumed, 7u);
+  // The connection keeps the unconsumed bytes and appends what arrives.
+  const std::string rest = input.substr(outcome_.consumed) + "cde\r\nget k\r\nge";
+  EXPECT_EQ(Run(rest), "STORED\r\nVALUE k 0 5\r\nabcde\r\nEND\r\n");
+  EXPECT_EQ(rest.substr(outcome_.consumed), "ge");
+}
+
+TEST_F(ExecutorTest, IncompleteLineConsumesNothing) {
+  EXPECT_EQ(Run("get abc"), "");
+  EXPECT_EQ(outcome_.consumed, 0u);
+}
+
+TEST_F(ExecutorTest, SwallowStopsTheBatch) {
+  const std::string line = "set k 0 0 2000000\r\n";
+  EXPECT_EQ(Run(line + "xxxxget a\r\n"), "SERVER_ERROR object too large for cache\r\n");
+  EXPECT_EQ(outcome_.consumed, line.size());
+  EXPECT_EQ(outcome_.swallow, 2000002u);
+}
+
+TEST_F(ExecutorTest, StopsWhenOutputPassesMaxOutput) {
+  Run("set k 0 0 1000\r\n" + std::string(1000, 'v') + "\r\n");
+  std::string input;
+  for (int i = 0; i < 5; ++i) input += "get k\r\n";
+  outcome_ = executor_.Process(input, &out_, 1500, 0);
+  // The first reply (~1020 bytes) stays under 1500, the second passes it.
+  EXPECT_EQ(outcome_.consumed, 14u);
+  const std::string reply = Drain(&out_);
+  EXPECT_EQ(reply.size(), 2 * (std::string("VALUE k 0 1000\r\n").size() + 1002 + 5));
+  outcome_ = executor_.Process(std::string_view(input).substr(14), &out_, 1500, 0);
+  EXPECT_EQ(outcome_.consumed, 14u);
+}
+
+TEST_F(ExecutorTest, StopsAfterMaxRequests) {
+  const std::string input = "get a\r\nget b\r\nget c\r\n";
+  outcome_ = executor_.Process(input, &out_, SIZE_MAX, 2);
+  EXPECT_EQ(outcome_.consumed, 14u);
+  EXPECT_EQ(Drain(&out_), "END\r\nEND\r\n");
+}
+
+TEST_F(ExecutorTest, ErrorsCountAsRequestsAndKeepTheBatchGoing) {
+  EXPECT_EQ(Run("bogus\r\nget a\r\n"), "ERROR\r\nEND\r\n");
+}
+
+TEST_F(ExecutorTest, OverlongLineCloses) {
+  outcome_ = executor_.Process(std::string(3000, 'x'), &out_, SIZE_MAX, 0);
+  EXPECT_TRUE(outcome_.close);
+  EXPECT_EQ(Drain(&out_), "");
+}
+
+TEST_F(ExecutorTest, ValueReplyHoldsTheItemUntilWritten) {
+  Run("set k 0 0 3\r\nabc\r\n");
+  ReplyBuffer pending;
+  executor_.Process("get k\r\n", &pending, SIZE_MAX, 0);
+  // Overwrite and delete before the reply is written: its bytes stay intact.
+  EXPECT_EQ(Run("set k 0 0 3\r\nxyz\r\ndelete k\r\n"), "STORED\r\nDELETED\r\n");
+  EXPECT_EQ(Drain(&pending), "VALUE k 0 3\r\nabc\r\nEND\r\n");
+}
+
+// --- stats -----------------------------------------------------------------
+
+TEST_F(ExecutorTest, StatsListsMemcachedNamesInOrderThenLeaseCounters) {
+  server_.snapshot.pid = 42;
+  server_.snapshot.threads = 4;
+  Run("set a 0 0 1\r\n1\r\nget a b\r\n");
+  const std::string reply = Run("stats\r\n");
+  ASSERT_GE(reply.size(), 5u);
+  EXPECT_EQ(reply.substr(reply.size() - 5), "END\r\n");
+  const std::vector<std::string> expected = {
+      "pid", "uptime", "time", "version", "libevent", "pointer_size", "rusage_user",
+      "rusage_system", "max_connections", "curr_connections", "total_connections",
+      "rejected_connections", "connection_structures", "cmd_get", "cmd_set", "cmd_flush",
+      "cmd_touch", "cmd_meta", "get_hits", "get_misses", "get_expired", "get_flushed",
+      "delete_misses", "delete_hits", "incr_misses", "incr_hits", "decr_misses", "decr_hits",
+      "cas_misses", "cas_hits", "cas_badval", "touch_hits", "touch_misses", "store_too_large",
+      "store_no_memory", "auth_cmds", "auth_errors", "bytes_read", "bytes_written",
+      "limit_maxbytes", "accepting_conns", "listen_disabled_num", "time_in_listen_disabled_us",
+      "threads", "conn_yields", "hash_power_level", "hash_bytes", "hash_is_expanding",
+      "malloc_fails", "bytes", "curr_items", "total_items", "expired_unfetched",
+      "evicted_unfetched", "evictions", "reclaimed", "curr_leases", "lease_grants",
+      "lease_fulfilled", "lease_timeouts", "lease_sets_refused", "xfetch_grants", "stale_hits",
+      "waits_parked", "waits_woken", "waits_timed_out"};
+  EXPECT_EQ(StatNames(reply), expected);
+  EXPECT_EQ(StatValue(reply, "pid"), "42");
+  EXPECT_EQ(StatValue(reply, "version"), "1.6.18-herdless");
+  EXPECT_EQ(StatValue(reply, "pointer_size"), "64");
+  EXPECT_EQ(StatValue(reply, "rusage_user"), "0.000000");
+  EXPECT_EQ(StatValue(reply, "cmd_get"), "2");
+  EXPECT_EQ(StatValue(reply, "get_hits"), "1");
+  EXPECT_EQ(StatValue(reply, "get_misses"), "1");
+  EXPECT_EQ(StatValue(reply, "cmd_set"), "1");
+  EXPECT_EQ(StatValue(reply, "curr_items"), "1");
+  EXPECT_EQ(StatValue(reply, "total_items"), "1");
+  EXPECT_EQ(StatValue(reply, "threads"), "4");
+  EXPECT_EQ(StatValue(reply, "limit_maxbytes"), "67108864");
+}
+
+TEST_F(ExecutorTest, StatsShowsIdleKicksOnlyWithIdleTimeout) {
+  EXPECT_EQ(StatValue(Run("stats\r\n"), "idle_kicks"), "<absent>");
+  server_.settings.idle_timeout = 30;
+  EXPECT_EQ(StatValue(Run("stats\r\n"), "idle_kicks"), "0");
+}
+
+TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
+  server_.settings.tcp_port = 11311;
+  server_.settings.classic_stampede = ClassicStampedeMode::kWait;
+  server_.settings.xfetch_beta = 1.5;
+  server_.verbosity = 1;
+  const std::string reply = Run("stats settings\r\n");
+  const std::vector<std::string> expected = {
+      "maxbytes", "maxconns", "tcpport", "udpport", "inter", "verbosity", "oldest", "evictions",
+      "domain_socket", "umask", "shutdown_command", "growth_factor", "chunk_size", "num_threads",
+      "num_threads_per_udp", "stat_key_prefix", "detail_enabled", "reqs_per_event",
+      "cas_enabled", "tcp_backlog", "binding_protocol", "auth_enabled_sasl",
+      "auth_enabled_ascii", "item_size_max", "maxconns_fast", "hashpower_init", "slab_reassign",
+      "slab_automove", "slab_automove_ratio", "slab_automove_window", "slab_chunk_max",
+      "lru_crawler", "lru_crawler_sleep", "lru_crawler_tocrawl", "tail_repair_time",
+      "flush_enabled", "dump_enabled", "hash_algorithm", "lru_maintainer_thread",
+      "lru_segmented", "hot_lru_pct", "warm_lru_pct", "hot_max_factor", "warm_max_factor",
+      "temp_lru", "temporary_ttl", "idle_timeout", "watcher_logbuf_size", "worker_logbuf_size",
+      "read_buf_mem_limit", "track_sizes", "inline_ascii_response", "num_napi_ids",
+      "memory_file", "lease_timeout", "xfetch_delta_ms", "xfetch_beta", "stale_grace",
+      "classic_stampede", "wait_timeout_ms"};
+  EXPECT_EQ(StatNames(reply), expected);
+  EXPECT_EQ(reply.substr(reply.size() - 5), "END\r\n");
+  EXPECT_EQ(StatValue(reply, "tcpport"), "11311");
+  EXPECT_EQ(StatValue(reply, "inter"), "127.0.0.1");
+  EXPECT_EQ(StatValue(reply, "verbosity"), "1");
+  EXPECT_EQ(StatValue(reply, "item_size_max"), "1048576");
+  EXPECT_EQ(StatValue(reply, "cas_enabled"), "yes");
+  EXPECT_EQ(StatValue(reply, "classic_stampede"), "wait");
+  EXPECT_EQ(StatValue(reply, "xfetch_beta"), "1.50");
+  EXPECT_EQ(StatValue(reply, "lease_timeout"), "5");
+}
+
+TEST_F(ExecutorTest, StatsItemsIsEmptyWithoutItems) {
+  EXPECT_EQ(Run("stats items\r\n"), "END\r\n");
+}
+
+TEST_F(ExecutorTest, StatsItemsDescribesOneClass) {
+  Run("set a 0 0 1\r\n1\r\nset b 0 0 1\r\n2\r\n");
+  const std::string reply = Run("stats items\r\n");
+  EXPECT_EQ(StatValue(reply, "items:1:number"), "2");
+  EXPECT_NE(StatValue(reply, "items:1:mem_requested"), "0");
+  EXPECT_EQ(StatNames(reply).front(), "items:1:number");
+  EXPECT_EQ(reply.substr(reply.size() - 5), "END\r\n");
+}
+
+TEST_F(ExecutorTest, StatsSlabsShowsTotals) {
+  EXPECT_EQ(Run("stats slabs\r\n"), "STAT active_slabs 0\r\nSTAT total_malloced 0\r\nEND\r\n");
+  Run("set a 0 0 1\r\n1\r\nget a\r\n");
+  const std::string reply = Run("stats slabs\r\n");
+  EXPECT_EQ(StatValue(reply, "1:used_chunks"), "1");
+  EXPECT_EQ(StatValue(reply, "1:get_hits"), "1");
+  EXPECT_EQ(StatValue(reply, "1:cmd_set"), "1");
+  EXPECT_EQ(StatValue(reply, "active_slabs"), "1");
+  EXPECT_EQ(StatValue(reply, "total_malloced"), StatValue(Run("stats\r\n"), "bytes"));
+}
+
+TEST_F(ExecutorTest, StatsSizesIsDisabled) {
+  EXPECT_EQ(Run("stats sizes\r\n"), "STAT sizes_status disabled\r\nEND\r\n");
+  EXPECT_EQ(Run("stats sizes_disable\r\n"), "STAT sizes_status disabled\r\n");
+}
+
+TEST_F(ExecutorTest, StatsConnsListsEveryConnection) {
+  server_.connections = {
+      {.fd = 23, .addr = "tcp:127.0.0.1:11211", .listen_addr = "", .state = "conn_listening",
+       .secs_since_last_cmd = 5},
+      {.fd = 24, .addr = "tcp:127.0.0.1:58212", .listen_addr = "tcp:127.0.0.1:11211",
+       .state = "conn_parse_cmd", .secs_since_last_cmd = 0}};
+  EXPECT_EQ(Run("stats conns\r\n"),
+            "STAT 23:addr tcp:127.0.0.1:11211\r\n"
+            "STAT 23:state conn_listening\r\n"
+            "STAT 23:secs_since_last_cmd 5\r\n"
+            "STAT 24:addr tcp:127.0.0.1:58212\r\n"
+            "STAT 24:listen_addr tcp:127.0.0.1:11211\r\n"
+            "STAT 24:state conn_parse_cmd\r\n"
+            "STAT 24:secs_since_last_cmd 0\r\n"
+            "END\r\n");
+}
+
+TEST_F(ExecutorTest, StatsResetClearsCounters) {
+  Run("set a 0 0 1\r\n1\r\nget a\r\n");
+  EXPECT_EQ(Run("stats reset\r\n"), "RESET\r\n");
+  EXPECT_EQ(server_.resets, 1);
+  const std::string reply = Run("stats\r\n");
+  EXPECT_EQ(StatValue(reply, "cmd_get"), "0");
+  EXPECT_EQ(StatValue(reply, "cmd_set"), "0");
+  EXPECT_EQ(StatValue(reply, "curr_items"), "1");   // items stay
+}
+
+TEST_F(ExecutorTest, StatsSubcommandErrorsAnswerAsMemcached) {
+  EXPECT_EQ(Run("stats bogus\r\n"), "ERROR\r\n");
+  EXPECT_EQ(Run("stats detail\r\n"), "CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+  EXPECT_EQ(Run("stats cachedump 1 1\r\n"), "CLIENT_ERROR stats cachedump not allowed\r\n");
+}
+
+TEST_F(ExecutorTest, StatsWithTrailingSpacesIsGeneralStats) {
+  const std::string reply = Run("stats   \r\n");
+  EXPECT_EQ(StatNames(reply).front(), "pid");
+}
+
+}  // namespace
+}  // namespace herdless
