@@ -1,1 +1,826 @@
-// placeholder: being written
+#include "storage/item_store.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace herdless {
+namespace {
+
+constexpr int64_t kUnixStart = 1700000000;
+
+class ItemStoreTest : public ::testing::Test {
+ protected:
+  ItemStoreTest() : clock_(kUnixStart), random_(7) {
+    clock_.AdvanceSeconds(100);  // store time 100: far from the "0 = never" edge
+    config_.clock = &clock_;
+    config_.random = &random_;
+    config_.shard_bits = 2;
+    Reset();
+  }
+
+  void Reset() { store_ = std::make_unique<ItemStore>(config_); }
+
+  StoreResult Put(std::string_view key, std::string_view value, int64_t exptime = 0,
+                  StoreMode mode = StoreMode::kSet, uint32_t flags = 0) {
+    StoreRequest req;
+    req.mode = mode;
+    req.key = key;
+    req.value = value;
+    req.exptime = exptime;
+    req.client_flags = flags;
+    return store_->Store(req);
+  }
+
+  StoreResult Cas(std::string_view key, std::string_view value, uint64_t cas) {
+    StoreRequest req;
+    req.mode = StoreMode::kCas;
+    req.key = key;
+    req.value = value;
+    req.compare_cas = cas;
+    return store_->Store(req);
+  }
+
+  ReadResult Read(std::string_view key, ReadKind kind = ReadKind::kClassic) {
+    ReadOptions opts;
+    opts.kind = kind;
+    return store_->Read(key, opts);
+  }
+
+  std::optional<std::string> Get(std::string_view key) {
+    ReadResult r = Read(key);
+    if (r.status != ReadStatus::kHit) return std::nullopt;
+    return std::string(r.item->value());
+  }
+
+  DeleteStatus Del(std::string_view key) {
+    DeleteRequest req;
+    req.key = key;
+    return store_->Delete(req);
+  }
+
+  ArithResult Arith(std::string_view key, bool incr, uint64_t delta) {
+    ArithRequest req;
+    req.key = key;
+    req.incr = incr;
+    req.delta = delta;
+    return store_->Arithmetic(req);
+  }
+
+  ManualClock clock_;
+  DefaultRandom random_;
+  StoreConfig config_;
+  std::unique_ptr<ItemStore> store_;
+};
+
+// --- Store modes -------------------------------------------------------------
+
+TEST_F(ItemStoreTest, SetThenGetReturnsValueFlagsAndCas) {
+  StoreResult s = Put("k", "hello", 0, StoreMode::kSet, 42);
+  ASSERT_EQ(s.status, StoreStatus::kStored);
+  EXPECT_GE(s.cas, 2u);  // 0 and 1 are reserved for lease tokens
+  EXPECT_EQ(s.stored_size, 5u);
+
+  ReadResult r = Read("k");
+  ASSERT_EQ(r.status, ReadStatus::kHit);
+  EXPECT_EQ(r.item->value(), "hello");
+  EXPECT_EQ(r.item->value_with_crlf(), "hello\r\n");
+  EXPECT_EQ(r.client_flags, 42u);
+  EXPECT_EQ(r.cas, s.cas);
+  EXPECT_EQ(r.ttl_before, -1);
+  EXPECT_EQ(r.lease, LeaseVerdict::kNone);
+}
+
+TEST_F(ItemStoreTest, EveryStoreGetsANewCas) {
+  const uint64_t a = Put("k", "1").cas;
+  const uint64_t b = Put("k", "2").cas;
+  const uint64_t c = Put("other", "3").cas;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+}
+
+TEST_F(ItemStoreTest, ReadOfMissingKeyIsAMiss) {
+  ReadResult r = Read("nope");
+  EXPECT_EQ(r.status, ReadStatus::kMiss);
+  EXPECT_FALSE(r.item);
+}
+
+TEST_F(ItemStoreTest, AddFailsWhenKeyExists) {
+  ASSERT_EQ(Put("k", "old").status, StoreStatus::kStored);
+  EXPECT_EQ(Put("k", "new", 0, StoreMode::kAdd).status, StoreStatus::kNotStored);
+  EXPECT_EQ(Get("k"), "old");
+}
+
+TEST_F(ItemStoreTest, AddStoresWhenKeyIsMissingOrExpired) {
+  EXPECT_EQ(Put("k", "v", 0, StoreMode::kAdd).status, StoreStatus::kStored);
+  ASSERT_EQ(Put("e", "old", 5).status, StoreStatus::kStored);
+  clock_.AdvanceSeconds(5);
+  EXPECT_EQ(Put("e", "new", 0, StoreMode::kAdd).status, StoreStatus::kStored);
+  EXPECT_EQ(Get("e"), "new");
+}
+
+TEST_F(ItemStoreTest, ReplaceNeedsAnExistingItem) {
+  EXPECT_EQ(Put("k", "v", 0, StoreMode::kReplace).status, StoreStatus::kNotStored);
+  EXPECT_EQ(Get("k"), std::nullopt);
+  Put("k", "old");
+  EXPECT_EQ(Put("k", "new", 0, StoreMode::kReplace).status, StoreStatus::kStored);
+  EXPECT_EQ(Get("k"), "new");
+}
+
+TEST_F(ItemStoreTest, AppendAndPrependKeepFlagsAndTtl) {
+  Put("k", "mid", 50, StoreMode::kSet, 9);
+  EXPECT_EQ(Put("k", "-end", 0, StoreMode::kAppend, 1).status, StoreStatus::kStored);
+  EXPECT_EQ(Put("k", "start-", 999, StoreMode::kPrepend, 2).status, StoreStatus::kStored);
+  ReadResult r = Read("k");
+  EXPECT_EQ(r.item->value(), "start-mid-end");
+  EXPECT_EQ(r.client_flags, 9u);
+  EXPECT_EQ(r.ttl_before, 50);
+}
+
+TEST_F(ItemStoreTest, AppendNeedsAnExistingItem) {
+  EXPECT_EQ(Put("k", "x", 0, StoreMode::kAppend).status, StoreStatus::kNotStored);
+  EXPECT_EQ(Put("k", "x", 0, StoreMode::kPrepend).status, StoreStatus::kNotStored);
+  EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, AppendWithVivifyCreatesTheItemFromItsData) {
+  StoreRequest req;
+  req.mode = StoreMode::kAppend;
+  req.key = "k";
+  req.value = "data";
+  req.client_flags = 3;
+  req.has_vivify = true;
+  req.vivify_exptime = 30;
+  ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored);
+  ReadResult r = Read("k");
+  EXPECT_EQ(r.item->value(), "data");
+  EXPECT_EQ(r.client_flags, 3u);
+  EXPECT_EQ(r.ttl_before, 30);
+}
+
+TEST_F(ItemStoreTest, AppendWithMismatchedCasIsExists) {
+  const uint64_t cas = Put("k", "a").cas;
+  StoreRequest req;
+  req.mode = StoreMode::kAppend;
+  req.key = "k";
+  req.value = "b";
+  req.compare_cas = cas + 100;
+  EXPECT_EQ(store_->Store(req).status, StoreStatus::kExists);
+  req.compare_cas = cas;
+  EXPECT_EQ(store_->Store(req).status, StoreStatus::kStored);
+  EXPECT_EQ(Get("k"), "ab");
+}
+
+TEST_F(ItemStoreTest, CasIsNotFoundWhenMissing) {
+  EXPECT_EQ(Cas("k", "v", 5).status, StoreStatus::kNotFound);
+}
+
+TEST_F(ItemStoreTest, CasMismatchIsExistsAndMatchStores) {
+  const uint64_t cas = Put("k", "old").cas;
+  EXPECT_EQ(Cas("k", "x", cas + 1).status, StoreStatus::kExists);
+  EXPECT_EQ(Cas("k", "x", 0).status, StoreStatus::kExists);  // memcached: 0 never matches
+  StoreResult s = Cas("k", "new", cas);
+  EXPECT_EQ(s.status, StoreStatus::kStored);
+  EXPECT_NE(s.cas, cas);
+  EXPECT_EQ(Get("k"), "new");
+  EXPECT_EQ(Cas("k", "again", cas).status, StoreStatus::kExists);
+}
+
+TEST_F(ItemStoreTest, MetaSetWithCompareCasActsAsCas) {
+  const uint64_t cas = Put("k", "old").cas;
+  StoreRequest req;
+  req.mode = StoreMode::kSet;
+  req.key = "k";
+  req.value = "new";
+  req.compare_cas = cas + 7;
+  EXPECT_EQ(store_->Store(req).status, StoreStatus::kExists);
+  req.key = "missing";
+  EXPECT_EQ(store_->Store(req).status, StoreStatus::kNotFound);
+}
+
+TEST_F(ItemStoreTest, ExplicitNewCasIsUsed) {
+  StoreRequest req;
+  req.key = "k";
+  req.value = "v";
+  req.new_cas = 777;
+  EXPECT_EQ(store_->Store(req).cas, 777u);
+  EXPECT_EQ(Read("k").cas, 777u);
+}
+
+// --- Time --------------------------------------------------------------------
+
+TEST_F(ItemStoreTest, RelativeExptimeExpiresExactlyAtItsSecond) {
+  Put("k", "v", 10);
+  clock_.AdvanceSeconds(9);
+  EXPECT_EQ(Read("k").ttl_before, 1);
+  clock_.AdvanceMicros(999999);
+  EXPECT_EQ(Get("k"), "v");
+  clock_.AdvanceMicros(1);
+  EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, NegativeExptimeIsAlreadyExpired) {
+  Put("k", "old");
+  EXPECT_EQ(Put("k", "v", -1).status, StoreStatus::kStored);
+  EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, NegativeExptimeIsExpiredEvenAtStoreTimeZero) {
+  ManualClock fresh_clock(kUnixStart);
+  config_.clock = &fresh_clock;
+  Reset();
+  EXPECT_NE(store_->ToStoreTime(-5), 0);
+  EXPECT_LE(store_->ToStoreTime(-5), store_->NowSeconds());
+  Put("k", "v", -5);
+  EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, ThirtyDaysIsTheLastRelativeExptime) {
+  EXPECT_EQ(store_->ToStoreTime(2592000), 100 + 2592000);
+  // One more is a Unix time (1970 + 30 days): long past, so already expired.
+  Put("k", "v", 2592001);
+  EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, AbsoluteExptimeIsConvertedFromUnixTime) {
+  const int64_t unix_now = clock_.UnixSeconds();
+  Put("k", "v", unix_now + 100);
+  EXPECT_EQ(Read("k").ttl_before, 100);
+  clock_.AdvanceSeconds(100);
+  EXPECT_EQ(Get("k"), std::nullopt);
+  Put("past", "v", unix_now - 10);
+  EXPECT_EQ(Get("past"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, ZeroExptimeNeverExpires) {
+  Put("k", "v", 0);
+  clock_.AdvanceSeconds(10 * 365 * 86400);
+  EXPECT_EQ(Get("k"), "v");
+  EXPECT_EQ(store_->ToStoreTime(0), 0);
+}
+
+TEST_F(ItemStoreTest, TouchChangesTtlButNotCas) {
+  const uint64_t cas = Put("k", "v", 10).cas;
+  EXPECT_TRUE(store_->Touch("k", 100));
+  ReadResult r = Read("k");
+  EXPECT_EQ(r.ttl_before, 100);
+  EXPECT_EQ(r.cas, cas);
+  clock_.AdvanceSeconds(50);
+  EXPECT_EQ(Get("k"), "v");
+  EXPECT_FALSE(store_->Touch("missing", 10));
+}
+
+TEST_F(ItemStoreTest, TouchMarksTheItemFetched) {
+  Put("k", "v");
+  store_->Touch("k", 10);
+  ReadOptions opts;
+  opts.kind = ReadKind::kMeta;
+  EXPECT_TRUE(store_->Read("k", opts).fetched_before);
+}
+
+TEST_F(ItemStoreTest, GatReportsTtlBeforeAndAfterTheTouch) {
+  Put("k", "v", 10);
+  ReadOptions opts;
+  opts.has_touch = true;
+  opts.touch_exptime = 60;
+  ReadResult r = store_->Read("k", opts);
+  EXPECT_EQ(r.ttl_before, 10);
+  EXPECT_EQ(r.ttl_after, 60);
+  EXPECT_EQ(Read("k").ttl_before, 60);
+}
+
+TEST_F(ItemStoreTest, FetchedAndLastAccessAreReportedBeforeTheBump) {
+  Put("k", "v");
+  clock_.AdvanceSeconds(7);
+  ReadOptions no_bump;
+  no_bump.kind = ReadKind::kMeta;
+  no_bump.bump = false;
+  ReadResult r = store_->Read("k", no_bump);
+  EXPECT_FALSE(r.fetched_before);
+  EXPECT_EQ(r.seconds_since_access, 7);
+  r = Read("k");  // bumps
+  EXPECT_FALSE(r.fetched_before);
+  EXPECT_EQ(r.seconds_since_access, 7);
+  r = Read("k");
+  EXPECT_TRUE(r.fetched_before);
+  EXPECT_EQ(r.seconds_since_access, 0);
+}
+
+// --- Flush -------------------------------------------------------------------
+
+TEST_F(ItemStoreTest, FlushAllNowDropsEverything) {
+  for (int i = 0; i < 100; i++) Put("k" + std::to_string(i), "v");
+  store_->FlushAll(0);
+  for (int i = 0; i < 100; i++) EXPECT_EQ(Get("k" + std::to_string(i)), std::nullopt);
+  EXPECT_EQ(store_->Stats().curr_items, 0u);
+  EXPECT_EQ(store_->Stats().bytes, 0u);
+  Put("after", "v");
+  EXPECT_EQ(Get("after"), "v");
+}
+
+TEST_F(ItemStoreTest, DelayedFlushDropsItemsStoredBeforeItsDeadline) {
+  Put("early", "v");
+  store_->FlushAll(10);
+  clock_.AdvanceSeconds(5);
+  EXPECT_EQ(Get("early"), "v");
+  Put("before_deadline", "v");
+  clock_.AdvanceSeconds(5);  // the deadline
+  Put("at_deadline", "v");
+  EXPECT_EQ(Get("early"), std::nullopt);
+  EXPECT_EQ(Get("before_deadline"), std::nullopt);
+  EXPECT_EQ(Get("at_deadline"), "v");
+  clock_.AdvanceSeconds(100);
+  EXPECT_EQ(Get("at_deadline"), "v");
+}
+
+TEST_F(ItemStoreTest, FlushedItemsStayGoneWhenANewDelayedFlushIsScheduled) {
+  Put("old", "v");
+  store_->FlushAll(2);
+  clock_.AdvanceSeconds(3);
+  store_->FlushAll(100);
+  EXPECT_EQ(Get("old"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, ReclaimRemovesDelayedFlushedItems) {
+  for (int i = 0; i < 20; i++) Put("k" + std::to_string(i), "v");
+  store_->FlushAll(1);
+  clock_.AdvanceSeconds(1);
+  EXPECT_EQ(store_->ReclaimExpired(1000), 20u);
+  EXPECT_EQ(store_->Stats().curr_items, 0u);
+}
+
+// --- Memory ------------------------------------------------------------------
+
+TEST_F(ItemStoreTest, EvictionKeepsMemoryUnderTheLimitAndCountsEvictions) {
+  config_.memory_limit = 64 * 1024;
+  Reset();
+  const std::string value(1000, 'x');
+  for (int i = 0; i < 500; i++) {
+    ASSERT_EQ(Put("key" + std::to_string(i), value).status, StoreStatus::kStored);
+    ASSERT_LE(store_->Stats().bytes, config_.memory_limit);
+  }
+  const StoreStats s = store_->Stats();
+  EXPECT_GT(s.evictions, 400u);
+  EXPECT_EQ(s.evicted_unfetched, s.evictions);
+  EXPECT_EQ(s.curr_items + s.evictions, 500u);
+  EXPECT_EQ(Get("key499"), value);  // the newest survives
+  EXPECT_EQ(Get("key0"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, EvictionTakesAStaleItemBeforeTheLiveTail) {
+  config_.shard_bits = 0;  // one LRU, so "the tail" is well defined
+  const size_t item_bytes = AllocatedSize(ItemAllocSize(2, 100));
+  config_.memory_limit = item_bytes * 4;
+  Reset();
+  const std::string value(100, 'v');
+  Put("k0", value);  // LRU tail
+  Put("k1", value);
+  Put("k2", value);
+  Put("k3", value);
+  DeleteRequest inv;
+  inv.key = "k2";
+  inv.invalidate = true;
+  ASSERT_EQ(store_->Delete(inv), DeleteStatus::kDeleted);
+
+  Put("k4", value);  // needs one slot
+  EXPECT_EQ(Get("k0"), value);
+  EXPECT_EQ(Get("k2"), std::nullopt);
+  EXPECT_EQ(store_->Stats().evictions, 1u);
+}
+
+TEST_F(ItemStoreTest, EvictionTakesAnExpiredItemBeforeTheLiveTailAndCountsItReclaimed) {
+  config_.shard_bits = 0;
+  const size_t item_bytes = AllocatedSize(ItemAllocSize(2, 100));
+  config_.memory_limit = item_bytes * 3;
+  Reset();
+  const std::string value(100, 'v');
+  Put("k0", value);
+  Put("k1", value, 5);
+  Put("k2", value);
+  clock_.AdvanceSeconds(5);
+  Put("k3", value);
+  EXPECT_EQ(Get("k0"), value);
+  const StoreStats s = store_->Stats();
+  EXPECT_EQ(s.evictions, 0u);
+  EXPECT_EQ(s.reclaimed, 1u);
+  EXPECT_EQ(s.expired_unfetched, 1u);
+}
+
+TEST_F(ItemStoreTest, LowerMemoryLimitEvictsOnTheNextStore) {
+  const std::string value(1000, 'x');
+  for (int i = 0; i < 100; i++) Put("k" + std::to_string(i), value);
+  store_->SetMemoryLimit(20 * 1024);
+  EXPECT_EQ(store_->memory_limit(), 20u * 1024);
+  Put("one_more", value);
+  EXPECT_LE(store_->Stats().bytes, 20u * 1024);
+}
+
+TEST_F(ItemStoreTest, AnItemBiggerThanAllMemoryIsNoMemory) {
+  config_.memory_limit = 4096;
+  Reset();
+  Put("small", "v");
+  EXPECT_EQ(Put("big", std::string(8000, 'x')).status, StoreStatus::kNoMemory);
+  EXPECT_EQ(Get("small"), "v");  // nothing was evicted for a hopeless store
+}
+
+TEST_F(ItemStoreTest, MaxValueLengthFollowsMemcachedsItemSizeRule) {
+  // Checked against memcached 1.6.18 -I 1m: key "k" takes values up to 1048516
+  // bytes with flags 0 and 4 bytes fewer with non-zero flags.
+  EXPECT_EQ(store_->MaxValueLength(1), 1048516u);
+  EXPECT_EQ(Put("k", std::string(1048516, 'x')).status, StoreStatus::kStored);
+  EXPECT_EQ(Put("k", std::string(1048517, 'x')).status, StoreStatus::kTooLarge);
+  EXPECT_EQ(Put("f", std::string(1048512, 'x'), 0, StoreMode::kSet, 1).status,
+            StoreStatus::kStored);
+  EXPECT_EQ(Put("f", std::string(1048513, 'x'), 0, StoreMode::kSet, 1).status,
+            StoreStatus::kTooLarge);
+}
+
+TEST_F(ItemStoreTest, TooLargeSetRemovesTheOldItem) {
+  Put("k", "old");
+  EXPECT_EQ(Put("k", std::string(2 << 20, 'x')).status, StoreStatus::kTooLarge);
+  EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, TooLargeAddOrReplaceKeepsTheOldItem) {
+  Put("k", "old");
+  EXPECT_EQ(Put("k", std::string(2 << 20, 'x'), 0, StoreMode::kAdd).status,
+            StoreStatus::kTooLarge);
+  EXPECT_EQ(Put("k", std::string(2 << 20, 'x'), 0, StoreMode::kReplace).status,
+            StoreStatus::kTooLarge);
+  EXPECT_EQ(Get("k"), "old");
+}
+
+TEST_F(ItemStoreTest, TooLargeMetaStoreRemovesTheOldItemInAnyMode) {
+  Put("k", "old");
+  StoreRequest req;
+  req.mode = StoreMode::kAdd;
+  req.key = "k";
+  req.value = std::string(2 << 20, 'x');
+  req.unlink_on_failure = true;
+  EXPECT_EQ(store_->Store(req).status, StoreStatus::kTooLarge);
+  EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, AppendBeyondTheItemSizeLimitIsNotStored) {
+  Put("k", std::string(1048516 - 10, 'x'));
+  EXPECT_EQ(Put("k", std::string(11, 'y'), 0, StoreMode::kAppend).status,
+            StoreStatus::kNotStored);
+  EXPECT_EQ(Get("k")->size(), 1048516u - 10);
+}
+
+// --- Delete ------------------------------------------------------------------
+
+TEST_F(ItemStoreTest, DeleteRemovesAndReportsMisses) {
+  Put("k", "v");
+  EXPECT_EQ(Del("k"), DeleteStatus::kDeleted);
+  EXPECT_EQ(Get("k"), std::nullopt);
+  EXPECT_EQ(Del("k"), DeleteStatus::kNotFound);
+}
+
+TEST_F(ItemStoreTest, DeleteWithCompareCas) {
+  const uint64_t cas = Put("k", "v").cas;
+  DeleteRequest req;
+  req.key = "k";
+  req.compare_cas = cas + 1;
+  EXPECT_EQ(store_->Delete(req), DeleteStatus::kExists);
+  req.compare_cas = cas;
+  EXPECT_EQ(store_->Delete(req), DeleteStatus::kDeleted);
+}
+
+TEST_F(ItemStoreTest, InvalidateKeepsTheValueForMetaButClassicIgnoresStaleness) {
+  const uint64_t cas = Put("k", "v", 100).cas;
+  DeleteRequest req;
+  req.key = "k";
+  req.invalidate = true;
+  req.has_ttl = true;
+  req.exptime = 30;
+  ASSERT_EQ(store_->Delete(req), DeleteStatus::kDeleted);
+  ReadResult classic = Read("k");
+  ASSERT_EQ(classic.status, ReadStatus::kHit);  // memcached: get ignores X
+  EXPECT_FALSE(classic.stale);
+  EXPECT_NE(classic.cas, cas);
+  EXPECT_EQ(classic.ttl_before, 30);
+}
+
+// --- incr / decr -------------------------------------------------------------
+
+TEST_F(ItemStoreTest, IncrAddsAndChangesCas) {
+  const uint64_t cas = Put("n", "41").cas;
+  ArithResult a = Arith("n", true, 1);
+  ASSERT_EQ(a.status, ArithStatus::kOk);
+  EXPECT_EQ(a.value, 42u);
+  EXPECT_NE(a.cas, cas);
+  ReadResult r = Read("n");
+  EXPECT_EQ(r.item->value(), "42");
+  EXPECT_EQ(r.cas, a.cas);
+}
+
+TEST_F(ItemStoreTest, IncrWrapsAt2To64) {
+  Put("n", "18446744073709551615");
+  EXPECT_EQ(Arith("n", true, 2).value, 1u);
+  EXPECT_EQ(Get("n"), "1                   ");  // same length, padded as memcached
+}
+
+TEST_F(ItemStoreTest, DecrFloorsAtZero) {
+  Put("n", "5");
+  EXPECT_EQ(Arith("n", false, 10).value, 0u);
+  EXPECT_EQ(Get("n"), "0");
+}
+
+TEST_F(ItemStoreTest, ShorterResultIsSpacePaddedAsMemcached) {
+  // memcached 1.6.18: set n "10"; decr n 1; get n -> "9 ".
+  Put("n", "10");
+  EXPECT_EQ(Arith("n", false, 1).value, 9u);
+  EXPECT_EQ(Get("n"), "9 ");
+  EXPECT_EQ(Arith("n", true, 1).value, 10u);  // "9 " still parses
+  EXPECT_EQ(Get("n"), "10");
+}
+
+TEST_F(ItemStoreTest, LongerResultGrowsTheValue) {
+  Put("n", "99", 50, StoreMode::kSet, 5);
+  EXPECT_EQ(Arith("n", true, 1).value, 100u);
+  ReadResult r = Read("n");
+  EXPECT_EQ(r.item->value(), "100");
+  EXPECT_EQ(r.client_flags, 5u);
+  EXPECT_EQ(r.ttl_before, 50);
+}
+
+TEST_F(ItemStoreTest, NonNumericValuesAreRefused) {
+  for (std::string_view bad : {"", "abc", "12abc", "-5", "99999999999999999999999"}) {
+    Put("n", bad);
+    EXPECT_EQ(Arith("n", true, 1).status, ArithStatus::kNonNumeric) << bad;
+  }
+  // strtoull's leniency, as memcached: white space around and "12 abc".
+  Put("n", " 12 ");
+  EXPECT_EQ(Arith("n", true, 1).value, 13u);
+  Put("n", "12 abc");
+  EXPECT_EQ(Arith("n", true, 1).value, 13u);
+  EXPECT_EQ(Get("n"), "13    ");
+}
+
+TEST_F(ItemStoreTest, ArithmeticOnAMissingKeyIsNotFound) {
+  EXPECT_EQ(Arith("n", true, 1).status, ArithStatus::kNotFound);
+}
+
+TEST_F(ItemStoreTest, MetaArithmeticVivifiesWithTheInitialValue) {
+  ArithRequest req;
+  req.key = "n";
+  req.has_vivify = true;
+  req.vivify_exptime = 30;
+  req.initial = 5;
+  ArithResult a = store_->Arithmetic(req);
+  ASSERT_EQ(a.status, ArithStatus::kOk);
+  EXPECT_TRUE(a.created);
+  EXPECT_EQ(a.value, 5u);  // memcached: no delta on creation
+  EXPECT_EQ(a.ttl, 30);
+  a = store_->Arithmetic(req);
+  EXPECT_FALSE(a.created);
+  EXPECT_EQ(a.value, 6u);
+  EXPECT_EQ(a.ttl, 30);
+}
+
+TEST_F(ItemStoreTest, MetaArithmeticHonoursCompareCasAndTtl) {
+  const uint64_t cas = Put("n", "1").cas;
+  ArithRequest req;
+  req.key = "n";
+  req.compare_cas = cas + 1;
+  EXPECT_EQ(store_->Arithmetic(req).status, ArithStatus::kExists);
+  req.compare_cas = cas;
+  req.has_ttl = true;
+  req.exptime = 90;
+  req.new_cas = 1234;
+  ArithResult a = store_->Arithmetic(req);
+  EXPECT_EQ(a.status, ArithStatus::kOk);
+  EXPECT_EQ(a.ttl, 90);
+  EXPECT_EQ(a.cas, 1234u);
+}
+
+// --- Item lifetime -----------------------------------------------------------
+
+TEST_F(ItemStoreTest, ItemRefStaysValidAfterOverwriteAndDelete) {
+  Put("k", "first");
+  ReadResult r = Read("k");
+  ASSERT_EQ(r.status, ReadStatus::kHit);
+  Put("k", "second-and-longer");
+  Put("k", "x", 0, StoreMode::kAppend);
+  EXPECT_EQ(Del("k"), DeleteStatus::kDeleted);
+  store_->FlushAll(0);
+  EXPECT_EQ(r.item->value(), "first");
+  EXPECT_EQ(r.item->value_with_crlf(), "first\r\n");
+  EXPECT_EQ(r.item->key(), "k");
+  EXPECT_EQ(store_->Stats().bytes, 0u);  // unlinked items are uncharged at once
+}
+
+TEST_F(ItemStoreTest, ItemRefOutlivesTheStore) {
+  Put("k", "v");
+  ReadResult r = Read("k");
+  store_.reset();
+  EXPECT_EQ(r.item->value(), "v");
+}
+
+TEST_F(ItemStoreTest, IncrNeverChangesBytesAReaderHolds) {
+  Put("n", "10");
+  ReadResult r = Read("n");
+  Arith("n", false, 1);
+  EXPECT_EQ(r.item->value(), "10");
+}
+
+// --- Expiry crawl, stats, table growth -----------------------------------------
+
+TEST_F(ItemStoreTest, ReclaimExpiredRemovesOnlyExpiredItems) {
+  for (int i = 0; i < 50; i++) Put("short" + std::to_string(i), "v", 5);
+  for (int i = 0; i < 50; i++) Put("long" + std::to_string(i), "v", 500);
+  Read("short0");  // fetched once
+  clock_.AdvanceSeconds(5);
+  EXPECT_EQ(store_->ReclaimExpired(1000), 50u);
+  const StoreStats s = store_->Stats();
+  EXPECT_EQ(s.curr_items, 50u);
+  EXPECT_EQ(s.reclaimed, 50u);
+  EXPECT_EQ(s.expired_unfetched, 49u);
+  EXPECT_EQ(store_->ReclaimExpired(1000), 0u);
+}
+
+TEST_F(ItemStoreTest, ReclaimExpiredRespectsItsBudget) {
+  for (int i = 0; i < 50; i++) Put("k" + std::to_string(i), "v", 1);
+  clock_.AdvanceSeconds(1);
+  EXPECT_EQ(store_->ReclaimExpired(10), 10u);
+  EXPECT_EQ(store_->Stats().curr_items, 40u);
+}
+
+TEST_F(ItemStoreTest, LazyExpiryCountsReclaimed) {
+  Put("k", "v", 1);
+  clock_.AdvanceSeconds(1);
+  EXPECT_EQ(Get("k"), std::nullopt);
+  EXPECT_EQ(store_->Stats().reclaimed, 1u);
+  EXPECT_EQ(store_->Stats().curr_items, 0u);
+}
+
+TEST_F(ItemStoreTest, StatsCountItemsBytesAndResetKeepsTheGauges) {
+  Put("a", "1");
+  Put("b", "22");
+  Put("a", "333");
+  StoreStats s = store_->Stats();
+  EXPECT_EQ(s.curr_items, 2u);
+  EXPECT_EQ(s.total_items, 3u);
+  EXPECT_EQ(s.bytes, AllocatedSize(ItemAllocSize(1, 2)) + AllocatedSize(ItemAllocSize(1, 3)));
+  EXPECT_EQ(s.hash_buckets, 4u * 256);
+  store_->ResetStats();
+  s = store_->Stats();
+  EXPECT_EQ(s.total_items, 0u);
+  EXPECT_EQ(s.curr_items, 2u);
+  EXPECT_GT(s.bytes, 0u);
+}
+
+TEST_F(ItemStoreTest, HashTableGrowsAndKeepsEveryKey) {
+  config_.shard_bits = 0;
+  Reset();
+  for (int i = 0; i < 5000; i++) Put("key" + std::to_string(i), std::to_string(i));
+  for (int i = 0; i < 5000; i++) ASSERT_EQ(Get("key" + std::to_string(i)), std::to_string(i));
+  EXPECT_GE(store_->Stats().hash_buckets * 3 / 2, 5000u);
+  for (int i = 0; i < 5000; i += 2) ASSERT_EQ(Del("key" + std::to_string(i)), DeleteStatus::kDeleted);
+  for (int i = 1; i < 5000; i += 2) ASSERT_EQ(Get("key" + std::to_string(i)), std::to_string(i));
+  EXPECT_EQ(store_->Stats().curr_items, 2500u);
+}
+
+// --- Stale grace and placeholders --------------------------------------------
+
+TEST_F(ItemStoreTest, ExpiredItemWithinGraceIsAMissForClassicAndStaleForMeta) {
+  config_.stale_grace_s = 10;
+  Reset();
+  Put("k", "old", 5);
+  clock_.AdvanceSeconds(6);
+  EXPECT_EQ(Read("k").status, ReadStatus::kMiss);
+  ReadResult meta = Read("k", ReadKind::kMeta);
+  ASSERT_EQ(meta.status, ReadStatus::kHit);
+  EXPECT_TRUE(meta.stale);
+  EXPECT_EQ(meta.item->value(), "old");
+  EXPECT_EQ(meta.lease, LeaseVerdict::kWin);
+  EXPECT_EQ(store_->Stats().stale_hits, 1u);
+  clock_.AdvanceSeconds(9);  // 15 s: 10 s past expiry
+  EXPECT_EQ(Read("k", ReadKind::kMeta).status, ReadStatus::kMiss);
+  EXPECT_EQ(store_->Stats().curr_items, 0u);
+}
+
+TEST_F(ItemStoreTest, ClassicAddSucceedsOverAValueInGrace) {
+  config_.stale_grace_s = 10;
+  Reset();
+  Put("k", "old", 5);
+  clock_.AdvanceSeconds(5);
+  EXPECT_EQ(Put("k", "new", 0, StoreMode::kAdd).status, StoreStatus::kStored);
+  EXPECT_EQ(Get("k"), "new");
+}
+
+TEST_F(ItemStoreTest, LeaseGetMissMakesAPlaceholderThatClassicReadsCannotSee) {
+  ReadResult r = Read("k", ReadKind::kLeaseGet);
+  ASSERT_EQ(r.status, ReadStatus::kHit);
+  EXPECT_TRUE(r.placeholder);
+  EXPECT_EQ(r.lease, LeaseVerdict::kWin);
+  EXPECT_GE(r.cas, 2u);
+  EXPECT_EQ(r.item->value(), "");
+
+  EXPECT_EQ(Read("k").status, ReadStatus::kMiss);
+  EXPECT_EQ(Read("k", ReadKind::kMeta).status, ReadStatus::kMiss);
+  EXPECT_FALSE(store_->Touch("k", 10));
+  EXPECT_EQ(Arith("k", true, 1).status, ArithStatus::kNotFound);
+  EXPECT_EQ(Put("k", "x", 0, StoreMode::kReplace).status, StoreStatus::kNotStored);
+  EXPECT_EQ(Put("k", "v", 0, StoreMode::kAdd).status, StoreStatus::kStored);
+  EXPECT_EQ(Get("k"), "v");
+}
+
+TEST_F(ItemStoreTest, DeleteOfAPlaceholderIsNotFoundButCancelsTheLease) {
+  const uint64_t token = Read("k", ReadKind::kLeaseGet).cas;
+  EXPECT_EQ(Del("k"), DeleteStatus::kNotFound);
+  StoreRequest req;
+  req.key = "k";
+  req.value = "v";
+  req.lease_token = token;
+  EXPECT_EQ(store_->Store(req).status, StoreStatus::kNotStored);
+  EXPECT_EQ(store_->Stats().curr_leases, 0u);
+}
+
+TEST_F(ItemStoreTest, PlaceholderExpiresWithoutBecomingAStaleValue) {
+  config_.stale_grace_s = 100;
+  config_.lease.lease_timeout_ms = 2000;
+  Reset();
+  Read("k", ReadKind::kLeaseGet);
+  clock_.AdvanceSeconds(3);  // the placeholder lives lease timeout + 1 s
+  EXPECT_EQ(store_->ReclaimExpired(100), 1u);
+  EXPECT_EQ(store_->Stats().curr_items, 0u);
+}
+
+// --- Concurrency -------------------------------------------------------------
+
+TEST_F(ItemStoreTest, ConcurrentWritersAndReadersNeverSeeATornValue) {
+  config_.memory_limit = 256 * 1024;  // small, so eviction runs too
+  Reset();
+  constexpr int kThreads = 4;
+  constexpr int kIterations = 20000;
+  constexpr int kKeys = 64;
+  std::atomic<int> bad{0};
+  std::atomic<int> hits{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&, t] {
+      uint64_t x = 0x9E3779B97F4A7C15ull * (t + 1);
+      for (int i = 0; i < kIterations; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        const std::string key = "key" + std::to_string(x % kKeys);
+        const int op = static_cast<int>((x >> 20) % 10);
+        if (op < 4) {
+          // The value names its key and repeats it, so a torn value shows.
+          std::string value;
+          const size_t reps = 1 + (x >> 32) % 200;
+          for (size_t r = 0; r < reps; r++) value += key + ";";
+          StoreRequest req;
+          req.key = key;
+          req.value = value;
+          store_->Store(req);
+        } else if (op < 5) {
+          DeleteRequest req;
+          req.key = key;
+          req.invalidate = (x >> 40) % 2 == 0;  // md I keeps the value as stale
+          store_->Delete(req);
+        } else if (op < 6) {
+          StoreRequest req;
+          req.mode = StoreMode::kAppend;
+          req.key = key;
+          const std::string suffix = key + ";";
+          req.value = suffix;
+          store_->Store(req);
+        } else {
+          ReadOptions opts;
+          opts.kind = op == 9   ? ReadKind::kMeta
+                      : op == 8 ? ReadKind::kLeaseGet
+                                : ReadKind::kClassic;
+          ReadResult r = store_->Read(key, opts);
+          if (r.status != ReadStatus::kHit) continue;
+          hits++;
+          const std::string_view v = r.item->value();
+          const std::string unit = key + ";";
+          if (v.size() % unit.size() != 0 || r.item->key() != key) bad++;
+          for (size_t p = 0; p + unit.size() <= v.size(); p += unit.size()) {
+            if (v.substr(p, unit.size()) != unit) {
+              bad++;
+              break;
+            }
+          }
+          if (r.item->value_with_crlf().substr(v.size()) != "\r\n") bad++;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(hits.load(), 0);
+  const StoreStats s = store_->Stats();
+  EXPECT_LE(s.bytes, config_.memory_limit);
+  EXPECT_LE(s.curr_items, static_cast<uint64_t>(kKeys));
+}
+
+}  // namespace
+}  // namespace herdless

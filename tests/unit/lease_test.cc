@@ -1,1 +1,559 @@
-// placeholder: being written
+#include "storage/lease.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <mutex>
+
+#include "storage/item_store.h"
+
+namespace herdless {
+namespace {
+
+// --- The pure decision functions ----------------------------------------------
+
+TEST(LeaseLiveTest, TimeoutZeroMeansAlwaysLive) {
+  LeaseSettings s;
+  s.lease_timeout_ms = 0;
+  EXPECT_TRUE(LeaseLive(s, 0, 4000000000u));
+}
+
+TEST(LeaseLiveTest, LiveUntilTheTimeoutPasses) {
+  LeaseSettings s;
+  s.lease_timeout_ms = 5000;
+  EXPECT_TRUE(LeaseLive(s, 1000, 1000));
+  EXPECT_TRUE(LeaseLive(s, 1000, 5999));
+  EXPECT_FALSE(LeaseLive(s, 1000, 6000));
+}
+
+TEST(LeaseLiveTest, SurvivesTheMillisecondWrap) {
+  LeaseSettings s;
+  s.lease_timeout_ms = 5000;
+  const uint32_t granted = 0xFFFFFF00u;
+  EXPECT_TRUE(LeaseLive(s, granted, granted + 1000));  // wrapped past 2^32
+  EXPECT_FALSE(LeaseLive(s, granted, granted + 5000));
+}
+
+TEST(XFetchDrawTest, FollowsThePapersRule) {
+  // now - delta*beta*ln(u) >= expiry, delta in ms, times in us.
+  const double u = std::exp(-1.0);  // -ln(u) == 1: look-ahead of exactly delta*beta
+  EXPECT_TRUE(XFetchDraw(9000000, 10000000, 1000, 1.0, u));   // 1 s ahead, gap 1 s
+  EXPECT_FALSE(XFetchDraw(8999000, 10000000, 1000, 1.0, u));  // 1.001 s ahead
+  EXPECT_TRUE(XFetchDraw(8000000, 10000000, 1000, 2.0, u));   // beta doubles the gap
+  EXPECT_FALSE(XFetchDraw(0, 10000000, 1000, 1.0, 1.0));      // u = 1: no look-ahead
+  EXPECT_TRUE(XFetchDraw(10000000, 10000000, 1000, 1.0, 1.0));  // at expiry: always
+}
+
+TEST(SmoothDeltaTest, FirstSampleThenExponentialSmoothing) {
+  EXPECT_EQ(SmoothDelta(0, 100), 100);
+  EXPECT_EQ(SmoothDelta(100, 200), 125);
+  EXPECT_EQ(SmoothDelta(0, 0), 1);          // measured, however fast
+  EXPECT_EQ(SmoothDelta(0, 1000000), 65535);  // saturates
+  EXPECT_EQ(SmoothDelta(100, -5), 75);      // a negative sample counts as 1
+}
+
+class DecideReadTest : public ::testing::Test {
+ protected:
+  LeaseSettings settings_;
+  LeaseView view_;
+  LeaseAsk ask_;
+  const int64_t now_us_ = 100 * 1000000LL;
+  const uint32_t now_ms_ = 100 * 1000;
+
+  LeaseDecision Decide(double u = 1.0) { return DecideRead(settings_, view_, ask_, now_us_, u); }
+};
+
+TEST_F(DecideReadTest, PlainFreshItemGetsNoHint) {
+  view_.exptime = 200;
+  EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
+}
+
+TEST_F(DecideReadTest, StaleItemWinsWithoutAsking) {
+  view_.stale = true;
+  const LeaseDecision d = Decide();
+  EXPECT_EQ(d.verdict, LeaseVerdict::kWin);
+  EXPECT_FALSE(d.regrant);
+  EXPECT_FALSE(d.by_xfetch);
+}
+
+TEST_F(DecideReadTest, LiveTokenMeansHeldEvenWhenStale) {
+  view_.stale = true;
+  view_.token_sent = true;
+  view_.lease_granted_ms = now_ms_ - 10;
+  EXPECT_EQ(Decide().verdict, LeaseVerdict::kHeld);
+}
+
+TEST_F(DecideReadTest, TimedOutTokenIsRegranted) {
+  view_.stale = true;
+  view_.token_sent = true;
+  view_.lease_granted_ms = now_ms_ - settings_.lease_timeout_ms;
+  const LeaseDecision d = Decide();
+  EXPECT_EQ(d.verdict, LeaseVerdict::kWin);
+  EXPECT_TRUE(d.regrant);
+}
+
+TEST_F(DecideReadTest, StubWaitingForItsValueIsRegrantedAfterTimeout) {
+  view_.needs_value = true;
+  view_.token_sent = true;
+  view_.exptime = 130;
+  view_.lease_granted_ms = now_ms_ - settings_.lease_timeout_ms - 1;
+  EXPECT_EQ(Decide().verdict, LeaseVerdict::kWin);
+}
+
+TEST_F(DecideReadTest, TimedOutTokenOnAFreshItemGivesNoHintUnlessAsked) {
+  view_.exptime = 200;
+  view_.token_sent = true;
+  view_.lease_granted_ms = now_ms_ - settings_.lease_timeout_ms;
+  EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
+}
+
+TEST_F(DecideReadTest, RecacheWindowWinsOnlyBelowTheRemainingTtl) {
+  ask_.has_recache = true;
+  ask_.recache_below_s = 30;
+  view_.exptime = 100 + 29;
+  EXPECT_EQ(Decide().verdict, LeaseVerdict::kWin);
+  view_.exptime = 100 + 30;  // memcached: it->exptime < now + R
+  EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
+  view_.exptime = 0;  // no TTL never wins by R
+  EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
+  view_.exptime = 100 + 5;
+  view_.just_vivified = true;
+  EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
+}
+
+TEST_F(DecideReadTest, XFetchUsesTheMeasuredDeltaOrTheDefault) {
+  ask_.xfetch_beta = 1.0;
+  view_.exptime = 101;  // 1 s left
+  // Default delta 100 ms: needs -ln(u) >= 10.
+  EXPECT_EQ(Decide(std::exp(-9.9)).verdict, LeaseVerdict::kNone);
+  LeaseDecision d = Decide(std::exp(-10.1));
+  EXPECT_EQ(d.verdict, LeaseVerdict::kWin);
+  EXPECT_TRUE(d.by_xfetch);
+  // Measured delta 500 ms: needs -ln(u) >= 2.
+  view_.delta_ms = 500;
+  EXPECT_EQ(Decide(std::exp(-1.9)).verdict, LeaseVerdict::kNone);
+  EXPECT_EQ(Decide(std::exp(-2.1)).verdict, LeaseVerdict::kWin);
+  // Never for items without TTL, never while a lease is live.
+  view_.exptime = 0;
+  EXPECT_EQ(Decide(1e-300).verdict, LeaseVerdict::kNone);
+  view_.exptime = 101;
+  view_.token_sent = true;
+  view_.lease_granted_ms = now_ms_;
+  EXPECT_EQ(Decide(1e-300).verdict, LeaseVerdict::kHeld);
+}
+
+// --- Leases through the store ---------------------------------------------------
+
+// Replays the draws a test scripts; 1.0 (no look-ahead) once they run out.
+class ScriptedRandom final : public RandomSource {
+ public:
+  void Push(double u) {
+    std::lock_guard<std::mutex> lock(mu_);
+    draws_.push_back(u);
+  }
+  double UniformOpenClosed() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_++;
+    if (draws_.empty()) return 1.0;
+    const double u = draws_.front();
+    draws_.pop_front();
+    return u;
+  }
+  int calls() const { return calls_; }
+
+ private:
+  std::mutex mu_;
+  std::deque<double> draws_;
+  int calls_ = 0;
+};
+
+class LeaseStoreTest : public ::testing::Test {
+ protected:
+  LeaseStoreTest() {
+    clock_.AdvanceSeconds(100);
+    config_.clock = &clock_;
+    config_.random = &random_;
+    config_.shard_bits = 1;
+    config_.lease.lease_timeout_ms = 5000;
+    Reset();
+  }
+  void Reset() { store_ = std::make_unique<ItemStore>(config_); }
+
+  ReadResult Mg(std::string_view key, ReadOptions opts = {}) {
+    opts.kind = ReadKind::kMeta;
+    return store_->Read(key, opts);
+  }
+  ReadResult MgVivify(std::string_view key, int64_t ttl = 30) {
+    ReadOptions opts;
+    opts.has_vivify = true;
+    opts.vivify_exptime = ttl;
+    return Mg(key, opts);
+  }
+  StoreResult Set(std::string_view key, std::string_view value, int64_t exptime = 0) {
+    StoreRequest req;
+    req.key = key;
+    req.value = value;
+    req.exptime = exptime;
+    return store_->Store(req);
+  }
+  StoreResult SetWithCas(std::string_view key, std::string_view value, uint64_t cas,
+                         bool invalidate = false, int64_t exptime = 0) {
+    StoreRequest req;
+    req.key = key;
+    req.value = value;
+    req.compare_cas = cas;
+    req.invalidate = invalidate;
+    req.exptime = exptime;
+    return store_->Store(req);
+  }
+  StoreResult LeaseSet(std::string_view key, std::string_view value, uint64_t token) {
+    StoreRequest req;
+    req.key = key;
+    req.value = value;
+    req.lease_token = token;
+    return store_->Store(req);
+  }
+  DeleteStatus Invalidate(std::string_view key, int64_t ttl = 30) {
+    DeleteRequest req;
+    req.key = key;
+    req.invalidate = true;
+    req.has_ttl = true;
+    req.exptime = ttl;
+    return store_->Delete(req);
+  }
+
+  ManualClock clock_;
+  ScriptedRandom random_;
+  StoreConfig config_;
+  std::unique_ptr<ItemStore> store_;
+};
+
+TEST_F(LeaseStoreTest, VivifyWinsThenOthersSeeZ) {
+  ReadResult first = MgVivify("k");
+  ASSERT_EQ(first.status, ReadStatus::kHit);  // memcached counts it as a hit
+  EXPECT_TRUE(first.vivified);
+  EXPECT_FALSE(first.placeholder);
+  EXPECT_EQ(first.lease, LeaseVerdict::kWin);
+  EXPECT_EQ(first.item->value(), "");
+  EXPECT_EQ(first.ttl_after, 30);
+  EXPECT_EQ(first.client_flags, 0u);
+
+  ReadResult second = MgVivify("k");
+  EXPECT_FALSE(second.vivified);
+  EXPECT_EQ(second.lease, LeaseVerdict::kHeld);
+  EXPECT_TRUE(second.fetched_before);  // memcached: h1 after the vivifying mg
+  EXPECT_EQ(second.cas, first.cas);
+  EXPECT_EQ(Mg("k").lease, LeaseVerdict::kHeld);  // even without N
+
+  // The vivified stub is a real item: classic get sees an empty value.
+  ReadOptions classic;
+  ReadResult g = store_->Read("k", classic);
+  ASSERT_EQ(g.status, ReadStatus::kHit);
+  EXPECT_EQ(g.item->value(), "");
+
+  const StoreStats s = store_->Stats();
+  EXPECT_EQ(s.lease_grants, 1u);
+  EXPECT_EQ(s.curr_leases, 1u);
+}
+
+TEST_F(LeaseStoreTest, WinnersFencedStoreFulfilsAndMeasuresDelta) {
+  const uint64_t token = MgVivify("k").cas;
+  clock_.AdvanceMicros(250000);
+  StoreResult s = SetWithCas("k", "value", token);
+  ASSERT_EQ(s.status, StoreStatus::kStored);
+  ReadResult r = Mg("k");
+  EXPECT_EQ(r.lease, LeaseVerdict::kNone);
+  EXPECT_EQ(r.item->value(), "value");
+  EXPECT_EQ(r.item->delta_ms, 250);
+  const StoreStats st = store_->Stats();
+  EXPECT_EQ(st.lease_fulfilled, 1u);
+  EXPECT_EQ(st.curr_leases, 0u);
+}
+
+TEST_F(LeaseStoreTest, PlainSetAlsoEndsTheLease) {
+  MgVivify("k");
+  Set("k", "v");
+  EXPECT_EQ(Mg("k").lease, LeaseVerdict::kNone);
+  EXPECT_EQ(store_->Stats().lease_fulfilled, 1u);
+}
+
+TEST_F(LeaseStoreTest, TimedOutLeasePassesToTheNextReaderWithANewCas) {
+  const uint64_t old_token = MgVivify("k").cas;
+  clock_.AdvanceMicros(4999000);
+  EXPECT_EQ(MgVivify("k").lease, LeaseVerdict::kHeld);
+  clock_.AdvanceMicros(1000);  // 5 s after the grant
+  ReadResult next = MgVivify("k");
+  EXPECT_EQ(next.lease, LeaseVerdict::kWin);
+  EXPECT_NE(next.cas, old_token);
+  EXPECT_EQ(MgVivify("k").lease, LeaseVerdict::kHeld);
+
+  // The dead holder comes back: its fenced store is refused.
+  EXPECT_EQ(SetWithCas("k", "late", old_token).status, StoreStatus::kExists);
+  EXPECT_EQ(SetWithCas("k", "fresh", next.cas).status, StoreStatus::kStored);
+  const StoreStats s = store_->Stats();
+  EXPECT_EQ(s.lease_timeouts, 1u);
+  EXPECT_EQ(s.lease_grants, 2u);
+}
+
+TEST_F(LeaseStoreTest, WithoutTimeoutTheLeaseLastsAsLongAsTheStub) {
+  config_.lease.lease_timeout_ms = 0;  // memcached's behaviour
+  Reset();
+  MgVivify("k", 30);
+  clock_.AdvanceSeconds(29);
+  EXPECT_EQ(MgVivify("k", 30).lease, LeaseVerdict::kHeld);
+  clock_.AdvanceSeconds(1);  // the stub's N TTL is the lease length
+  ReadResult r = MgVivify("k", 30);
+  EXPECT_TRUE(r.vivified);
+  EXPECT_EQ(r.lease, LeaseVerdict::kWin);
+}
+
+TEST_F(LeaseStoreTest, LeaseGetTokenFencesLeaseSet) {
+  ReadOptions opts;
+  opts.kind = ReadKind::kLeaseGet;
+  ReadResult first = store_->Read("k", opts);
+  ASSERT_TRUE(first.placeholder);
+  EXPECT_EQ(first.lease, LeaseVerdict::kWin);
+  ReadResult second = store_->Read("k", opts);
+  EXPECT_TRUE(second.placeholder);
+  EXPECT_EQ(second.lease, LeaseVerdict::kHeld);
+
+  EXPECT_EQ(LeaseSet("k", "v", first.cas + 1).status, StoreStatus::kNotStored);
+  EXPECT_EQ(LeaseSet("k", "v", first.cas).status, StoreStatus::kStored);
+  // The lease is over: the same token cannot store twice.
+  EXPECT_EQ(LeaseSet("k", "again", first.cas).status, StoreStatus::kNotStored);
+  ReadResult hit = store_->Read("k", opts);
+  EXPECT_FALSE(hit.placeholder);
+  EXPECT_EQ(hit.lease, LeaseVerdict::kNone);
+  EXPECT_EQ(hit.item->value(), "v");
+  EXPECT_EQ(store_->Stats().lease_sets_refused, 2u);
+}
+
+TEST_F(LeaseStoreTest, SupersededLeaseGetTokenIsRefused) {
+  ReadOptions opts;
+  opts.kind = ReadKind::kLeaseGet;
+  const uint64_t old_token = store_->Read("k", opts).cas;
+  clock_.AdvanceSeconds(5);
+  ReadResult regrant = store_->Read("k", opts);
+  EXPECT_EQ(regrant.lease, LeaseVerdict::kWin);
+  EXPECT_TRUE(regrant.placeholder);
+  EXPECT_EQ(LeaseSet("k", "old", old_token).status, StoreStatus::kNotStored);
+  EXPECT_EQ(LeaseSet("k", "new", regrant.cas).status, StoreStatus::kStored);
+}
+
+TEST_F(LeaseStoreTest, DeleteCancelsTheLease) {
+  Set("k", "v", 100);
+  Invalidate("k");
+  ReadOptions opts;
+  opts.kind = ReadKind::kLeaseGet;
+  const ReadResult win = store_->Read("k", opts);
+  ASSERT_EQ(win.lease, LeaseVerdict::kWin);
+  DeleteRequest del;
+  del.key = "k";
+  EXPECT_EQ(store_->Delete(del), DeleteStatus::kDeleted);
+  EXPECT_EQ(LeaseSet("k", "v", win.cas).status, StoreStatus::kNotStored);
+  EXPECT_EQ(store_->Stats().curr_leases, 0u);
+}
+
+TEST_F(LeaseStoreTest, InvalidateGivesStaleWinThenStaleHeld) {
+  Set("k", "old", 100);
+  ASSERT_EQ(Invalidate("k", 30), DeleteStatus::kDeleted);
+  ReadResult first = Mg("k");
+  EXPECT_TRUE(first.stale);
+  EXPECT_EQ(first.lease, LeaseVerdict::kWin);
+  EXPECT_EQ(first.item->value(), "old");
+  EXPECT_EQ(first.ttl_before, 30);
+  ReadResult second = Mg("k");
+  EXPECT_TRUE(second.stale);
+  EXPECT_EQ(second.lease, LeaseVerdict::kHeld);
+  EXPECT_EQ(store_->Stats().stale_hits, 2u);
+}
+
+TEST_F(LeaseStoreTest, InvalidateClearsALiveLease) {
+  MgVivify("k");
+  Invalidate("k");
+  EXPECT_EQ(store_->Stats().curr_leases, 0u);
+  EXPECT_EQ(Mg("k").lease, LeaseVerdict::kWin);
+}
+
+TEST_F(LeaseStoreTest, StaleSetWithLowerCasKeepsTtlStaleAndLease) {
+  // memcached t/metaget.t: after md I, ms I C<older cas> stores a stale value.
+  const uint64_t original = Set("k", "v1", 100).cas;
+  Invalidate("k", 30);
+  const ReadResult win = Mg("k");
+  ASSERT_EQ(win.lease, LeaseVerdict::kWin);
+  StoreResult s = SetWithCas("k", "v2", original, /*invalidate=*/true, 500);
+  ASSERT_EQ(s.status, StoreStatus::kStored);
+  ReadResult r = Mg("k");
+  EXPECT_EQ(r.item->value(), "v2");
+  EXPECT_TRUE(r.stale);
+  EXPECT_EQ(r.ttl_before, 30);  // not raised by the stale set
+  EXPECT_EQ(r.lease, LeaseVerdict::kHeld);  // the token is inherited
+  EXPECT_EQ(store_->Stats().lease_fulfilled, 0u);
+}
+
+TEST_F(LeaseStoreTest, StaleSetWithEqualCasIsANormalStore) {
+  Set("k", "v1", 100);
+  Invalidate("k");
+  const ReadResult win = Mg("k");
+  ASSERT_EQ(SetWithCas("k", "v2", win.cas, /*invalidate=*/true, 60).status,
+            StoreStatus::kStored);
+  ReadResult r = Mg("k");
+  EXPECT_FALSE(r.stale);
+  EXPECT_EQ(r.lease, LeaseVerdict::kNone);
+  EXPECT_EQ(r.ttl_before, 60);
+}
+
+TEST_F(LeaseStoreTest, StaleSetWithHigherCasOrWithoutInvalidateIsExists) {
+  const uint64_t original = Set("k", "v1").cas;
+  Invalidate("k");
+  const uint64_t current = Mg("k").cas;
+  EXPECT_EQ(SetWithCas("k", "x", current + 5, /*invalidate=*/true).status, StoreStatus::kExists);
+  EXPECT_EQ(SetWithCas("k", "x", original, /*invalidate=*/false).status, StoreStatus::kExists);
+  EXPECT_EQ(SetWithCas("missing", "x", original, /*invalidate=*/true).status,
+            StoreStatus::kNotFound);
+}
+
+TEST_F(LeaseStoreTest, RecacheWindowWinsOnceAndNeverForItemsWithoutTtl) {
+  Set("k", "v", 100);
+  Set("forever", "v", 0);
+  ReadOptions opts;
+  opts.lease.has_recache = true;
+  opts.lease.recache_below_s = 30;
+  EXPECT_EQ(Mg("k", opts).lease, LeaseVerdict::kNone);
+  clock_.AdvanceSeconds(71);  // 29 s left
+  ReadResult win = Mg("k", opts);
+  EXPECT_EQ(win.lease, LeaseVerdict::kWin);
+  EXPECT_FALSE(win.stale);
+  EXPECT_EQ(Mg("k", opts).lease, LeaseVerdict::kHeld);
+  EXPECT_EQ(Mg("forever", opts).lease, LeaseVerdict::kNone);
+}
+
+TEST_F(LeaseStoreTest, RecacheJudgesTheTtlBeforeATouchUnlessToldOtherwise) {
+  Set("k", "v", 100);
+  ReadOptions opts;
+  opts.lease.has_recache = true;
+  opts.lease.recache_below_s = 200;
+  opts.has_touch = true;
+  opts.touch_exptime = 1000;
+  EXPECT_EQ(Mg("k", opts).lease, LeaseVerdict::kWin);  // mg R200 T1000: R sees 100 s
+
+  Set("j", "v", 100);
+  opts.recache_after_touch = true;  // mg T1000 R200: R sees 1000 s
+  EXPECT_EQ(Mg("j", opts).lease, LeaseVerdict::kNone);
+}
+
+TEST_F(LeaseStoreTest, VivifiedItemDoesNotAlsoWinByRecache) {
+  ReadOptions opts;
+  opts.has_vivify = true;
+  opts.vivify_exptime = 30;
+  opts.lease.has_recache = true;
+  opts.lease.recache_below_s = 60;
+  EXPECT_EQ(Mg("k", opts).lease, LeaseVerdict::kWin);
+  EXPECT_EQ(Mg("k", opts).lease, LeaseVerdict::kHeld);
+  EXPECT_EQ(store_->Stats().lease_grants, 1u);
+}
+
+TEST_F(LeaseStoreTest, ScriptedXFetchDrawsWinOrLoseExactly) {
+  Set("k", "v", 10);
+  clock_.AdvanceSeconds(9);  // 1 s to expiry, default delta 100 ms
+  ReadOptions opts;
+  opts.lease.xfetch_beta = 1.0;
+  random_.Push(std::exp(-9.0));  // gap 0.9 s: too short
+  ReadResult lose = Mg("k", opts);
+  EXPECT_EQ(lose.lease, LeaseVerdict::kNone);
+  random_.Push(std::exp(-11.0));  // gap 1.1 s: recompute early
+  ReadResult win = Mg("k", opts);
+  EXPECT_EQ(win.lease, LeaseVerdict::kWin);
+  EXPECT_TRUE(win.lease_by_xfetch);
+  EXPECT_FALSE(win.stale);
+  EXPECT_EQ(win.item->value(), "v");  // the still-fresh value
+  random_.Push(std::exp(-11.0));
+  EXPECT_EQ(Mg("k", opts).lease, LeaseVerdict::kHeld);
+  const StoreStats s = store_->Stats();
+  EXPECT_EQ(s.xfetch_grants, 1u);
+  EXPECT_EQ(s.lease_grants, 1u);
+}
+
+TEST_F(LeaseStoreTest, NoDrawIsTakenWithoutBeta) {
+  Set("k", "v", 10);
+  Mg("k");
+  ReadOptions classic;
+  store_->Read("k", classic);
+  EXPECT_EQ(random_.calls(), 0);
+}
+
+TEST_F(LeaseStoreTest, ClassicLeaseModeWinnerIsNotCountedAsAStaleHit) {
+  Set("k", "v", 100);
+  Invalidate("k");
+  ReadOptions opts;
+  opts.kind = ReadKind::kClassicLease;
+  ReadResult win = store_->Read("k", opts);
+  EXPECT_EQ(win.lease, LeaseVerdict::kWin);
+  EXPECT_TRUE(win.stale);
+  ReadResult held = store_->Read("k", opts);
+  EXPECT_EQ(held.lease, LeaseVerdict::kHeld);
+  EXPECT_EQ(held.item->value(), "v");
+  EXPECT_EQ(store_->Stats().stale_hits, 1u);
+}
+
+TEST_F(LeaseStoreTest, ClassicLeaseMissMakesAPlaceholder) {
+  ReadOptions opts;
+  opts.kind = ReadKind::kClassicLease;
+  ReadResult miss = store_->Read("k", opts);
+  EXPECT_TRUE(miss.placeholder);
+  EXPECT_EQ(miss.lease, LeaseVerdict::kWin);
+  EXPECT_EQ(store_->Read("k", opts).lease, LeaseVerdict::kHeld);
+  Set("k", "v");
+  ReadResult hit = store_->Read("k", opts);
+  EXPECT_FALSE(hit.placeholder);
+  EXPECT_EQ(hit.item->value(), "v");
+}
+
+TEST_F(LeaseStoreTest, ExpiredValueInGraceIsServedStaleWhileOneReaderRecomputes) {
+  config_.stale_grace_s = 60;
+  Reset();
+  Set("k", "v", 10);
+  clock_.AdvanceSeconds(10);
+  ReadOptions opts;
+  opts.kind = ReadKind::kLeaseGet;
+  ReadResult win = store_->Read("k", opts);
+  EXPECT_EQ(win.lease, LeaseVerdict::kWin);
+  EXPECT_TRUE(win.stale);
+  EXPECT_FALSE(win.placeholder);
+  EXPECT_EQ(win.item->value(), "v");
+  ReadResult held = store_->Read("k", opts);
+  EXPECT_EQ(held.lease, LeaseVerdict::kHeld);
+  EXPECT_EQ(held.item->value(), "v");
+  EXPECT_EQ(LeaseSet("k", "v2", win.cas).status, StoreStatus::kStored);
+  EXPECT_EQ(store_->Read("k", opts).lease, LeaseVerdict::kNone);
+}
+
+// The paper's per-request probability at r = delta*beta before expiry is e^-1.
+TEST(XFetchStatisticsTest, WinRateAtOneDeltaBetaIsOneOverE) {
+  DefaultRandom random(12345);
+  constexpr int kDraws = 20000;
+  const int64_t expiry_us = 50 * 1000000LL;
+  const double delta_ms = 200, beta = 1.5;  // delta*beta = 300 ms
+  const int64_t now_us = expiry_us - 300000;
+  int wins = 0;
+  for (int i = 0; i < kDraws; i++) {
+    if (XFetchDraw(now_us, expiry_us, delta_ms, beta, random.UniformOpenClosed())) wins++;
+  }
+  EXPECT_NEAR(static_cast<double>(wins) / kDraws, std::exp(-1.0), 0.02);
+}
+
+TEST(XFetchStatisticsTest, WinRateFallsExponentiallyWithDistanceToExpiry) {
+  DefaultRandom random(999);
+  constexpr int kDraws = 20000;
+  const int64_t expiry_us = 50 * 1000000LL;
+  const int64_t now_us = expiry_us - 300000;  // 3 * delta*beta
+  int wins = 0;
+  for (int i = 0; i < kDraws; i++) {
+    if (XFetchDraw(now_us, expiry_us, 100, 1.0, random.UniformOpenClosed())) wins++;
+  }
+  EXPECT_NEAR(static_cast<double>(wins) / kDraws, std::exp(-3.0), 0.01);
+}
+
+}  // namespace
+}  // namespace herdless
