@@ -49,11 +49,11 @@ void Reply(const Request& req, ReplyBuffer* out, std::string_view line) {
   if (!req.noreply) out->Append(line);
 }
 
-// Splits "k1 k2  k3" into keys, skipping runs of spaces as memcached's
+// Splits "k1 k2  k3" into words, skipping runs of spaces as memcached's
 // tokenizer does.
-class KeyIterator {
+class WordIterator {
  public:
-  explicit KeyIterator(std::string_view keys) : rest_(keys) {}
+  explicit WordIterator(std::string_view keys) : rest_(keys) {}
   bool Next(std::string_view* key) {
     while (!rest_.empty() && rest_.front() == ' ') rest_.remove_prefix(1);
     if (rest_.empty()) return false;
@@ -106,7 +106,7 @@ void Retrieve(ItemStore* store, ThreadStats* stats, bool cas_enabled, const Requ
     opts.has_touch = true;
     opts.touch_exptime = req.exptime;
   }
-  KeyIterator keys(req.keys);
+  WordIterator keys(req.keys);
   std::string_view key;
   while (keys.Next(&key)) {
     ReadResult r = store->Read(key, opts);
@@ -584,7 +584,7 @@ void ConnsStats(ServerInfo* server, StatWriter* w) {
 
 // First space-separated word of `args` and what follows it.
 std::string_view FirstWord(std::string_view args, std::string_view* rest) {
-  KeyIterator words(args);
+  WordIterator words(args);
   std::string_view word;
   if (!words.Next(&word)) word = {};
   const size_t end = word.empty() ? args.size() : (word.data() - args.data()) + word.size();
