@@ -85,7 +85,7 @@ echo "== release build (build/release)"
 check_in build/release release
 
 echo "== sanitizer build (build/asan: address,undefined, no jemalloc)"
-(build build/asan --enable-sanitizers=address,undefined --without-jemalloc) ||
+(build build/asan --enable-sanitizers=address,undefined --without-jemalloc CXXFLAGS="-g -O1") ||
   stage_failed "sanitizer build"
 check_in build/asan asan \
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \

@@ -126,6 +126,9 @@ def cases():
                                    b"get a b c d a\r\n", b"gets x c y a\r\n"])
     add("get_many_keys", [setcmd("k%d" % i, str(i), i) for i in range(0, 40, 3)] +
         [b"get " + b" ".join(b"k%d" % i for i in range(40)) + b"\r\n"])
+    add("get_noreply_is_a_key", [setcmd("noreply", "n"), b"get a noreply\r\n"])
+    add("key_with_nul", [setcmd(b"a\x00b", "1"), b"get a\x00b\r\n", b"get a\r\n"])
+    add("cas_negative_unique", [setcmd("a", "1"), b"cas a 0 0 1 -1\r\n2\r\n", b"get a\r\n"])
     add("get_no_key", [b"get\r\n", b"gets\r\n", b"get \r\n"])
     add("get_extra_spaces", [setcmd("a", "1"), b"get  a   a \r\n"])
     add("gat_gats", [setcmd("a", "1", 4), setcmd("b", "2"), b"gat 100 a b z\r\n",
@@ -222,6 +225,13 @@ def cases():
     add("exptime_30_days_relative", [setcmd("a", "1", exptime=2592000), b"mg a t v\r\n"])
     add("exptime_absolute_past", [setcmd("a", "1", exptime=2592001), b"get a\r\n"])
     add("exptime_absolute_future", [setcmd("a", "1", exptime=FUTURE), b"mg a t v\r\n"])
+
+    add("exptime_huge_and_past_absolute", [setcmd("a", "1", exptime=99999999999), b"get a\r\n",
+                                           setcmd("b", "1"), b"touch b 2592001\r\n",
+                                           b"get b\r\n", setcmd("c", "1", exptime=-2592001),
+                                           b"get c\r\n"])
+    add("incr_keeps_flags_and_ttl", [setcmd("n", "5", flags=42, exptime=500), b"incr n 3\r\n",
+                                     b"mg n f t v\r\n"])
 
     # --- too large
     add("object_too_large", [setcmd("big", TOO_BIG), b"get big\r\n"])
