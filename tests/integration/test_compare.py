@@ -286,6 +286,43 @@ def cases():
                         b"md m q\r\n", b"md m\r\n", b"mn\r\n"])
     add("meta_arithmetic", [b"ma n\r\n", b"ma n N0 J10 v\r\n", b"ma n v\r\n",
                             b"ma n MD D3 v t c\r\n", b"ma n q\r\n", b"mg n v\r\n"])
+    add("meta_vivify_and_tokens", [b"mg s N30 s t v c\r\n", b"mg s N30 s t v\r\n",
+                                   b"mg s v\r\n", b"get s\r\n", b"ms s 2 ME\r\nhi\r\n",
+                                   b"ms s 3 T60\r\nnew\r\n", b"mg s N30 t v\r\n"])
+    add("meta_early_recache", [b"ms r 1 T10\r\nx\r\n", b"mg r R30 v t\r\n",
+                               b"mg r R30 v t\r\n", b"ms n 1\r\nx\r\n", b"mg n R30 v\r\n",
+                               b"ms f 1 T100\r\nx\r\n", b"mg f R30 v\r\n"])
+    add("meta_invalidate_and_stale_set", [b"ms i 3 T100\r\nold\r\n", b"mg i c\r\n", SYNC,
+                                          b"md i I T30\r\n", b"mg i s t c v\r\n",
+                                          b"mg i s t c v\r\n", b"get i\r\n",
+                                          b"ms i 3 I C{cas1}\r\nnew\r\n", b"mg i t c v\r\n",
+                                          b"ms i 3 C{cas1}\r\nbad\r\n",
+                                          b"ms nope 1 C5\r\nx\r\n"])
+    add("meta_cas_fencing", [b"mg w N30 c\r\n", SYNC, b"ms w 1 C{cas1} T60\r\nv\r\n",
+                             b"ms w 1 C{cas1} T60\r\nv\r\n", b"mg w v t\r\n",
+                             b"md w C999999\r\n", b"md w q\r\n", b"mg w v\r\n"])
+    add("meta_set_modes", [b"ms a 1 MA\r\nx\r\n", b"ms a 1 ME\r\nx\r\n",
+                           b"ms a 1 ME\r\ny\r\n", b"ms a 1 MA\r\nz\r\n",
+                           b"ms a 1 MP\r\nw\r\n", b"ms a 1 MR F3\r\nr\r\n",
+                           b"ms b 1 MR\r\nr\r\n", b"ms a 1 MS\r\ns\r\n",
+                           b"ms a 1 MX\r\nq\r\n", b"mg a v f\r\n"])
+    add("meta_flag_errors", [b"mg a zz\r\n", b"mg a v v\r\n", b"mg a O" + b"o" * 33 + b"\r\n",
+                             b"mg " + K251 + b" v\r\n", b"mg\r\n", b"ms a\r\n",
+                             b"ms a x\r\n", b"ms a 1 Tx\r\nx\r\n", b"ma a Dx\r\n",
+                             b"mg a v k O1 q\r\n", b"mg a k O2\r\n", b"mn\r\n"])
+    add("meta_opaque_key_base64", [b"ms Zm9v 3 b\r\nbar\r\n", b"mg Zm9v b k v O77\r\n",
+                                   b"get foo\r\n", b"mg missing k O9\r\n", b"mg !!! b v\r\n",
+                                   b"md Zm9v b q\r\n", b"get foo\r\n"])
+    # memcached 1.6.18 remembers on the item that its key was set in base64: a later plain
+    # `mg foo k` returns the key base64-encoded, with b.
+    add("meta_binary_key_flag_sticks", [b"ms Zm9v 3 b\r\nbar\r\n", b"mg foo k v O1\r\n",
+                                        b"ms foo 3\r\nbaz\r\n", b"mg foo k v\r\n"])
+    add("meta_arithmetic_modes", [b"ma c N0 J5 v\r\n", b"ma c M+ D10 v\r\n",
+                                  b"ma c M- D100 v\r\n", b"ma c MI v\r\n", b"ma c Mx v\r\n",
+                                  b"ms s 3\r\nabc\r\n", b"ma s v\r\n",
+                                  b"ma c q D2\r\n", b"mg c v\r\n", b"ma z q\r\n"])
+    add("meta_touch_and_hit_flags", [b"ms h 1 T100\r\nx\r\n", b"mg h h l t\r\n",
+                                     b"mg h h t T500\r\n", b"mg h t\r\n", b"mg h u h\r\n"])
     add("meta_debug", [setcmd("a", "1", exptime=100), b"me a\r\n", b"me zz\r\n"])
     return c
 
