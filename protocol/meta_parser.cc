@@ -142,7 +142,7 @@ bool OpaqueTooLong(const Request& r) {
 
 LineVerdict ParseMetaDebug(const CommandLine& line, Request* out) {
   out->command = Command::kMetaDebug;
-  if (line.ntokens() < 3 || line.token[1].size() > static_cast<size_t>(kMaxKeyLength)) {
+  if (line.ntokens() < 3 || !IsValidKey(line.token[1])) {
     return Error(kBadFormat);
   }
   out->key = line.token[1];
@@ -158,7 +158,7 @@ LineVerdict ParseMetaDebug(const CommandLine& line, Request* out) {
 
 LineVerdict ParseMetaGet(const CommandLine& line, Request* out) {
   out->command = Command::kMetaGet;
-  if (line.token[1].size() > static_cast<size_t>(kMaxKeyLength)) return Error(kBadFormat);
+  if (!IsValidKey(line.token[1])) return Error(kBadFormat);
   if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags are too long");
   out->key = line.token[1];
   const std::string_view error = ParseMetaFlags(line, 2, /*allow_y=*/true, out);
@@ -169,7 +169,7 @@ LineVerdict ParseMetaGet(const CommandLine& line, Request* out) {
 
 LineVerdict ParseMetaSet(const CommandLine& line, Request* out) {
   out->command = Command::kMetaSet;
-  if (line.token[1].size() > static_cast<size_t>(kMaxKeyLength)) return Error(kBadFormat);
+  if (!IsValidKey(line.token[1])) return Error(kBadFormat);
   if (line.ntokens() == 3) return Error(kBadFormat);
   if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags too long");
   int32_t length;
@@ -198,7 +198,7 @@ LineVerdict ParseMetaSet(const CommandLine& line, Request* out) {
 // specific one).
 LineVerdict ParseMetaDeleteOrArithmetic(const CommandLine& line, Command command, Request* out) {
   out->command = command;
-  if (line.token[1].size() > static_cast<size_t>(kMaxKeyLength)) return Error(kBadFormat);
+  if (!IsValidKey(line.token[1])) return Error(kBadFormat);
   if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags too long");
   out->key = line.token[1];
   if (!ParseMetaFlags(line, 2, /*allow_y=*/false, out).empty()) {

@@ -1,12 +1,15 @@
 // ParseRequest follows memcached 1.6.18's try_read_command_ascii and
 // process_command_ascii: find the line, split it on spaces, dispatch on the
 // command word with memcached's token-count checks, then (storage commands)
-// wait for the data block. Reading top to bottom: helpers for each command
-// family, the dispatcher, then ParseRequest.
+// wait for the data block. Words never hold a space, '\n' or NUL, so the
+// key check IsValidKey makes is memcached's: at most 250 bytes.
+// Reading top to bottom: helpers for each command family, the dispatcher,
+// then ParseRequest.
 #include "protocol/text_parser.h"
 
 #include <cstring>
 
+#include "protocol/key.h"
 #include "protocol/meta_parser.h"
 #include "protocol/numbers.h"
 
@@ -17,7 +20,6 @@ namespace {
 constexpr std::string_view kUnknown = "ERROR";
 constexpr std::string_view kBadFormat = "CLIENT_ERROR bad command line format";
 constexpr std::string_view kBadExptime = "CLIENT_ERROR invalid exptime argument";
-constexpr size_t kMaxKey = static_cast<size_t>(kMaxKeyLength);
 
 LineVerdict Ok() { return LineVerdict(); }
 
@@ -84,7 +86,7 @@ LineVerdict ParseStorage(const CommandLine& l, Command command, Request* out) {
   out->command = command;
   out->noreply = TrailingNoreply(l);
   const bool quiet = out->noreply;
-  if (l.token[1].size() > kMaxKey) return Error(kBadFormat, quiet);
+  if (!IsValidKey(l.token[1])) return Error(kBadFormat, quiet);
   out->key = l.token[1];
   int32_t exptime;
   int32_t length;
@@ -106,7 +108,7 @@ LineVerdict ParseLeaseSet(const CommandLine& l, Request* out) {
   out->command = Command::kLeaseSet;
   out->noreply = TrailingNoreply(l);
   const bool quiet = out->noreply;
-  if (l.token[1].size() > kMaxKey) return Error(kBadFormat, quiet);
+  if (!IsValidKey(l.token[1])) return Error(kBadFormat, quiet);
   out->key = l.token[1];
   int32_t exptime;
   int32_t length;
@@ -140,7 +142,7 @@ LineVerdict ParseRetrieval(const CommandLine& l, Command command, Request* out) 
     while (i < keys.size() && keys[i] == ' ') ++i;
     const size_t start = i;
     while (i < keys.size() && keys[i] != ' ') ++i;
-    if (i - start > kMaxKey) return Error(kBadFormat);
+    if (!IsValidKey(keys.substr(start, i - start))) return Error(kBadFormat);
   }
   out->keys = keys;
   return Ok();
@@ -160,7 +162,7 @@ LineVerdict ParseDelete(const CommandLine& l, Request* out) {
                    out->noreply);
     }
   }
-  if (l.token[1].size() > kMaxKey) return Error(kBadFormat, out->noreply);
+  if (!IsValidKey(l.token[1])) return Error(kBadFormat, out->noreply);
   out->key = l.token[1];
   return Ok();
 }
@@ -170,7 +172,7 @@ LineVerdict ParseArithmetic(const CommandLine& l, Command command, Request* out)
   if (l.count != 3 && l.count != 4) return Error(kUnknown);
   out->command = command;
   out->noreply = TrailingNoreply(l);
-  if (l.token[1].size() > kMaxKey) return Error(kBadFormat, out->noreply);
+  if (!IsValidKey(l.token[1])) return Error(kBadFormat, out->noreply);
   out->key = l.token[1];
   if (!ParseUint64(l.token[2], &out->delta)) {
     return Error("CLIENT_ERROR invalid numeric delta argument", out->noreply);
@@ -183,7 +185,7 @@ LineVerdict ParseTouch(const CommandLine& l, Request* out) {
   if (l.count != 3 && l.count != 4) return Error(kUnknown);
   out->command = Command::kTouch;
   out->noreply = TrailingNoreply(l);
-  if (l.token[1].size() > kMaxKey) return Error(kBadFormat, out->noreply);
+  if (!IsValidKey(l.token[1])) return Error(kBadFormat, out->noreply);
   out->key = l.token[1];
   int32_t exptime;
   if (!ParseInt32(l.token[2], &exptime)) return Error(kBadExptime, out->noreply);
@@ -226,7 +228,7 @@ LineVerdict ParseNumberCommand(const CommandLine& l, Command command, Request* o
 LineVerdict ParseLeaseGet(const CommandLine& l, Request* out) {
   if (l.count != 2) return Error(kUnknown);
   out->command = Command::kLeaseGet;
-  if (l.token[1].size() > kMaxKey) return Error(kBadFormat);
+  if (!IsValidKey(l.token[1])) return Error(kBadFormat);
   out->key = l.token[1];
   return Ok();
 }

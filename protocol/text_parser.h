@@ -45,7 +45,14 @@ struct ParseResult {
   bool suppress = false;
 };
 
-// Parses the first request in [buf, buf+len).
+// Parses the first request in [buf, buf+len). Storage commands (set..cas,
+// ms, lease-set) wait for the whole data block. A block whose last two bytes
+// are not "\r\n" is kError "CLIENT_ERROR bad data chunk" consuming line +
+// <bytes> + 2 (memcached parses what follows as the next command). A declared
+// length over max_value_length is kRequest with value_too_large, consuming
+// only the line, swallow = <bytes> + 2: the executor answers
+// "SERVER_ERROR object too large for cache" (for set and ms, any mode, after
+// unlinking the key; classic noreply hides it, ms's q does not).
 ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits, Request* out);
 
 }  // namespace herdless
