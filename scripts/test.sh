@@ -17,6 +17,7 @@ finish() {
 
 stage_failed() {
   echo "FAILED: $*" >&2
+  [ "$failed" -eq 0 ] && failed=1  # a stage that fails before running tests counts as one
   finish 1
 }
 
