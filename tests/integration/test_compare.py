@@ -242,6 +242,9 @@ def cases():
                                            b"get big\r\n"])
     add("object_too_large_noreply", [setcmd("big", TOO_BIG, extra=" noreply"), b"get big\r\n"])
     add("object_large_fits", [setcmd("big", BIG_OK), b"get big\r\n"])
+    # With -I 1m, 1048514 bytes is the largest value memcached 1.6.18 takes under key "big".
+    add("object_size_boundary", [setcmd("big", b"b" * 1048514), setcmd("bib", b"c" * 1048515),
+                                 b"mg big s\r\nmg bib s\r\n"])
 
     # --- pipelining and splitting
     add("pipeline_one_write",
