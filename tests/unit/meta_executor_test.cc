@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <deque>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -147,7 +148,7 @@ class MetaExecutorTest : public ::testing::Test {
   NoLuckRandom random_;
   std::unique_ptr<ItemStore> store_;
   ThreadStats stats_;
-  std::vector<std::string> lines_;   // keeps the views of past requests valid
+  std::deque<std::string> lines_;   // a deque: views into past requests stay valid as it grows
 };
 
 // ---------------------------------------------------------------------------
