@@ -328,6 +328,9 @@ ServerSnapshot Server::Snapshot() {
   s.rejected_connections = counters_.rejected.load(std::memory_order_relaxed);
   s.connection_structures = counters_.structures.load(std::memory_order_relaxed);
   s.threads = workers_.size();
+  // stdin/out/err, the listeners, and one wake-up eventfd per worker.
+  s.reserved_fds = 3 + listener_info_.size() + workers_.size();
+  s.libevent = event_get_version();
   for (const auto& w : workers_) s.totals.Add(w->stats());
   return s;
 }

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -352,6 +353,12 @@ class StatWriter {
   ReplyBuffer* out_;
 };
 
+// Stats memcached prints for machinery herdless does not have: the names stay,
+// so dashboards and tools that read them keep working.
+void Zeros(StatWriter* w, std::initializer_list<std::string_view> names) {
+  for (std::string_view name : names) w->Add(name, uint64_t{0});
+}
+
 int HashPowerLevel(uint64_t buckets) {
   int power = 0;
   while (buckets > 1) {
@@ -375,9 +382,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->AddSigned("uptime", snap.uptime);
   w->AddSigned("time", snap.time);
   w->Add("version", kVersion);
-  // The protocol room does not link libevent; the daemon owns the version.
-  // TODO(lead): ServerSnapshot has no libevent field yet.
-  w->Add("libevent", "unknown");
+  w->Add("libevent", std::string_view(snap.libevent));
   w->Add("pointer_size", uint64_t{8 * sizeof(void*)});
   w->AddFixed("rusage_user", snap.rusage_user, 6);
   w->AddFixed("rusage_system", snap.rusage_system, 6);
@@ -386,6 +391,11 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("total_connections", snap.total_connections);
   w->Add("rejected_connections", snap.rejected_connections);
   w->Add("connection_structures", snap.connection_structures);
+  // memcached's response-object and read-buffer pools: herdless has neither
+  // (replies point into items, buffers belong to connections).
+  Zeros(w, {"response_obj_oom", "response_obj_count", "response_obj_bytes", "read_buf_count",
+            "read_buf_bytes", "read_buf_bytes_free", "read_buf_oom"});
+  w->Add("reserved_fds", snap.reserved_fds);
   w->Add("cmd_get", t.cmd_get);
   w->Add("cmd_set", t.cmd_set);
   w->Add("cmd_flush", t.cmd_flush);
@@ -422,14 +432,26 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("hash_power_level", uint64_t(HashPowerLevel(ss.hash_buckets)));
   w->Add("hash_bytes", ss.hash_buckets * sizeof(void*));
   w->Add("hash_is_expanding", uint64_t{0});
+  // No slab rebalancer, LRU crawler or maintainer thread: memcached's names, zero.
+  Zeros(w, {"slab_reassign_rescues", "slab_reassign_chunk_rescues",
+            "slab_reassign_evictions_nomem", "slab_reassign_inline_reclaim",
+            "slab_reassign_busy_items", "slab_reassign_busy_deletes", "slab_reassign_running",
+            "slabs_moved", "lru_crawler_running", "lru_crawler_starts",
+            "lru_maintainer_juggles"});
   w->Add("malloc_fails", uint64_t{0});
+  Zeros(w, {"log_worker_dropped", "log_worker_written", "log_watcher_skipped",
+            "log_watcher_sent", "log_watchers", "unexpected_napi_ids", "round_robin_fallback"});
   w->Add("bytes", ss.bytes);
   w->Add("curr_items", ss.curr_items);
   w->Add("total_items", ss.total_items);
+  w->Add("slab_global_page_pool", uint64_t{0});
   w->Add("expired_unfetched", ss.expired_unfetched);
   w->Add("evicted_unfetched", ss.evicted_unfetched);
+  w->Add("evicted_active", uint64_t{0});
   w->Add("evictions", ss.evictions);
   w->Add("reclaimed", ss.reclaimed);
+  Zeros(w, {"crawler_reclaimed", "crawler_items_checked", "lrutail_reflocked", "moves_to_cold",
+            "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped"});
   // herdless
   w->Add("curr_leases", ss.curr_leases);
   w->Add("lease_grants", ss.lease_grants);

@@ -62,6 +62,8 @@ struct ServerSnapshot {
   uint64_t rejected_connections = 0;
   uint64_t connection_structures = 0;
   uint64_t threads = 0;
+  uint64_t reserved_fds = 0;        // descriptors not available to clients (listeners, eventfds, ...)
+  std::string libevent;             // libevent's version string
   ThreadStatsTotals totals;         // summed over every worker
 };
 

@@ -502,20 +502,31 @@ TEST_F(ExecutorTest, StatsListsMemcachedNamesInOrderThenLeaseCounters) {
   const std::string reply = Run("stats\r\n");
   ASSERT_GE(reply.size(), 5u);
   EXPECT_EQ(reply.substr(reply.size() - 5), "END\r\n");
+  // memcached 1.6.18's `stats` names in its order (as Debian's memcached
+  // prints them), then herdless's lease counters.
   const std::vector<std::string> expected = {
       "pid", "uptime", "time", "version", "libevent", "pointer_size", "rusage_user",
       "rusage_system", "max_connections", "curr_connections", "total_connections",
-      "rejected_connections", "connection_structures", "cmd_get", "cmd_set", "cmd_flush",
-      "cmd_touch", "cmd_meta", "get_hits", "get_misses", "get_expired", "get_flushed",
-      "delete_misses", "delete_hits", "incr_misses", "incr_hits", "decr_misses", "decr_hits",
-      "cas_misses", "cas_hits", "cas_badval", "touch_hits", "touch_misses", "store_too_large",
+      "rejected_connections", "connection_structures", "response_obj_oom", "response_obj_count",
+      "response_obj_bytes", "read_buf_count", "read_buf_bytes", "read_buf_bytes_free",
+      "read_buf_oom", "reserved_fds", "cmd_get", "cmd_set", "cmd_flush", "cmd_touch",
+      "cmd_meta", "get_hits", "get_misses", "get_expired", "get_flushed", "delete_misses",
+      "delete_hits", "incr_misses", "incr_hits", "decr_misses", "decr_hits", "cas_misses",
+      "cas_hits", "cas_badval", "touch_hits", "touch_misses", "store_too_large",
       "store_no_memory", "auth_cmds", "auth_errors", "bytes_read", "bytes_written",
       "limit_maxbytes", "accepting_conns", "listen_disabled_num", "time_in_listen_disabled_us",
       "threads", "conn_yields", "hash_power_level", "hash_bytes", "hash_is_expanding",
-      "malloc_fails", "bytes", "curr_items", "total_items", "expired_unfetched",
-      "evicted_unfetched", "evictions", "reclaimed", "curr_leases", "lease_grants",
-      "lease_fulfilled", "lease_timeouts", "lease_sets_refused", "xfetch_grants", "stale_hits",
-      "waits_parked", "waits_woken", "waits_timed_out"};
+      "slab_reassign_rescues", "slab_reassign_chunk_rescues", "slab_reassign_evictions_nomem",
+      "slab_reassign_inline_reclaim", "slab_reassign_busy_items", "slab_reassign_busy_deletes",
+      "slab_reassign_running", "slabs_moved", "lru_crawler_running", "lru_crawler_starts",
+      "lru_maintainer_juggles", "malloc_fails", "log_worker_dropped", "log_worker_written",
+      "log_watcher_skipped", "log_watcher_sent", "log_watchers", "unexpected_napi_ids",
+      "round_robin_fallback", "bytes", "curr_items", "total_items", "slab_global_page_pool",
+      "expired_unfetched", "evicted_unfetched", "evicted_active", "evictions", "reclaimed",
+      "crawler_reclaimed", "crawler_items_checked", "lrutail_reflocked", "moves_to_cold",
+      "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped",
+      "curr_leases", "lease_grants", "lease_fulfilled", "lease_timeouts", "lease_sets_refused",
+      "xfetch_grants", "stale_hits", "waits_parked", "waits_woken", "waits_timed_out"};
   EXPECT_EQ(StatNames(reply), expected);
   EXPECT_EQ(StatValue(reply, "pid"), "42");
   EXPECT_EQ(StatValue(reply, "version"), "1.6.18-herdless");
