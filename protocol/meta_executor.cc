@@ -24,18 +24,27 @@ using Flag = MetaFlags::Flag;
 // ---------------------------------------------------------------------------
 // Return-flag writers shared by every command.
 
-// memcached's META_KEY: " k<key>", or the key re-encoded in base64 followed
-// by " b" when the request carried a base64 key.
-void AppendKeyFlag(const Request& req, ReplyBuffer* out) {
-  out->Append(" k");
-  if (!req.key_was_base64) {
-    out->Append(req.key);
+// The key as memcached writes it: raw, or re-encoded in base64 when `binary`.
+void AppendKey(std::string_view key, bool binary, ReplyBuffer* out) {
+  if (!binary) {
+    out->Append(key);
     return;
   }
   char encoded[(kMaxKeyLength + 2) / 3 * 4 + 4];
-  size_t n = Base64Encode(req.key, encoded, sizeof(encoded));
-  out->Append(std::string_view(encoded, n));
-  out->Append(" b");
+  out->Append(std::string_view(encoded, Base64Encode(key, encoded, sizeof(encoded))));
+}
+
+// memcached's META_KEY: " k<key>", or the key in base64 followed by " b".
+// Hits (mg, me) follow how the item was stored (memcached's ITEM_KEY_BINARY);
+// every other reply follows the request.
+void AppendKeyFlag(std::string_view key, bool binary, ReplyBuffer* out) {
+  out->Append(" k");
+  AppendKey(key, binary, out);
+  if (binary) out->Append(" b");
+}
+
+void AppendKeyFlag(const Request& req, ReplyBuffer* out) {
+  AppendKeyFlag(req.key, req.key_was_base64, out);
 }
 
 // The opaque comes back as the client sent it, flag letter included.
@@ -183,7 +192,7 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
       case 'l': AppendNumberFlag('l', static_cast<uint64_t>(r.seconds_since_access), out); break;
       case 'h': out->Append(r.fetched_before ? " h1" : " h0"); break;
       case 'O': AppendOpaqueFlag(flag, out); break;
-      case 'k': AppendKeyFlag(req, out); break;
+      case 'k': AppendKeyFlag(req.key, r.binary_key, out); break;
       default: break;   // b q u v R P L Y: no return value
     }
   }
@@ -250,6 +259,7 @@ void ExecuteSet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   sr.has_vivify = flags.Has('N');
   sr.vivify_exptime = args.N;
   sr.new_cas = flags.Has('E') ? args.E : 0;
+  sr.binary_key = req.key_was_base64;
 
   // memcached drops the key's old item when the new one cannot be allocated,
   // in every ms mode, so a stale value does not outlive the failed write.
@@ -491,12 +501,7 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
   }
   const Item& item = *r.item.get();
   out->Append("ME ");
-  if (req.key_was_base64) {
-    char encoded[(kMaxKeyLength + 2) / 3 * 4 + 4];
-    out->Append(std::string_view(encoded, Base64Encode(req.key, encoded, sizeof(encoded))));
-  } else {
-    out->Append(req.key);
-  }
+  AppendKey(req.key, r.binary_key, out);
   // memcached prints exp as (now - exptime): minus the remaining TTL.
   out->Append(" exp=");
   out->AppendSignedNumber(r.ttl_before == -1 ? -1 : -r.ttl_before);

@@ -22,6 +22,8 @@ enum ItemState : uint8_t {
   kItemTokenSent = 1 << 3,    // a lease (recache right, memcached's W) is out
   kItemNeedsValue = 1 << 4,   // a stub made by vivify/lease-get: waiting for its value
   kItemPlaceholder = 1 << 5,  // lease-only stub: invisible to get/gets/mg without N
+  kItemBinaryKey = 1 << 6,    // stored by a meta command with a base64 key (`b`):
+                              // memcached echoes such keys in base64 ever after
 };
 
 struct Item {

@@ -528,6 +528,7 @@ void ItemStore::HitLocked(Shard& shard, Item* item, const Found& found, const Re
   r->cas = item->cas;
   r->stale = stale;
   r->placeholder = Has(item, kItemPlaceholder);
+  r->binary_key = Has(item, kItemBinaryKey);
   // A classic-mode winner is answered with a miss: it does not see the stale value.
   if (stale && !(opts.kind == ReadKind::kClassicLease && r->lease == LeaseVerdict::kWin)) {
     shard.counters.stale_hits++;
@@ -574,6 +575,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
   std::memcpy(item->value_data(), req.value.data(), req.value.size());
   item->client_flags = req.client_flags;
   item->exptime = ClampStoreTime(exptime);
+  if (req.binary_key) item->state |= kItemBinaryKey;
 
   // meta's C turns set and replace into a compare-and-swap (memcached).
   const bool cas_mode = req.mode == StoreMode::kCas ||
@@ -635,7 +637,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
   if (action == Action::kStale) {
     // Keeps the old TTL, is marked stale and keeps any outstanding lease.
     item->exptime = old_item->exptime;
-    item->state = kItemStale | (old_item->state & kItemTokenSent);
+    item->state = (item->state & kItemBinaryKey) | kItemStale | (old_item->state & kItemTokenSent);
     item->lease_granted_ms = old_item->lease_granted_ms;
   }
   StoreNewLocked(shard, old_item, item, hash, t);
@@ -847,7 +849,7 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
       // Looks like memcached's in-place update: same flags, TTL and state bits.
       fresh->client_flags = old_item->client_flags;
       fresh->exptime = old_item->exptime;
-      fresh->state = old_item->state & (kItemFetched | kItemStale | kItemTokenSent);
+      fresh->state = old_item->state & (kItemFetched | kItemStale | kItemTokenSent | kItemBinaryKey);
       fresh->lease_granted_ms = old_item->lease_granted_ms;
       fresh->delta_ms = old_item->delta_ms;
       fresh->last_access = old_item->last_access;

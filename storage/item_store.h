@@ -75,6 +75,7 @@ struct ReadResult {
   bool lease_by_xfetch = false;
   bool vivified = false;          // this read created the item
   bool placeholder = false;       // the hit is a lease-only stub with no value
+  bool binary_key = false;        // the item was stored with a base64 key
 };
 
 enum class StoreMode : uint8_t { kSet, kAdd, kReplace, kAppend, kPrepend, kCas };
@@ -100,6 +101,7 @@ struct StoreRequest {
   bool has_vivify = false;        // ms N (append/prepend): a miss creates the item
   int64_t vivify_exptime = 0;
   uint64_t new_cas = 0;           // ms E: use this CAS instead of the counter (0 = counter)
+  bool binary_key = false;        // ms b: remember that the key came in base64
   // On kTooLarge / kNoMemory memcached removes the existing item "to avoid stale
   // data": classic only for set (always done for kSet), ms in every mode (set this).
   bool unlink_on_failure = false;

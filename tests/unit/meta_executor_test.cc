@@ -214,6 +214,18 @@ TEST_F(MetaExecutorTest, MgBase64KeyOfABase64StoredItemComesBackEncoded) {
   EXPECT_EQ(Run("mg Zm9v k b"), "HD kZm9v b\r\n");
 }
 
+// memcached remembers that an item was stored with a base64 key
+// (ITEM_KEY_BINARY): hits echo it in base64 even when asked without `b`, and
+// keys stored plainly stay plain even when asked with `b` (checked against
+// Debian's memcached 1.6.18).
+TEST_F(MetaExecutorTest, HitsEchoTheKeyAsItWasStored) {
+  EXPECT_EQ(Run("ms Zm9v 3 b", "bar"), "HD\r\n");
+  EXPECT_EQ(Run("mg foo k v O1"), "VA 3 kZm9v b O1\r\nbar\r\n");
+  EXPECT_EQ(Run("ms plain 1", "x"), "HD\r\n");
+  EXPECT_EQ(Run("mg cGxhaW4= b k"), "HD kplain\r\n");
+  EXPECT_EQ(Run("mg bm9wZQ== b k"), "EN kbm9wZQ== b\r\n");   // a miss follows the request
+}
+
 TEST_F(MetaExecutorTest, MgCountsGetsTouchesAndVivifiesAsMemcachedDoes) {
   Run("ms foo 2", "hi");
   Run("mg foo v");        // hit
