@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# A/B benchmark of herdless against Debian's memcached (see docs/benchmarks.md).
+# Builds herdless optimised, then runs scripts/bench.py; arguments pass through,
+# e.g. scripts/bench.sh --presets a,b --rounds 3 --seconds 10.
+# Load generator: memtier_benchmark from $MEMTIER or PATH, else memcaslap.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+ensure_deps
+build build/release
+exec /usr/bin/python3 "$REPO_ROOT/scripts/bench.py" --herdless "$REPO_ROOT/build/release/herdless" "$@"
