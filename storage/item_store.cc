@@ -6,12 +6,21 @@
 // (allocating a new item) runs with no shard lock held; operations that need
 // a new item look the key up, drop the lock, allocate, retake the lock and
 // check that the key still holds what they saw (retrying if not).
+//
+// Parked readers (classic wait mode) are tickets in their shard's waiter map,
+// keyed by the key. Every change that may end a wait (an item linked or
+// unlinked, a lease re-granted or cancelled) takes the key's tickets, and
+// ShardLock hands them to the wake sink once the lock is released. The map is
+// looked at only when the shard has waiters: no cost otherwise.
 #include "storage/item_store.h"
 
 #include <algorithm>
 #include <cassert>
 #include <charconv>
 #include <cstring>
+#include <functional>
+#include <string>
+#include <unordered_map>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -36,6 +45,12 @@ constexpr int64_t kAddBumpInterval = 60;  // memcached's ITEM_UPDATE_INTERVAL
 constexpr int64_t kPlaceholderTtlWithoutTimeoutS = 10;
 
 uint64_t HashKey(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
+
+// Lets the waiter map be searched with a string_view (no std::string built).
+struct KeyHasher {
+  using is_transparent = void;
+  size_t operator()(std::string_view key) const { return HashKey(key); }
+};
 
 bool Has(const Item* item, uint8_t bits) { return (item->state & bits) != 0; }
 
@@ -120,6 +135,10 @@ struct ItemStore::Shard {
   Item* lru_tail = nullptr;
   size_t reclaim_bucket = 0;
   StoreStats counters;  // only the event counters are used here
+  // Parked readers by key, and the tickets taken for waking once the lock is
+  // released (see ShardLock).
+  std::unordered_map<std::string, std::vector<WaitTicket>, KeyHasher, std::equal_to<>> waiters;
+  std::vector<WaitTicket> woken;
 
   Item** SlotFor(std::string_view key, uint64_t hash) {
     Item** slot = &buckets[hash & (buckets.size() - 1)];
@@ -179,6 +198,39 @@ struct ItemStore::Shard {
       leases_out--;
     }
   }
+};
+
+// The shard's lock. Tickets taken while it was held are delivered to the wake
+// sink after it is released, so a sink never runs under a store lock.
+class ItemStore::ShardLock {
+ public:
+  ShardLock(const ItemStore* store, Shard& shard) : store_(store), shard_(shard) { lock(); }
+  ~ShardLock() {
+    if (locked_) unlock();
+  }
+  ShardLock(const ShardLock&) = delete;
+  ShardLock& operator=(const ShardLock&) = delete;
+
+  void lock() {
+    shard_.mu.lock();
+    locked_ = true;
+  }
+  void unlock() {
+    locked_ = false;
+    if (shard_.woken.empty()) {
+      shard_.mu.unlock();
+      return;
+    }
+    std::vector<WaitTicket> woken;
+    woken.swap(shard_.woken);
+    shard_.mu.unlock();
+    for (const WaitTicket& ticket : woken) store_->config_.wake_sink->Wake(ticket);
+  }
+
+ private:
+  const ItemStore* store_;
+  Shard& shard_;
+  bool locked_ = false;
 };
 
 ItemStore::ItemStore(const StoreConfig& config)
@@ -301,6 +353,7 @@ void ItemStore::LinkLocked(Shard& shard, Item* item, uint64_t hash) {
   if (Has(item, kItemTokenSent)) shard.leases_out++;
   shard.counters.total_items++;
   shard.MaybeGrow();
+  if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());
 }
 
 // Takes the item out of the table and the LRU, uncharges it and drops the
@@ -317,7 +370,30 @@ void ItemStore::UnlinkLocked(Shard& shard, Item* item) {
   shard.bytes -= charge;
   if (Has(item, kItemTokenSent)) shard.leases_out--;
   memory_used_.fetch_sub(charge, std::memory_order_relaxed);
+  if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());
   ReleaseItem(item);
+}
+
+// Registers a parked reader of `key`. A connection parks on one key at a
+// time: its older ticket for the key is replaced, so the list stays bounded.
+void ItemStore::ParkLocked(Shard& shard, std::string_view key, const WaitTicket& ticket) {
+  auto it = shard.waiters.find(key);
+  if (it == shard.waiters.end()) it = shard.waiters.emplace(std::string(key), std::vector<WaitTicket>()).first;
+  for (WaitTicket& t : it->second) {
+    if (t.worker == ticket.worker && t.conn_id == ticket.conn_id) {
+      t = ticket;
+      return;
+    }
+  }
+  it->second.push_back(ticket);
+}
+
+// Moves the key's parked readers to the shard's wake list (see ShardLock).
+void ItemStore::TakeWaitersLocked(Shard& shard, std::string_view key) {
+  auto it = shard.waiters.find(key);
+  if (it == shard.waiters.end()) return;
+  shard.woken.insert(shard.woken.end(), it->second.begin(), it->second.end());
+  shard.waiters.erase(it);
 }
 
 // Every new value of a key goes through here (set, add, cas, append, incr,
@@ -347,7 +423,7 @@ bool ItemStore::EvictOne() {
   const size_t start = evict_cursor_.fetch_add(1, std::memory_order_relaxed);
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[(start + i) % shard_count_];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    ShardLock lock(this, shard);
     if (shard.lru_tail == nullptr) continue;
     Item* victim = shard.lru_tail;
     Item* candidate = shard.lru_tail;
@@ -404,13 +480,22 @@ ItemStore::Found ItemStore::LookupLocked(Shard& shard, std::string_view key, uin
 void ItemStore::RemoveKey(std::string_view key) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
-  std::lock_guard<std::mutex> lock(shard.mu);
+  ShardLock lock(this, shard);
   Item* item = *shard.SlotFor(key, hash);
   if (item != nullptr) UnlinkLocked(shard, item);
 }
 
 // ---------------------------------------------------------------------------
 // Read.
+
+// A placeholder lives a little longer than its lease, so that a timeout is
+// seen as a regrant (which renews it) rather than as a miss.
+int32_t ItemStore::PlaceholderExptime(int64_t now_s) const {
+  const int64_t ttl = config_.lease.lease_timeout_ms != 0
+                          ? (config_.lease.lease_timeout_ms + 999) / 1000 + 1
+                          : kPlaceholderTtlWithoutTimeoutS;
+  return ClampStoreTime(now_s + ttl);
+}
 
 ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
   const uint64_t hash = HashKey(key);
@@ -428,13 +513,18 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
   Item* stub = nullptr;  // allocated with no lock held, linked on a miss
   for (;;) {
     const Times t = Now();
-    std::unique_lock<std::mutex> lock(shard.mu);
+    ShardLock lock(this, shard);
     const Found f = LookupLocked(shard, key, hash, t.now_s);
     bool visible = f.item != nullptr;
     if (f.presence == Found::kPlaceholder) visible = wants_stub;
     if (f.presence == Found::kExpiredInGrace && classic) visible = false;
     if (visible) {
       HitLocked(shard, f.item, f, opts, touch_exptime, t, u, &r);
+      if (opts.park != nullptr && r.no_value && r.lease == LeaseVerdict::kHeld &&
+          config_.wake_sink != nullptr) {
+        ParkLocked(shard, key, *opts.park);
+        r.parked = true;
+      }
       break;
     }
     if (!wants_stub) break;  // a plain miss; invisible items stay as they are
@@ -451,19 +541,17 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
     stub->lease_granted_ms = t.now_ms;
     stub->state = kItemTokenSent | kItemNeedsValue;
     if (makes_placeholder) {
-      // Lives a little longer than its lease so a timeout is seen as a regrant.
-      const int64_t ttl = config_.lease.lease_timeout_ms != 0
-                              ? (config_.lease.lease_timeout_ms + 999) / 1000 + 1
-                              : kPlaceholderTtlWithoutTimeoutS;
-      stub->exptime = ClampStoreTime(t.now_s + ttl);
+      stub->exptime = PlaceholderExptime(t.now_s);
       stub->state |= kItemPlaceholder;
       r.placeholder = true;
+      r.no_value = true;
     } else {
       // memcached's mg N: a real 0-byte item with the N TTL (or T's).
       stub->exptime = ClampStoreTime(opts.has_touch ? touch_exptime
                                                     : ToStoreTime(opts.vivify_exptime));
       if (opts.bump) stub->state |= kItemFetched;
       r.vivified = true;
+      r.no_value = true;
     }
     ReplaceLocked(shard, f.item, stub, hash);
     shard.counters.lease_grants++;
@@ -513,7 +601,10 @@ void ItemStore::HitLocked(Shard& shard, Item* item, const Found& found, const Re
       if (d.regrant) {
         // A new CAS supersedes the dead holder's token: its fenced store fails.
         item->cas = NextCas();
+        if (Has(item, kItemPlaceholder)) item->exptime = PlaceholderExptime(t.now_s);
         shard.counters.lease_timeouts++;
+        // Readers parked on the dead lease wait for the new one instead.
+        if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());
       }
       shard.counters.lease_grants++;
       if (d.by_xfetch) shard.counters.xfetch_grants++;
@@ -528,6 +619,7 @@ void ItemStore::HitLocked(Shard& shard, Item* item, const Found& found, const Re
   r->cas = item->cas;
   r->stale = stale;
   r->placeholder = Has(item, kItemPlaceholder);
+  r->no_value = Has(item, kItemPlaceholder | kItemNeedsValue);
   r->binary_key = Has(item, kItemBinaryKey);
   // A classic-mode winner is answered with a miss: it does not see the stale value.
   if (stale && !(opts.kind == ReadKind::kClassicLease && r->lease == LeaseVerdict::kWin)) {
@@ -555,7 +647,9 @@ void ItemStore::StoreNewLocked(Shard& shard, Item* old_item, Item* new_item, uin
 
 StoreResult ItemStore::Store(const StoreRequest& req) {
   StoreResult res;
-  const bool remove_on_failure = req.mode == StoreMode::kSet || req.unlink_on_failure;
+  // A lease-set that fails leaves the key alone, as any refused lease-set does.
+  const bool remove_on_failure =
+      (req.mode == StoreMode::kSet && req.lease_token == 0) || req.unlink_on_failure;
   if (!ItemFits(req.key.size(), req.client_flags, req.value.size())) {
     if (remove_on_failure && req.key.size() <= kMaxKeyLength) RemoveKey(req.key);
     res.status = StoreStatus::kTooLarge;
@@ -584,7 +678,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
   const Times t = Now();
-  std::unique_lock<std::mutex> lock(shard.mu);
+  ShardLock lock(this, shard);
   const Found f = LookupLocked(shard, req.key, hash, t.now_s);
   Item* old_item = f.item;
   const bool live = f.presence == Found::kLive;
@@ -659,7 +753,7 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
   uint64_t seen_cas = 0;
   for (;;) {
     const Times t = Now();
-    std::unique_lock<std::mutex> lock(shard.mu);
+    ShardLock lock(this, shard);
     const Found f = LookupLocked(shard, req.key, hash, t.now_s);
     Item* old_item = f.presence == Found::kLive ? f.item : nullptr;
 
@@ -734,7 +828,7 @@ DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
   Shard& shard = ShardFor(hash);
   const int64_t new_exptime = req.has_ttl ? ToStoreTime(req.exptime) : 0;
   const Times t = Now();
-  std::lock_guard<std::mutex> lock(shard.mu);
+  ShardLock lock(this, shard);
   const Found f = LookupLocked(shard, req.key, hash, t.now_s);
   Item* item = f.item;
   if (item == nullptr) return DeleteStatus::kNotFound;
@@ -751,6 +845,7 @@ DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
     // md I: keep the value as stale, so the next reader wins and others get X.
     item->state |= kItemStale;
     shard.ClearTokenSent(item);
+    if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());  // the lease is cancelled
     item->cas = req.new_cas != 0 ? req.new_cas : NextCas();
     if (req.has_ttl) item->exptime = ClampStoreTime(new_exptime);
     return DeleteStatus::kDeleted;
@@ -764,7 +859,7 @@ bool ItemStore::Touch(std::string_view key, int64_t exptime) {
   Shard& shard = ShardFor(hash);
   const int64_t new_exptime = ToStoreTime(exptime);
   const Times t = Now();
-  std::lock_guard<std::mutex> lock(shard.mu);
+  ShardLock lock(this, shard);
   const Found f = LookupLocked(shard, key, hash, t.now_s);
   if (f.presence != Found::kLive) return false;
   // memcached: touch fetches with an LRU bump (marking the item fetched); the CAS stays.
@@ -787,7 +882,7 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
   uint64_t value = 0;
   for (;;) {
     const Times t = Now();
-    std::unique_lock<std::mutex> lock(shard.mu);
+    ShardLock lock(this, shard);
     const Found f = LookupLocked(shard, req.key, hash, t.now_s);
     Item* old_item = f.presence == Found::kLive ? f.item : nullptr;
     if (old_item == nullptr && !req.has_vivify) {
@@ -879,7 +974,7 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
 void ItemStore::SweepAll(int64_t flushed_before) {
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[i];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    ShardLock lock(this, shard);
     Item* item = shard.lru_head;
     while (item != nullptr) {
       Item* next = item->lru_next;
@@ -913,7 +1008,7 @@ size_t ItemStore::ReclaimExpired(size_t budget) {
     Shard& shard = shards_[index];
     bool shard_done = false;
     {
-      std::lock_guard<std::mutex> lock(shard.mu);
+      ShardLock lock(this, shard);
       const int64_t now_s = NowSeconds();
       for (size_t n = 0; n < kBucketsPerLock && removed < budget; n++, scanned++) {
         if (shard.reclaim_bucket >= shard.buckets.size()) {

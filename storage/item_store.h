@@ -5,7 +5,9 @@
 // (stale items before live ones). Expiry is lazy (checked on access) plus
 // ReclaimExpired(), which a maintenance timer calls. The per-key lease
 // (memcached's W/X/Z, lease-get, classic stampede modes, XFetch) lives on the
-// item and is decided by storage/lease.h. Thread-safe; knows no wire format.
+// item and is decided by storage/lease.h. Readers parked in classic wait mode
+// (ReadOptions::park) are woken through StoreConfig::wake_sink when their key
+// changes. Thread-safe; knows no wire format.
 //
 // Times from clients are memcached "exptime" values: 0 = never, negative =
 // already expired, <= 30 days = relative seconds, larger = Unix time.
@@ -27,6 +29,24 @@
 
 namespace herdless {
 
+// A reader parked on a key in classic wait mode: the daemon's worker, its
+// connection and the park's sequence number (a later park of the same
+// connection supersedes it; a ticket of a closed connection is ignored).
+struct WaitTicket {
+  uint32_t worker = 0;
+  uint64_t conn_id = 0;
+  uint64_t seq = 0;
+};
+
+// Told when a parked reader's key changed in a way that ends its wait (a new
+// value, removal, a cancelled or re-granted lease). Called with no store lock
+// held, from whichever thread made the change; must be thread-safe and quick.
+class LeaseWakeSink {
+ public:
+  virtual ~LeaseWakeSink() = default;
+  virtual void Wake(const WaitTicket& ticket) = 0;
+};
+
 struct StoreConfig {
   size_t memory_limit = 64u << 20;   // bytes of item memory (-m)
   size_t item_size_max = 1u << 20;   // -I: limit on a whole item, as memcached
@@ -35,6 +55,7 @@ struct StoreConfig {
   uint32_t stale_grace_s = 0;        // keep expired items as stale this long
   Clock* clock = nullptr;            // not owned; required
   RandomSource* random = nullptr;    // not owned; required
+  LeaseWakeSink* wake_sink = nullptr;  // not owned; required for ReadOptions::park
 };
 
 // How a read treats stale items and misses.
@@ -56,6 +77,10 @@ struct ReadOptions {
   // memcached applies mg flags in order: with T before R, R judges the new TTL.
   // false (default): R judges the TTL the item had before this read's touch.
   bool recache_after_touch = false;
+  // Classic wait mode: when the key has no value and another client holds its
+  // lease, register this ticket under the shard lock (no wake-up can be lost
+  // between the read and the park) and report parked. nullptr = never park.
+  const WaitTicket* park = nullptr;
 };
 
 enum class ReadStatus : uint8_t { kMiss, kHit };
@@ -76,6 +101,8 @@ struct ReadResult {
   bool vivified = false;          // this read created the item
   bool placeholder = false;       // the hit is a lease-only stub with no value
   bool binary_key = false;        // the item was stored with a base64 key
+  bool no_value = false;          // a stub still waiting for its value (placeholder or mg N)
+  bool parked = false;            // opts.park was registered: the sink will be told
 };
 
 enum class StoreMode : uint8_t { kSet, kAdd, kReplace, kAppend, kPrepend, kCas };
@@ -211,6 +238,7 @@ class ItemStore {
   struct Shard;
   struct Found;
   struct Times;
+  class ShardLock;
   Shard& ShardFor(uint64_t hash);
 
   // Helpers defined in item_store.cc; "Locked" ones need the shard's lock held.
@@ -218,6 +246,7 @@ class ItemStore {
   uint64_t NextCas() { return next_cas_.fetch_add(1, std::memory_order_relaxed); }
   bool ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const;
   bool IsFlushed(const Item* item, int64_t now_s) const;
+  int32_t PlaceholderExptime(int64_t now_s) const;
   Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, int64_t now_s);
   void LinkLocked(Shard& shard, Item* item, uint64_t hash);
   void UnlinkLocked(Shard& shard, Item* item);
@@ -234,6 +263,8 @@ class ItemStore {
   void RemoveKey(std::string_view key);
   void SweepAll(int64_t flushed_before);
   StoreResult StoreConcat(const StoreRequest& req);
+  void ParkLocked(Shard& shard, std::string_view key, const WaitTicket& ticket);
+  void TakeWaitersLocked(Shard& shard, std::string_view key);
 
   StoreConfig config_;
   std::unique_ptr<Shard[]> shards_;
