@@ -95,23 +95,49 @@ void AppendValueLine(std::string_view key, uint32_t flags, uint32_t bytes, bool 
   out->Append(std::string_view(line, p - line));
 }
 
-void Retrieve(ItemStore* store, ThreadStats* stats, bool cas_enabled, const Request& req,
-              ReplyBuffer* out) {
+bool IsSingleKey(std::string_view keys) {
+  WordIterator words(keys);
+  std::string_view key;
+  return words.Next(&key) && !words.Next(&key);
+}
+
+// In a classic stampede mode (-o classic_stampede=stale|wait) get and gets are
+// lease reads: the reader that wins the key's lease (on a miss, a stale value
+// or an XFetch draw) is answered with a miss, its cue to recompute and set;
+// the others get the stale value, or a miss when there is none. In wait mode
+// a single-key read of a key with no value whose lease is held parks instead
+// (outcome->parked, nothing written); a multi-key get never parks, so no
+// reply is ever half written.
+void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
+              const WaitTicket* park, const Request& req, ReplyBuffer* out,
+              ProcessOutcome* outcome) {
   const bool with_cas = req.command == Command::kGets || req.command == Command::kGats;
   const bool touch = req.command == Command::kGat || req.command == Command::kGats;
   ReadOptions opts;
-  // TODO(stampede: classic_stampede modes): ReadKind::kClassicLease when
-  // classic_stampede is stale or wait.
   opts.kind = ReadKind::kClassic;
   if (touch) {
     opts.has_touch = true;
     opts.touch_exptime = req.exptime;
+  } else if (settings.classic_stampede != ClassicStampedeMode::kOff) {
+    opts.kind = ReadKind::kClassicLease;
+    opts.lease.xfetch_beta = settings.xfetch_beta;
+    if (settings.classic_stampede == ClassicStampedeMode::kWait && park != nullptr &&
+        IsSingleKey(req.keys)) {
+      opts.park = park;
+    }
   }
+  const bool lease_read = opts.kind == ReadKind::kClassicLease;
   WordIterator keys(req.keys);
   std::string_view key;
   while (keys.Next(&key)) {
     ReadResult r = store->Read(key, opts);
-    const bool hit = r.status == ReadStatus::kHit;
+    if (r.parked) {
+      outcome->parked = true;
+      outcome->park_token = r.cas;
+      return;
+    }
+    bool hit = r.status == ReadStatus::kHit;
+    if (hit && lease_read) hit = !r.no_value && r.lease != LeaseVerdict::kWin;
     if (touch) {
       stats->cmd_touch.Add();
       (hit ? stats->touch_hits : stats->touch_misses).Add();
@@ -121,10 +147,50 @@ void Retrieve(ItemStore* store, ThreadStats* stats, bool cas_enabled, const Requ
     }
     if (!hit) continue;
     // With -C memcached keeps no CAS and `gets` shows 0.
-    AppendValueLine(key, r.client_flags, r.item->value_len, with_cas, cas_enabled ? r.cas : 0, out);
+    AppendValueLine(key, r.client_flags, r.item->value_len, with_cas,
+                    settings.cas_enabled ? r.cas : 0, out);
     std::string_view bytes = r.item->value_with_crlf();
     out->AppendItemBytes(std::move(r.item), bytes);
   }
+  out->Append("END\r\n");
+}
+
+// ---------------------------------------------------------------------------
+// mcrouter's lease-get (docs/protocol.md): VALUE on a fresh hit; otherwise
+// LVALUE with the lease token (this client recomputes) or token 1 (another
+// client does), and whatever value the key has: fresh (an XFetch draw), stale,
+// or none (an empty data block).
+
+constexpr uint64_t kHotMissToken = 1;
+
+void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
+              const Request& req, ReplyBuffer* out) {
+  ReadOptions opts;
+  opts.kind = ReadKind::kLeaseGet;
+  opts.lease.xfetch_beta = settings.xfetch_beta;
+  ReadResult r = store->Read(req.key, opts);
+  const bool has_value = r.status == ReadStatus::kHit && !r.no_value;
+  stats->cmd_get.Add();
+  (has_value ? stats->get_hits : stats->get_misses).Add();
+  if (r.status == ReadStatus::kMiss) {
+    out->Append("END\r\n");   // no memory for the lease's placeholder: a miss without a token
+    return;
+  }
+  if (r.lease == LeaseVerdict::kNone) {
+    AppendValueLine(req.key, r.client_flags, r.item->value_len, false, 0, out);
+  } else {
+    out->Append("LVALUE ");
+    out->Append(req.key);
+    out->Append(" ");
+    out->AppendNumber(r.lease == LeaseVerdict::kWin ? r.cas : kHotMissToken);
+    out->Append(" ");
+    out->AppendNumber(r.client_flags);
+    out->Append(" ");
+    out->AppendNumber(r.item->value_len);
+    out->Append("\r\n");
+  }
+  std::string_view bytes = r.item->value_with_crlf();
+  out->AppendItemBytes(std::move(r.item), bytes);
   out->Append("END\r\n");
 }
 
@@ -142,14 +208,18 @@ StoreMode ModeOf(Command c) {
   }
 }
 
+// lease-set is a set that only the key's lease holder may make. A refused one
+// leaves the key alone: a superseded holder must never remove a newer value.
 void Update(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
   const StoreMode mode = ModeOf(req.command);
   const bool concat = mode == StoreMode::kAppend || mode == StoreMode::kPrepend;
+  const bool lease_set = req.command == Command::kLeaseSet;
+  const bool unlink_on_failure = mode == StoreMode::kSet && !lease_set;
   if (req.value_too_large) {
     // The parser is swallowing the block. memcached unlinks the old value of
     // a refused set "to avoid stale data persisting in cache".
     stats->store_too_large.Add();
-    if (mode == StoreMode::kSet) store->Delete(DeleteRequest{.key = req.key});
+    if (unlink_on_failure) store->Delete(DeleteRequest{.key = req.key});
     Reply(req, out, "SERVER_ERROR object too large for cache\r\n");
     return;
   }
@@ -161,6 +231,14 @@ void Update(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffe
   sr.client_flags = req.client_flags;
   sr.exptime = req.exptime;
   if (mode == StoreMode::kCas) sr.compare_cas = req.cas_unique;
+  if (lease_set) {
+    if (req.cas_unique <= kHotMissToken) {   // 0 and 1 are never a lease
+      stats->cmd_set.Add();
+      Reply(req, out, "NOT_STORED\r\n");
+      return;
+    }
+    sr.lease_token = req.cas_unique;
+  }
   const StoreResult r = store->Store(sr);
 
   // memcached allocates the new item before it looks at the old one: a set,
@@ -174,7 +252,7 @@ void Update(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffe
       Reply(req, out, "SERVER_ERROR object too large for cache\r\n");
     } else {
       stats->store_no_memory.Add();
-      if (mode == StoreMode::kSet) store->Delete(DeleteRequest{.key = req.key});
+      if (unlink_on_failure) store->Delete(DeleteRequest{.key = req.key});
       Reply(req, out, "SERVER_ERROR out of memory storing object\r\n");
     }
     return;
@@ -676,9 +754,10 @@ Executor::Executor(ItemStore* store, ServerInfo* server, ThreadStats* stats)
 }
 
 ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_t max_output,
-                                 int max_requests) {
+                                 int max_requests, const WaitTicket* park) {
   ProcessOutcome outcome;
   int handled = 0;
+  park_ = park;
   while (outcome.consumed < input.size()) {
     if (max_requests > 0 && handled >= max_requests) break;
     if (out->pending_bytes() > max_output) break;
@@ -702,6 +781,11 @@ ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_
       }
     } else {
       Execute(request_, out, &outcome);
+      if (outcome.parked) {
+        // Not answered yet: it stays in the input and runs again when woken.
+        outcome.consumed -= r.consumed;
+        break;
+      }
     }
     if (r.swallow > 0) {
       // The daemon drops these bytes as they arrive, then calls again.
@@ -710,6 +794,7 @@ ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_
     }
     if (outcome.close) break;
   }
+  park_ = nullptr;
   return outcome;
 }
 
@@ -719,7 +804,7 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
     case Command::kGets:
     case Command::kGat:
     case Command::kGats:
-      Retrieve(store_, stats_, server_->Settings().cas_enabled, req, out);
+      Retrieve(store_, stats_, server_->Settings(), park_, req, out, outcome);
       return;
     case Command::kSet:
     case Command::kAdd:
@@ -727,6 +812,7 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
     case Command::kAppend:
     case Command::kPrepend:
     case Command::kCas:
+    case Command::kLeaseSet:
       Update(store_, stats_, req, out);
       return;
     case Command::kDelete:
@@ -774,10 +860,7 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
       ExecuteMeta(store_, stats_, req, out);
       return;
     case Command::kLeaseGet:
-    case Command::kLeaseSet:
-      // TODO(stampede: mcrouter lease-get/lease-set): answer ERROR, as a
-      // server without leases does, until the stampede task wires them.
-      out->Append("ERROR\r\n");
+      LeaseGet(store_, stats_, server_->Settings(), req, out);
       return;
   }
 }

@@ -23,6 +23,11 @@ struct ProcessOutcome {
   size_t consumed = 0;     // input bytes used (drop them from the buffer)
   uint64_t swallow = 0;    // then discard this many further input bytes
   bool close = false;      // close the connection once the output is written
+  // Classic wait mode: the request at `consumed` is parked (not consumed, and
+  // nothing of its reply written). The store will wake the ticket given to
+  // Process(); then call Process() again, which re-runs it.
+  bool parked = false;
+  uint64_t park_token = 0; // the lease it waits for (a new one = a new wait)
 };
 
 class Executor {
@@ -32,9 +37,12 @@ class Executor {
   // Handles complete requests from `input`. Stops early (returning what it
   // consumed) when the output holds more than `max_output` bytes, so a client
   // that does not read cannot make the server buffer without bound, or at
-  // most `max_requests` requests (-R), or on close/swallow.
+  // most `max_requests` requests (-R), or on close/swallow, or at a request
+  // that parks. `park` (classic wait mode): the ticket a parking read
+  // registers; nullptr = no request parks (a timed-out wait re-runs so).
   ProcessOutcome Process(std::string_view input, ReplyBuffer* out,
-                         size_t max_output, int max_requests);
+                         size_t max_output, int max_requests,
+                         const WaitTicket* park = nullptr);
 
   // Executes one parsed request (exposed for tests).
   void Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome);
@@ -45,6 +53,7 @@ class Executor {
   ThreadStats* stats_;
   ParserLimits limits_;
   Request request_;   // reused: Request is large (meta flags, decoded key)
+  const WaitTicket* park_ = nullptr;   // set for the duration of Process()
 };
 
 }  // namespace herdless

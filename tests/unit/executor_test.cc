@@ -410,11 +410,6 @@ TEST_F(ExecutorTest, MetaCommandsAreDispatched) {
   EXPECT_EQ(Run("ms k 1\r\nx\r\nmg k v\r\n"), "HD\r\nVA 1\r\nx\r\n");
 }
 
-TEST_F(ExecutorTest, LeaseCommandsAnswerErrorForNow) {
-  EXPECT_EQ(Run("lease-get k\r\n"), "ERROR\r\n");
-  EXPECT_EQ(Run("lease-set k 5 0 0 1\r\nx\r\n"), "ERROR\r\n");
-}
-
 // --- Process: pipelines, partial input, limits ----------------------------
 
 TEST_F(ExecutorTest, PipelinedRequestsAnswerInOrder) {
