@@ -19,6 +19,13 @@ namespace {
 constexpr size_t kInitialInput = 16 * 1024;   // memcached's READ_BUFFER_SIZE
 constexpr size_t kMinReadRoom = 4 * 1024;     // grow or compact below this much free tail
 constexpr int kMaxIovecs = IOV_MAX;
+// A parked reader's timer runs this much past wait_timeout_ms. libevent
+// measures from the loop's cached time, which may be a few ms old; with the
+// default wait_timeout_ms = lease_timeout the slack makes sure a reader whose
+// wait ends finds the lease it waited for dead, and takes it over.
+constexpr int kWaitSlackMs = 10;
+
+std::atomic<uint64_t> next_connection_id{1};
 
 }  // namespace
 
@@ -95,6 +102,7 @@ class Connection::InputBuffer {
 Connection::Connection(Worker* worker, int fd, std::string peer, std::string local)
     : worker_(worker),
       fd_(fd),
+      id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)),
       peer_(std::move(peer)),
       local_(std::move(local)),
       input_(std::make_unique<InputBuffer>(worker->config().max_input)),
@@ -104,6 +112,8 @@ Connection::~Connection() {
   if (read_event_ != nullptr) event_free(read_event_);
   if (write_event_ != nullptr) event_free(write_event_);
   if (resume_event_ != nullptr) event_free(resume_event_);
+  if (wait_timer_ != nullptr) event_free(wait_timer_);
+  if (parked_) worker_->SetParked(id_, nullptr);
   close(fd_);
 }
 
@@ -137,6 +147,57 @@ void Connection::OnReadable(int, short, void* arg) {
 void Connection::OnWritable(int, short, void* arg) { static_cast<Connection*>(arg)->Run(); }
 
 void Connection::OnResume(int, short, void* arg) { static_cast<Connection*>(arg)->Run(); }
+
+void Connection::Wake(uint64_t seq) {
+  if (!parked_ || seq != park_seq_) return;   // a ticket of an earlier park
+  SetParked(false);
+  Run();
+}
+
+void Connection::OnWaitTimeout(int, short, void* arg) {
+  Connection* c = static_cast<Connection*>(arg);
+  if (!c->waiting_) return;
+  c->SetParked(false);
+  c->wait_expired_ = true;
+  c->Run();
+}
+
+void Connection::SetParked(bool on) {
+  parked_ = on;
+  worker_->SetParked(id_, on ? this : nullptr);
+}
+
+// Bookkeeping after a Process() pass, for the request at the head of the
+// input when it parks, and when it is finally answered.
+void Connection::NoteWait(const ProcessOutcome& outcome, bool expired) {
+  ThreadStats& stats = worker_->stats();
+  if (waiting_ && outcome.consumed > 0) {
+    (expired ? stats.waits_timed_out : stats.waits_woken).Add();
+    waiting_ = false;
+    wait_expired_ = false;
+    if (wait_timer_ != nullptr) event_del(wait_timer_);
+  }
+  if (!outcome.parked) return;
+  SetParked(true);
+  if (waiting_ && outcome.park_token == park_token_) return;   // same wait, same timer
+  // A new wait: this request's first park, or a new lease after the one it
+  // waited for timed out (wait_timeout_ms bounds the wait for one lease).
+  if (!waiting_) stats.waits_parked.Add();
+  waiting_ = true;
+  park_token_ = outcome.park_token;
+  if (wait_timer_ == nullptr) {
+    wait_timer_ = event_new(worker_->base(), -1, 0, &Connection::OnWaitTimeout, this);
+  }
+  const int64_t ms = int64_t{worker_->config().wait_timeout_ms} + kWaitSlackMs;
+  struct timeval timeout = {static_cast<time_t>(ms / 1000),
+                            static_cast<suseconds_t>((ms % 1000) * 1000)};
+  if (wait_timer_ == nullptr || event_add(wait_timer_, &timeout) != 0) {
+    // No timer, no bound on the wait: give up waiting at once.
+    SetParked(false);
+    wait_expired_ = true;
+    event_active(resume_event_, EV_TIMEOUT, 0);
+  }
+}
 
 void Connection::BeginDrain() {
   draining_ = true;
@@ -173,9 +234,10 @@ void Connection::Run() {
     return;
   }
   if (output_.empty()) {
-    // Nothing owed: close now if there is nothing left to wait for.
-    bool oversized = !more && input_->full();   // a request larger than we buffer
-    if (close_after_write_ || draining_ || oversized || (peer_closed_ && !more)) {
+    // Nothing owed: close now if there is nothing left to wait for. A parked
+    // request is owed a reply (even after a half-close), up to its timeout.
+    bool oversized = !more && input_->full() && !waiting_;   // a request larger than we buffer
+    if (close_after_write_ || draining_ || oversized || (peer_closed_ && !more && !waiting_)) {
       if (draining_) DiscardUnread();
       Close();
       return;
@@ -196,14 +258,21 @@ void Connection::DiscardUnread() {
 
 bool Connection::Execute() {
   DiscardSwallowed();
-  if (close_after_write_ || draining_ || swallow_ > 0 || input_->empty()) return false;
+  if (close_after_write_ || draining_ || swallow_ > 0 || input_->empty() || parked_) return false;
   const WorkerConfig& config = worker_->config();
   if (output_.pending_bytes() >= config.max_output) return true;   // back-pressure: resume after a write
 
   state_.store(ConnState::kParseCmd, std::memory_order_relaxed);
+  // A get may park on this ticket (a new seq each pass: a wake meant for an
+  // earlier park is ignored). A request whose wait timed out runs once more,
+  // alone and without parking: a miss, or the lease.
+  const WaitTicket ticket{static_cast<uint32_t>(worker_->id()), id_, ++park_seq_};
+  const bool expired = wait_expired_;
   ProcessOutcome outcome =
-      worker_->executor().Process(input_->view(), &output_, config.max_output, config.reqs_per_event);
+      worker_->executor().Process(input_->view(), &output_, config.max_output,
+                                  expired ? 1 : config.reqs_per_event, expired ? nullptr : &ticket);
   input_->Drop(outcome.consumed);
+  if (waiting_ || outcome.parked) NoteWait(outcome, expired);
   if (outcome.consumed > 0) last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);
   if (outcome.close) {
     close_after_write_ = true;
@@ -273,7 +342,7 @@ void Connection::SetWriting(bool on) {
 }
 
 bool Connection::IdleLongerThan(int64_t now_s, int timeout_s) const {
-  return output_.empty() && now_s - last_cmd_s_.load(std::memory_order_relaxed) > timeout_s;
+  return output_.empty() && !waiting_ && now_s - last_cmd_s_.load(std::memory_order_relaxed) > timeout_s;
 }
 
 ConnectionInfo Connection::Info(int64_t now_s) const {

@@ -4,6 +4,9 @@
 // sendmsg (many iovecs at once, partial writes resumed on EV_WRITE).
 // Back-pressure: while more than max_output bytes are unsent it neither
 // executes nor reads, so a client that does not read cannot grow the server.
+// Classic wait mode: a request that parks stops the connection's pipeline
+// (its output still flows) until Wake() with the park's ticket, or until
+// wait_timeout_ms, when it runs once more without parking.
 // Only state() and secs_since_last_cmd() may be read by other threads.
 #ifndef HERDLESS_DAEMON_CONNECTION_H_
 #define HERDLESS_DAEMON_CONNECTION_H_
@@ -22,6 +25,7 @@ struct event;
 namespace herdless {
 
 class Worker;
+struct ProcessOutcome;
 
 // memcached's conn_* states, for `stats conns`.
 enum class ConnState : uint8_t {
@@ -55,6 +59,10 @@ class Connection {
   bool IdleLongerThan(int64_t now_s, int timeout_s) const;
 
   int fd() const { return fd_; }
+  uint64_t id() const { return id_; }   // unique in the process: a parked reader's ticket
+
+  // The store woke park `seq`: re-run the parked request (if still parked so).
+  void Wake(uint64_t seq);
   ConnectionInfo Info(int64_t now_s) const;   // any thread, under the worker's registry lock
 
  private:
@@ -64,11 +72,14 @@ class Connection {
   static void OnReadable(int fd, short what, void* arg);
   static void OnWritable(int fd, short what, void* arg);
   static void OnResume(int fd, short what, void* arg);
+  static void OnWaitTimeout(int fd, short what, void* arg);
 
   ReadStatus ReadInput();
   void Run();                 // execute, write, then decide what to wait for
   bool Execute();             // true: input remains that may hold more requests
   bool Flush();               // false: the socket failed
+  void NoteWait(const ProcessOutcome& outcome, bool expired);
+  void SetParked(bool on);
   void DiscardSwallowed();
   void DiscardUnread();
   void UpdateEvents(bool more_input);
@@ -78,6 +89,7 @@ class Connection {
 
   Worker* const worker_;
   const int fd_;
+  const uint64_t id_;
   const std::string peer_;
   const std::string local_;
   event* read_event_ = nullptr;
@@ -92,6 +104,14 @@ class Connection {
   bool peer_closed_ = false;      // EOF read: finish what is buffered, then close
   bool close_after_write_ = false;
   bool draining_ = false;
+
+  // Classic wait mode (see NoteWait).
+  event* wait_timer_ = nullptr;   // created on the first park
+  bool parked_ = false;           // the head request waits for a wake
+  bool waiting_ = false;          // the head request has parked and is not answered yet
+  bool wait_expired_ = false;     // its wait timed out: run it once without parking
+  uint64_t park_seq_ = 0;         // ticket seq of the latest Process() pass
+  uint64_t park_token_ = 0;       // the lease the head request waits for
 
   std::atomic<ConnState> state_{ConnState::kNewCmd};
   std::atomic<int64_t> last_cmd_s_;

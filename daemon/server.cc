@@ -150,6 +150,7 @@ int Server::Run() {
   store_config.stale_grace_s = p.stale_grace_s;
   store_config.clock = &clock_;
   store_config.random = &random_;
+  store_config.wake_sink = this;   // readers park only once every worker runs
   store_ = std::make_unique<ItemStore>(store_config);
 
   event_config* cfg = event_config_new();
@@ -167,6 +168,7 @@ int Server::Run() {
   worker_config.idle_timeout_s = p.idle_timeout;
   worker_config.max_output = kMaxOutputPerConnection;
   worker_config.max_input = p.item_size_max + kInputSlack;
+  worker_config.wait_timeout_ms = p.wait_timeout_ms;
 
   // Workers start with every signal blocked, so signals reach the main loop.
   sigset_t all, previous;
@@ -208,6 +210,10 @@ int Server::Run() {
   }
   for (auto& w : workers_) w->Join();
   return started ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+void Server::Wake(const WaitTicket& ticket) {
+  if (ticket.worker < workers_.size()) workers_[ticket.worker]->WakeParked(ticket);
 }
 
 void Server::SetAccepting(bool on) {

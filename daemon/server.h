@@ -4,7 +4,8 @@
 // handles SIGTERM/SIGINT/SIGUSR1 and the `shutdown` command: stop accepting,
 // let the workers finish writing the replies they owe, exit 0.
 // It is also the protocol's ServerInfo (stats, verbosity, shutdown); those
-// methods are called from worker threads and are thread-safe.
+// methods are called from worker threads and are thread-safe. And it is the
+// store's LeaseWakeSink: a parked reader's wake goes to its worker.
 #ifndef HERDLESS_DAEMON_SERVER_H_
 #define HERDLESS_DAEMON_SERVER_H_
 
@@ -26,7 +27,7 @@ struct event_base;
 
 namespace herdless {
 
-class Server final : public ServerInfo {
+class Server final : public ServerInfo, public LeaseWakeSink {
  public:
   explicit Server(const Options& options);
   ~Server() override;
@@ -50,6 +51,9 @@ class Server final : public ServerInfo {
   void SetVerbosity(int level) override;
   int Verbosity() const override;
   void Shutdown(bool graceful) override;
+
+  // LeaseWakeSink (any thread)
+  void Wake(const WaitTicket& ticket) override;
 
  private:
   struct Listener {

@@ -139,6 +139,22 @@ void Worker::CloseConnection(Connection* conn) {
   MaybeFinishStop();
 }
 
+void Worker::SetParked(uint64_t conn_id, Connection* conn) {
+  if (conn != nullptr) {
+    parked_[conn_id] = conn;
+  } else {
+    parked_.erase(conn_id);
+  }
+}
+
+void Worker::WakeParked(const WaitTicket& ticket) {
+  Post([this, ticket] {
+    if (stopping_) return;   // draining connections are not re-run
+    auto it = parked_.find(ticket.conn_id);
+    if (it != parked_.end()) it->second->Wake(ticket.seq);
+  });
+}
+
 void Worker::OnIdleTimer(int, short, void* arg) {
   Worker* w = static_cast<Worker*>(arg);
   const int64_t now = CoarseNowSeconds();

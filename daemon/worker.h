@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -42,6 +43,7 @@ struct WorkerConfig {
   int idle_timeout_s = 0;         // -o idle_timeout, 0 = never
   size_t max_output = 4u << 20;   // stop executing while this much output is unsent
   size_t max_input = 0;           // largest request buffered (item_size_max + slack)
+  uint32_t wait_timeout_ms = 5000;  // -o wait_timeout_ms: longest a reader stays parked
 };
 
 // Monotonic seconds, cheap (coarse clock): connection idle times.
@@ -73,6 +75,11 @@ class Worker {
   // `stats conns`: appends one entry per connection. Thread-safe.
   void AppendConnectionsInfo(std::vector<ConnectionInfo>* out);
 
+  // Classic wait mode: the store says a parked reader's key changed. Posts
+  // the wake to this worker, which re-runs the connection's parked request
+  // if it is still open and still parked with that ticket. Thread-safe.
+  void WakeParked(const WaitTicket& ticket);
+
   ThreadStats& stats() { return stats_; }
   int id() const { return id_; }
 
@@ -82,6 +89,8 @@ class Worker {
   const WorkerConfig& config() const { return config_; }
   int verbosity() const { return server_->Verbosity(); }
   void CloseConnection(Connection* conn);
+  // A connection with a parked request registers while it waits.
+  void SetParked(uint64_t conn_id, Connection* conn);   // nullptr: no longer parked
 
  private:
   static void OnNotify(int fd, short what, void* arg);
@@ -109,6 +118,8 @@ class Worker {
   std::mutex tasks_mutex_;
   std::vector<std::function<void()>> tasks_;   // guarded by tasks_mutex_
   bool notified_ = false;                      // guarded by tasks_mutex_
+
+  std::unordered_map<uint64_t, Connection*> parked_;   // worker thread only
 
   std::mutex registry_mutex_;
   std::unordered_set<Connection*> connections_;   // written by the worker under the mutex
