@@ -184,6 +184,7 @@ void Connection::NoteWait(const ProcessOutcome& outcome, bool expired) {
   // waited for timed out (wait_timeout_ms bounds the wait for one lease).
   if (!waiting_) stats.waits_parked.Add();
   waiting_ = true;
+  wait_expired_ = false;
   park_token_ = outcome.park_token;
   if (wait_timer_ == nullptr) {
     wait_timer_ = event_new(worker_->base(), -1, 0, &Connection::OnWaitTimeout, this);
@@ -264,13 +265,18 @@ bool Connection::Execute() {
 
   state_.store(ConnState::kParseCmd, std::memory_order_relaxed);
   // A get may park on this ticket (a new seq each pass: a wake meant for an
-  // earlier park is ignored). A request whose wait timed out runs once more,
-  // alone and without parking: a miss, or the lease.
+  // earlier park is ignored). A request whose wait timed out runs alone: if
+  // the lease it waited for is still held, once more without parking (a
+  // miss); if that lease died, it takes it over or waits for the new one.
   const WaitTicket ticket{static_cast<uint32_t>(worker_->id()), id_, ++park_seq_};
   const bool expired = wait_expired_;
-  ProcessOutcome outcome =
-      worker_->executor().Process(input_->view(), &output_, config.max_output,
-                                  expired ? 1 : config.reqs_per_event, expired ? nullptr : &ticket);
+  const int max_requests = expired ? 1 : config.reqs_per_event;
+  ProcessOutcome outcome = worker_->executor().Process(input_->view(), &output_, config.max_output,
+                                                       max_requests, &ticket);
+  if (expired && outcome.parked && outcome.park_token == park_token_) {
+    outcome = worker_->executor().Process(input_->view(), &output_, config.max_output,
+                                          max_requests, nullptr);
+  }
   input_->Drop(outcome.consumed);
   if (waiting_ || outcome.parked) NoteWait(outcome, expired);
   if (outcome.consumed > 0) last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);

@@ -5,8 +5,9 @@
 // Back-pressure: while more than max_output bytes are unsent it neither
 // executes nor reads, so a client that does not read cannot grow the server.
 // Classic wait mode: a request that parks stops the connection's pipeline
-// (its output still flows) until Wake() with the park's ticket, or until
-// wait_timeout_ms, when it runs once more without parking.
+// (its output still flows) until Wake() with the park's ticket re-runs it, or
+// until wait_timeout_ms: then it is answered with a miss, unless the lease it
+// waited for died meanwhile (it takes the lease over, or waits for the new one).
 // Only state() and secs_since_last_cmd() may be read by other threads.
 #ifndef HERDLESS_DAEMON_CONNECTION_H_
 #define HERDLESS_DAEMON_CONNECTION_H_

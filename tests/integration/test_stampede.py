@@ -1,0 +1,246 @@
+"""Stampede protection under hundreds of concurrent connections.
+
+- meta: of 300 simultaneous `mg ... N` misses exactly one gets W, per lease period; after the
+  lease times out exactly one more does, with a new CAS, and the old holder's `ms C` is refused.
+- lease-get: exactly one token per lease period; a holder that dies (never stores) is replaced
+  after lease_timeout; its late lease-set is refused, the new holder's stored, everyone hits.
+- classic wait mode (-t 4): 300 parked `get`s are all answered with the new value once another
+  connection sets it; none is answered before.
+- classic wait mode with a dead holder: after lease_timeout exactly one parked reader takes the
+  lease over (a miss), the rest keep waiting and get the value it stores.
+Counts and values only; waits are for events (or for a lease timeout to pass), bounded.
+Against memcached (TEST_AGAINST=memcached) only the meta part applies; the rest is skipped.
+"""
+
+import select
+import time
+
+import harness
+
+N = 300
+TIMEOUT = harness.TIMEOUT * 4
+
+
+def stats(conn):
+    reply = conn.call(b"stats\r\n", b"END\r\n")
+    out = {}
+    for line in reply.split(b"\r\n"):
+        parts = line.split(b" ")
+        if len(parts) == 3 and parts[0] == b"STAT":
+            out[parts[1].decode()] = parts[2].decode()
+    return out
+
+
+def wait_for_stat(conn, name, at_least):
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        value = int(stats(conn).get(name, "0"))
+        if value >= at_least or time.monotonic() > deadline:
+            return value
+        time.sleep(0.01)
+
+
+def read_mg(conn):
+    """(code, flags as a list of words, value or None)."""
+    words = conn.recv_line().split()
+    value = None
+    if words[0] == b"VA":
+        value = conn.recv_exact(int(words[1]) + 2)[:-2]
+        return words[0], words[2:], value
+    return words[0], words[1:], value
+
+
+def read_lease_get(conn):
+    """("VALUE"|"LVALUE", token or None, value)."""
+    words = conn.recv_line().split()
+    if words[0] == b"VALUE":
+        value = conn.recv_exact(int(words[3]) + 2)[:-2]
+        token = None
+    elif words[0] == b"LVALUE":
+        value = conn.recv_exact(int(words[4]) + 2)[:-2]
+        token = int(words[2])
+    else:
+        raise AssertionError("lease-get: unexpected %r" % words)
+    end = conn.recv_line()
+    if end != b"END\r\n":
+        raise AssertionError("lease-get: %r instead of END" % end)
+    return words[0], token, value
+
+
+def read_get(conn):
+    """The value of a one-key get, or None for a miss."""
+    line = conn.recv_line()
+    if line == b"END\r\n":
+        return None
+    words = line.split()
+    if words[0] != b"VALUE":
+        raise AssertionError("get: unexpected %r" % line)
+    value = conn.recv_exact(int(words[3]) + 2)[:-2]
+    end = conn.recv_line()
+    if end != b"END\r\n":
+        raise AssertionError("get: %r instead of END" % end)
+    return value
+
+
+def open_conns(port, n):
+    return [harness.Conn(port, timeout=TIMEOUT) for _ in range(n)]
+
+
+def readable(conns, timeout):
+    """The connections with reply bytes (buffered or on the socket) within `timeout`."""
+    ready = [c for c in conns if c.buf]
+    if ready:
+        return ready
+    socks = {c.sock: c for c in conns}
+    r, _, _ = select.select(list(socks), [], [], timeout)
+    return [socks[s] for s in r]
+
+
+def meta_one_winner_per_lease_period(res):
+    with harness.start_target(["-t", "4", "-o", "lease_timeout=2"] if harness.target_name() ==
+                              "herdless" else ["-t", "4"]) as d:
+        conns = open_conns(d.port, N)
+        for c in conns:
+            c.send(b"mg hot s v c N30\r\n")
+        replies = [read_mg(c) for c in conns]
+        winners = [r for r in replies if b"W" in r[1]]
+        res.equal(len(winners), 1, "meta: one W among %d simultaneous misses" % N)
+        res.equal(sum(1 for r in replies if b"Z" in r[1]), N - 1, "meta: the others get Z")
+        first_cas = int([w for w in winners[0][1] if w.startswith(b"c")][0][1:])
+        if harness.target_name() == "herdless":
+            time.sleep(2.2)  # let the lease time out: the winner "died"
+            for c in conns:
+                c.send(b"mg hot s v c N30\r\n")
+            replies = [read_mg(c) for c in conns]
+            winners = [r for r in replies if b"W" in r[1]]
+            res.equal(len(winners), 1, "meta: one W in the next lease period")
+            second_cas = int([w for w in winners[0][1] if w.startswith(b"c")][0][1:])
+            res.check(second_cas != first_cas, "meta: the new lease has a new CAS")
+            res.equal(conns[0].call(b"ms hot 3 T30 C%d\r\nold\r\n" % first_cas), b"EX\r\n",
+                      "meta: the dead holder's store is refused")
+            res.equal(conns[1].call(b"ms hot 3 T30 C%d\r\nnew\r\n" % second_cas), b"HD\r\n",
+                      "meta: the live holder's store succeeds")
+            for c in conns:
+                c.send(b"mg hot v\r\n")
+            values = [read_mg(c) for c in conns]
+            res.equal(sum(1 for v in values if v[2] == b"new" and not v[1]), N,
+                      "meta: everyone reads the new value, without hints")
+        for c in conns:
+            c.close()
+
+
+def lease_get_with_a_crashed_holder(res):
+    with harness.start_herdless(["-t", "4", "-o", "lease_timeout=1"]) as d:
+        conns = open_conns(d.port, N)
+        for c in conns:
+            c.send(b"lease-get hot\r\n")
+        replies = [read_lease_get(c) for c in conns]
+        tokens = [r[1] for r in replies if r[1] is not None and r[1] > 1]
+        res.equal(len(tokens), 1, "lease-get: one token among %d misses" % N)
+        res.equal(sum(1 for r in replies if r == (b"LVALUE", 1, b"")), N - 1,
+                  "lease-get: the others get the hot miss (token 1, no value)")
+        old = tokens[0] if tokens else 0
+        holder = [c for c, r in zip(conns, replies) if r[1] == old]
+        for c in holder:  # the holder crashes without storing
+            conns.remove(c)
+            c.close()
+
+        time.sleep(1.2)  # lease_timeout passes
+        for c in conns:
+            c.send(b"lease-get hot\r\n")
+        replies = [read_lease_get(c) for c in conns]
+        tokens = [r[1] for r in replies if r[1] is not None and r[1] > 1]
+        res.equal(len(tokens), 1, "lease-get: one new token after the holder died")
+        new = tokens[0] if tokens else 0
+        res.check(new != old, "lease-get: the new token supersedes the old one")
+        res.equal(conns[0].call(b"lease-set hot %d 0 30 3\r\nold\r\n" % old), b"NOT_STORED\r\n",
+                  "lease-set with the superseded token is refused")
+        res.equal(conns[0].call(b"lease-set hot %d 0 30 3\r\nnew\r\n" % new), b"STORED\r\n",
+                  "lease-set with the live token is stored")
+        res.equal(conns[0].call(b"lease-set hot %d 0 30 3\r\nbad\r\n" % new), b"NOT_STORED\r\n",
+                  "a fulfilled token cannot store twice")
+        for c in conns:
+            c.send(b"lease-get hot\r\n")
+        replies = [read_lease_get(c) for c in conns]
+        res.equal(sum(1 for r in replies if r == (b"VALUE", None, b"new")), len(conns),
+                  "lease-get: everyone hits the new value")
+        s = stats(conns[0])
+        res.check(int(s["lease_timeouts"]) >= 1, "stats: lease_timeouts counted", repr(s))
+        res.equal(s["lease_sets_refused"], "2", "stats: lease_sets_refused")
+        res.equal(s["curr_leases"], "0", "stats: no lease left")
+        for c in conns:
+            c.close()
+
+
+def wait_mode_parked_readers_woken_by_another_worker(res):
+    with harness.start_herdless(["-t", "4", "-o", "classic_stampede=wait,lease_timeout=30"]) as d:
+        control = harness.Conn(d.port, timeout=TIMEOUT)
+        res.equal(control.call(b"get hot\r\n"), b"END\r\n", "wait: the first reader wins (a miss)")
+        readers = open_conns(d.port, N)
+        readers[0].send(b"get hot\r\nversion\r\n")  # its pipeline waits behind the parked get
+        for c in readers[1:]:
+            c.send(b"get hot\r\n")
+        parked = wait_for_stat(control, "waits_parked", N)
+        res.equal(parked, N, "wait: every reader is parked")
+        res.equal(readable(readers, 0), [], "wait: no parked reader has been answered")
+        # Other connections are not held up by the parked ones.
+        control.call(b"set other 0 0 1\r\nx\r\n")
+        res.equal(control.call(b"get other\r\n", b"END\r\n"), b"VALUE other 0 1\r\nx\r\nEND\r\n",
+                  "wait: other keys answer at once")
+        setter = harness.Conn(d.port, timeout=TIMEOUT)  # round-robin: another worker than most
+        res.equal(setter.call(b"set hot 5 30 10\r\nrecomputed\r\n"), b"STORED\r\n",
+                  "wait: the set")
+        values = [read_get(c) for c in readers]
+        res.equal(sum(1 for v in values if v == b"recomputed"), N,
+                  "wait: every parked reader gets the new value")
+        res.equal(readers[0].recv_line(), b"VERSION 1.6.18-herdless\r\n",
+                  "wait: the parked connection's pipeline resumes")
+        s = stats(control)
+        res.equal(s["waits_woken"], str(N), "stats: waits_woken")
+        res.equal(s["waits_timed_out"], "0", "stats: waits_timed_out")
+        res.equal(s["curr_leases"], "0", "stats: the lease is fulfilled")
+        for c in readers + [control, setter]:
+            c.close()
+
+
+def wait_mode_with_a_crashed_holder(res):
+    n = 50
+    with harness.start_herdless(["-t", "4", "-o", "classic_stampede=wait,lease_timeout=1"]) as d:
+        control = harness.Conn(d.port, timeout=TIMEOUT)
+        holder = harness.Conn(d.port, timeout=TIMEOUT)
+        res.equal(holder.call(b"get hot\r\n"), b"END\r\n", "crash: the first reader wins")
+        holder.close()  # and dies without storing
+        readers = open_conns(d.port, n)
+        for c in readers:
+            c.send(b"get hot\r\n")
+        res.equal(wait_for_stat(control, "waits_parked", n), n, "crash: every reader is parked")
+        # After lease_timeout one parked reader takes the lease over: its reply is a miss.
+        first = readable(readers, TIMEOUT)
+        res.equal(len(first), 1, "crash: exactly one reader is answered after the timeout")
+        taker = first[0] if first else readers[0]
+        res.equal(read_get(taker), None, "crash: the taker gets a miss (its cue to recompute)")
+        others = [c for c in readers if c is not taker]
+        res.equal(taker.call(b"set hot 0 30 5\r\nfresh\r\n"), b"STORED\r\n", "crash: the taker sets")
+        values = [read_get(c) for c in others]
+        res.equal(sum(1 for v in values if v == b"fresh"), n - 1,
+                  "crash: the others wait for the new holder and get its value")
+        s = stats(control)
+        res.equal(s["waits_timed_out"], "1", "stats: one wait timed out")
+        res.equal(s["waits_woken"], str(n - 1), "stats: the others were woken")
+        res.check(int(s["lease_timeouts"]) >= 1, "stats: the dead lease timed out", repr(s))
+        for c in readers + [control]:
+            c.close()
+
+
+def body(res):
+    meta_one_winner_per_lease_period(res)
+    if harness.target_name() != "herdless":
+        harness.log("lease-get and classic modes are herdless extensions: skipped")
+        return
+    lease_get_with_a_crashed_holder(res)
+    wait_mode_parked_readers_woken_by_another_worker(res)
+    wait_mode_with_a_crashed_holder(res)
+
+
+if __name__ == "__main__":
+    harness.run("test_stampede", body)
