@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with Debian's clang (-fsanitize=fuzzer,address,undefined) into
+# build/fuzz and runs each for [seconds] (default 300), one after the other:
+#   classic   tests/fuzz/parser_fuzzer.cc    seeds tests/fuzz/corpus/classic, classic.dict
+#   meta      tests/fuzz/parser_fuzzer.cc    seeds tests/fuzz/corpus/meta,    meta.dict
+#   lease     tests/fuzz/parser_fuzzer.cc    seeds tests/fuzz/corpus/lease,   lease.dict
+#   executor  tests/fuzz/executor_fuzzer.cc  seeds tests/fuzz/corpus/executor, all three dicts
+# (The parser target reads every command family; the seeds and dictionary steer each run to
+# one.) Every run also replays tests/fuzz/corpus/parser and tests/fuzz/corpus/regressions.
+# New inputs accumulate in build/fuzz/corpus/<target> (not committed); a crash stops the
+# script with the input saved in build/fuzz/crashes/ — fix it, then add that input to
+# tests/fuzz/corpus/regressions/.
+# Prints "fuzz-result: PASS|FAIL <target> <executions> executions in <s> s" per target.
+#   scripts/fuzz.sh [seconds-per-target] [target...]
+set -uo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+seconds="${1:-300}"
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor)
+
+FUZZ_DIR="$REPO_ROOT/build/fuzz"
+SEEDS="$REPO_ROOT/tests/fuzz"
+CXX="${FUZZ_CXX:-clang++}"
+CXXFLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
+          -fno-sanitize-recover=undefined -I"$REPO_ROOT" -I"$FUZZ_DIR")
+LIB_SOURCES=(storage/clock.cc storage/random.cc storage/item.cc storage/lease.cc
+             storage/item_store.cc protocol/numbers.cc protocol/key.cc protocol/text_parser.cc
+             protocol/meta_parser.cc protocol/reply.cc protocol/meta_executor.cc
+             protocol/executor.cc)
+
+# Compiles one source into build/fuzz/obj unless its object is newer than it and every header.
+compile() {
+  local src="$1" obj="$FUZZ_DIR/obj/${1//\//_}.o"
+  if [ -f "$obj" ] && [ "$obj" -nt "$REPO_ROOT/$src" ] &&
+     [ -z "$(find "$REPO_ROOT/protocol" "$REPO_ROOT/storage" -name '*.h' -newer "$obj")" ]; then
+    return 0
+  fi
+  quietly "$CXX" "${CXXFLAGS[@]}" -fsanitize=fuzzer-no-link -c "$REPO_ROOT/$src" -o "$obj"
+}
+
+build_fuzzers() {
+  command -v "$CXX" >/dev/null || die "no $CXX (Debian package clang)"
+  mkdir -p "$FUZZ_DIR/obj" "$FUZZ_DIR/corpus" "$FUZZ_DIR/crashes"
+  # The library code needs config.h only for HERDLESS_JEMALLOC, which stays off here.
+  [ -f "$FUZZ_DIR/config.h" ] || echo "/* fuzz build: system allocator */" >"$FUZZ_DIR/config.h"
+  export -f compile quietly die
+  export CXX FUZZ_DIR REPO_ROOT
+  export CXXFLAGS_LIST="${CXXFLAGS[*]}"
+  local src
+  for src in "${LIB_SOURCES[@]}" tests/fuzz/parser_fuzzer.cc tests/fuzz/executor_fuzzer.cc; do
+    echo "$src"
+  done | xargs -P "$JOBS" -I{} bash -c 'CXXFLAGS=($CXXFLAGS_LIST); compile "$1"' _ {} ||
+    die "compiling the fuzz targets failed"
+  local xxhash
+  xxhash="$(pkg-config --libs libxxhash)"
+  local libs=() name
+  for src in "${LIB_SOURCES[@]}"; do libs+=("$FUZZ_DIR/obj/${src//\//_}.o"); done
+  for name in parser_fuzzer executor_fuzzer; do
+    local main="$FUZZ_DIR/obj/tests_fuzz_$name.cc.o" bin="$FUZZ_DIR/$name"
+    local stale=0 o
+    for o in "$main" "${libs[@]}"; do [ "$o" -nt "$bin" ] && stale=1; done
+    [ -x "$bin" ] && [ $stale -eq 0 ] && continue
+    # shellcheck disable=SC2086
+    quietly "$CXX" "${CXXFLAGS[@]}" -fsanitize=fuzzer "$main" "${libs[@]}" $xxhash -lpthread \
+      -o "$bin" || die "linking $name failed"
+  done
+  cat "$SEEDS"/classic.dict "$SEEDS"/meta.dict "$SEEDS"/lease.dict >"$FUZZ_DIR/all.dict"
+}
+
+# Runs target $1 for $seconds; prints its fuzz-result line; false if it found something.
+run_target() {
+  local name="$1" bin dict
+  case "$name" in
+    classic|meta|lease) bin="$FUZZ_DIR/parser_fuzzer"; dict="$SEEDS/$name.dict" ;;
+    executor) bin="$FUZZ_DIR/executor_fuzzer"; dict="$FUZZ_DIR/all.dict" ;;
+    *) die "unknown fuzz target $name (classic meta lease executor)" ;;
+  esac
+  local work="$FUZZ_DIR/corpus/$name" log="$FUZZ_DIR/$name.log"
+  mkdir -p "$work"
+  local seeds=("$SEEDS/corpus/$name")
+  [ -d "$SEEDS/corpus/parser" ] && seeds+=("$SEEDS/corpus/parser")
+  [ -d "$SEEDS/corpus/regressions" ] && seeds+=("$SEEDS/corpus/regressions")
+  local rc=0
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -max_len=8192 \
+    -print_final_stats=1 -dict="$dict" -artifact_prefix="$FUZZ_DIR/crashes/$name-" \
+    "$work" "${seeds[@]}" >"$log" 2>&1 || rc=$?
+  local runs time
+  runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
+  time="$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n 1)"
+  if [ $rc -ne 0 ]; then
+    tail -n 80 "$log" >&2
+    echo "fuzz-result: FAIL $name ${runs:-?} executions (exit $rc; input in $FUZZ_DIR/crashes/)"
+    return 1
+  fi
+  echo "fuzz-result: PASS $name ${runs:-?} executions in ${time:-$seconds} s"
+}
+
+main() {
+  build_fuzzers
+  local status=0 t
+  for t in "${targets[@]}"; do
+    run_target "$t" || status=1
+  done
+  return $status
+}
+
+main
