@@ -104,6 +104,22 @@ class Daemon:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
+    def status_field(self, name):
+        """A field of /proc/<pid>/status as text ("VmRSS" -> "1234 kB"), or None."""
+        try:
+            with open("/proc/%d/status" % self.proc.pid) as f:
+                for line in f:
+                    key, _, value = line.partition(":")
+                    if key == name:
+                        return value.strip()
+        except OSError:
+            pass
+        return None
+
+    def rss_bytes(self):
+        """The daemon's resident set size now (VmRSS)."""
+        return int(self.status_field("VmRSS").split()[0]) * 1024
+
     def _kill(self):
         """SIGTERM, then SIGKILL if it does not exit in time; True if SIGKILL was needed."""
         needed_kill = False
@@ -268,6 +284,16 @@ class Conn:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def stat(conn, name):
+    """The integer value of `stats` line `name` (bytes), or None if absent."""
+    conn.send(b"stats\r\n")
+    for line in conn.recv_until(b"END\r\n").split(b"\r\n"):
+        f = line.split(b" ")
+        if len(f) == 3 and f[0] == b"STAT" and f[1] == name:
+            return int(f[2])
+    return None
 
 
 class Results:
