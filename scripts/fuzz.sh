@@ -25,10 +25,10 @@ SEEDS="$REPO_ROOT/tests/fuzz"
 CXX="${FUZZ_CXX:-clang++}"
 CXXFLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
           -fno-sanitize-recover=undefined -I"$REPO_ROOT" -I"$FUZZ_DIR")
-LIB_SOURCES=(storage/clock.cc storage/random.cc storage/item.cc storage/lease.cc
-             storage/item_store.cc protocol/numbers.cc protocol/key.cc protocol/text_parser.cc
-             protocol/meta_parser.cc protocol/reply.cc protocol/meta_executor.cc
-             protocol/executor.cc)
+# The .cc files of libstorage.a and libprotocol.a, as Makefile.am lists them.
+mapfile -t LIB_SOURCES < <(
+  sed -n '/^lib\(storage\|protocol\)_a_SOURCES/,/^$/p' "$REPO_ROOT/Makefile.am" |
+    tr ' \t\\' '\n\n\n' | grep '\.cc$')
 
 # Compiles one source into build/fuzz/obj unless its object is newer than it and every header.
 compile() {
