@@ -360,7 +360,7 @@ def resets_mid_reply(r, daemon):
 
 
 def idle_timeout(r):
-    daemon = harness.start_target(["-o", "idle_timeout=1"])
+    daemon = harness.start_target(["-o", "idle_timeout=2"])
     idle = harness.Conn(daemon.port, timeout=harness.TIMEOUT * 2)
     partial = harness.Conn(daemon.port, timeout=harness.TIMEOUT * 2)
     partial.send(b"get k")
