@@ -12,8 +12,9 @@
 //   - cmd_meta is counted by ExecuteMeta (memcached counts only `me`).
 //   - bytes_read / bytes_written are counted by the daemon, which sees the
 //     socket (swallowed data blocks and partial writes included).
-// Not counted here because the store does not report them per read:
-// get_expired and get_flushed (always 0), conn_yields (always 0).
+//   - conn_yields counts Process() calls cut short by -R (reqs_per_event).
+// Not counted because the store does not report them per read: get_expired
+// and get_flushed (always 0).
 #include "protocol/executor.h"
 
 #include <cstdint>
@@ -506,7 +507,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("listen_disabled_num", uint64_t{0});
   w->Add("time_in_listen_disabled_us", uint64_t{0});
   w->Add("threads", snap.threads);
-  w->Add("conn_yields", uint64_t{0});
+  w->Add("conn_yields", t.conn_yields);
   w->Add("hash_power_level", uint64_t(HashPowerLevel(ss.hash_buckets)));
   w->Add("hash_bytes", ss.hash_buckets * sizeof(void*));
   w->Add("hash_is_expanding", uint64_t{0});
@@ -759,7 +760,10 @@ ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_
   int handled = 0;
   park_ = park;
   while (outcome.consumed < input.size()) {
-    if (max_requests > 0 && handled >= max_requests) break;
+    if (max_requests > 0 && handled >= max_requests) {
+      stats_->conn_yields.Add();   // -R: give other connections a turn
+      break;
+    }
     if (out->pending_bytes() > max_output) break;
     const ParseResult r = ParseRequest(input.data() + outcome.consumed,
                                        input.size() - outcome.consumed, limits_, &request_);

@@ -467,6 +467,7 @@ TEST_F(ExecutorTest, StopsAfterMaxRequests) {
   outcome_ = executor_.Process(input, &out_, SIZE_MAX, 2);
   EXPECT_EQ(outcome_.consumed, 14u);
   EXPECT_EQ(Drain(&out_), "END\r\nEND\r\n");
+  EXPECT_EQ(stats_.conn_yields.Get(), 1u);   // memcached's name for "stopped at -R"
 }
 
 TEST_F(ExecutorTest, ErrorsCountAsRequestsAndKeepTheBatchGoing) {
