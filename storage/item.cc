@@ -2,9 +2,10 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <new>
+#include <type_traits>
 
 #include "config.h"
+#include "storage/slab_allocator.h"
 
 #ifdef HERDLESS_JEMALLOC
 #include <jemalloc/jemalloc.h>
@@ -23,17 +24,20 @@ size_t AllocatedSize(size_t n) {
 #endif
 }
 
-Item* AllocateItem(std::string_view key, uint32_t value_len, size_t* charged) {
-  const size_t n = ItemAllocSize(key.size(), value_len);
-  void* mem = std::malloc(n);
-  if (mem == nullptr) return nullptr;
-  *charged = AllocatedSize(n);
-  Item* item = new (mem) Item;
+namespace {
+
+// Item is an aggregate with a trivial destructor (an implicit-lifetime type),
+// so the block is used as one directly: no placement new, whose atomic
+// initialisation would be a plain write to a refcount a page drain may be
+// reading (see AllocateItemIn).
+static_assert(std::is_trivially_destructible_v<Item> && std::is_aggregate_v<Item>);
+
+Item* BuildItem(void* mem, int slab_class, std::string_view key, uint32_t value_len) {
+  Item* item = static_cast<Item*>(mem);
   item->hash_next = nullptr;
   item->lru_prev = nullptr;
   item->lru_next = nullptr;
   item->cas = 0;
-  item->refcount.store(1, std::memory_order_relaxed);
   item->client_flags = 0;
   item->exptime = 0;
   item->last_access = 0;
@@ -42,15 +46,32 @@ Item* AllocateItem(std::string_view key, uint32_t value_len, size_t* charged) {
   item->delta_ms = 0;
   item->key_len = static_cast<uint8_t>(key.size());
   item->state = 0;
+  item->slab_class = static_cast<uint8_t>(slab_class);
   std::memcpy(item->data, key.data(), key.size());
   item->data[key.size() + value_len] = '\r';
   item->data[key.size() + value_len + 1] = '\n';
+  item->refcount.store(1, std::memory_order_release);
   return item;
 }
 
+}  // namespace
+
+Item* AllocateItem(std::string_view key, uint32_t value_len, size_t* charged) {
+  const size_t n = ItemAllocSize(key.size(), value_len);
+  void* mem = std::malloc(n);
+  if (mem == nullptr) return nullptr;
+  *charged = AllocatedSize(n);
+  return BuildItem(mem, SlabAllocator::kNoClass, key, value_len);
+}
+
+Item* AllocateItemIn(void* chunk, int slab_class, std::string_view key, uint32_t value_len) {
+  return BuildItem(chunk, slab_class, key, value_len);
+}
+
 void FreeItem(Item* item) {
-  item->~Item();
-  std::free(item);
+  const int slab_class = item->slab_class;
+  if (slab_class != SlabAllocator::kNoClass) SlabAllocator::Free(item);
+  else std::free(item);
 }
 
 void ReleaseItem(Item* item) {

@@ -41,6 +41,7 @@ struct Item {
   uint16_t delta_ms;         // smoothed recompute time (XFetch's delta), 0 = unmeasured
   uint8_t key_len;
   uint8_t state;
+  uint8_t slab_class;        // SlabAllocator class of the block, 0 = malloc'd; set once
   char data[];               // key, value, "\r\n"
 
   std::string_view key() const { return {data, key_len}; }
@@ -61,9 +62,16 @@ inline size_t ItemAllocSize(size_t key_len, size_t value_len) {
 // reserved (what memory accounting counts).
 Item* AllocateItem(std::string_view key, uint32_t value_len, size_t* charged);
 
+// Builds the same item in `chunk`, a block of SlabAllocator class
+// `slab_class` with room for ItemAllocSize bytes. The refcount is written
+// last, with release order: whoever sees it non-zero (a page drain pinning
+// the chunk) also sees the key.
+Item* AllocateItemIn(void* chunk, int slab_class, std::string_view key, uint32_t value_len);
+
 // Size the allocator really reserves for a block of `n` bytes.
 size_t AllocatedSize(size_t n);
 
+// Gives the block back to malloc or to its slab page. The refcount is 0.
 void FreeItem(Item* item);
 
 // Shared ownership of an item for readers (replies in flight). Move-only.

@@ -14,6 +14,8 @@
 // looked at only when the shard has waiters: no cost otherwise.
 #include "storage/item_store.h"
 
+#include "storage/slab_allocator.h"
+
 #include <algorithm>
 #include <cassert>
 #include <charconv>
@@ -39,6 +41,7 @@ constexpr size_t kMaxKeyLength = 250;
 constexpr int64_t kMaxRelativeExptime = 60 * 60 * 24 * 30;  // 30 days, as memcached
 constexpr size_t kInitialBuckets = 256;                   // per shard, a power of two
 constexpr int kEvictScan = 5;          // LRU tail items looked at for a stale victim
+constexpr int kMaxRoomAttempts = 64;   // evictions/page drains tried for one slab item
 constexpr int64_t kAddBumpInterval = 60;  // memcached's ITEM_UPDATE_INTERVAL
 // A lease-get placeholder with no lease timeout (memcached behaviour) still
 // needs an end: the FB paper hands out one token per key every 10 seconds.
@@ -54,9 +57,15 @@ struct KeyHasher {
 
 bool Has(const Item* item, uint8_t bits) { return (item->state & bits) != 0; }
 
+// Memory an item holds: its slab chunk, or its malloc'd block.
 size_t ChargeOf(const Item* item) {
+  if (item->slab_class != SlabAllocator::kNoClass) return SlabAllocator::ChunkSize(item->slab_class);
   return AllocatedSize(ItemAllocSize(item->key_len, item->value_len));
 }
+
+// Only malloc'd items are in the budget one by one; slab items are in it
+// through their pages.
+bool ChargedAlone(const Item* item) { return item->slab_class == SlabAllocator::kNoClass; }
 
 bool IsExpired(const Item* item, int64_t now_s) {
   return item->exptime != 0 && item->exptime <= now_s;
@@ -240,6 +249,9 @@ ItemStore::ItemStore(const StoreConfig& config)
   assert(config_.clock != nullptr && config_.random != nullptr);
   config_.shard_bits = std::clamp(config.shard_bits, 0, 16);
   shards_ = std::make_unique<Shard[]>(shard_count_);
+  if (config_.slab_allocator && config_.memory_limit >= kSlabMinLimit) {
+    slabs_ = std::make_unique<SlabAllocator>(&memory_used_, &memory_limit_);
+  }
 }
 
 ItemStore::~ItemStore() {
@@ -250,6 +262,14 @@ ItemStore::~ItemStore() {
       ReleaseItem(item);  // readers still holding an ItemRef keep their copy alive
       item = next;
     }
+  }
+  if (slabs_ != nullptr && slabs_->TotalChunksInUse() != 0) {
+    // Readers still hold items in its pages: the allocator must outlive them.
+    // Kept reachable on purpose (a leak only in this shutdown corner).
+    static std::mutex graveyard_mu;
+    static auto* graveyard = new std::vector<std::unique_ptr<SlabAllocator>>;
+    std::lock_guard<std::mutex> lock(graveyard_mu);
+    graveyard->push_back(std::move(slabs_));
   }
 }
 
@@ -315,7 +335,7 @@ bool ItemStore::Reserve(size_t bytes) {
       }
       continue;  // `used` was reloaded by the failed exchange
     }
-    if (!EvictOne()) return false;
+    if (!(slabs_ != nullptr ? MakeRoom(SlabAllocator::kNoClass) : EvictOne())) return false;
     used = memory_used_.load(std::memory_order_relaxed);
   }
 }
@@ -323,6 +343,10 @@ bool ItemStore::Reserve(size_t bytes) {
 // Reserves memory for (evicting as needed) and allocates an unlinked item
 // with `value_len` value bytes left for the caller. nullptr = no memory.
 Item* ItemStore::NewItem(std::string_view key, size_t value_len) {
+  if (slabs_ != nullptr) {
+    const int cls = SlabAllocator::ClassFor(ItemAllocSize(key.size(), value_len));
+    if (cls != SlabAllocator::kNoClass) return NewSlabItem(key, value_len, cls);
+  }
   const size_t bytes = AllocatedSize(ItemAllocSize(key.size(), value_len));
   if (!Reserve(bytes)) return nullptr;
   size_t charged = 0;
@@ -337,7 +361,7 @@ Item* ItemStore::NewItem(std::string_view key, size_t value_len) {
 
 // Gives back an item from NewItem that was never linked.
 void ItemStore::DiscardItem(Item* item) {
-  memory_used_.fetch_sub(ChargeOf(item), std::memory_order_relaxed);
+  if (ChargedAlone(item)) memory_used_.fetch_sub(ChargeOf(item), std::memory_order_relaxed);
   ReleaseItem(item);
 }
 
@@ -369,7 +393,7 @@ void ItemStore::UnlinkLocked(Shard& shard, Item* item) {
   const size_t charge = ChargeOf(item);
   shard.bytes -= charge;
   if (Has(item, kItemTokenSent)) shard.leases_out--;
-  memory_used_.fetch_sub(charge, std::memory_order_relaxed);
+  if (ChargedAlone(item)) memory_used_.fetch_sub(charge, std::memory_order_relaxed);
   if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());
   ReleaseItem(item);
 }
@@ -416,29 +440,121 @@ void ItemStore::CountRemovalLocked(Shard& shard, const Item* item, int64_t now_s
   }
 }
 
-// Removes one item, round-robin over the shards: among the few items at a
-// shard's LRU tail the first stale, expired or flushed one, else the tail.
+// Among the few items at the shard's LRU tail the first stale, expired or
+// flushed one, else the tail; nullptr when the shard is empty.
+Item* ItemStore::TailVictimLocked(Shard& shard, int64_t now_s) const {
+  Item* candidate = shard.lru_tail;
+  for (int n = 0; n < kEvictScan && candidate != nullptr; n++, candidate = candidate->lru_prev) {
+    if (Has(candidate, kItemStale) || IsExpired(candidate, now_s) || IsFlushed(candidate, now_s)) {
+      return candidate;
+    }
+  }
+  return shard.lru_tail;
+}
+
+// Removes one item, round-robin over the shards (malloc'd items).
 bool ItemStore::EvictOne() {
   const int64_t now_s = NowSeconds();
   const size_t start = evict_cursor_.fetch_add(1, std::memory_order_relaxed);
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[(start + i) % shard_count_];
     ShardLock lock(this, shard);
-    if (shard.lru_tail == nullptr) continue;
-    Item* victim = shard.lru_tail;
-    Item* candidate = shard.lru_tail;
-    for (int n = 0; n < kEvictScan && candidate != nullptr; n++, candidate = candidate->lru_prev) {
-      if (Has(candidate, kItemStale) || IsExpired(candidate, now_s) ||
-          IsFlushed(candidate, now_s)) {
-        victim = candidate;
-        break;
-      }
-    }
+    Item* victim = TailVictimLocked(shard, now_s);
+    if (victim == nullptr) continue;
     CountRemovalLocked(shard, victim, now_s, /*evicted=*/true);
     UnlinkLocked(shard, victim);
     return true;
   }
   return false;
+}
+
+// Drains a slab page: every item in it that is linked is evicted. A chunk is
+// pinned (a reference taken) only while its refcount is not 0: a chunk whose
+// item is being freed, or was handed out but not yet built, reads 0 (pages
+// are mapped zeroed, and an item is freed at 0). The key is read only after
+// the pin, which acquires AllocateItemIn's release of the refcount, and the
+// item counts as linked only if the table holds it (its state byte may still
+// be written unlocked by the store that built it).
+class ItemStore::PageEvictor : public ChunkEvictor {
+ public:
+  PageEvictor(ItemStore* store, int64_t now_s) : store_(store), now_s_(now_s) {}
+
+  bool Pin(void* chunk) override {
+    Item* item = static_cast<Item*>(chunk);
+    uint32_t refs = item->refcount.load(std::memory_order_acquire);
+    while (refs != 0) {
+      if (item->refcount.compare_exchange_weak(refs, refs + 1, std::memory_order_acquire,
+                                               std::memory_order_acquire)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  void Evict(void* chunk) override {
+    Item* item = static_cast<Item*>(chunk);
+    const uint64_t hash = HashKey(item->key());
+    Shard& shard = store_->ShardFor(hash);
+    {
+      ShardLock lock(store_, shard);
+      if (*shard.SlotFor(item->key(), hash) == item) {
+        store_->CountRemovalLocked(shard, item, now_s_, /*evicted=*/true);
+        store_->UnlinkLocked(shard, item);
+      }
+    }
+    ReleaseItem(item);  // the pin; frees the chunk unless a reader still has it
+  }
+
+ private:
+  ItemStore* store_;
+  int64_t now_s_;
+};
+
+// Frees memory for a chunk of `slab_class` (kNoClass: budget for a malloc'd
+// item). The next shard's LRU victim is evicted when that helps: it is of the
+// class, a malloc'd item (frees budget for a page), or on a page already
+// draining. Otherwise a whole page is drained (the emptiest, or the victim's
+// when every page is mostly full), so memory moves between classes.
+// Returns false when there is nothing left to free.
+bool ItemStore::MakeRoom(int slab_class) {
+  const int64_t now_s = NowSeconds();
+  const size_t start = evict_cursor_.fetch_add(1, std::memory_order_relaxed);
+  const void* hint = nullptr;
+  for (size_t i = 0; i < shard_count_ && hint == nullptr; i++) {
+    Shard& shard = shards_[(start + i) % shard_count_];
+    ShardLock lock(this, shard);
+    Item* victim = TailVictimLocked(shard, now_s);
+    if (victim == nullptr) continue;
+    if (victim->slab_class == slab_class || ChargedAlone(victim) ||
+        SlabAllocator::IsDraining(victim)) {
+      CountRemovalLocked(shard, victim, now_s, /*evicted=*/true);
+      UnlinkLocked(shard, victim);
+      return true;
+    }
+    hint = victim;  // from here on only an address: which page to drain
+  }
+  SlabAllocator::Page* page = slabs_->ClaimVictimPage(hint);
+  if (page == nullptr) return hint != nullptr && EvictOne();
+  PageEvictor evictor(this, now_s);
+  slabs_->DrainPage(page, &evictor);
+  return true;
+}
+
+// A slab item: a free chunk of the class, else room made for one (a few
+// tries: other threads may take the chunks freed for this one).
+Item* ItemStore::NewSlabItem(std::string_view key, size_t value_len, int slab_class) {
+  // A lowered limit (cache_memlimit) gives back a page per allocation.
+  if (memory_used_.load(std::memory_order_relaxed) > memory_limit()) {
+    MakeRoom(SlabAllocator::kNoClass);
+  }
+  for (int attempt = 0; attempt < kMaxRoomAttempts; attempt++) {
+    void* chunk = slabs_->Allocate(slab_class);
+    if (chunk != nullptr) {
+      return AllocateItemIn(chunk, slab_class, key, static_cast<uint32_t>(value_len));
+    }
+    if (!MakeRoom(slab_class)) break;
+  }
+  return nullptr;
 }
 
 // ---------------------------------------------------------------------------
@@ -1065,6 +1181,7 @@ StoreStats ItemStore::Stats() const {
     s.xfetch_grants += c.xfetch_grants;
     s.stale_hits += c.stale_hits;
   }
+  s.total_malloced = memory_used_.load(std::memory_order_relaxed);
   return s;
 }
 

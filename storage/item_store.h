@@ -2,7 +2,10 @@
 // shards that each own a lock, their buckets and an LRU list, so workers on
 // different keys rarely meet. Memory is one global budget (-m): an allocation
 // that would exceed it first evicts LRU tails round-robin across shards
-// (stale items before live ones). Expiry is lazy (checked on access) plus
+// (stale items before live ones). Items live in SlabAllocator pages: when a
+// size class has no free chunk, the LRU tail is evicted if it is of that
+// class, else a whole page is drained and its memory moves to the class.
+// Expiry is lazy (checked on access) plus
 // ReclaimExpired(), which a maintenance timer calls. The per-key lease
 // (memcached's W/X/Z, lease-get, classic stampede modes, XFetch) lives on the
 // item and is decided by storage/lease.h. Readers parked in classic wait mode
@@ -41,6 +44,8 @@ struct WaitTicket {
 // Told when a parked reader's key changed in a way that ends its wait (a new
 // value, removal, a cancelled or re-granted lease). Called with no store lock
 // held, from whichever thread made the change; must be thread-safe and quick.
+class SlabAllocator;
+
 class LeaseWakeSink {
  public:
   virtual ~LeaseWakeSink() = default;
@@ -49,6 +54,9 @@ class LeaseWakeSink {
 
 struct StoreConfig {
   size_t memory_limit = 64u << 20;   // bytes of item memory (-m)
+  // Items live in SlabAllocator pages (fine size classes) when the limit is
+  // at least kSlabMinLimit; otherwise, or when false, one malloc per item.
+  bool slab_allocator = true;
   size_t item_size_max = 1u << 20;   // -I: limit on a whole item, as memcached
   int shard_bits = 6;                // 2^shard_bits shards
   LeaseSettings lease;
@@ -179,6 +187,7 @@ struct StoreStats {
   uint64_t curr_items = 0;
   uint64_t total_items = 0;
   uint64_t bytes = 0;             // memory charged for items
+  uint64_t total_malloced = 0;    // what the -m budget counts: slab pages + malloc'd items
   uint64_t evictions = 0;
   uint64_t reclaimed = 0;         // expired items removed (lazily or by the reaper)
   uint64_t expired_unfetched = 0;
@@ -214,6 +223,9 @@ class ItemStore {
   // Removes up to `budget` expired items; returns how many were removed.
   size_t ReclaimExpired(size_t budget);
 
+  // Smallest -m that uses slab pages (below, 1 MiB pages are too coarse).
+  static constexpr size_t kSlabMinLimit = size_t{8} << 20;
+
   // cache_memlimit: a smaller limit evicts down to it lazily.
   void SetMemoryLimit(size_t bytes);
   size_t memory_limit() const { return memory_limit_.load(std::memory_order_relaxed); }
@@ -239,6 +251,7 @@ class ItemStore {
   struct Found;
   struct Times;
   class ShardLock;
+  class PageEvictor;
   Shard& ShardFor(uint64_t hash);
 
   // Helpers defined in item_store.cc; "Locked" ones need the shard's lock held.
@@ -260,6 +273,9 @@ class ItemStore {
   void DiscardItem(Item* item);
   bool Reserve(size_t bytes);
   bool EvictOne();
+  Item* TailVictimLocked(Shard& shard, int64_t now_s) const;
+  Item* NewSlabItem(std::string_view key, size_t value_len, int slab_class);
+  bool MakeRoom(int slab_class);
   void RemoveKey(std::string_view key);
   void SweepAll(int64_t flushed_before);
   StoreResult StoreConcat(const StoreRequest& req);
@@ -270,7 +286,8 @@ class ItemStore {
   std::unique_ptr<Shard[]> shards_;
   size_t shard_count_;
   std::atomic<size_t> memory_limit_;
-  std::atomic<size_t> memory_used_{0};
+  std::atomic<size_t> memory_used_{0};   // item blocks charged, or slab pages + big items
+  std::unique_ptr<SlabAllocator> slabs_;  // nullptr: one malloc per item
   std::atomic<uint64_t> next_cas_{2};   // CAS 0 and 1 are lease tokens' special values
   std::atomic<size_t> evict_cursor_{0};
   std::atomic<size_t> reclaim_cursor_{0};   // shard the expiry crawler visits next

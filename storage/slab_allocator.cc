@@ -311,4 +311,10 @@ size_t SlabAllocator::ChunksInUse(int cls) const {
   return c.in_use;
 }
 
+size_t SlabAllocator::TotalChunksInUse() const {
+  size_t total = 0;
+  for (int cls = 1; cls <= ClassCount(); cls++) total += ChunksInUse(cls);
+  return total;
+}
+
 }  // namespace herdless

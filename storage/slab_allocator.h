@@ -45,6 +45,7 @@ class SlabAllocator {
   // kPageSize to `used` (unmapping subtracts it).
   SlabAllocator(std::atomic<size_t>* used, const std::atomic<size_t>* limit);
   ~SlabAllocator();  // unmaps every page: no chunk may still be in use
+                     // (TotalChunksInUse() == 0)
   SlabAllocator(const SlabAllocator&) = delete;
   SlabAllocator& operator=(const SlabAllocator&) = delete;
 
@@ -80,6 +81,7 @@ class SlabAllocator {
   size_t PageCount() const;
   size_t PagesOfClass(int cls) const;
   size_t ChunksInUse(int cls) const;
+  size_t TotalChunksInUse() const;
 
  private:
   struct Class;

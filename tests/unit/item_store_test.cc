@@ -1,5 +1,7 @@
 #include "storage/item_store.h"
 
+#include "storage/slab_allocator.h"
+
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -665,7 +667,9 @@ TEST_F(ItemStoreTest, StatsCountItemsBytesAndResetKeepsTheGauges) {
   StoreStats s = store_->Stats();
   EXPECT_EQ(s.curr_items, 2u);
   EXPECT_EQ(s.total_items, 3u);
-  EXPECT_EQ(s.bytes, AllocatedSize(ItemAllocSize(1, 2)) + AllocatedSize(ItemAllocSize(1, 3)));
+  // Slab items are charged their chunk.
+  EXPECT_EQ(s.bytes, SlabAllocator::ChunkSize(SlabAllocator::ClassFor(ItemAllocSize(1, 2))) +
+                         SlabAllocator::ChunkSize(SlabAllocator::ClassFor(ItemAllocSize(1, 3))));
   EXPECT_EQ(s.hash_buckets, 4u * 256);
   store_->ResetStats();
   s = store_->Stats();
@@ -820,6 +824,176 @@ TEST_F(ItemStoreTest, ConcurrentWritersAndReadersNeverSeeATornValue) {
   const StoreStats s = store_->Stats();
   EXPECT_LE(s.bytes, config_.memory_limit);
   EXPECT_LE(s.curr_items, static_cast<uint64_t>(kKeys));
+}
+
+// --- Slab memory ---------------------------------------------------------------
+
+constexpr size_t kSlabPage = SlabAllocator::kPageSize;
+
+size_t ChunkOf(size_t key_len, size_t value_len) {
+  return SlabAllocator::ChunkSize(SlabAllocator::ClassFor(ItemAllocSize(key_len, value_len)));
+}
+
+// Values that name their key, so a value read under the wrong key shows.
+std::string ValueFor(const std::string& key, size_t len) {
+  std::string v = key + ":";
+  while (v.size() < len) v += static_cast<char>('a' + v.size() % 26);
+  v.resize(len);
+  return v;
+}
+
+TEST_F(ItemStoreTest, SlabItemsAreChargedTheirChunkAndTheBudgetCountsPages) {
+  Put("k", std::string(100, 'v'));
+  const StoreStats s = store_->Stats();
+  EXPECT_EQ(s.bytes, ChunkOf(1, 100));
+  EXPECT_EQ(s.total_malloced, kSlabPage);
+}
+
+TEST_F(ItemStoreTest, SmallLimitsAllocateItemsOneByOne) {
+  config_.memory_limit = ItemStore::kSlabMinLimit - 1;
+  Reset();
+  Put("k", std::string(100, 'v'));
+  EXPECT_EQ(store_->Stats().bytes, AllocatedSize(ItemAllocSize(1, 100)));
+  EXPECT_EQ(store_->Stats().total_malloced, AllocatedSize(ItemAllocSize(1, 100)));
+}
+
+TEST_F(ItemStoreTest, SlabEvictionFillsEveryPageAndEvictsTheOldest) {
+  config_.memory_limit = ItemStore::kSlabMinLimit;
+  config_.shard_bits = 0;
+  Reset();
+  const int cls = SlabAllocator::ClassFor(ItemAllocSize(9, 1000));
+  const size_t capacity = 8 * SlabAllocator::ChunksPerPage(cls);
+  const size_t n = capacity + 1000;
+  for (size_t i = 0; i < n; i++) {
+    const std::string key = "key" + std::to_string(100000 + i);
+    ASSERT_EQ(Put(key, ValueFor(key, 1000)).status, StoreStatus::kStored);
+    ASSERT_LE(store_->Stats().total_malloced, config_.memory_limit);
+  }
+  const StoreStats s = store_->Stats();
+  EXPECT_EQ(s.curr_items, capacity);  // one class: every chunk of every page holds an item
+  EXPECT_EQ(s.evictions, n - capacity);
+  EXPECT_EQ(Get("key100000"), std::nullopt);
+  const std::string last = "key" + std::to_string(100000 + n - 1);
+  EXPECT_EQ(Get(last), ValueFor(last, 1000));
+}
+
+TEST_F(ItemStoreTest, SlabMemoryMovesToANewSizeClass) {
+  config_.memory_limit = ItemStore::kSlabMinLimit;
+  Reset();
+  for (int i = 0; i < 20000; i++) {
+    const std::string key = "big" + std::to_string(i);
+    ASSERT_EQ(Put(key, ValueFor(key, 1000)).status, StoreStatus::kStored);
+  }
+  // The budget is all in 1000-byte pages; small items must still find room,
+  // and then hold most of the memory (no calcification).
+  const size_t small_capacity = 8 * SlabAllocator::ChunksPerPage(
+                                        SlabAllocator::ClassFor(ItemAllocSize(10, 100)));
+  for (size_t i = 0; i < small_capacity; i++) {
+    const std::string key = "small" + std::to_string(100000 + i);
+    ASSERT_EQ(Put(key, ValueFor(key, 100)).status, StoreStatus::kStored) << i;
+    ASSERT_LE(store_->Stats().total_malloced, config_.memory_limit);
+  }
+  size_t held = 0;
+  for (size_t i = 0; i < small_capacity; i++) {
+    const std::string key = "small" + std::to_string(100000 + i);
+    std::optional<std::string> v = Get(key);
+    if (v.has_value()) {
+      ASSERT_EQ(*v, ValueFor(key, 100));
+      held++;
+    }
+  }
+  EXPECT_GT(held, small_capacity * 3 / 4);
+  // And back: big items take pages from the small class again.
+  for (int i = 0; i < 5000; i++) {
+    const std::string key = "again" + std::to_string(i);
+    ASSERT_EQ(Put(key, ValueFor(key, 1000)).status, StoreStatus::kStored);
+  }
+  EXPECT_EQ(Get("again4999"), ValueFor("again4999", 1000));
+  EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
+}
+
+TEST_F(ItemStoreTest, ADrainedPageKeepsAnItemAReaderHoldsUntilItIsReleased) {
+  config_.memory_limit = ItemStore::kSlabMinLimit;
+  config_.shard_bits = 0;
+  Reset();
+  for (int i = 0; i < 10000; i++) {
+    const std::string key = "big" + std::to_string(i);
+    Put(key, ValueFor(key, 1000));
+  }
+  ReadResult held = Read("big9999");  // the newest: on a full page that will be drained
+  ASSERT_EQ(held.status, ReadStatus::kHit);
+  for (int i = 0; i < 60000; i++) {
+    const std::string key = "small" + std::to_string(i);
+    ASSERT_EQ(Put(key, ValueFor(key, 100)).status, StoreStatus::kStored);
+  }
+  EXPECT_EQ(Get("big9999"), std::nullopt);  // evicted with its page...
+  EXPECT_EQ(held.item->value(), ValueFor("big9999", 1000));  // ...but still readable
+  held.item.Reset();
+  EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
+  for (int i = 0; i < 10000; i++) {
+    const std::string key = "again" + std::to_string(i);
+    ASSERT_EQ(Put(key, ValueFor(key, 1000)).status, StoreStatus::kStored);
+  }
+}
+
+TEST_F(ItemStoreTest, BigItemsBesideSlabsStayWithinTheLimit) {
+  config_.memory_limit = ItemStore::kSlabMinLimit;
+  Reset();
+  for (int i = 0; i < 20000; i++) Put("s" + std::to_string(i), std::string(300, 's'));
+  const std::string big(100 * 1024, 'B');  // above the largest chunk: malloc'd
+  for (int i = 0; i < 100; i++) {
+    ASSERT_EQ(Put("b" + std::to_string(i), big).status, StoreStatus::kStored);
+    ASSERT_LE(store_->Stats().total_malloced, config_.memory_limit);
+  }
+  EXPECT_EQ(Get("b99"), big);
+  for (int i = 0; i < 20000; i++) {
+    ASSERT_EQ(Put("t" + std::to_string(i), std::string(300, 't')).status, StoreStatus::kStored);
+  }
+  EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
+}
+
+TEST_F(ItemStoreTest, LoweredLimitGivesSlabPagesBackAsItemsAreStored) {
+  config_.memory_limit = 16u << 20;
+  Reset();
+  for (int i = 0; i < 30000; i++) Put("k" + std::to_string(i), std::string(1000, 'x'));
+  ASSERT_GT(store_->Stats().total_malloced, size_t{12} << 20);
+  store_->SetMemoryLimit(ItemStore::kSlabMinLimit);
+  for (int i = 0; i < 100; i++) Put("more" + std::to_string(i), std::string(1000, 'y'));
+  EXPECT_LE(store_->Stats().total_malloced, ItemStore::kSlabMinLimit);
+  EXPECT_EQ(Get("more99"), std::string(1000, 'y'));
+}
+
+TEST_F(ItemStoreTest, ConcurrentMixedSizesUnderSlabEvictionNeverTearAValue) {
+  config_.memory_limit = ItemStore::kSlabMinLimit;
+  Reset();
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; t++) {
+    threads.emplace_back([&, t] {
+      uint32_t x = 12345u + static_cast<uint32_t>(t);
+      for (int i = 0; i < 15000; i++) {
+        x = x * 1103515245u + 12345u;
+        const std::string key = "k" + std::to_string(x % 5000);
+        const size_t len = 10 + (x >> 8) % 4000;
+        if ((x >> 20) % 3 == 0) {
+          StoreRequest req;
+          req.key = key;
+          const std::string value = ValueFor(key, len);
+          req.value = value;
+          if (store_->Store(req).status != StoreStatus::kStored) bad++;
+        } else {
+          ReadResult r = store_->Read(key, ReadOptions());
+          if (r.status == ReadStatus::kHit &&
+              r.item->value() != ValueFor(key, r.item->value().size())) {
+            bad++;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
 }
 
 }  // namespace
