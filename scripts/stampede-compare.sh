@@ -16,16 +16,18 @@
 # recomputes over time to docs/stampede.png (gnuplot).
 #
 # Usage: scripts/stampede-compare.sh [stampede-bench options, e.g. --duration 10]
-# OUT defaults to build/stampede. Servers run with -t 4, as the bench's clients
+# OUT defaults to build/stampede; HERDLESS=<binary> uses that daemon instead of
+# building one. Servers run with -t 4, as the bench's clients
 # and the servers share this machine's cores.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 DEPS+=(gnuplot-nox)   # only this script draws charts
 ensure_deps
-build build/release
-
-HERDLESS="$REPO_ROOT/build/release/herdless"
+if [ -z "${HERDLESS:-}" ]; then   # HERDLESS=/path/to/herdless skips the build
+  build build/release
+  HERDLESS="$REPO_ROOT/build/release/herdless"
+fi
 BENCH="$REPO_ROOT/scripts/stampede-bench"
 OUT="${OUT:-$REPO_ROOT/build/stampede}"
 CHART="$REPO_ROOT/docs/stampede.png"
