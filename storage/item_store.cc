@@ -511,13 +511,21 @@ class ItemStore::PageEvictor : public ChunkEvictor {
 };
 
 // Frees memory for a chunk of `slab_class` (kNoClass: budget for a malloc'd
-// item). The next shard's LRU victim is evicted when that helps: it is of the
-// class, a malloc'd item (frees budget for a page), or on a page already
-// draining. Otherwise a whole page is drained (the emptiest, or the victim's
-// when every page is mostly full), so memory moves between classes.
+// item). A slack page (a class holding memory it does not use) is drained
+// first. Else the next shard's LRU victim is evicted when that helps: it is
+// of the class, a malloc'd item (frees budget for a page), or on a page
+// already draining. Otherwise a whole page is drained (the emptiest, or the
+// victim's when every page is mostly full), so memory moves between classes.
 // Returns false when there is nothing left to free.
 bool ItemStore::MakeRoom(int slab_class) {
   const int64_t now_s = NowSeconds();
+  if (slabs_->SlackPages() != 0) {
+    if (SlabAllocator::Page* page = slabs_->ClaimVictimPage(nullptr)) {
+      PageEvictor evictor(this, now_s);
+      slabs_->DrainPage(page, &evictor);
+      return true;
+    }
+  }
   const size_t start = evict_cursor_.fetch_add(1, std::memory_order_relaxed);
   const void* hint = nullptr;
   for (size_t i = 0; i < shard_count_ && hint == nullptr; i++) {

@@ -71,6 +71,9 @@ struct SlabAllocator::Page {
   void* free_list = nullptr;
   std::vector<uint64_t> used_bits;
   std::atomic<bool> draining{false};
+  // Fully carved, not draining, at most half in use: memory its class does
+  // not need, taken first when another class needs a page.
+  std::atomic<bool> slack{false};
   bool drain_busy = false;  // DrainPage is walking it: unmapping waits
   bool in_partial = false;
   Page* prev = nullptr;
@@ -221,6 +224,7 @@ void* SlabAllocator::Allocate(int cls) {
   p->in_use.store(p->in_use.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   c.in_use++;
   if (p->free_list == nullptr && p->carved == p->capacity) c.RemovePartial(p);
+  UpdateSlackLocked(p);
   ASAN_UNPOISON_MEMORY_REGION(chunk, p->chunk_size);
   return chunk;
 }
@@ -239,6 +243,7 @@ void SlabAllocator::Free(void* chunk) {
   const uint32_t in_use = p->in_use.load(std::memory_order_relaxed) - 1;
   p->in_use.store(in_use, std::memory_order_relaxed);
   c.in_use--;
+  self->UpdateSlackLocked(p);
   if (p->draining.load(std::memory_order_relaxed)) {
     if (in_use == 0 && !p->drain_busy) self->UnmapLocked(c, p);
   } else if (!p->in_partial) {
@@ -249,21 +254,42 @@ void SlabAllocator::Free(void* chunk) {
 // ---------------------------------------------------------------------------
 // Draining.
 
+void SlabAllocator::UpdateSlackLocked(Page* p) {
+  const uint32_t in_use = p->in_use.load(std::memory_order_relaxed);
+  const bool slack = !p->draining.load(std::memory_order_relaxed) && p->carved == p->capacity &&
+                     uint64_t{in_use} * 2 <= p->capacity;
+  if (slack == p->slack.load(std::memory_order_relaxed)) return;
+  p->slack.store(slack, std::memory_order_relaxed);
+  if (slack) slack_pages_.fetch_add(1, std::memory_order_relaxed);
+  else slack_pages_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 SlabAllocator::Page* SlabAllocator::ClaimVictimPage(const void* hint) {
   std::lock_guard<std::mutex> lock(pages_mu_);
+  // The emptiest page, and the emptiest slack page, by fill ratio.
   Page* least = nullptr;
   uint32_t least_in_use = 0;
+  Page* least_slack = nullptr;
+  uint32_t least_slack_in_use = 0;
+  auto emptier = [](uint32_t in_use, const Page* p, uint32_t other_in_use, const Page* other) {
+    return other == nullptr || uint64_t{in_use} * other->capacity < uint64_t{other_in_use} * p->capacity;
+  };
   for (const auto& [base, p] : pages_) {
     if (p->claimed) continue;
     const uint32_t in_use = p->in_use.load(std::memory_order_relaxed);
-    // Compare fill ratios: in_use / capacity.
-    if (least == nullptr || uint64_t{in_use} * least->capacity < uint64_t{least_in_use} * p->capacity) {
+    if (emptier(in_use, p, least_in_use, least)) {
       least = p;
       least_in_use = in_use;
     }
+    if (p->slack.load(std::memory_order_relaxed) &&
+        emptier(in_use, p, least_slack_in_use, least_slack)) {
+      least_slack = p;
+      least_slack_in_use = in_use;
+    }
   }
-  Page* chosen = least;
-  if (least != nullptr && uint64_t{least_in_use} * 2 > least->capacity && hint != nullptr) {
+  Page* chosen = least_slack != nullptr ? least_slack : least;
+  if (chosen == least && least != nullptr && uint64_t{least_in_use} * 2 > least->capacity &&
+      hint != nullptr) {
     auto it = pages_.find(reinterpret_cast<uintptr_t>(hint) & ~(kPageSize - 1));
     if (it != pages_.end() && !it->second->claimed) chosen = it->second;
   }
@@ -277,6 +303,7 @@ bool SlabAllocator::DrainPage(Page* page, ChunkEvictor* evictor) {
   {
     std::lock_guard<std::mutex> lock(c.mu);
     page->draining.store(true, std::memory_order_relaxed);
+    UpdateSlackLocked(page);
     page->drain_busy = true;
     c.RemovePartial(page);
     for (uint32_t i = 0; i < page->carved; i++) {

@@ -62,10 +62,14 @@ class SlabAllocator {
   // Returns a chunk from any SlabAllocator to its page.
   static void Free(void* chunk);
 
-  // Picks a page to drain: the least used page when it is at most half
-  // full, else the page holding `hint` (e.g. the oldest item's chunk; may be
-  // nullptr or already gone), else the least used. Never a page being
-  // drained. Returns an opaque page, or nullptr when there is none.
+  // Pages that are fully carved, not draining and at most half in use: their
+  // class holds memory it does not need (after deletes, expiry, flush_all).
+  size_t SlackPages() const { return slack_pages_.load(std::memory_order_relaxed); }
+
+  // Picks a page to drain: the emptiest slack page, else the emptiest page
+  // when it is at most half full, else the page holding `hint` (e.g. the
+  // oldest item's chunk; may be nullptr or already gone), else the emptiest.
+  // Never a page claimed before. Returns an opaque page, or nullptr.
   struct Page;
   Page* ClaimVictimPage(const void* hint);
   // Drains a claimed page: no chunk is handed out from it any more, and
@@ -87,6 +91,7 @@ class SlabAllocator {
   struct Class;
   Page* NewPageLocked(Class& c, int cls);
   void UnmapLocked(Class& c, Page* page);  // class lock held
+  void UpdateSlackLocked(Page* page);       // class lock held
   static Page* PageOf(const void* chunk);
 
   std::atomic<size_t>* used_;
@@ -94,6 +99,7 @@ class SlabAllocator {
   std::unique_ptr<Class[]> classes_;
   mutable std::mutex pages_mu_;
   std::unordered_map<uintptr_t, Page*> pages_;  // by base address
+  std::atomic<size_t> slack_pages_{0};
 };
 
 }  // namespace herdless

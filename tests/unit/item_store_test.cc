@@ -912,6 +912,23 @@ TEST_F(ItemStoreTest, SlabMemoryMovesToANewSizeClass) {
   EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
 }
 
+TEST_F(ItemStoreTest, AfterFlushAllANewSizeClassGetsTheWholeBudget) {
+  config_.memory_limit = ItemStore::kSlabMinLimit;
+  Reset();
+  for (int i = 0; i < 60000; i++) Put("small" + std::to_string(i), std::string(100, 's'));
+  store_->FlushAll(0);
+  // The emptied pages belong to the small class: the big class must get them
+  // back instead of evicting its own items.
+  const int cls = SlabAllocator::ClassFor(ItemAllocSize(9, 1000));
+  const size_t capacity = 8 * SlabAllocator::ChunksPerPage(cls);
+  for (size_t i = 0; i < capacity; i++) {
+    ASSERT_EQ(Put("big" + std::to_string(100000 + i), std::string(1000, 'b')).status,
+              StoreStatus::kStored);
+  }
+  EXPECT_GE(store_->Stats().curr_items, capacity - SlabAllocator::ChunksPerPage(cls));
+  EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
+}
+
 TEST_F(ItemStoreTest, ADrainedPageKeepsAnItemAReaderHoldsUntilItIsReleased) {
   config_.memory_limit = ItemStore::kSlabMinLimit;
   config_.shard_bits = 0;

@@ -233,6 +233,36 @@ TEST_F(SlabAllocatorTest, TheVictimIsTheEmptiestPageUnlessEveryPageIsMostlyFull)
   EXPECT_EQ(used_.load(), 0u);
 }
 
+TEST_F(SlabAllocatorTest, AFullPageEmptiedToHalfIsSlackAndClaimedFirst) {
+  SetLimitPages(3);
+  const int cls = SlabAllocator::ClassFor(1000);
+  const size_t per_page = SlabAllocator::ChunksPerPage(cls);
+  std::vector<void*> chunks = Fill(cls);  // three full pages
+  ASSERT_EQ(chunks.size(), 3 * per_page);
+  EXPECT_EQ(slabs_.SlackPages(), 0u);
+  // Chunks are carved in order: the middle page holds chunks[per_page, 2 * per_page).
+  for (size_t i = per_page; i < per_page + per_page / 2; i++) SlabAllocator::Free(chunks[i]);
+  EXPECT_EQ(slabs_.SlackPages(), 0u);  // just over half still in use
+  SlabAllocator::Free(chunks[per_page + per_page / 2]);
+  EXPECT_EQ(slabs_.SlackPages(), 1u);
+  // Taking a chunk back makes it more than half full again.
+  void* again = slabs_.Allocate(cls);
+  EXPECT_EQ(slabs_.SlackPages(), 0u);
+  SlabAllocator::Free(again);
+  ASSERT_EQ(slabs_.SlackPages(), 1u);
+
+  // The slack page is claimed even when the hint points elsewhere.
+  SlabAllocator::Page* victim = slabs_.ClaimVictimPage(chunks.front());
+  TestEvictor evictor;
+  ASSERT_TRUE(slabs_.DrainPage(victim, &evictor));
+  EXPECT_EQ(evictor.evicted, static_cast<int>(per_page - per_page / 2 - 1));
+  EXPECT_EQ(slabs_.SlackPages(), 0u);
+  EXPECT_EQ(slabs_.PageCount(), 2u);
+  TestEvictor rest;
+  while (SlabAllocator::Page* p = slabs_.ClaimVictimPage(nullptr)) slabs_.DrainPage(p, &rest);
+  EXPECT_EQ(used_.load(), 0u);
+}
+
 TEST_F(SlabAllocatorTest, ConcurrentAllocateAndFreeKeepCountsExact) {
   const int cls = SlabAllocator::ClassFor(300);
   std::vector<std::thread> threads;
