@@ -42,6 +42,7 @@ constexpr int64_t kMaxRelativeExptime = 60 * 60 * 24 * 30;  // 30 days, as memca
 constexpr size_t kInitialBuckets = 256;                   // per shard, a power of two
 constexpr int kEvictScan = 5;          // LRU tail items looked at for a stale victim
 constexpr int kMaxRoomAttempts = 64;   // evictions/page drains tried for one slab item
+constexpr int kClassScan = 16;         // LRU tail items per shard looked at for one of the needy class
 constexpr int64_t kAddBumpInterval = 60;  // memcached's ITEM_UPDATE_INTERVAL
 // A lease-get placeholder with no lease timeout (memcached behaviour) still
 // needs an end: the FB paper hands out one token per key every 10 seconds.
@@ -526,20 +527,28 @@ bool ItemStore::MakeRoom(int slab_class) {
       return true;
     }
   }
+  // Evicting an item frees a chunk in its own class only, so look near every
+  // shard's LRU tail for one whose chunk (or malloc'd block, or draining
+  // page) helps this class, the way memcached's per-class LRUs do. Draining
+  // a whole page is the last resort: it evicts every item in it, and with
+  // many classes in use, draining on the first mismatch thrashes the cache.
   const size_t start = evict_cursor_.fetch_add(1, std::memory_order_relaxed);
   const void* hint = nullptr;
-  for (size_t i = 0; i < shard_count_ && hint == nullptr; i++) {
+  for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[(start + i) % shard_count_];
     ShardLock lock(this, shard);
-    Item* victim = TailVictimLocked(shard, now_s);
-    if (victim == nullptr) continue;
-    if (victim->slab_class == slab_class || ChargedAlone(victim) ||
-        SlabAllocator::IsDraining(victim)) {
-      CountRemovalLocked(shard, victim, now_s, /*evicted=*/true);
-      UnlinkLocked(shard, victim);
-      return true;
+    Item* tail = TailVictimLocked(shard, now_s);
+    if (tail == nullptr) continue;
+    if (hint == nullptr) hint = tail;  // only an address: which page to drain
+    Item* victim = tail;
+    for (int n = 0; n < kClassScan && victim != nullptr; n++, victim = victim->lru_prev) {
+      if (victim->slab_class == slab_class || ChargedAlone(victim) ||
+          SlabAllocator::IsDraining(victim)) {
+        CountRemovalLocked(shard, victim, now_s, /*evicted=*/true);
+        UnlinkLocked(shard, victim);
+        return true;
+      }
     }
-    hint = victim;  // from here on only an address: which page to drain
   }
   SlabAllocator::Page* page = slabs_->ClaimVictimPage(hint);
   if (page == nullptr) return hint != nullptr && EvictOne();

@@ -223,7 +223,7 @@ class ItemStore {
   // Removes up to `budget` expired items; returns how many were removed.
   size_t ReclaimExpired(size_t budget);
 
-  // Smallest -m that uses slab pages (below, 1 MiB pages are too coarse).
+  // Smallest -m that uses slab pages (below, each item is its own malloc).
   static constexpr size_t kSlabMinLimit = size_t{8} << 20;
 
   // cache_memlimit: a smaller limit evicts down to it lazily.

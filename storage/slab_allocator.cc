@@ -128,10 +128,12 @@ SlabAllocator::SlabAllocator(std::atomic<size_t>* used, const std::atomic<size_t
 
 SlabAllocator::~SlabAllocator() {
   for (auto& [base, page] : pages_) {
-    ASAN_UNPOISON_MEMORY_REGION(page->base, kPageSize);
-    munmap(page->base, kPageSize);
     used_->fetch_sub(kPageSize, std::memory_order_relaxed);
     delete page;
+  }
+  for (void* region : regions_) {
+    ASAN_UNPOISON_MEMORY_REGION(region, kRegionPages * kPageSize);
+    munmap(region, kRegionPages * kPageSize);
   }
 }
 
@@ -154,22 +156,15 @@ SlabAllocator::Page* SlabAllocator::NewPageLocked(Class& c, int cls) {
     if (used + kPageSize > limit_->load(std::memory_order_relaxed)) return nullptr;
   } while (!used_->compare_exchange_weak(used, used + kPageSize, std::memory_order_relaxed));
 
-  // Map twice the size and trim, to get an aligned page.
-  void* raw = mmap(nullptr, 2 * kPageSize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
-  if (raw == MAP_FAILED) {
+  char* base = TakePageMemory();
+  if (base == nullptr) {
     used_->fetch_sub(kPageSize, std::memory_order_relaxed);
     return nullptr;
   }
-  const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
-  const uintptr_t aligned = (start + kPageSize - 1) & ~(kPageSize - 1);
-  if (aligned > start) munmap(raw, aligned - start);
-  if (aligned + kPageSize < start + 2 * kPageSize) {
-    munmap(reinterpret_cast<void*>(aligned + kPageSize), start + kPageSize - aligned);
-  }
+  const uintptr_t aligned = reinterpret_cast<uintptr_t>(base);
 
   Page* p = new Page;
-  p->base = reinterpret_cast<char*>(aligned);
+  p->base = base;
   p->owner = this;
   p->cls = cls;
   p->chunk_size = ChunkSize(cls);
@@ -193,10 +188,42 @@ void SlabAllocator::UnmapLocked(Class& c, Page* page) {
     std::lock_guard<std::mutex> lock(pages_mu_);
     pages_.erase(reinterpret_cast<uintptr_t>(page->base));
   }
-  ASAN_UNPOISON_MEMORY_REGION(page->base, kPageSize);
-  munmap(page->base, kPageSize);
+  GivePageMemory(page->base);
   used_->fetch_sub(kPageSize, std::memory_order_relaxed);
   delete page;
+}
+
+char* SlabAllocator::TakePageMemory() {
+  std::lock_guard<std::mutex> lock(pages_mu_);
+  if (free_pages_.empty()) {
+    // One mapping of kRegionPages pages, aligned to kPageSize by trimming.
+    const size_t region = kRegionPages * kPageSize;
+    void* raw = mmap(nullptr, region + kPageSize, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return nullptr;
+    const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
+    const uintptr_t aligned = (start + kPageSize - 1) & ~(kPageSize - 1);
+    if (aligned > start) munmap(raw, aligned - start);
+    const uintptr_t end = start + region + kPageSize;
+    if (aligned + region < end) munmap(reinterpret_cast<void*>(aligned + region), end - aligned - region);
+    regions_.push_back(reinterpret_cast<void*>(aligned));
+    // Handed out from the lowest address up.
+    for (size_t i = kRegionPages; i-- > 0;) {
+      free_pages_.push_back(reinterpret_cast<char*>(aligned + i * kPageSize));
+    }
+  }
+  char* base = free_pages_.back();
+  free_pages_.pop_back();
+  return base;
+}
+
+// The page's memory goes back to the kernel (RSS falls) and reads as zeros
+// when next used, as a fresh mapping does.
+void SlabAllocator::GivePageMemory(char* base) {
+  ASAN_UNPOISON_MEMORY_REGION(base, kPageSize);
+  madvise(base, kPageSize, MADV_DONTNEED);
+  std::lock_guard<std::mutex> lock(pages_mu_);
+  free_pages_.push_back(base);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,10 +1,12 @@
-// SlabAllocator: item memory carved from 1 MiB pages in fine size classes
+// SlabAllocator: item memory carved from 64 KiB pages in fine size classes
 // (16 per doubling, 8-byte steps below 256, up to kMaxChunk), so an item
-// wastes ~3% on rounding instead of a general allocator's ~10%. Pages are
-// mmap'd (zeroed), each serves one class and counts its chunks in use; the
-// memory budget counts whole pages, as memcached counts slab pages. A page can
-// be drained (its chunks' owners asked to let go) and, once empty, unmapped:
-// that is how memory moves between classes without calcification.
+// wastes ~3% on rounding instead of a general allocator's ~10%. Pages come
+// zeroed from 1 MiB mmap'd regions; each serves one class and counts its
+// chunks in use; the memory budget counts pages in use, as memcached counts
+// slab pages. A page can be drained (its chunks' owners asked to let go) and,
+// once empty, returned to the pool (its memory given back with MADV_DONTNEED):
+// that is how memory moves between classes without calcification. Pages are
+// small so that a small -m still has pages for many classes at once.
 // Thread-safe: one mutex per class, one for the page registry (order: class,
 // then registry; callers may hold their own locks around Allocate/Free).
 #ifndef HERDLESS_STORAGE_SLAB_ALLOCATOR_H_
@@ -35,16 +37,19 @@ class ChunkEvictor {
 
 class SlabAllocator {
  public:
-  static constexpr size_t kPageSize = size_t{1} << 20;
+  static constexpr size_t kPageSize = size_t{1} << 16;
+  // Pages are mapped this many at a time: one mapping per region keeps the
+  // process far below vm.max_map_count even at -m of many GiB.
+  static constexpr size_t kRegionPages = 16;
   static constexpr size_t kPageHeader = 64;      // holds the Page* of the page
-  static constexpr size_t kMaxChunk = 32 * 1024;  // bigger blocks: the caller mallocs
+  static constexpr size_t kMaxChunk = 16 * 1024;  // bigger blocks: the caller mallocs
   static constexpr int kNoClass = 0;
 
   // `used` and `limit` are the caller's memory budget in bytes (not owned):
   // a new page is taken only while used + kPageSize <= limit, and adds
-  // kPageSize to `used` (unmapping subtracts it).
+  // kPageSize to `used` (returning it to the pool subtracts it).
   SlabAllocator(std::atomic<size_t>* used, const std::atomic<size_t>* limit);
-  ~SlabAllocator();  // unmaps every page: no chunk may still be in use
+  ~SlabAllocator();  // unmaps every region: no chunk may still be in use
                      // (TotalChunksInUse() == 0)
   SlabAllocator(const SlabAllocator&) = delete;
   SlabAllocator& operator=(const SlabAllocator&) = delete;
@@ -97,8 +102,13 @@ class SlabAllocator {
   std::atomic<size_t>* used_;
   const std::atomic<size_t>* limit_;
   std::unique_ptr<Class[]> classes_;
+  char* TakePageMemory();            // a zeroed page from the pool; nullptr if mmap fails
+  void GivePageMemory(char* base);   // back to the pool, its memory released
+
   mutable std::mutex pages_mu_;
   std::unordered_map<uintptr_t, Page*> pages_;  // by base address
+  std::vector<char*> free_pages_;                // guarded by pages_mu_: zeroed, unused
+  std::vector<void*> regions_;                   // guarded by pages_mu_: for the destructor
   std::atomic<size_t> slack_pages_{0};
 };
 

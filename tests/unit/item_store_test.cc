@@ -416,7 +416,9 @@ TEST_F(ItemStoreTest, LowerMemoryLimitEvictsOnTheNextStore) {
   for (int i = 0; i < 100; i++) Put("k" + std::to_string(i), value);
   store_->SetMemoryLimit(20 * 1024);
   EXPECT_EQ(store_->memory_limit(), 20u * 1024);
-  Put("one_more", value);
+  // Each store over the limit gives back one slab page (the items of 100
+  // puts span two 64 KiB pages).
+  for (int i = 0; i < 3; i++) Put("one_more" + std::to_string(i), value);
   EXPECT_LE(store_->Stats().bytes, 20u * 1024);
 }
 
@@ -862,7 +864,8 @@ TEST_F(ItemStoreTest, SlabEvictionFillsEveryPageAndEvictsTheOldest) {
   config_.shard_bits = 0;
   Reset();
   const int cls = SlabAllocator::ClassFor(ItemAllocSize(9, 1000));
-  const size_t capacity = 8 * SlabAllocator::ChunksPerPage(cls);
+  const size_t pages = ItemStore::kSlabMinLimit / SlabAllocator::kPageSize;
+  const size_t capacity = pages * SlabAllocator::ChunksPerPage(cls);
   const size_t n = capacity + 1000;
   for (size_t i = 0; i < n; i++) {
     const std::string key = "key" + std::to_string(100000 + i);
@@ -975,9 +978,10 @@ TEST_F(ItemStoreTest, LoweredLimitGivesSlabPagesBackAsItemsAreStored) {
   for (int i = 0; i < 30000; i++) Put("k" + std::to_string(i), std::string(1000, 'x'));
   ASSERT_GT(store_->Stats().total_malloced, size_t{12} << 20);
   store_->SetMemoryLimit(ItemStore::kSlabMinLimit);
-  for (int i = 0; i < 100; i++) Put("more" + std::to_string(i), std::string(1000, 'y'));
+  // One page (64 KiB) given back per store: 8 MiB over the limit takes 128.
+  for (int i = 0; i < 200; i++) Put("more" + std::to_string(i), std::string(1000, 'y'));
   EXPECT_LE(store_->Stats().total_malloced, ItemStore::kSlabMinLimit);
-  EXPECT_EQ(Get("more99"), std::string(1000, 'y'));
+  EXPECT_EQ(Get("more199"), std::string(1000, 'y'));
 }
 
 TEST_F(ItemStoreTest, ConcurrentMixedSizesUnderSlabEvictionNeverTearAValue) {

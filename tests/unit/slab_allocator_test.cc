@@ -264,6 +264,7 @@ TEST_F(SlabAllocatorTest, AFullPageEmptiedToHalfIsSlackAndClaimedFirst) {
 }
 
 TEST_F(SlabAllocatorTest, ConcurrentAllocateAndFreeKeepCountsExact) {
+  SetLimitPages(1024);   // room for every thread's live chunks (~16 MiB)
   const int cls = SlabAllocator::ClassFor(300);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; t++) {
