@@ -304,6 +304,7 @@ bool Connection::Flush() {
     msg.msg_iovlen = static_cast<size_t>(count);
     ssize_t n = sendmsg(fd_, &msg, MSG_NOSIGNAL);
     if (n > 0) {
+      stalled_since_s_ = 0;
       output_.Consume(static_cast<size_t>(n));
       worker_->stats().bytes_written.Add(static_cast<uint64_t>(n));
       continue;
@@ -317,6 +318,11 @@ bool Connection::Flush() {
 
 void Connection::UpdateEvents(bool more_input) {
   const bool backlogged = output_.pending_bytes() >= worker_->config().max_output;
+  if (!backlogged) {
+    stalled_since_s_ = 0;
+  } else if (stalled_since_s_ == 0) {
+    stalled_since_s_ = CoarseNowSeconds();
+  }
   SetWriting(!output_.empty());
   SetReading(!peer_closed_ && !close_after_write_ && !draining_ && !backlogged && !input_->full());
   if (more_input && !backlogged) {

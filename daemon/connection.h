@@ -58,6 +58,11 @@ class Connection {
   // Idle-timeout check (worker thread): nothing owed and no request for
   // longer than `timeout_s`.
   bool IdleLongerThan(int64_t now_s, int timeout_s) const;
+  // True when the output has been at the bound, with nothing written, for
+  // more than timeout_s seconds: the client does not read its replies.
+  bool StalledLongerThan(int64_t now_s, int timeout_s) const {
+    return stalled_since_s_ != 0 && now_s - stalled_since_s_ > timeout_s;
+  }
 
   int fd() const { return fd_; }
   uint64_t id() const { return id_; }   // unique in the process: a parked reader's ticket
@@ -116,6 +121,7 @@ class Connection {
 
   std::atomic<ConnState> state_{ConnState::kNewCmd};
   std::atomic<int64_t> last_cmd_s_;
+  int64_t stalled_since_s_ = 0;   // output at the bound and no write since; 0 = not stalled
 };
 
 }  // namespace herdless

@@ -414,6 +414,11 @@ bool Parser::ApplySubopt(std::string_view key, std::string_view value, bool has_
     if (!ParseInt(value, 0, 1 << 30, &p.idle_timeout)) return bad("seconds, 0 = no timeout");
     return true;
   }
+  if (key == "stalled_client_timeout") {
+    if (!has_value) return need("numeric");
+    if (!ParseInt(value, 0, 1 << 30, &p.stalled_client_timeout)) return bad("seconds, 0 = never");
+    return true;
+  }
   if (key == "lease_timeout") {
     if (!has_value) return need("numeric");
     if (!ParseU32(value, 0, 4000000, &p.lease_timeout_s)) return bad("seconds, 0 = never");
@@ -553,6 +558,9 @@ std::string UsageText() {
   line("-F, --disable-flush-all   disable flush_all command");
   line("-o, --extended            comma separated list of extended options");
   line("   - idle_timeout:        timeout for idle connections. (default: 0, no timeout)");
+  line("   - stalled_client_timeout: close a client that reads none of the replies it is");
+  line("                          owed for this long once they reach the output bound");
+  line("                          (default: " + std::to_string(d.stalled_client_timeout) + " s; 0 = never)");
   line("   - lease_timeout:       seconds before an unfulfilled lease passes to the next");
   line("                          reader (default: " + std::to_string(d.lease_timeout_s) + "; 0 = never, as memcached)");
   line("   - xfetch_delta_ms:     recompute time assumed before one is measured (default: " +

@@ -166,6 +166,7 @@ int Server::Run() {
   WorkerConfig worker_config;
   worker_config.reqs_per_event = p.reqs_per_event;
   worker_config.idle_timeout_s = p.idle_timeout;
+  worker_config.stalled_timeout_s = p.stalled_client_timeout;
   worker_config.max_output = kMaxOutputPerConnection;
   worker_config.max_input = p.item_size_max + kInputSlack;
   worker_config.wait_timeout_ms = p.wait_timeout_ms;

@@ -67,7 +67,7 @@ bool Worker::Start(std::string* error) {
     *error = "cannot register the worker's notify event";
     return false;
   }
-  if (config_.idle_timeout_s > 0) {
+  if (config_.idle_timeout_s > 0 || config_.stalled_timeout_s > 0) {
     idle_timer_ = event_new(base_, -1, EV_PERSIST, &Worker::OnIdleTimer, this);
     struct timeval one_second = {1, 0};
     if (idle_timer_ == nullptr || event_add(idle_timer_, &one_second) != 0) {
@@ -159,11 +159,23 @@ void Worker::OnIdleTimer(int, short, void* arg) {
   Worker* w = static_cast<Worker*>(arg);
   const int64_t now = CoarseNowSeconds();
   std::vector<Connection*> idle;
+  std::vector<Connection*> stalled;
   for (Connection* c : w->connections_) {   // only this thread changes the set
-    if (c->IdleLongerThan(now, w->config_.idle_timeout_s)) idle.push_back(c);
+    if (w->config_.idle_timeout_s > 0 && c->IdleLongerThan(now, w->config_.idle_timeout_s)) {
+      idle.push_back(c);
+    } else if (w->config_.stalled_timeout_s > 0 &&
+               c->StalledLongerThan(now, w->config_.stalled_timeout_s)) {
+      stalled.push_back(c);
+    }
   }
   for (Connection* c : idle) {
     if (w->verbosity() > 1) std::fprintf(stderr, "Closing idle fd %d\n", c->fd());
+    w->CloseConnection(c);
+  }
+  // A client that stopped reading holds its output bound in memory forever:
+  // past the timeout its replies are dropped with the connection.
+  for (Connection* c : stalled) {
+    if (w->verbosity() > 0) std::fprintf(stderr, "Closing stalled fd %d (reads no replies)\n", c->fd());
     w->CloseConnection(c);
   }
 }

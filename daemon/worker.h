@@ -41,6 +41,7 @@ struct ConnectionCounters {
 struct WorkerConfig {
   int reqs_per_event = 20;        // -R
   int idle_timeout_s = 0;         // -o idle_timeout, 0 = never
+  int stalled_timeout_s = 0;      // -o stalled_client_timeout, 0 = never
   size_t max_output = 4u << 20;   // stop executing while this much output is unsent
   size_t max_input = 0;           // largest request buffered (item_size_max + slack)
   uint32_t wait_timeout_ms = 5000;  // -o wait_timeout_ms: longest a reader stays parked

@@ -621,6 +621,7 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("stale_grace", uint64_t{s.stale_grace_s});
   w->Add("classic_stampede", StampedeModeName(s.classic_stampede));
   w->Add("wait_timeout_ms", uint64_t{s.wait_timeout_ms});
+  w->AddSigned("stalled_client_timeout", s.stalled_client_timeout);
 }
 
 // herdless has no slab classes. `stats items` and `stats slabs` describe the

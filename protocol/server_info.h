@@ -29,6 +29,8 @@ struct ProtocolSettings {
   bool flush_enabled = true;       // -F disables flush_all
   bool cas_enabled = true;         // -C disables CAS
   int idle_timeout = 0;
+  int stalled_client_timeout = 30; // close a client that reads nothing while its
+                                   // output is at the bound this long; 0 = never
   int backlog = 1024;
   std::string username;            // -u
   // herdless stampede options (-o ...)

@@ -383,9 +383,36 @@ def idle_timeout(r):
     daemon.stop()
 
 
+def stalled_client_closed(r):
+    """-o stalled_client_timeout: a client that reads none of its owed replies once they
+    reach the output bound is closed after that many seconds; the others are untouched."""
+    daemon = harness.start_target(["-o", "stalled_client_timeout=1"])
+    control = harness.Conn(daemon.port)
+    control.call(set_line(b"ref", b"reference"))
+    before = harness.stat(control, b"curr_connections")
+    nr = NonReader(daemon.port, 0)
+    try:
+        r.check(nr.push(2000), "a client that never reads is stopped (its sends block)")
+        deadline = time.monotonic() + harness.TIMEOUT * 4
+        now = harness.stat(control, b"curr_connections")
+        while now > before and time.monotonic() < deadline:
+            time.sleep(0.2)
+            now = harness.stat(control, b"curr_connections")
+        r.equal(now, before, "the stalled client is closed past stalled_client_timeout")
+        r.equal(control.call(b"get ref\r\n", b"END\r\n"), value_reply(b"ref", b"reference"),
+                "the other client keeps being served")
+    finally:
+        nr.close()
+        control.close()
+    r.check(daemon.alive(), "daemon alive after closing a stalled client")
+    daemon.stop()
+
+
 def body(r):
     too_many_connections(r)
     non_readers(r)
+    if HERDLESS:
+        stalled_client_closed(r)
     daemon = harness.start_target(["-c", "1024"])
     with harness.Conn(daemon.port) as c:
         c.call(set_line(b"ref", b"reference"))

@@ -45,6 +45,7 @@ TEST(OptionsTest, DefaultsAreMemcachedsExceptTheLoopbackListener) {
   EXPECT_TRUE(s.flush_enabled);
   EXPECT_TRUE(s.cas_enabled);
   EXPECT_EQ(s.idle_timeout, 0);
+  EXPECT_EQ(s.stalled_client_timeout, 30);
   EXPECT_EQ(s.lease_timeout_s, 5u);
   EXPECT_EQ(s.xfetch_delta_ms, 100u);
   EXPECT_EQ(s.xfetch_beta, 0.0);
@@ -191,7 +192,8 @@ TEST(OptionsTest, MalformedListenAddressesAreErrors) {
 
 TEST(OptionsTest, HerdlessExtendedOptions) {
   Parsed p = Parse({"-o", "lease_timeout=7,xfetch_delta_ms=250,xfetch_beta=1.5",
-                    "-o", "stale_grace=30,classic_stampede=wait,idle_timeout=60"});
+                    "-o", "stale_grace=30,classic_stampede=wait,idle_timeout=60",
+                    "-o", "stalled_client_timeout=0"});
   ASSERT_TRUE(p.ok) << p.error;
   const ProtocolSettings& s = p.options.protocol;
   EXPECT_EQ(s.lease_timeout_s, 7u);
@@ -200,6 +202,7 @@ TEST(OptionsTest, HerdlessExtendedOptions) {
   EXPECT_EQ(s.stale_grace_s, 30u);
   EXPECT_EQ(s.classic_stampede, ClassicStampedeMode::kWait);
   EXPECT_EQ(s.idle_timeout, 60);
+  EXPECT_EQ(s.stalled_client_timeout, 0);
   EXPECT_EQ(s.wait_timeout_ms, 7000u);   // follows lease_timeout when not given
 }
 
