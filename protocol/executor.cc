@@ -13,8 +13,6 @@
 //   - bytes_read / bytes_written are counted by the daemon, which sees the
 //     socket (swallowed data blocks and partial writes included).
 //   - conn_yields counts Process() calls cut short by -R (reqs_per_event).
-// Not counted because the store does not report them per read: get_expired
-// and get_flushed (always 0).
 #include "protocol/executor.h"
 
 #include <cstdint>
@@ -137,6 +135,7 @@ void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
       outcome->park_token = r.cas;
       return;
     }
+    stats->CountMissCause(r.miss_expired, r.miss_flushed);
     bool hit = r.status == ReadStatus::kHit;
     if (hit && lease_read) hit = !r.no_value && r.lease != LeaseVerdict::kWin;
     if (touch) {
@@ -170,6 +169,7 @@ void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
   opts.kind = ReadKind::kLeaseGet;
   opts.lease.xfetch_beta = settings.xfetch_beta;
   ReadResult r = store->Read(req.key, opts);
+  stats->CountMissCause(r.miss_expired, r.miss_flushed);
   const bool has_value = r.status == ReadStatus::kHit && !r.no_value;
   stats->cmd_get.Add();
   (has_value ? stats->get_hits : stats->get_misses).Add();

@@ -149,6 +149,7 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   // memcached applies the flags in order: with T before R, R judges the new TTL.
   opts.recache_after_touch = touch && FlagIndex(flags, 'T') < FlagIndex(flags, 'R');
   ReadResult r = store->Read(req.key, opts);
+  stats->CountMissCause(r.miss_expired, r.miss_flushed);
 
   // memcached decides "touch or get" while writing a hit's flags, so a miss
   // is always a get miss, a hit with T a touch hit, and a vivified miss a hit.

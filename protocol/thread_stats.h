@@ -35,6 +35,13 @@ struct ThreadStats {
   HERDLESS_THREAD_STATS(HERDLESS_DECLARE_COUNTER)
 #undef HERDLESS_DECLARE_COUNTER
 
+  // A read that found its item expired or flushed (and so missed), as
+  // memcached counts it for every kind of get.
+  void CountMissCause(bool expired, bool flushed) {
+    if (expired) get_expired.Add();
+    if (flushed) get_flushed.Add();
+  }
+
   void Reset() {
 #define HERDLESS_RESET_COUNTER(name) name.Reset();
     HERDLESS_THREAD_STATS(HERDLESS_RESET_COUNTER)

@@ -133,6 +133,10 @@ struct ItemStore::Found {
   };
   Item* item = nullptr;
   Presence presence = kAbsent;
+  // Why an absent key is absent, when the lookup itself removed it
+  // (memcached's get_expired / get_flushed).
+  bool removed_expired = false;
+  bool removed_flushed = false;
 };
 
 struct ItemStore::Shard {
@@ -592,6 +596,7 @@ ItemStore::Found ItemStore::LookupLocked(Shard& shard, std::string_view key, uin
   if (item == nullptr) return f;
   if (IsFlushed(item, now_s)) {
     UnlinkLocked(shard, item);
+    f.removed_flushed = true;
     return f;
   }
   if (IsExpired(item, now_s)) {
@@ -599,6 +604,7 @@ ItemStore::Found ItemStore::LookupLocked(Shard& shard, std::string_view key, uin
     if (stub || int64_t{item->exptime} + config_.stale_grace_s <= now_s) {
       CountRemovalLocked(shard, item, now_s, /*evicted=*/false);
       UnlinkLocked(shard, item);
+      f.removed_expired = !stub;
       return f;
     }
     f.item = item;
@@ -648,6 +654,8 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
     const Times t = Now();
     ShardLock lock(this, shard);
     const Found f = LookupLocked(shard, key, hash, t.now_s);
+    r.miss_expired = f.removed_expired;
+    r.miss_flushed = f.removed_flushed;
     bool visible = f.item != nullptr;
     if (f.presence == Found::kPlaceholder) visible = wants_stub;
     if (f.presence == Found::kExpiredInGrace && classic) visible = false;

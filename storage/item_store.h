@@ -111,6 +111,8 @@ struct ReadResult {
   bool binary_key = false;        // the item was stored with a base64 key
   bool no_value = false;          // a stub still waiting for its value (placeholder or mg N)
   bool parked = false;            // opts.park was registered: the sink will be told
+  bool miss_expired = false;      // a miss because this read found the item expired
+  bool miss_flushed = false;      // a miss because this read found the item flushed
 };
 
 enum class StoreMode : uint8_t { kSet, kAdd, kReplace, kAppend, kPrepend, kCas };

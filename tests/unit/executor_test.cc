@@ -491,6 +491,20 @@ TEST_F(ExecutorTest, ValueReplyHoldsTheItemUntilWritten) {
 
 // --- stats -----------------------------------------------------------------
 
+// memcached counts a get that finds its item expired, or flushed by a
+// delayed flush_all, as get_expired / get_flushed (and a miss).
+TEST_F(ExecutorTest, StatsCountExpiredAndFlushedMisses) {
+  Run("set e 0 1 1\r\n1\r\nset f 0 0 1\r\n2\r\n");
+  clock_.AdvanceSeconds(2);
+  EXPECT_EQ(Run("get e\r\nflush_all 2\r\n"), "END\r\nOK\r\n");
+  clock_.AdvanceSeconds(3);
+  EXPECT_EQ(Run("mg f v\r\nget e\r\n"), "EN\r\nEND\r\n");   // gone: plain misses now
+  const std::string reply = Run("stats\r\n");
+  EXPECT_EQ(StatValue(reply, "get_expired"), "1");
+  EXPECT_EQ(StatValue(reply, "get_flushed"), "1");
+  EXPECT_EQ(StatValue(reply, "get_misses"), "3");
+}
+
 TEST_F(ExecutorTest, StatsListsMemcachedNamesInOrderThenLeaseCounters) {
   server_.snapshot.pid = 42;
   server_.snapshot.threads = 4;
