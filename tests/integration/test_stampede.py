@@ -225,8 +225,12 @@ def wait_mode_with_a_crashed_holder(res):
         res.equal(sum(1 for v in values if v == b"fresh"), n - 1,
                   "crash: the others wait for the new holder and get its value")
         s = stats(control)
-        res.equal(s["waits_timed_out"], "1", "stats: one wait timed out")
-        res.equal(s["waits_woken"], str(n - 1), "stats: the others were woken")
+        # The taker's wait timed out. Another reader whose timer fires in the
+        # instant between the new value's store and its wake-up is answered
+        # with that value but counted as timed out: how many do is timing.
+        timed_out, woken = int(s["waits_timed_out"]), int(s["waits_woken"])
+        res.check(timed_out >= 1, "stats: the taker's wait timed out", "waits_timed_out %d" % timed_out)
+        res.equal(timed_out + woken, n, "stats: every parked reader was answered once")
         res.check(int(s["lease_timeouts"]) >= 1, "stats: the dead lease timed out", repr(s))
         for c in readers + [control]:
             c.close()
