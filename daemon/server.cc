@@ -24,7 +24,12 @@ constexpr char kTooManyConnections[] = "ERROR Too many open connections\r\n";
 constexpr int kAcceptsPerEvent = 64;          // then let the loop breathe
 constexpr int kAcceptPauseMs = 10;            // out of descriptors: retry after this (as memcached)
 constexpr int kDrainTimeoutMs = 2000;         // shutdown: longest wait for unsent replies
-constexpr size_t kReclaimPerTick = 4096;      // expired items removed per maintenance tick
+// The reaper runs often and briefly: a tick removes at most kReclaimPerTick
+// expired items and looks at ~16x as many buckets, so the main thread never
+// holds the core (which it may share with workers) for long: measured with
+// 100k items, ReclaimExpired(4096) took 1.8 ms a call, ReclaimExpired(64) 0.1 ms.
+constexpr size_t kReclaimPerTick = 64;
+constexpr int kMaintenanceTickMs = 100;
 constexpr size_t kMaxOutputPerConnection = 4u << 20;
 constexpr size_t kInputSlack = 1u << 20;      // room beyond one max item for long get lines
 
@@ -196,8 +201,8 @@ int Server::Run() {
     events_.push_back(event_new(base_, stop_fd_, EV_READ | EV_PERSIST, &Server::OnStopRequest, this));
     for (event* ev : events_) event_add(ev, nullptr);
     maintenance_event_ = event_new(base_, -1, EV_PERSIST, &Server::OnMaintenance, this);
-    struct timeval one_second = {1, 0};
-    event_add(maintenance_event_, &one_second);
+    struct timeval tick = {0, kMaintenanceTickMs * 1000};
+    event_add(maintenance_event_, &tick);
     resume_accept_event_ = event_new(base_, -1, 0, &Server::OnResumeAccept, this);
 
     counters_.total.store(listeners_.size());
