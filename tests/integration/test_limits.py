@@ -13,15 +13,6 @@ def set_line(key, value):
     return b"set %s 0 0 %d\r\n%s\r\n" % (key, len(value), value)
 
 
-def stat(conn, name):
-    conn.send(b"stats\r\n")
-    for line in conn.recv_until(b"END\r\n").split(b"\r\n"):
-        f = line.split(b" ")
-        if len(f) == 3 and f[0] == b"STAT" and f[1] == name:
-            return int(f[2])
-    return None
-
-
 def small_memory_evicts(r):
     daemon = harness.start_target(["-m", "8"])
     value = b"e" * 10000
@@ -40,12 +31,12 @@ def small_memory_evicts(r):
                 "the newest item survives")
         reply = conn.call(b"get ev0\r\n", b"END\r\n")
         r.equal(reply, b"END\r\n", "the oldest item was evicted")
-        evictions = stat(conn, b"evictions")
+        evictions = harness.stat(conn, b"evictions")
         r.check(evictions is not None and evictions > 0, "stats evictions counts them",
                 repr(evictions))
-        limit = stat(conn, b"limit_maxbytes")
+        limit = harness.stat(conn, b"limit_maxbytes")
         r.equal(limit, 8 * 1024 * 1024, "limit_maxbytes reflects -m 8")
-        in_use = stat(conn, b"bytes")
+        in_use = harness.stat(conn, b"bytes")
         r.check(in_use is not None and in_use <= limit, "bytes stays under the limit",
                 "%r > %r" % (in_use, limit))
     r.check(daemon.alive(), "daemon alive after eviction load")
@@ -73,10 +64,10 @@ def many_connections(r, daemon):
     # The server learns of the closes asynchronously: poll until it has (bounded).
     deadline = time.monotonic() + harness.TIMEOUT
     with harness.Conn(daemon.port) as conn:
-        current = stat(conn, b"curr_connections")
+        current = harness.stat(conn, b"curr_connections")
         while (current is None or current >= 50) and time.monotonic() < deadline:
             time.sleep(0.05)
-            current = stat(conn, b"curr_connections")
+            current = harness.stat(conn, b"curr_connections")
         r.check(current is not None and current < 50,
                 "closed connections are released (curr_connections %r)" % current)
 
