@@ -304,6 +304,19 @@ def cases():
     add("meta_cas_fencing", [b"mg w N30 c\r\n", SYNC, b"ms w 1 C{cas1} T60\r\nv\r\n",
                              b"ms w 1 C{cas1} T60\r\nv\r\n", b"mg w v t\r\n",
                              b"md w C999999\r\n", b"md w q\r\n", b"mg w v\r\n"])
+    # The anti-stampede flow across clients: one W, Z for the others, the winner's
+    # fenced store, then a plain hit for everyone.
+    add("meta_stampede_two_clients", [(0, b"mg k N30 s c v\r\n"), (1, b"mg k N30 s c v\r\n"),
+                                      (1, b"mg k s v\r\n"), SYNC,
+                                      (0, b"ms k 5 C{cas1} T60\r\nfresh\r\n"),
+                                      (1, b"mg k s t v\r\n"), (1, b"get k\r\n")])
+    # Stale set with an equal CAS is a normal store (the item is fresh again); a
+    # higher one is refused.
+    add("meta_stale_set_equal_and_higher", [b"ms j 3 T100\r\nold\r\n", b"mg j c\r\n",
+                                            SYNC, b"md j I T30\r\n", b"mg j c v\r\n", SYNC,
+                                            b"ms j 3 I C{cas2}\r\nnew\r\n", b"mg j t v\r\n",
+                                            b"ms j 3 I C999999999\r\nbad\r\n",
+                                            b"mg j v\r\n"])
     add("meta_set_modes", [b"ms a 1 MA\r\nx\r\n", b"ms a 1 ME\r\nx\r\n",
                            b"ms a 1 ME\r\ny\r\n", b"ms a 1 MA\r\nz\r\n",
                            b"ms a 1 MP\r\nw\r\n", b"ms a 1 MR F3\r\nr\r\n",
