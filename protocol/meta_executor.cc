@@ -437,9 +437,8 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
   } else {
     out->Append("HD");
   }
-  // ArithResult has only the final TTL, so a `t` before `T` on an existing
-  // item reports the new TTL (memcached: the old one).
-  TtlWalk ttl(*store, r.created ? -1 : r.ttl, r.ttl, LastTtlChange(flags, r.created));
+  // `t` before `T` on an existing item reports the TTL it had (memcached).
+  TtlWalk ttl(*store, r.created ? -1 : r.ttl_before, r.ttl, LastTtlChange(flags, r.created));
   for (int i = 0; i < flags.count; ++i) {
     const Flag& flag = flags.list[i];
     switch (flag.name) {

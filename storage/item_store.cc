@@ -1093,6 +1093,7 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
       fresh->exptime = ClampStoreTime(vivify_exptime);
       fresh->last_access = static_cast<int32_t>(t.now_s);
     }
+    res.ttl_before = TtlOf(fresh->exptime, t.now_s);
     if (req.has_ttl) fresh->exptime = ClampStoreTime(ttl_exptime);
     fresh->cas = req.new_cas != 0 ? req.new_cas : NextCas();
     ReplaceLocked(shard, f.item, fresh, hash);

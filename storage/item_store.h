@@ -181,6 +181,7 @@ struct ArithResult {
   uint64_t value = 0;
   uint64_t cas = 0;
   int64_t ttl = -1;
+  int64_t ttl_before = -1;       // before the T of this request (ma t before T)
   bool created = false;
 };
 

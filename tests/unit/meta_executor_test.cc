@@ -525,6 +525,14 @@ TEST_F(MetaExecutorTest, MaCreatesWithInitialValueAndTtlByPosition) {
   EXPECT_EQ(Run("ma n4 t v"), "VA 2 t20\r\n15\r\n");
 }
 
+// As Debian's memcached 1.6.18: t before T shows the TTL the item had, after T the new one.
+TEST_F(MetaExecutorTest, MaTtlFlagFollowsItsPositionAroundT) {
+  EXPECT_EQ(Run("ma c N100 J5 v"), "VA 1\r\n5\r\n");
+  EXPECT_EQ(Run("ma c t T30 v"), "VA 1 t100\r\n6\r\n");
+  EXPECT_EQ(Run("ma c t v"), "VA 1 t30\r\n7\r\n");
+  EXPECT_EQ(Run("ma c T40 t"), "HD t40\r\n");
+}
+
 TEST_F(MetaExecutorTest, MaCasMismatchIsExEvenQuietly) {
   Run("ma n4 N0");
   EXPECT_EQ(Run("ma n4 C1 v"), "EX\r\n");
