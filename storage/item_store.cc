@@ -882,6 +882,13 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
   return res;
 }
 
+// Append, prepend and incr build the replacement with the lock released, from
+// a snapshot of the item (`seen`, at CAS `seen_cas`). It is still right if the
+// key holds that same item, unchanged, or (for a vivify) still nothing.
+static bool StillBuiltFrom(const ItemRef& seen, uint64_t seen_cas, const Item* current) {
+  return current == nullptr ? !seen : (seen.get() == current && seen_cas == current->cas);
+}
+
 // append / prepend: a new item holding old + new bytes, with the old item's
 // client flags and TTL. Needs a live item, unless ms N vivifies it.
 StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
@@ -906,10 +913,7 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
       res.status = StoreStatus::kExists;
       break;
     }
-    // Is the item built last round still right for what the key holds now?
-    const bool ready = fresh != nullptr &&
-                       (old_item == nullptr ? !seen : (seen.get() == old_item &&
-                                                        seen_cas == old_item->cas));
+    const bool ready = fresh != nullptr && StillBuiltFrom(seen, seen_cas, old_item);
     if (!ready) {
       size_t len = req.value.size();
       uint32_t flags = req.client_flags;
@@ -1041,9 +1045,7 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
         break;
       }
     }
-    const bool ready = fresh != nullptr &&
-                       (old_item == nullptr ? !seen : (seen.get() == old_item &&
-                                                        seen_cas == old_item->cas));
+    const bool ready = fresh != nullptr && StillBuiltFrom(seen, seen_cas, old_item);
     if (!ready) {
       size_t len;
       char digits[24];
