@@ -5,9 +5,13 @@
 namespace herdless {
 namespace {
 
+// The coarse clock: one kernel tick of resolution (4 ms here) is plenty for
+// second-granularity expiry, lease timeouts and XFetch's recompute deltas, and
+// it costs 7 ns a call instead of 36 ns (measured in this VM). Every key of a
+// multi-get reads the clock: 2.7 % of the server's CPU in a 10-key get profile.
 int64_t MonotonicMicros() {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return int64_t{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
 }
 

@@ -13,6 +13,7 @@ class Clock {
  public:
   virtual ~Clock() = default;
   // Monotonic microseconds since an arbitrary epoch fixed at construction.
+  // SystemClock's resolution is a kernel tick (1-10 ms), not a microsecond.
   virtual int64_t NowMicros() const = 0;
   // Wall-clock Unix seconds: for absolute exptimes (> 30 days) and `stats time`.
   virtual int64_t UnixSeconds() const = 0;
