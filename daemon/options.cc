@@ -453,6 +453,11 @@ bool Parser::ApplySubopt(std::string_view key, std::string_view value, bool has_
     }
     return true;
   }
+  if (key == "exact_threads") {
+    if (has_value) return Fail("-o exact_threads takes no value");
+    p.exact_threads = true;
+    return true;
+  }
   if (key == "wait_timeout_ms") {
     if (!has_value) return need("numeric");
     if (!ParseU32(value, 1, UINT32_MAX, &p.wait_timeout_ms)) return bad("milliseconds, > 0");
@@ -546,7 +551,8 @@ std::string UsageText() {
   line("-h, --help                print this help and exit");
   line("-V, --version             print version and exit");
   line("-P, --pidfile=<file>      save PID in <file> (removed at exit)");
-  line("-t, --threads=<num>       number of threads to use (default: " + std::to_string(d.num_threads) + ")");
+  line("-t, --threads=<num>       number of threads to use (default: " + std::to_string(d.num_threads) + ");");
+  line("                          herdless runs no more than the CPUs it may use");
   line("-R, --max-reqs-per-event  maximum number of requests per event, limits the");
   line("                          requests processed per connection to prevent");
   line("                          starvation (default: " + std::to_string(d.reqs_per_event) + ")");
@@ -572,6 +578,7 @@ std::string UsageText() {
   line("                          (default: off)");
   line("   - wait_timeout_ms:     longest a parked reader waits in wait mode");
   line("                          (default: lease_timeout, or 5000 when that is 0)");
+  line("   - exact_threads:       run -t worker threads even when fewer CPUs are allowed");
   line("   memcached's tuning options (hashpower, slab_*, lru_*, modern, ...) are accepted");
   line("   and ignored; -f, -n, -D, -L, -X, -W and -N likewise.");
   return s;

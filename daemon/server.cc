@@ -5,6 +5,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -30,8 +31,22 @@ constexpr int kDrainTimeoutMs = 2000;         // shutdown: longest wait for unse
 // 100k items, ReclaimExpired(4096) took 1.8 ms a call, ReclaimExpired(64) 0.1 ms.
 constexpr size_t kReclaimPerTick = 64;
 constexpr int kMaintenanceTickMs = 100;
+constexpr int kTicksPerIdleSweep = 1000 / kMaintenanceTickMs;   // workers sweep once a second
 constexpr size_t kMaxOutputPerConnection = 4u << 20;
 constexpr size_t kInputSlack = 1u << 20;      // room beyond one max item for long get lines
+
+// How many workers to run for -t. A worker never blocks (a waiting reader is
+// parked, not slept), so workers beyond the CPUs this process may run on add
+// only context switches: measured on one pinned core with 50 clients, four
+// workers cost 8.0-8.9 s of CPU per million requests and one worker 6.5.
+// -o exact_threads keeps -t as given.
+int WorkerCount(const ProtocolSettings& p, int* allowed_cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  *allowed_cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (p.exact_threads || *allowed_cpus <= 0) return p.num_threads;
+  return std::min(p.num_threads, *allowed_cpus);
+}
 
 // memcached's `stats conns` text: "tcp:127.0.0.1:11211", "tcp6:[::1]:11211".
 std::string AddressText(const struct sockaddr* sa) {
@@ -180,8 +195,14 @@ int Server::Run() {
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &previous);
+  int allowed_cpus = 0;
+  const int worker_count = WorkerCount(p, &allowed_cpus);
+  if (Verbosity() > 0 && worker_count != p.num_threads) {
+    std::fprintf(stderr, "running %d worker threads for -t %d: %d CPUs allowed (-o exact_threads runs %d)\n",
+                 worker_count, p.num_threads, allowed_cpus, p.num_threads);
+  }
   bool started = true;
-  for (int i = 0; i < p.num_threads && started; ++i) {
+  for (int i = 0; i < worker_count && started; ++i) {
     workers_.push_back(std::make_unique<Worker>(i, worker_config, store_.get(), this, &counters_));
     std::string error;
     if (!workers_.back()->Start(&error)) {
@@ -304,7 +325,11 @@ void Server::OnStopRequest(int fd, short, void* arg) {
 }
 
 void Server::OnMaintenance(int, short, void* arg) {
-  static_cast<Server*>(arg)->store_->ReclaimExpired(kReclaimPerTick);
+  Server* s = static_cast<Server*>(arg);
+  s->store_->ReclaimExpired(kReclaimPerTick);
+  if (++s->maintenance_ticks_ % kTicksPerIdleSweep == 0) {
+    for (auto& w : s->workers_) w->SweepIdle();
+  }
 }
 
 void Server::BeginShutdown() {

@@ -87,6 +87,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   event_base* base_ = nullptr;
   std::vector<event*> events_;         // signals and the stop request
   event* maintenance_event_ = nullptr;
+  uint64_t maintenance_ticks_ = 0;
   event* resume_accept_event_ = nullptr;
   int stop_fd_ = -1;                   // eventfd: Shutdown() from a worker wakes the main loop
   bool accepting_ = false;

@@ -37,7 +37,6 @@ Worker::~Worker() {
   }
   connections_.clear();
   if (notify_event_ != nullptr) event_free(notify_event_);
-  if (idle_timer_ != nullptr) event_free(idle_timer_);
   if (drain_timer_ != nullptr) event_free(drain_timer_);
   if (base_ != nullptr) event_base_free(base_);
   if (notify_fd_ >= 0) close(notify_fd_);
@@ -45,12 +44,15 @@ Worker::~Worker() {
 
 bool Worker::Start(std::string* error) {
   // Only this worker's thread uses its base: libevent's locks are not needed.
+  // Nothing here reads libevent's cached time, and with no timer pending the
+  // loop then makes no clock call per pass.
   event_config* cfg = event_config_new();
   if (cfg == nullptr) {
     *error = "event_config_new failed";
     return false;
   }
   event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_NO_CACHE_TIME);
   base_ = event_base_new_with_config(cfg);
   event_config_free(cfg);
   if (base_ == nullptr) {
@@ -66,14 +68,6 @@ bool Worker::Start(std::string* error) {
   if (notify_event_ == nullptr || event_add(notify_event_, nullptr) != 0) {
     *error = "cannot register the worker's notify event";
     return false;
-  }
-  if (config_.idle_timeout_s > 0 || config_.stalled_timeout_s > 0) {
-    idle_timer_ = event_new(base_, -1, EV_PERSIST, &Worker::OnIdleTimer, this);
-    struct timeval one_second = {1, 0};
-    if (idle_timer_ == nullptr || event_add(idle_timer_, &one_second) != 0) {
-      *error = "cannot register the idle timer";
-      return false;
-    }
   }
   thread_ = std::thread([this] { event_base_loop(base_, 0); });
   return true;
@@ -155,35 +149,40 @@ void Worker::WakeParked(const WaitTicket& ticket) {
   });
 }
 
-void Worker::OnIdleTimer(int, short, void* arg) {
-  Worker* w = static_cast<Worker*>(arg);
+void Worker::SweepIdle() {
+  if (config_.idle_timeout_s <= 0 && config_.stalled_timeout_s <= 0) return;
+  Post([this] {
+    if (!stopping_) CloseIdleAndStalled();
+  });
+}
+
+void Worker::CloseIdleAndStalled() {
   const int64_t now = CoarseNowSeconds();
   std::vector<Connection*> idle;
   std::vector<Connection*> stalled;
-  for (Connection* c : w->connections_) {   // only this thread changes the set
-    if (w->config_.idle_timeout_s > 0 && c->IdleLongerThan(now, w->config_.idle_timeout_s)) {
+  for (Connection* c : connections_) {   // only this thread changes the set
+    if (config_.idle_timeout_s > 0 && c->IdleLongerThan(now, config_.idle_timeout_s)) {
       idle.push_back(c);
-    } else if (w->config_.stalled_timeout_s > 0 &&
-               c->StalledLongerThan(now, w->config_.stalled_timeout_s)) {
+    } else if (config_.stalled_timeout_s > 0 &&
+               c->StalledLongerThan(now, config_.stalled_timeout_s)) {
       stalled.push_back(c);
     }
   }
   for (Connection* c : idle) {
-    if (w->verbosity() > 1) std::fprintf(stderr, "Closing idle fd %d\n", c->fd());
-    w->CloseConnection(c);
+    if (verbosity() > 1) std::fprintf(stderr, "Closing idle fd %d\n", c->fd());
+    CloseConnection(c);
   }
   // A client that stopped reading holds its output bound in memory forever:
   // past the timeout its replies are dropped with the connection.
   for (Connection* c : stalled) {
-    if (w->verbosity() > 0) std::fprintf(stderr, "Closing stalled fd %d (reads no replies)\n", c->fd());
-    w->CloseConnection(c);
+    if (verbosity() > 0) std::fprintf(stderr, "Closing stalled fd %d (reads no replies)\n", c->fd());
+    CloseConnection(c);
   }
 }
 
 void Worker::BeginStop(int drain_timeout_ms) {
   Post([this, drain_timeout_ms] {
     stopping_ = true;
-    if (idle_timer_ != nullptr) event_del(idle_timer_);
     drain_timer_ = event_new(base_, -1, 0, &Worker::OnDrainDeadline, this);
     struct timeval deadline = {drain_timeout_ms / 1000, (drain_timeout_ms % 1000) * 1000};
     if (drain_timer_ != nullptr) event_add(drain_timer_, &deadline);

@@ -73,6 +73,12 @@ class Worker {
   void BeginStop(int drain_timeout_ms);
   void Join();
 
+  // Closes the connections idle or stalled past their timeouts (soon, on the
+  // worker's thread). The server calls it once a second, so the worker loop
+  // keeps no timer of its own and sleeps in epoll_wait without a timeout.
+  // Thread-safe.
+  void SweepIdle();
+
   // `stats conns`: appends one entry per connection. Thread-safe.
   void AppendConnectionsInfo(std::vector<ConnectionInfo>* out);
 
@@ -95,9 +101,9 @@ class Worker {
 
  private:
   static void OnNotify(int fd, short what, void* arg);
-  static void OnIdleTimer(int fd, short what, void* arg);
   static void OnDrainDeadline(int fd, short what, void* arg);
   void RunTasks();
+  void CloseIdleAndStalled();
   void StopNow();
   void MaybeFinishStop();
 
@@ -111,7 +117,6 @@ class Worker {
   event_base* base_ = nullptr;
   int notify_fd_ = -1;
   event* notify_event_ = nullptr;
-  event* idle_timer_ = nullptr;
   event* drain_timer_ = nullptr;
   std::thread thread_;
   bool stopping_ = false;   // worker thread only

@@ -622,6 +622,7 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("classic_stampede", StampedeModeName(s.classic_stampede));
   w->Add("wait_timeout_ms", uint64_t{s.wait_timeout_ms});
   w->AddSigned("stalled_client_timeout", s.stalled_client_timeout);
+  w->AddBool("exact_threads", s.exact_threads);
 }
 
 // herdless has no slab classes. `stats items` and `stats slabs` describe the

@@ -22,7 +22,9 @@ struct ProtocolSettings {
   std::string listen_interface = "127.0.0.1";
   uint64_t max_bytes = 64u << 20;
   int max_connections = 1024;
-  int num_threads = 4;
+  int num_threads = 4;             // -t: the most worker threads to run
+  bool exact_threads = false;      // -o exact_threads: run -t workers even beyond
+                                   // the CPUs the process may use
   uint64_t item_size_max = 1u << 20;
   int reqs_per_event = 20;         // -R
   bool shutdown_enabled = false;   // -A

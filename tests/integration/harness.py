@@ -168,8 +168,13 @@ class Daemon:
         return False
 
 
-def start_herdless(args=()):
-    argv = [HERDLESS_BIN, "-l", "127.0.0.1"] + user_args() + list(args)
+def start_herdless(args=(), exact_threads=True, prefix=()):
+    """herdless on a free port. Tests run the -t they ask for (-o exact_threads) whatever
+    CPUs the machine has, so races are exercised alike everywhere; `prefix` goes before the
+    binary (e.g. taskset)."""
+    argv = list(prefix) + [HERDLESS_BIN, "-l", "127.0.0.1"] + user_args() + list(args)
+    if exact_threads:
+        argv += ["-o", "exact_threads"]
     if not os.access(HERDLESS_BIN, os.X_OK):
         raise DaemonError("no herdless binary at %s (set HERDLESS_BIN)" % HERDLESS_BIN)
     return Daemon("herdless", argv).start()

@@ -3,6 +3,7 @@ a client that writes far ahead of reading (back-pressure, no lost or reordered r
 clients that vanish mid-request. TEST_AGAINST=memcached runs the same checks on memcached.
 """
 
+import shutil
 import socket
 import time
 
@@ -105,7 +106,24 @@ def vanishing_clients(r, daemon):
     r.check(daemon.alive(), "daemon alive after vanishing clients")
 
 
+def workers_fit_the_cpus(r):
+    """herdless runs at most one worker per CPU it may use (-t is the most); exact_threads
+    keeps -t. Only herdless: memcached always runs -t."""
+    if harness.target_name() != "herdless" or shutil.which("taskset") is None:
+        return
+    for exact, expected in ((False, 1), (True, 3)):
+        with harness.start_herdless(["-t", "3"], exact_threads=exact,
+                                    prefix=["taskset", "-c", "0"]) as daemon:
+            with harness.Conn(daemon.port) as conn:
+                r.equal(harness.stat(conn, b"threads"), expected,
+                        "-t 3 on one allowed CPU runs %d workers%s" %
+                        (expected, " with -o exact_threads" if exact else ""))
+                r.equal(conn.call(b"set k 0 0 1\r\nx\r\nget k\r\n", b"END\r\n"),
+                        b"STORED\r\nVALUE k 0 1\r\nx\r\nEND\r\n", "and serves")
+
+
 def body(r):
+    workers_fit_the_cpus(r)
     small_memory_evicts(r)
     daemon = harness.start_target(["-c", "1024"])
     many_connections(r, daemon)

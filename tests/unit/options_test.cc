@@ -213,6 +213,15 @@ TEST(OptionsTest, WaitTimeoutDefaultFollowsLeaseTimeoutWhereverItAppears) {
   EXPECT_EQ(Parse({"-o", "lease_timeout=0"}).options.protocol.wait_timeout_ms, 5000u);
 }
 
+TEST(OptionsTest, ExactThreadsIsAFlag) {
+  EXPECT_FALSE(Parse({"-t", "8"}).options.protocol.exact_threads);
+  Parsed p = Parse({"-t", "8", "-o", "exact_threads"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_TRUE(p.options.protocol.exact_threads);
+  EXPECT_EQ(p.options.protocol.num_threads, 8);
+  EXPECT_FALSE(Parse({"-o", "exact_threads=1"}).ok);
+}
+
 TEST(OptionsTest, ClassicStampedeModes) {
   EXPECT_EQ(Parse({"-o", "classic_stampede=off"}).options.protocol.classic_stampede,
             ClassicStampedeMode::kOff);
