@@ -170,6 +170,7 @@ void Worker::CloseIdleAndStalled() {
   }
   for (Connection* c : idle) {
     if (verbosity() > 1) std::fprintf(stderr, "Closing idle fd %d\n", c->fd());
+    stats_.idle_kicks.Add();
     CloseConnection(c);
   }
   // A client that stopped reading holds its output bound in memory forever:

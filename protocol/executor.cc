@@ -499,7 +499,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("store_no_memory", t.store_no_memory);
   w->Add("auth_cmds", uint64_t{0});
   w->Add("auth_errors", uint64_t{0});
-  if (settings.idle_timeout != 0) w->Add("idle_kicks", uint64_t{0});
+  if (settings.idle_timeout != 0) w->Add("idle_kicks", t.idle_kicks);
   w->Add("bytes_read", t.bytes_read);
   w->Add("bytes_written", t.bytes_written);
   w->Add("limit_maxbytes", uint64_t{store->memory_limit()});

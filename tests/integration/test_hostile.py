@@ -377,6 +377,8 @@ def idle_timeout(r):
     r.equal(partial.recv_until_eof(), b"", "so is one idle in the middle of a request line")
     if HERDLESS:
         r.equal(in_block.recv_until_eof(), b"", "and one idle in the middle of a data block")
+    r.equal(harness.stat(active, b"idle_kicks"), 3 if HERDLESS else 2,
+            "stats idle_kicks counts the connections closed")
     for c in (idle, partial, in_block, active):
         c.close()
     r.check(daemon.alive(), "daemon alive after idle timeouts")
