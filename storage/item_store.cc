@@ -370,7 +370,7 @@ void ItemStore::DiscardItem(Item* item) {
   ReleaseItem(item);
 }
 
-void ItemStore::LinkLocked(Shard& shard, Item* item, uint64_t hash) {
+void ItemStore::LinkLocked(Shard& shard, Item* item, uint64_t hash, bool new_item) {
   Item** slot = shard.SlotFor(item->key(), hash);
   assert(*slot == nullptr);
   item->hash_next = nullptr;
@@ -380,7 +380,7 @@ void ItemStore::LinkLocked(Shard& shard, Item* item, uint64_t hash) {
   shard.item_count++;
   shard.bytes += ChargeOf(item);
   if (Has(item, kItemTokenSent)) shard.leases_out++;
-  shard.counters.total_items++;
+  if (new_item) shard.counters.total_items++;
   shard.MaybeGrow();
   if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());
 }
@@ -427,9 +427,10 @@ void ItemStore::TakeWaitersLocked(Shard& shard, std::string_view key) {
 
 // Every new value of a key goes through here (set, add, cas, append, incr,
 // vivify, lease-set). This is where parked readers of the key will be woken.
-void ItemStore::ReplaceLocked(Shard& shard, Item* old_item, Item* new_item, uint64_t hash) {
+void ItemStore::ReplaceLocked(Shard& shard, Item* old_item, Item* new_item, uint64_t hash,
+                              bool counts_as_new) {
   if (old_item != nullptr) UnlinkLocked(shard, old_item);
-  LinkLocked(shard, new_item, hash);
+  LinkLocked(shard, new_item, hash, counts_as_new);
 }
 
 // Counts an item that is about to be removed for expiry or eviction.
@@ -1025,6 +1026,7 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
   ItemRef seen;
   uint64_t seen_cas = 0;
   uint64_t value = 0;
+  bool fits_in_place = false;   // memcached would rewrite the old item's bytes
   for (;;) {
     const Times t = Now();
     ShardLock lock(this, shard);
@@ -1066,8 +1068,8 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
       }
       // memcached rewrites a number in place when it still fits, padding with
       // spaces ("10" decr 1 reads "9 "); a longer one gets a new item.
-      const size_t item_len =
-          old_item != nullptr ? std::max<size_t>(len, old_item->value_len) : len;
+      fits_in_place = old_item != nullptr && len <= old_item->value_len;
+      const size_t item_len = fits_in_place ? old_item->value_len : len;
       seen = old_item != nullptr ? ItemRef::Share(old_item) : ItemRef();
       seen_cas = old_item != nullptr ? old_item->cas : 0;
       lock.unlock();
@@ -1098,7 +1100,7 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
     res.ttl_before = TtlOf(fresh->exptime, t.now_s);
     if (req.has_ttl) fresh->exptime = ClampStoreTime(ttl_exptime);
     fresh->cas = req.new_cas != 0 ? req.new_cas : NextCas();
-    ReplaceLocked(shard, f.item, fresh, hash);
+    ReplaceLocked(shard, f.item, fresh, hash, /*counts_as_new=*/!fits_in_place);
     res.status = ArithStatus::kOk;
     res.value = value;
     res.cas = fresh->cas;

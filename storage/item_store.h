@@ -264,9 +264,12 @@ class ItemStore {
   bool IsFlushed(const Item* item, int64_t now_s) const;
   int32_t PlaceholderExptime(int64_t now_s) const;
   Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, int64_t now_s);
-  void LinkLocked(Shard& shard, Item* item, uint64_t hash);
+  // `new_item` false: the same item rewritten (an incr that memcached does in
+  // place), not counted in total_items.
+  void LinkLocked(Shard& shard, Item* item, uint64_t hash, bool new_item = true);
   void UnlinkLocked(Shard& shard, Item* item);
-  void ReplaceLocked(Shard& shard, Item* old_item, Item* new_item, uint64_t hash);
+  void ReplaceLocked(Shard& shard, Item* old_item, Item* new_item, uint64_t hash,
+                     bool counts_as_new = true);
   void CountRemovalLocked(Shard& shard, const Item* item, int64_t now_s, bool evicted);
   void StoreNewLocked(Shard& shard, Item* old_item, Item* new_item, uint64_t hash,
                       const Times& t);

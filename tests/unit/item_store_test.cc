@@ -522,6 +522,17 @@ TEST_F(ItemStoreTest, IncrAddsAndChangesCas) {
   EXPECT_EQ(r.cas, a.cas);
 }
 
+TEST_F(ItemStoreTest, TotalItemsCountsAnIncrOnlyWhenTheNumberOutgrowsItsItem) {
+  Put("n", "98");
+  ASSERT_EQ(store_->Stats().total_items, 1u);
+  Arith("n", true, 1);   // 99: memcached rewrites it in place
+  Arith("n", false, 50); // "49", still fits
+  EXPECT_EQ(store_->Stats().total_items, 1u);
+  Arith("n", true, 51);  // 100: one digit longer, a new item in memcached too
+  EXPECT_EQ(Get("n"), "100");
+  EXPECT_EQ(store_->Stats().total_items, 2u);
+}
+
 TEST_F(ItemStoreTest, IncrWrapsAt2To64) {
   Put("n", "18446744073709551615");
   EXPECT_EQ(Arith("n", true, 2).value, 1u);
