@@ -7,6 +7,9 @@ run and as medians: ops/s, hits/s, p50/p99/p99.9 latency, the server's CPU
 seconds per million operations (from /proc/<pid>/stat), and herdless/memcached
 ratios. Load generator: memtier_benchmark ($MEMTIER or on PATH); without it,
 Debian's memcaslap (fewer figures; said in the output).
+
+--self runs herdless against a second herdless process instead (an A/A run):
+the spread of its ratios around 1.00 is the noise floor of this machine.
 """
 import argparse
 import json
@@ -141,7 +144,11 @@ def main():
     ap.add_argument("--conns", type=int, default=50)
     ap.add_argument("--herdless", default=os.environ.get("HERDLESS_BIN", "build/release/herdless"))
     ap.add_argument("--memcached", default="/usr/bin/memcached")
+    ap.add_argument("--self", action="store_true",
+                    help="baseline is a second herdless (A/A: shows the noise floor)")
     args = ap.parse_args()
+    base = "herdless2" if args.self else "memcached"
+    base_bin = args.herdless if args.self else args.memcached
 
     tool = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
     ncpu = os.cpu_count() or 1
@@ -156,10 +163,10 @@ def main():
     common = ["-l", "127.0.0.1", "-t", str(args.threads), "-m", str(args.memory), "-c", "4096"] + user
     pa, pb = free_port(), free_port()
     servers = {
-        "memcached": Server("memcached", [args.memcached, "-p", str(pa)] + common, pa, server_cpus),
+        base: Server(base, [base_bin, "-p", str(pa)] + common, pa, server_cpus),
         "herdless": Server("herdless", [args.herdless, "-p", str(pb)] + common, pb, server_cpus),
     }
-    print(f"servers: memcached {args.memcached}, herdless {args.herdless}; "
+    print(f"servers: {base} {base_bin}, herdless {args.herdless}; "
           f"flags: {' '.join(common)}")
     summary = []
     try:
@@ -167,7 +174,7 @@ def main():
             desc, preset_args = PRESETS[name]
             print(f"\n== preset {name}: {desc}; {args.rounds} rounds x {args.seconds}s, "
                   f"{args.conns} connections")
-            results = {"memcached": [], "herdless": []}
+            results = {base: [], "herdless": []}
             for srv in servers.values():
                 flush(srv.port)
                 if tool:
@@ -187,18 +194,18 @@ def main():
                           f"  p50 {res['p50']:.3f}  p99 {res['p99']:.3f}  p99.9 {res['p999']:.3f} ms"
                           f"  cpu {res['cpu_per_mop']:.2f} s/Mop")
             med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in results.items()}
-            m, h = med["memcached"], med["herdless"]
+            m, h = med[base], med["herdless"]
             def ratio(f):
                 return h[f] / m[f] if m[f] else float("nan")
-            print(f"  median memcached ops/s {m['ops']:.0f} p99 {m['p99']:.3f} ms cpu {m['cpu_per_mop']:.2f} s/Mop")
+            print(f"  median {base:9s} ops/s {m['ops']:.0f} p99 {m['p99']:.3f} ms cpu {m['cpu_per_mop']:.2f} s/Mop")
             print(f"  median herdless  ops/s {h['ops']:.0f} p99 {h['p99']:.3f} ms cpu {h['cpu_per_mop']:.2f} s/Mop")
-            print(f"  ratio herdless/memcached: ops/s {ratio('ops'):.2f}x  p50 {ratio('p50'):.2f}x  "
+            print(f"  ratio herdless/{base}: ops/s {ratio('ops'):.2f}x  p50 {ratio('p50'):.2f}x  "
                   f"p99 {ratio('p99'):.2f}x  p99.9 {ratio('p999'):.2f}x  cpu/op {ratio('cpu_per_mop'):.2f}x")
             summary.append((name, m, h, ratio("ops"), ratio("p99"), ratio("cpu_per_mop")))
     finally:
         for srv in servers.values():
             srv.stop()
-    print("\n| preset | memcached ops/s | herdless ops/s | ops ratio | p99 ratio | CPU/op ratio |")
+    print(f"\n| preset | {base} ops/s | herdless ops/s | ops ratio | p99 ratio | CPU/op ratio |")
     print("|---|---|---|---|---|---|")
     for name, m, h, ro, rp, rc in summary:
         print(f"| {name} | {m['ops']:.0f} | {h['ops']:.0f} | {ro:.2f} | {rp:.2f} | {rc:.2f} |")
