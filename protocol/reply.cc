@@ -15,6 +15,8 @@ namespace {
 constexpr size_t kChunkSize = 16 * 1024;
 // Recycled chunks kept per connection; more would only hold idle memory.
 constexpr size_t kMaxSpareChunks = 4;
+// Written segments are dropped from the front of the vector in batches.
+constexpr size_t kCompactAfter = 256;
 
 }  // namespace
 
@@ -52,7 +54,7 @@ char* ReplyBuffer::Reserve(size_t n) {
   pending_ += n;
   // Bytes that continue the last segment in the same chunk extend it, so a
   // pipeline of short replies goes out as one iovec.
-  if (!segments_.empty() && p != chunk.data.get()) {
+  if (!empty() && p != chunk.data.get()) {
     Segment& last = segments_.back();
     if (last.item == nullptr && last.data + last.len == p) {
       last.len += n;
@@ -94,18 +96,16 @@ void ReplyBuffer::AppendItemBytes(ItemRef item, std::string_view bytes) {
 
 int ReplyBuffer::FillIovecs(struct iovec* iov, int max) const {
   int n = 0;
-  for (const Segment& seg : segments_) {
-    if (n == max) break;
-    iov[n].iov_base = const_cast<char*>(seg.data);
-    iov[n].iov_len = seg.len;
-    ++n;
+  for (size_t i = head_; i < segments_.size() && n < max; ++i, ++n) {
+    iov[n].iov_base = const_cast<char*>(segments_[i].data);
+    iov[n].iov_len = segments_[i].len;
   }
   return n;
 }
 
 void ReplyBuffer::Consume(size_t n) {
-  while (n > 0 && !segments_.empty()) {
-    Segment& seg = segments_.front();
+  while (n > 0 && !empty()) {
+    Segment& seg = segments_[head_];
     if (n < seg.len) {
       seg.data += n;
       seg.len -= n;
@@ -121,18 +121,39 @@ void ReplyBuffer::Consume(size_t n) {
       // of the one holding this segment is no longer referenced.
       while (!chunks_.front()->Contains(seg.data)) Chunk::RecycleFront(&chunks_, &spare_);
     }
-    segments_.pop_front();
+    ++head_;
   }
-  if (segments_.empty()) {
-    while (!chunks_.empty()) Chunk::RecycleFront(&chunks_, &spare_);
+  CompactSegments();
+}
+
+void ReplyBuffer::CompactSegments() {
+  if (empty()) {
+    segments_.clear();
+    head_ = 0;
+    // Everything is written: keep the newest chunk (if standard-sized) for the
+    // next replies rather than cycling it through the spare list.
+    while (chunks_.size() > 1) Chunk::RecycleFront(&chunks_, &spare_);
+    if (!chunks_.empty()) {
+      if (chunks_.front()->capacity == kChunkSize) {
+        chunks_.front()->used = 0;
+      } else {
+        Chunk::RecycleFront(&chunks_, &spare_);
+      }
+    }
+    return;
+  }
+  if (head_ >= kCompactAfter && head_ * 2 >= segments_.size()) {
+    segments_.erase(segments_.begin(), segments_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
   }
 }
 
 void ReplyBuffer::Clear() {
-  for (const Segment& seg : segments_) {
-    if (seg.item != nullptr) ReleaseItem(seg.item);
+  for (size_t i = head_; i < segments_.size(); ++i) {
+    if (segments_[i].item != nullptr) ReleaseItem(segments_[i].item);
   }
   segments_.clear();
+  head_ = 0;
   pending_ = 0;
   while (!chunks_.empty()) Chunk::RecycleFront(&chunks_, &spare_);
 }

@@ -39,7 +39,7 @@ class ReplyBuffer {
   // Drops `n` written bytes from the front, releasing items fully sent.
   void Consume(size_t n);
 
-  bool empty() const { return segments_.empty(); }
+  bool empty() const { return head_ == segments_.size(); }
   size_t pending_bytes() const { return pending_; }
   void Clear();
 
@@ -52,7 +52,12 @@ class ReplyBuffer {
   struct Chunk;
   char* Reserve(size_t n);   // room for n contiguous bytes in the current chunk
 
-  std::deque<Segment> segments_;
+  void CompactSegments();
+
+  // segments_[head_..] are owed; the vector is reused, not reallocated, as a
+  // connection's replies are written and new ones appended.
+  std::vector<Segment> segments_;
+  size_t head_ = 0;
   std::deque<std::unique_ptr<Chunk>> chunks_;   // chunks still referenced by segments
   std::vector<std::unique_ptr<Chunk>> spare_;   // recycled chunks
   size_t pending_ = 0;

@@ -296,5 +296,31 @@ TEST(ReplyBufferTest, SpillingPastAChunkStartsANewSegment) {
   EXPECT_EQ(Pending(buf), expected.substr(20000));
 }
 
+// A client that keeps reading behind a long backlog: written segments are
+// dropped from the front in batches while new ones are appended, and every
+// byte and item reference survives the moves.
+TEST(ReplyBufferTest, LongBacklogKeepsOrderAcrossCompaction) {
+  Item* item = MakeItem("k", "value");
+  ReplyBuffer buf;
+  std::string expected;
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < 100; ++i) {
+      buf.AppendItemBytes(ItemRef::Share(item), item->value());
+      buf.Append("|" + std::to_string(round * 100 + i) + "\n");
+      expected += "value|" + std::to_string(round * 100 + i) + "\n";
+    }
+    // Write all but the last 7 bytes of what is owed.
+    const size_t written = buf.pending_bytes() - 7;
+    buf.Consume(written);
+    expected.erase(0, written);
+    ASSERT_EQ(Pending(buf), expected) << "round " << round;
+  }
+  EXPECT_GT(Refs(item), 1u);   // the unwritten value still holds its reference
+  buf.Consume(buf.pending_bytes());
+  EXPECT_TRUE(buf.empty());
+  EXPECT_EQ(Refs(item), 1u);
+  ReleaseItem(item);
+}
+
 }  // namespace
 }  // namespace herdless
