@@ -370,7 +370,7 @@ void ItemStore::DiscardItem(Item* item) {
   ReleaseItem(item);
 }
 
-void ItemStore::LinkLocked(Shard& shard, Item* item, uint64_t hash, bool new_item) {
+void ItemStore::LinkLocked(Shard& shard, Item* item, uint64_t hash, bool counts_as_new) {
   Item** slot = shard.SlotFor(item->key(), hash);
   assert(*slot == nullptr);
   item->hash_next = nullptr;
@@ -380,7 +380,7 @@ void ItemStore::LinkLocked(Shard& shard, Item* item, uint64_t hash, bool new_ite
   shard.item_count++;
   shard.bytes += ChargeOf(item);
   if (Has(item, kItemTokenSent)) shard.leases_out++;
-  if (new_item) shard.counters.total_items++;
+  if (counts_as_new) shard.counters.total_items++;
   shard.MaybeGrow();
   if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());
 }

@@ -264,9 +264,9 @@ class ItemStore {
   bool IsFlushed(const Item* item, int64_t now_s) const;
   int32_t PlaceholderExptime(int64_t now_s) const;
   Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, int64_t now_s);
-  // `new_item` false: the same item rewritten (an incr that memcached does in
-  // place), not counted in total_items.
-  void LinkLocked(Shard& shard, Item* item, uint64_t hash, bool new_item = true);
+  // `counts_as_new` false: the same item rewritten (an incr that memcached
+  // does in place), not counted in total_items.
+  void LinkLocked(Shard& shard, Item* item, uint64_t hash, bool counts_as_new = true);
   void UnlinkLocked(Shard& shard, Item* item);
   void ReplaceLocked(Shard& shard, Item* old_item, Item* new_item, uint64_t hash,
                      bool counts_as_new = true);
