@@ -12,8 +12,10 @@ from pymemcache import exceptions
 
 def body(r):
     daemon = harness.start_target()
+    # default_noreply=False: every write waits for its reply, so a read on another
+    # connection (the raw checks below) never races the write it checks.
     client = Client(("127.0.0.1", daemon.port), connect_timeout=harness.TIMEOUT,
-                    timeout=harness.TIMEOUT)
+                    timeout=harness.TIMEOUT, default_noreply=False)
 
     # set / get / flags
     r.equal(client.set("a", b"hello"), True, "set returns True")
@@ -24,6 +26,8 @@ def body(r):
     with harness.Conn(daemon.port) as raw:
         r.equal(raw.call(b"get f\r\n", b"END\r\n"), b"VALUE f 123456 1\r\nx\r\nEND\r\n",
                 "flags set through the client come back on the VALUE line")
+    # A noreply write is followed by a read on the same connection, which the server
+    # answers in order.
     r.equal(client.set("nr", b"quiet", noreply=True), True, "set noreply returns True")
     r.equal(client.get("nr"), b"quiet", "value stored by a noreply set")
 
