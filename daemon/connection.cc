@@ -271,11 +271,9 @@ bool Connection::Execute() {
   const WaitTicket ticket{static_cast<uint32_t>(worker_->id()), id_, ++park_seq_};
   const bool expired = wait_expired_;
   const int max_requests = expired ? 1 : config.reqs_per_event;
-  ProcessOutcome outcome = worker_->executor().Process(input_->view(), &output_, config.max_output,
-                                                       max_requests, &ticket);
+  ProcessOutcome outcome = RunExecutor(max_requests, &ticket);
   if (expired && outcome.parked && outcome.park_token == park_token_) {
-    outcome = worker_->executor().Process(input_->view(), &output_, config.max_output,
-                                          max_requests, nullptr);
+    outcome = RunExecutor(max_requests, nullptr);
   }
   input_->Drop(outcome.consumed);
   if (waiting_ || outcome.parked) NoteWait(outcome, expired);
@@ -292,6 +290,22 @@ bool Connection::Execute() {
   // bound, or the rest is incomplete. Another pass tells which.
   bool progressed = outcome.consumed > 0 || outcome.swallow > 0;
   return progressed && swallow_ == 0 && !input_->empty();
+}
+
+ProcessOutcome Connection::RunExecutor(int max_requests, const WaitTicket* park) {
+  const WorkerConfig& config = worker_->config();
+  if (wire_ == Wire::kUndecided) {
+    const bool binary = config.binding == BindingProtocol::kBinary ||
+                        (config.binding == BindingProtocol::kAuto &&
+                         static_cast<unsigned char>(input_->view()[0]) == binary::kRequestMagic);
+    wire_ = binary ? Wire::kBinary : Wire::kText;
+  }
+  if (wire_ == Wire::kBinary) {
+    return worker_->binary_executor().Process(input_->view(), &output_, config.max_output,
+                                              max_requests, park);
+  }
+  return worker_->executor().Process(input_->view(), &output_, config.max_output, max_requests,
+                                     park);
 }
 
 bool Connection::Flush() {

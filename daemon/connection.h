@@ -8,7 +8,9 @@
 // (its output still flows) until Wake() with the park's ticket re-runs it, or
 // until wait_timeout_ms: then it is answered with a miss, unless the lease it
 // waited for died meanwhile (it takes the lease over, or waits for the new one).
-// Only state() and secs_since_last_cmd() may be read by other threads.
+// The first byte picks the protocol (-B auto: 0x80 is binary, as memcached);
+// the connection keeps it. Only state() and secs_since_last_cmd() may be read
+// by other threads.
 #ifndef HERDLESS_DAEMON_CONNECTION_H_
 #define HERDLESS_DAEMON_CONNECTION_H_
 
@@ -27,6 +29,7 @@ namespace herdless {
 
 class Worker;
 struct ProcessOutcome;
+struct WaitTicket;
 
 // memcached's conn_* states, for `stats conns`.
 enum class ConnState : uint8_t {
@@ -80,9 +83,13 @@ class Connection {
   static void OnResume(int fd, short what, void* arg);
   static void OnWaitTimeout(int fd, short what, void* arg);
 
+  // The protocol a connection speaks: -B's, or (auto) its first byte's.
+  enum class Wire : uint8_t { kUndecided, kText, kBinary };
+
   ReadStatus ReadInput();
   void Run();                 // execute, write, then decide what to wait for
   bool Execute();             // true: input remains that may hold more requests
+  ProcessOutcome RunExecutor(int max_requests, const WaitTicket* park);
   bool Flush();               // false: the socket failed
   void NoteWait(const ProcessOutcome& outcome, bool expired);
   void SetParked(bool on);
@@ -104,6 +111,7 @@ class Connection {
   bool reading_ = false;
   bool writing_ = false;
 
+  Wire wire_ = Wire::kUndecided;
   std::unique_ptr<InputBuffer> input_;
   ReplyBuffer output_;
   uint64_t swallow_ = 0;          // input bytes still to discard

@@ -362,10 +362,17 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
       if (!ParseInt(value, 1, 1 << 30, &p.backlog)) return Fail("invalid listen backlog " + Quote(value));
       return true;
     case 'B':
-      if (value == "ascii" || value == "auto") return true;   // ascii is all herdless speaks
-      if (value == "binary") return Fail("the binary protocol is not supported by herdless (ascii only)");
-      return Fail("Invalid value for binding protocol: " + std::string(value) +
-                  " -- should be one of auto, binary, or ascii");
+      if (value == "auto") {
+        p.binding_protocol = BindingProtocol::kAuto;
+      } else if (value == "ascii") {
+        p.binding_protocol = BindingProtocol::kAscii;
+      } else if (value == "binary") {
+        p.binding_protocol = BindingProtocol::kBinary;
+      } else {
+        return Fail("Invalid value for binding protocol: " + std::string(value) +
+                    " -- should be one of auto, binary, or ascii");
+      }
+      return true;
     case 'I': {
       uint64_t size;
       if (!ParseSize(value, &size)) return Fail("invalid item size " + Quote(value));
@@ -558,7 +565,7 @@ std::string UsageText() {
   line("                          starvation (default: " + std::to_string(d.reqs_per_event) + ")");
   line("-C, --disable-cas         disable use of CAS");
   line("-b, --listen-backlog=<num> set the backlog queue limit (default: " + std::to_string(d.backlog) + ")");
-  line("-B, --protocol=<name>     ascii or auto (herdless speaks ascii only)");
+  line("-B, --protocol=<name>     protocol - one of ascii, binary, or auto (default: auto-negotiate)");
   line("-I, --max-item-size=<num> adjusts max item size");
   line("                          (default: 1m, min: 1k, max: 1024m)");
   line("-F, --disable-flush-all   disable flush_all command");

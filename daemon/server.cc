@@ -190,6 +190,7 @@ int Server::Run() {
   worker_config.max_output = kMaxOutputPerConnection;
   worker_config.max_input = p.item_size_max + kInputSlack;
   worker_config.wait_timeout_ms = p.wait_timeout_ms;
+  worker_config.binding = p.binding_protocol;
 
   // Workers start with every signal blocked, so signals reach the main loop.
   sigset_t all, previous;

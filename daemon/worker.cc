@@ -25,7 +25,8 @@ Worker::Worker(int id, const WorkerConfig& config, ItemStore* store, ServerInfo*
       config_(config),
       server_(server),
       counters_(counters),
-      executor_(store, server, &stats_) {}
+      executor_(store, server, &stats_),
+      binary_executor_(store, server, &stats_) {}
 
 Worker::~Worker() {
   // The thread has ended: tasks it never ran may still hold sockets.
@@ -117,7 +118,14 @@ void Worker::AddConnection(int fd, std::string peer, std::string local) {
       std::lock_guard<std::mutex> lock(registry_mutex_);
       connections_.insert(conn);
     }
-    if (verbosity() > 1) std::fprintf(stderr, "<%d new ascii client connection.\n", fd);
+    if (verbosity() > 1) {
+      std::fprintf(stderr, config_.binding == BindingProtocol::kAuto
+                               ? "<%d new auto-negotiating client connection\n"
+                           : config_.binding == BindingProtocol::kBinary
+                               ? "<%d new binary client connection.\n"
+                               : "<%d new ascii client connection.\n",
+                   fd);
+    }
     if (!conn->Start()) CloseConnection(conn);
   });
 }

@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "protocol/binary_executor.h"
 #include "protocol/executor.h"
 #include "protocol/server_info.h"
 #include "protocol/thread_stats.h"
@@ -45,6 +46,7 @@ struct WorkerConfig {
   size_t max_output = 4u << 20;   // stop executing while this much output is unsent
   size_t max_input = 0;           // largest request buffered (item_size_max + slack)
   uint32_t wait_timeout_ms = 5000;  // -o wait_timeout_ms: longest a reader stays parked
+  BindingProtocol binding = BindingProtocol::kAuto;   // -B
 };
 
 // Monotonic seconds, cheap (coarse clock): connection idle times.
@@ -93,6 +95,7 @@ class Worker {
   // For this worker's connections (worker thread only).
   event_base* base() { return base_; }
   Executor& executor() { return executor_; }
+  BinaryExecutor& binary_executor() { return binary_executor_; }
   const WorkerConfig& config() const { return config_; }
   int verbosity() const { return server_->Verbosity(); }
   void CloseConnection(Connection* conn);
@@ -113,6 +116,7 @@ class Worker {
   ConnectionCounters* const counters_;
   ThreadStats stats_;
   Executor executor_;
+  BinaryExecutor binary_executor_;
 
   event_base* base_ = nullptr;
   int notify_fd_ = -1;

@@ -25,12 +25,12 @@
 
 #include "protocol/meta_executor.h"
 #include "protocol/numbers.h"
+#include "protocol/stat_writer.h"
 
 namespace herdless {
 
 namespace {
 
-constexpr std::string_view kVersion = "1.6.18-herdless";
 constexpr std::string_view kBadDataChunk = "CLIENT_ERROR bad data chunk";
 
 // memcached caps `verbosity` at MAX_VERBOSITY_LEVEL.
@@ -100,52 +100,29 @@ bool IsSingleKey(std::string_view keys) {
   return words.Next(&key) && !words.Next(&key);
 }
 
-// In a classic stampede mode (-o classic_stampede=stale|wait) get and gets are
-// lease reads: the reader that wins the key's lease (on a miss, a stale value
-// or an XFetch draw) is answered with a miss, its cue to recompute and set;
-// the others get the stale value, or a miss when there is none. In wait mode
-// a single-key read of a key with no value whose lease is held parks instead
-// (outcome->parked, nothing written); a multi-key get never parks, so no
-// reply is ever half written.
+// A multi-key get never parks (see ClassicReadOptions), so no reply is ever
+// half written.
 void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
               const WaitTicket* park, const Request& req, ReplyBuffer* out,
               ProcessOutcome* outcome) {
   const bool with_cas = req.command == Command::kGets || req.command == Command::kGats;
   const bool touch = req.command == Command::kGat || req.command == Command::kGats;
-  ReadOptions opts;
-  opts.kind = ReadKind::kClassic;
-  if (touch) {
-    opts.has_touch = true;
-    opts.touch_exptime = req.exptime;
-  } else if (settings.classic_stampede != ClassicStampedeMode::kOff) {
-    opts.kind = ReadKind::kClassicLease;
-    opts.lease.xfetch_beta = settings.xfetch_beta;
-    if (settings.classic_stampede == ClassicStampedeMode::kWait && park != nullptr &&
-        IsSingleKey(req.keys)) {
-      opts.park = park;
-    }
-  }
-  const bool lease_read = opts.kind == ReadKind::kClassicLease;
+  const ReadOptions opts =
+      ClassicReadOptions(settings, touch, req.exptime, IsSingleKey(req.keys) ? park : nullptr);
   WordIterator keys(req.keys);
   std::string_view key;
+  bool first = true;
   while (keys.Next(&key)) {
+    // Over UDP memcached sends each key's reply as its own message.
+    if (!first) out->EndMessage();
+    first = false;
     ReadResult r = store->Read(key, opts);
     if (r.parked) {
       outcome->parked = true;
       outcome->park_token = r.cas;
       return;
     }
-    stats->CountMissCause(r.miss_expired, r.miss_flushed);
-    bool hit = r.status == ReadStatus::kHit;
-    if (hit && lease_read) hit = !r.no_value && r.lease != LeaseVerdict::kWin;
-    if (touch) {
-      stats->cmd_touch.Add();
-      (hit ? stats->touch_hits : stats->touch_misses).Add();
-    } else {
-      stats->cmd_get.Add();
-      (hit ? stats->get_hits : stats->get_misses).Add();
-    }
-    if (!hit) continue;
+    if (!CountClassicRead(stats, opts, r)) continue;
     // With -C memcached keeps no CAS and `gets` shows 0.
     AppendValueLine(key, r.client_flags, r.item->value_len, with_cas,
                     settings.cas_enabled ? r.cas : 0, out);
@@ -393,45 +370,6 @@ void Shutdown(ServerInfo* server, const Request& req, ReplyBuffer* out, ProcessO
 // ---------------------------------------------------------------------------
 // stats
 
-// Writes "STAT <name> <value>\r\n" lines.
-class StatWriter {
- public:
-  explicit StatWriter(ReplyBuffer* out) : out_(out) {}
-
-  void Add(std::string_view name, uint64_t value) {
-    Name(name);
-    out_->AppendNumber(value);
-    out_->Append("\r\n");
-  }
-  void AddSigned(std::string_view name, int64_t value) {
-    Name(name);
-    out_->AppendSignedNumber(value);
-    out_->Append("\r\n");
-  }
-  void Add(std::string_view name, std::string_view value) {
-    Name(name);
-    out_->Append(value);
-    out_->Append("\r\n");
-  }
-  void Add(std::string_view name, const char* value) { Add(name, std::string_view(value)); }
-  void AddBool(std::string_view name, bool value) { Add(name, value ? "yes" : "no"); }
-  // printf-style "%.<decimals>f", as memcached prints factors and rusage.
-  void AddFixed(std::string_view name, double value, int decimals) {
-    char buf[64];
-    int n = std::snprintf(buf, sizeof(buf), "%.*f", decimals, value);
-    Add(name, std::string_view(buf, n > 0 ? static_cast<size_t>(n) : 0));
-  }
-  void End() { out_->Append("END\r\n"); }
-
- private:
-  void Name(std::string_view name) {
-    out_->Append("STAT ");
-    out_->Append(name);
-    out_->Append(" ");
-  }
-  ReplyBuffer* out_;
-};
-
 // Stats memcached prints for machinery herdless does not have: the names stay,
 // so dashboards and tools that read them keep working.
 void Zeros(StatWriter* w, std::initializer_list<std::string_view> names) {
@@ -460,7 +398,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->AddSigned("pid", snap.pid);
   w->AddSigned("uptime", snap.uptime);
   w->AddSigned("time", snap.time);
-  w->Add("version", kVersion);
+  w->Add("version", kServerVersion);
   w->Add("libevent", std::string_view(snap.libevent));
   w->Add("pointer_size", uint64_t{8 * sizeof(void*)});
   w->AddFixed("rusage_user", snap.rusage_user, 6);
@@ -544,6 +482,16 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("waits_timed_out", t.waits_timed_out);
 }
 
+// memcached's prot_text().
+const char* BindingProtocolName(BindingProtocol p) {
+  switch (p) {
+    case BindingProtocol::kAscii: return "ascii";
+    case BindingProtocol::kBinary: return "binary";
+    case BindingProtocol::kAuto: break;
+  }
+  return "auto-negotiate";
+}
+
 const char* StampedeModeName(ClassicStampedeMode m) {
   switch (m) {
     case ClassicStampedeMode::kStale: return "stale";
@@ -580,7 +528,7 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->AddSigned("reqs_per_event", s.reqs_per_event);
   w->AddBool("cas_enabled", s.cas_enabled);
   w->AddSigned("tcp_backlog", s.backlog);
-  w->Add("binding_protocol", "ascii");
+  w->Add("binding_protocol", BindingProtocolName(s.binding_protocol));
   w->AddBool("auth_enabled_sasl", false);
   w->Add("auth_enabled_ascii", "no");
   w->Add("item_size_max", s.item_size_max);
@@ -699,13 +647,10 @@ void Stats(ItemStore* store, ServerInfo* server, const Request& req, ReplyBuffer
   std::string_view rest;
   const std::string_view sub = FirstWord(req.args, &rest);
   StatWriter w(out);
-  if (sub.empty()) {
-    GeneralStats(store, server, &w);
-  } else if (sub == "reset") {
+  if (sub == "reset") {
     server->ResetStats();
     store->ResetStats();
     out->Append("RESET\r\n");
-    return;
   } else if (sub == "detail") {
     // Per-prefix stats are not collected (detail_enabled is always no);
     // on/off are accepted as memcached accepts them, dump shows nothing.
@@ -718,37 +663,74 @@ void Stats(ItemStore* store, ServerInfo* server, const Request& req, ReplyBuffer
     } else {
       out->Append("CLIENT_ERROR usage: stats detail on|off|dump\r\n");
     }
-    return;
-  } else if (sub == "settings") {
-    SettingsStats(store, server, &w);
   } else if (sub == "cachedump") {
     // memcached's reply when dumps are disabled (dump_enabled no).
     out->Append("CLIENT_ERROR stats cachedump not allowed\r\n");
-    return;
   } else if (sub == "conns") {
     ConnsStats(server, &w);
-  } else if (sub == "items") {
-    ItemsStats(store, server, &w);
-  } else if (sub == "slabs") {
-    SlabsStats(store, server, &w);
-  } else if (sub == "sizes") {
-    w.Add("sizes_status", "disabled");
-  } else if (sub == "sizes_disable") {
-    // memcached prints these two without END.
-    w.Add("sizes_status", "disabled");
-    return;
-  } else if (sub == "sizes_enable") {
-    w.Add("sizes_status", "error");
-    w.Add("sizes_error", "not_supported");
-    return;
-  } else {
+    w.End();
+  } else if (!WriteStatsGroup(store, server, sub, &w)) {
     out->Append("ERROR\r\n");
-    return;
   }
-  w.End();
 }
 
 }  // namespace
+
+bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view group,
+                     StatWriter* w) {
+  if (group.empty()) {
+    GeneralStats(store, server, w);
+  } else if (group == "settings") {
+    SettingsStats(store, server, w);
+  } else if (group == "items") {
+    ItemsStats(store, server, w);
+  } else if (group == "slabs") {
+    SlabsStats(store, server, w);
+  } else if (group == "sizes") {
+    w->Add("sizes_status", "disabled");
+  } else if (group == "sizes_disable") {
+    // memcached writes these two without an end marker.
+    w->Add("sizes_status", "disabled");
+    return true;
+  } else if (group == "sizes_enable") {
+    w->Add("sizes_status", "error");
+    w->Add("sizes_error", "not_supported");
+    return true;
+  } else {
+    return false;
+  }
+  w->End();
+  return true;
+}
+
+ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int64_t exptime,
+                               const WaitTicket* park) {
+  ReadOptions opts;
+  opts.kind = ReadKind::kClassic;
+  if (touch) {
+    opts.has_touch = true;
+    opts.touch_exptime = exptime;
+  } else if (settings.classic_stampede != ClassicStampedeMode::kOff) {
+    opts.kind = ReadKind::kClassicLease;
+    opts.lease.xfetch_beta = settings.xfetch_beta;
+    if (settings.classic_stampede == ClassicStampedeMode::kWait) opts.park = park;
+  }
+  return opts;
+}
+
+bool CountClassicRead(ThreadStats* stats, const ReadOptions& opts, const ReadResult& r) {
+  stats->CountMissCause(r.miss_expired, r.miss_flushed);
+  bool hit = r.status == ReadStatus::kHit;
+  if (hit && opts.kind == ReadKind::kClassicLease) hit = !r.no_value && r.lease != LeaseVerdict::kWin;
+  if (opts.has_touch) {
+    stats->cmd_touch.Add();
+    (hit ? stats->touch_hits : stats->touch_misses).Add();
+  } else {
+    stats->cmd_get.Add();
+    (hit ? stats->get_hits : stats->get_misses).Add();
+  }
+  return hit;
+}
 
 Executor::Executor(ItemStore* store, ServerInfo* server, ThreadStats* stats)
     : store_(store), server_(server), stats_(stats) {
@@ -839,7 +821,7 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
       return;
     case Command::kVersion:
       out->Append("VERSION ");
-      out->Append(kVersion);
+      out->Append(kServerVersion);
       out->Append("\r\n");
       return;
     case Command::kVerbosity:

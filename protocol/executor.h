@@ -13,11 +13,15 @@
 #include "protocol/reply.h"
 #include "protocol/request.h"
 #include "protocol/server_info.h"
+#include "protocol/stat_writer.h"
 #include "protocol/text_parser.h"
 #include "protocol/thread_stats.h"
 #include "storage/item_store.h"
 
 namespace herdless {
+
+// What `version` says (memcached's VERSION, marked as herdless).
+inline constexpr std::string_view kServerVersion = "1.6.18-herdless";
 
 struct ProcessOutcome {
   size_t consumed = 0;     // input bytes used (drop them from the buffer)
@@ -29,6 +33,28 @@ struct ProcessOutcome {
   bool parked = false;
   uint64_t park_token = 0; // the lease it waits for (a new one = a new wait)
 };
+
+// A classic read of one key (text get/gets/gat/gats; binary Get, GetK, GAT,
+// GATK and their quiet variants). In a classic stampede mode a read without
+// touch is a lease read: the reader that wins the key's lease (on a miss, a
+// stale value or an XFetch draw) is answered with a miss, its cue to
+// recompute and set; the others get the stale value, or a miss when there is
+// none. In wait mode a read of a key with no value whose lease is held parks
+// on `park` (the caller passes nullptr where a reply could be left half
+// written: multi-key gets). A touch read ignores the modes: touching a stale
+// value would make it look fresh.
+ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int64_t exptime,
+                               const WaitTicket* park);
+// Counts a classic read as memcached does (cmd_get/get_hits/get_misses, or
+// cmd_touch/touch_hits/touch_misses for a touch, plus get_expired/get_flushed)
+// and returns whether the client is given the value.
+bool CountClassicRead(ThreadStats* stats, const ReadOptions& opts, const ReadResult& r);
+
+// `stats <group>` for both protocols: "" (the general stats), settings, items,
+// slabs, sizes, sizes_enable, sizes_disable, with the end marker where
+// memcached writes one. False for a group it does not know.
+bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view group,
+                     StatWriter* w);
 
 class Executor {
  public:

@@ -155,6 +155,7 @@ void ReplyBuffer::Clear() {
   segments_.clear();
   head_ = 0;
   pending_ = 0;
+  message_ends_.clear();
   while (!chunks_.empty()) Chunk::RecycleFront(&chunks_, &spare_);
 }
 

@@ -39,6 +39,19 @@ class ReplyBuffer {
   // Drops `n` written bytes from the front, releasing items fully sent.
   void Consume(size_t n);
 
+  // UDP: memcached sends each response object (a command's reply; each key
+  // of a multi-key get) as its own run of datagrams. With TrackMessages(true)
+  // EndMessage() records where the current message ends, as a count of
+  // pending bytes (valid until something is consumed); empty messages are
+  // not recorded. Without it EndMessage() does nothing.
+  void TrackMessages(bool on) { track_messages_ = on; }
+  void EndMessage() {
+    if (track_messages_ && pending_ > (message_ends_.empty() ? 0 : message_ends_.back())) {
+      message_ends_.push_back(pending_);
+    }
+  }
+  const std::vector<size_t>& message_ends() const { return message_ends_; }
+
   bool empty() const { return head_ == segments_.size(); }
   size_t pending_bytes() const { return pending_; }
   void Clear();
@@ -61,6 +74,8 @@ class ReplyBuffer {
   std::deque<std::unique_ptr<Chunk>> chunks_;   // chunks still referenced by segments
   std::vector<std::unique_ptr<Chunk>> spare_;   // recycled chunks
   size_t pending_ = 0;
+  bool track_messages_ = false;
+  std::vector<size_t> message_ends_;
 };
 
 }  // namespace herdless

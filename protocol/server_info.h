@@ -15,6 +15,10 @@ namespace herdless {
 
 enum class ClassicStampedeMode : uint8_t { kOff, kStale, kWait };
 
+// -B: the protocol of a connection. kAuto picks per connection from its
+// first byte (0x80 = binary), as memcached's negotiation does.
+enum class BindingProtocol : uint8_t { kAuto, kAscii, kBinary };
+
 // Settings the protocol obeys and `stats settings` shows (memcached's names).
 struct ProtocolSettings {
   int tcp_port = 11211;
@@ -30,6 +34,7 @@ struct ProtocolSettings {
   bool shutdown_enabled = false;   // -A
   bool flush_enabled = true;       // -F disables flush_all
   bool cas_enabled = true;         // -C disables CAS
+  BindingProtocol binding_protocol = BindingProtocol::kAuto;   // -B
   int idle_timeout = 0;
   int stalled_client_timeout = 30; // close a client that reads nothing while its
                                    // output is at the bound this long; 0 = never

@@ -1,7 +1,7 @@
 """Many connections hammering overlapping keys; every reply must be whole and self-consistent.
 
-THREADS threads each drive CONNS connections through OPS random set/get/delete/multi-get
-operations on a small shared key set. Every value encodes its key, writer, sequence number
+THREADS threads each drive CONNS connections (one speaking the text protocol, one the binary
+protocol) through OPS random set/get/delete/multi-get operations on a small shared key set. Every value encodes its key, writer, sequence number
 and a CRC, so a get must return either a miss or a value written for that very key, intact
 (no torn or mixed value). Counters built with incr and with gets/cas loops must end exact.
 A few ~500 KB values exercise partial reads and writes. The daemon must still answer at the
@@ -13,6 +13,7 @@ import threading
 import zlib
 
 import harness
+from binproto import OP, BinConn, get as bin_get, incr as bin_incr, packet, set_ as bin_set
 
 THREADS = 8
 CONNS = 2
@@ -86,13 +87,82 @@ class Client:
         if line not in (b"DELETED\r\n", b"NOT_FOUND\r\n"):
             raise AssertionError("delete: %r" % line)
 
+    def pipeline(self, pairs):
+        """Sets every (key, value) and gets their keys, in one write."""
+        batch = b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in pairs)
+        self.conn.send(batch + b"get %s\r\n" % b" ".join(k for k, _ in pairs))
+        for _ in pairs:
+            self.expect(b"STORED\r\n")
+        return self.read_values(b"pipelined get")
+
+    def incr(self, key):
+        self.conn.send(b"incr %s 1\r\n" % key)
+        line = self.conn.recv_line()
+        if not line.rstrip().isdigit():
+            raise AssertionError("incr %r: %r" % (key, line))
+
+    def cas(self, key, value, cas):
+        """True if stored, False if the CAS no longer matched."""
+        self.conn.send(b"cas %s 0 0 %d %s\r\n%s\r\n" % (key, len(value), cas, value))
+        line = self.conn.recv_line()
+        if line not in (b"STORED\r\n", b"EXISTS\r\n"):
+            raise AssertionError("cas %r: %r" % (key, line))
+        return line == b"STORED\r\n"
+
+    def close(self):
+        self.conn.close()
+
+
+class BinaryClient:
+    """The same operations over the binary protocol (quiet gets ended by a Noop)."""
+
+    def __init__(self, port):
+        self.conn = BinConn(port)
+        self.opaque = 0
+
+    def _ok(self, resp, what, allowed=(0,)):
+        if resp.status not in allowed:
+            raise AssertionError("%s: status %#x %r" % (what, resp.status, resp.value[:60]))
+        return resp
+
+    def set(self, key, value):
+        self._ok(self.conn.call(bin_set(key, value)), "set %r" % key)
+
+    def read_values(self, sent, what):
+        self.opaque += 1
+        out = [(p.key, p.value, p.cas) for p in self.conn.until_noop(self.opaque)
+               if p.opcode == OP["GETKQ"]]
+        for k, v, _ in out:
+            if k not in sent:
+                raise AssertionError("%s: unexpected key %r" % (what, k))
+        return out
+
+    def get(self, *keys, cas=False):
+        self.conn.send(b"".join(bin_get(k, op="GETKQ") for k in keys))
+        return self.read_values(keys, "get")
+
+    def delete(self, key):
+        self._ok(self.conn.call(packet("DELETE", key)), "delete %r" % key, (0, 1))
+
+    def pipeline(self, pairs):
+        self.conn.send(b"".join(bin_set(k, v, op="SETQ") for k, v in pairs) +
+                       b"".join(bin_get(k, op="GETKQ") for k, _ in pairs))
+        return self.read_values([k for k, _ in pairs], "pipelined get")
+
+    def incr(self, key):
+        self._ok(self.conn.call(bin_incr(key, 1, exptime=0xFFFFFFFF)), "incr %r" % key)
+
+    def cas(self, key, value, cas):
+        resp = self._ok(self.conn.call(bin_set(key, value, cas=cas)), "cas %r" % key, (0, 2))
+        return resp.status == 0
+
     def close(self):
         self.conn.close()
 
 
 def worker(port, index, errors, stats):
     rng = random.Random(index)
-    clients = [Client(port) for _ in range(CONNS)]
+    clients = [Client(port), BinaryClient(port)][:CONNS]
     try:
         for seq in range(OPS):
             c = clients[seq % CONNS]
@@ -103,12 +173,7 @@ def worker(port, index, errors, stats):
             elif roll < 0.40:
                 # pipelined: three sets and a get in one write
                 keys = [rng.choice(KEYS) for _ in range(3)]
-                batch = b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in
-                                 ((k, make_value(k, index, seq, 100)) for k in keys))
-                c.conn.send(batch + b"get %s\r\n" % b" ".join(keys))
-                for _ in keys:
-                    c.expect(b"STORED\r\n")
-                for k, v, _ in c.read_values(b"pipelined get"):
+                for k, v, _ in c.pipeline([(k, make_value(k, index, seq, 100)) for k in keys]):
                     check_value(k, v, errors, stats)
             elif roll < 0.47:
                 c.delete(key)
@@ -132,22 +197,14 @@ def worker(port, index, errors, stats):
                         errors.append("get %r returned key %r" % (key, k))
                     check_value(k, v, errors, stats)
         # exact counters: incr is atomic, and so is a gets/cas retry loop
-        c = clients[0]
+        c = clients[index % len(clients)]   # half the threads count in binary
         for _ in range(INCRS_PER_THREAD):
-            c.conn.send(b"incr counter 1\r\n")
-            line = c.conn.recv_line()
-            if not line.rstrip().isdigit():
-                raise AssertionError("incr counter: %r" % line)
+            c.incr(b"counter")
         done = 0
         while done < CAS_PER_THREAD:
             (_, value, cas), = c.get(b"casctr", cas=True)
-            new = b"%d" % (int(value) + 1)
-            c.conn.send(b"cas casctr 0 0 %d %s\r\n%s\r\n" % (len(new), cas, new))
-            line = c.conn.recv_line()
-            if line == b"STORED\r\n":
+            if c.cas(b"casctr", b"%d" % (int(value.strip()) + 1), cas):
                 done += 1
-            elif line != b"EXISTS\r\n":
-                raise AssertionError("cas casctr: %r" % line)
             else:
                 stats["cas_retries"] += 1
     except Exception as e:  # recorded; the main thread reports it

@@ -1,0 +1,388 @@
+// The binary protocol's commands, with memcached 1.6.18's replies and counters
+// (proto_bin.c). What memcached does, and so what this does:
+//   - Errors are always sent; a quiet command (SetQ, DeleteQ, ...) is silent
+//     only on success, and GetQ/GetKQ/GATQ/GATKQ only on a miss.
+//   - The reply echoes the opcode as sent and the opaque; its CAS is the
+//     item's on a hit or a successful store or incr, else 0.
+//   - A CAS in a Set/Add/Replace makes it a compare-and-swap; in Append,
+//     Prepend, Delete and Incr/Decr it must match (Data exists otherwise).
+//   - Incr/Decr create a missing counter with `initial` unless the expiration
+//     is 0xffffffff; a created counter counts neither a hit nor a miss.
+//   - cmd_set counts stores whose value was read, not those refused as too
+//     large or out of memory (which, unlike the text protocol's, count
+//     neither store_too_large nor store_no_memory); a refused Flush (-F)
+//     counts nothing.
+//   - Stat answers the general stats, "settings", "items", "slabs", "sizes",
+//     "reset" and "detail on|off|dump"; any other group (even "conns") is Not
+//     found. "reset" and "settings" match as prefixes, as memcached's strncmp.
+#include "protocol/binary_executor.h"
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "protocol/binary_wire.h"
+#include "protocol/stat_writer.h"
+
+namespace herdless {
+
+namespace {
+
+using namespace binary;
+
+size_t MaxValueLengthOf(const void* ctx, size_t key_len) {
+  return static_cast<const ItemStore*>(ctx)->MaxValueLength(key_len);
+}
+
+void Put32(char* p, uint32_t v) {
+  for (int i = 3; i >= 0; --i, v >>= 8) p[i] = static_cast<char>(v);
+}
+
+// An error reply: memcached's write_bin_error, never silenced.
+void Error(ReplyBuffer* out, uint8_t opcode, uint32_t opaque, uint16_t status,
+           std::string_view message = {}) {
+  if (message.empty()) message = BinaryStatusMessage(status);
+  AppendBinaryHeader(out, opcode, status, 0, 0, static_cast<uint32_t>(message.size()), opaque, 0);
+  out->Append(message);
+}
+
+void Error(ReplyBuffer* out, const BinaryRequest& req, uint16_t status,
+           std::string_view message = {}) {
+  Error(out, req.opcode, req.opaque, status, message);
+}
+
+// A success reply with an optional body: memcached's write_bin_response,
+// silent for quiet commands.
+void Success(ReplyBuffer* out, const BinaryRequest& req, uint64_t cas,
+             std::string_view body = {}) {
+  if (req.quiet) return;
+  AppendBinaryHeader(out, req.opcode, kSuccess, 0, 0, static_cast<uint32_t>(body.size()),
+                     req.opaque, cas);
+  out->Append(body);
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+}  // namespace
+
+BinaryExecutor::BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats* stats)
+    : store_(store), server_(server), stats_(stats) {
+  limits_.max_value_length = &MaxValueLengthOf;
+  limits_.ctx = store_;
+}
+
+ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
+                                       size_t max_output, int max_requests,
+                                       const WaitTicket* park) {
+  ProcessOutcome outcome;
+  int handled = 0;
+  park_ = park;
+  BinaryRequest req;
+  while (outcome.consumed < input.size()) {
+    if (max_requests > 0 && handled >= max_requests) {
+      stats_->conn_yields.Add();   // -R: give other connections a turn
+      break;
+    }
+    if (out->pending_bytes() > max_output) break;
+    const BinaryParseResult r = ParseBinaryRequest(input.data() + outcome.consumed,
+                                                   input.size() - outcome.consumed, limits_, &req);
+    if (r.status == ParseStatus::kNeedMore) break;
+    if (r.status == ParseStatus::kClose) {
+      outcome.close = true;
+      break;
+    }
+    outcome.consumed += r.consumed;
+    ++handled;
+    if (r.status == ParseStatus::kError) {
+      Error(out, r.opcode, r.opaque, r.error);
+      outcome.close = r.close;
+    } else {
+      Execute(req, out, &outcome);
+      if (outcome.parked) {
+        // Not answered yet: it stays in the input and runs again when woken.
+        outcome.consumed -= r.consumed;
+        break;
+      }
+    }
+    if (r.swallow > 0) {
+      outcome.swallow = r.swallow;
+      break;
+    }
+    if (outcome.close) break;
+  }
+  park_ = nullptr;
+  return outcome;
+}
+
+void BinaryExecutor::Execute(const BinaryRequest& req, ReplyBuffer* out,
+                             ProcessOutcome* outcome) {
+  switch (req.command) {
+    case kGet:
+    case kGetK:
+    case kTouch:
+    case kGat:
+    case kGatK:
+      Retrieve(req, out, outcome);
+      return;
+    case kSet:
+    case kAdd:
+    case kReplace:
+      Update(req, out);
+      return;
+    case kAppend:
+    case kPrepend:
+      Concat(req, out);
+      return;
+    case kDelete:
+      Delete(req, out);
+      return;
+    case kIncrement:
+    case kDecrement:
+      Arithmetic(req, out);
+      return;
+    case kFlush:
+      Flush(req, out);
+      return;
+    case kStat:
+      Stat(req, out);
+      return;
+    case kNoop:
+      Success(out, req, 0);
+      return;
+    case kVersion:
+      Success(out, req, 0, kServerVersion);
+      return;
+    case kQuit:
+      Success(out, req, 0);
+      outcome->close = true;
+      return;
+    default:
+      // SASL opcodes: herdless has no SASL (-S), so they are unknown, as in a
+      // memcached built without it (the parser consumed their data).
+      Error(out, req, kUnknownCommand);
+      return;
+  }
+}
+
+// Get, GetK, Touch, GAT, GATK and the quiet ones. A hit carries the flags as
+// extras, the key for GetK/GATK, the value except for Touch, and the CAS. A
+// miss is silent for a quiet command; GetK/GATK answer it with the key and no
+// message, the others with "Not found".
+void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
+                              ProcessOutcome* outcome) {
+  const bool touch = req.command == kTouch || req.command == kGat || req.command == kGatK;
+  const bool with_key = req.command == kGetK || req.command == kGatK;
+  const bool with_value = req.command != kTouch;
+  const ProtocolSettings& settings = server_->Settings();
+  const ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, park_);
+  ReadResult r = store_->Read(req.key, opts);
+  if (r.parked) {
+    outcome->parked = true;
+    outcome->park_token = r.cas;
+    return;
+  }
+  if (!CountClassicRead(stats_, opts, r)) {
+    if (req.quiet) return;
+    if (with_key) {
+      AppendBinaryHeader(out, req.opcode, kKeyNotFound, 0, req.keylen, req.keylen, req.opaque, 0);
+      out->Append(req.key);
+    } else {
+      Error(out, req, kKeyNotFound);
+    }
+    return;
+  }
+  const uint32_t value_len = with_value ? r.item->value_len : 0;
+  const uint16_t keylen = with_key ? req.keylen : 0;
+  char flags[4];
+  Put32(flags, r.client_flags);
+  AppendBinaryHeader(out, req.opcode, kSuccess, sizeof(flags), keylen,
+                     static_cast<uint32_t>(sizeof(flags) + keylen + value_len), req.opaque,
+                     settings.cas_enabled ? r.cas : 0);
+  out->Append(std::string_view(flags, sizeof(flags)));
+  if (with_key) out->Append(req.key);
+  if (value_len > 0) {
+    const std::string_view bytes = r.item->value();
+    out->AppendItemBytes(std::move(r.item), bytes);
+  }
+}
+
+// Set, Add, Replace (a CAS makes any of them a compare-and-swap).
+void BinaryExecutor::Update(const BinaryRequest& req, ReplyBuffer* out) {
+  const bool cas_enabled = server_->Settings().cas_enabled;
+  const bool compare = req.cas != 0 && cas_enabled;   // -C: memcached keeps no CAS to compare
+  // memcached unlinks the old value of a Set it cannot allocate ("to avoid
+  // stale data persisting in cache"), with or without CAS.
+  const bool unlink_on_failure = req.command == kSet;
+  if (req.value_too_large) {
+    if (unlink_on_failure) store_->Delete(DeleteRequest{.key = req.key});
+    Error(out, req, kTooLarge);
+    return;
+  }
+  StoreRequest sr;
+  sr.mode = compare ? StoreMode::kCas
+            : req.command == kAdd ? StoreMode::kAdd
+            : req.command == kReplace ? StoreMode::kReplace
+                                      : StoreMode::kSet;
+  sr.key = req.key;
+  sr.value = req.value;
+  sr.client_flags = req.flags;
+  sr.exptime = req.exptime;
+  sr.compare_cas = compare ? req.cas : 0;
+  sr.unlink_on_failure = unlink_on_failure;
+  const StoreResult r = store_->Store(sr);
+  // memcached allocates the item before it reads the value: a store that
+  // does not fit fails then, before cmd_set is counted.
+  if (r.status == StoreStatus::kTooLarge) {
+    Error(out, req, kTooLarge);
+    return;
+  }
+  if (r.status == StoreStatus::kNoMemory) {
+    Error(out, req, kOutOfMemory, "Out of memory allocating item");
+    return;
+  }
+  stats_->cmd_set.Add();
+  switch (r.status) {
+    case StoreStatus::kStored:
+      if (compare) stats_->cas_hits.Add();
+      Success(out, req, cas_enabled ? r.cas : 0);
+      return;
+    case StoreStatus::kExists:
+      if (compare) stats_->cas_badval.Add();
+      Error(out, req, kKeyExists);
+      return;
+    case StoreStatus::kNotFound:
+      if (compare) stats_->cas_misses.Add();
+      Error(out, req, kKeyNotFound);
+      return;
+    default:
+      // Not stored: an Add of an existing key, a Replace of a missing one.
+      Error(out, req, req.command == kAdd     ? kKeyExists
+                      : req.command == kReplace ? kKeyNotFound
+                                                : kNotStored);
+      return;
+  }
+}
+
+// Append, Prepend: a missing key, or a combined value that does not fit, is
+// Not stored; a CAS that does not match is Data exists.
+void BinaryExecutor::Concat(const BinaryRequest& req, ReplyBuffer* out) {
+  const bool cas_enabled = server_->Settings().cas_enabled;
+  if (req.value_too_large) {
+    Error(out, req, kTooLarge);
+    return;
+  }
+  StoreRequest sr;
+  sr.mode = req.command == kAppend ? StoreMode::kAppend : StoreMode::kPrepend;
+  sr.key = req.key;
+  sr.value = req.value;
+  sr.compare_cas = cas_enabled ? req.cas : 0;
+  const StoreResult r = store_->Store(sr);
+  stats_->cmd_set.Add();
+  if (r.status == StoreStatus::kStored) {
+    Success(out, req, cas_enabled ? r.cas : 0);
+  } else if (r.status == StoreStatus::kExists) {
+    Error(out, req, kKeyExists);
+  } else {
+    Error(out, req, kNotStored);
+  }
+}
+
+void BinaryExecutor::Delete(const BinaryRequest& req, ReplyBuffer* out) {
+  switch (store_->Delete(DeleteRequest{.key = req.key, .compare_cas = req.cas})) {
+    case DeleteStatus::kDeleted:
+      stats_->delete_hits.Add();
+      Success(out, req, 0);
+      return;
+    case DeleteStatus::kExists:
+      Error(out, req, kKeyExists);
+      return;
+    case DeleteStatus::kNotFound:
+      stats_->delete_misses.Add();
+      Error(out, req, kKeyNotFound);
+      return;
+  }
+}
+
+// Incr/Decr: the new value as 8 big-endian bytes, with the item's CAS.
+void BinaryExecutor::Arithmetic(const BinaryRequest& req, ReplyBuffer* out) {
+  const bool incr = req.command == kIncrement;
+  ArithRequest ar;
+  ar.key = req.key;
+  ar.incr = incr;
+  ar.delta = req.delta;
+  ar.compare_cas = req.cas;
+  if (req.exptime != kNoAutoCreate) {
+    ar.has_vivify = true;
+    ar.initial = req.initial;
+    ar.vivify_exptime = req.exptime;
+  }
+  const ArithResult r = store_->Arithmetic(ar);
+  switch (r.status) {
+    case ArithStatus::kOk: {
+      if (!r.created) (incr ? stats_->incr_hits : stats_->decr_hits).Add();
+      char value[8];
+      Put32(value, static_cast<uint32_t>(r.value >> 32));
+      Put32(value + 4, static_cast<uint32_t>(r.value));
+      Success(out, req, server_->Settings().cas_enabled ? r.cas : 0,
+              std::string_view(value, sizeof(value)));
+      return;
+    }
+    case ArithStatus::kNotFound:
+      (incr ? stats_->incr_misses : stats_->decr_misses).Add();
+      Error(out, req, kKeyNotFound);
+      return;
+    case ArithStatus::kNonNumeric:
+      Error(out, req, kNonNumeric);
+      return;
+    case ArithStatus::kExists:
+      Error(out, req, kKeyExists);
+      return;
+    case ArithStatus::kNoMemory:
+      // memcached counts the hit before it fails to allocate the new value.
+      (incr ? stats_->incr_hits : stats_->decr_hits).Add();
+      Error(out, req, kOutOfMemory, "Out of memory incrementing value");
+      return;
+  }
+}
+
+void BinaryExecutor::Flush(const BinaryRequest& req, ReplyBuffer* out) {
+  if (!server_->Settings().flush_enabled) {
+    Error(out, req, kAuthError);   // memcached's answer to a Flush under -F
+    return;
+  }
+  // As flush_all: the delay is an exptime (relative, or absolute past 30 days).
+  int64_t delay = 0;
+  if (req.exptime > 0) delay = store_->ToStoreTime(req.exptime) - store_->NowSeconds();
+  store_->FlushAll(delay > 0 ? delay : 0);
+  stats_->cmd_flush.Add();
+  Success(out, req, 0);
+}
+
+void BinaryExecutor::Stat(const BinaryRequest& req, ReplyBuffer* out) {
+  const std::string_view group = req.key;
+  StatWriter w(out, req.opaque);
+  if (StartsWith(group, "reset") && !group.empty()) {
+    server_->ResetStats();
+    store_->ResetStats();
+    w.End();
+  } else if (StartsWith(group, "settings")) {
+    WriteStatsGroup(store_, server_, "settings", &w);
+  } else if (StartsWith(group, "detail")) {
+    // Per-prefix stats are not collected: on/off change nothing, and the
+    // dump is memcached's empty one.
+    const std::string_view mode = group.substr(6);
+    if (StartsWith(mode, " dump")) {
+      w.Add("detailed", "END\r\n");
+    } else if (!StartsWith(mode, " on") && !StartsWith(mode, " off")) {
+      Error(out, req, kKeyNotFound);
+      return;
+    }
+    w.End();
+  } else if (!WriteStatsGroup(store_, server_, group, &w)) {
+    Error(out, req, kKeyNotFound);
+  }
+}
+
+}  // namespace herdless
