@@ -5,8 +5,11 @@
 #   meta      tests/fuzz/parser_fuzzer.cc    seeds tests/fuzz/corpus/meta,    meta.dict
 #   lease     tests/fuzz/parser_fuzzer.cc    seeds tests/fuzz/corpus/lease,   lease.dict
 #   executor  tests/fuzz/executor_fuzzer.cc  seeds tests/fuzz/corpus/executor, all three dicts
+#   binary    tests/fuzz/binary_fuzzer.cc    seeds tests/fuzz/corpus/binary,  binary.dict
+#   mixed     tests/fuzz/executor_fuzzer.cc  seeds tests/fuzz/corpus/binary and executor, all dicts
 # (The parser target reads every command family; the seeds and dictionary steer each run to
-# one.) Every run also replays tests/fuzz/corpus/parser and tests/fuzz/corpus/regressions.
+# one. The executor target picks the protocol from the stream's first byte, as a connection
+# does, so "mixed" runs binary and text streams, each mutated into the other's bytes.) Every run also replays tests/fuzz/corpus/parser and tests/fuzz/corpus/regressions.
 # New inputs accumulate in build/fuzz/corpus/<target> (not committed); a crash stops the
 # script with the input saved in build/fuzz/crashes/ — fix it, then add that input to
 # tests/fuzz/corpus/regressions/.
@@ -18,7 +21,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 seconds="${1:-300}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor)
+[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor binary mixed)
 
 FUZZ_DIR="$REPO_ROOT/build/fuzz"
 SEEDS="$REPO_ROOT/tests/fuzz"
@@ -49,7 +52,8 @@ build_fuzzers() {
   export CXX FUZZ_DIR REPO_ROOT
   export CXXFLAGS_LIST="${CXXFLAGS[*]}"
   local src
-  for src in "${LIB_SOURCES[@]}" tests/fuzz/parser_fuzzer.cc tests/fuzz/executor_fuzzer.cc; do
+  for src in "${LIB_SOURCES[@]}" tests/fuzz/parser_fuzzer.cc tests/fuzz/executor_fuzzer.cc \
+             tests/fuzz/binary_fuzzer.cc; do
     echo "$src"
   done | xargs -P "$JOBS" -I{} bash -c 'CXXFLAGS=($CXXFLAGS_LIST); compile "$1"' _ {} ||
     die "compiling the fuzz targets failed"
@@ -57,7 +61,7 @@ build_fuzzers() {
   xxhash="$(pkg-config --libs libxxhash)"
   local libs=() name
   for src in "${LIB_SOURCES[@]}"; do libs+=("$FUZZ_DIR/obj/${src//\//_}.o"); done
-  for name in parser_fuzzer executor_fuzzer; do
+  for name in parser_fuzzer executor_fuzzer binary_fuzzer; do
     local main="$FUZZ_DIR/obj/tests_fuzz_$name.cc.o" bin="$FUZZ_DIR/$name"
     local stale=0 o
     for o in "$main" "${libs[@]}"; do [ "$o" -nt "$bin" ] && stale=1; done
@@ -66,7 +70,8 @@ build_fuzzers() {
     quietly "$CXX" "${CXXFLAGS[@]}" -fsanitize=fuzzer "$main" "${libs[@]}" $xxhash -lpthread \
       -o "$bin" || die "linking $name failed"
   done
-  cat "$SEEDS"/classic.dict "$SEEDS"/meta.dict "$SEEDS"/lease.dict >"$FUZZ_DIR/all.dict"
+  cat "$SEEDS"/classic.dict "$SEEDS"/meta.dict "$SEEDS"/lease.dict "$SEEDS"/binary.dict \
+    >"$FUZZ_DIR/all.dict"
 }
 
 # Runs target $1 for $seconds; prints its fuzz-result line; false if it found something.
@@ -74,12 +79,14 @@ run_target() {
   local name="$1" bin dict
   case "$name" in
     classic|meta|lease) bin="$FUZZ_DIR/parser_fuzzer"; dict="$SEEDS/$name.dict" ;;
-    executor) bin="$FUZZ_DIR/executor_fuzzer"; dict="$FUZZ_DIR/all.dict" ;;
-    *) die "unknown fuzz target $name (classic meta lease executor)" ;;
+    executor|mixed) bin="$FUZZ_DIR/executor_fuzzer"; dict="$FUZZ_DIR/all.dict" ;;
+    binary) bin="$FUZZ_DIR/binary_fuzzer"; dict="$SEEDS/binary.dict" ;;
+    *) die "unknown fuzz target $name (classic meta lease executor binary mixed)" ;;
   esac
   local work="$FUZZ_DIR/corpus/$name" log="$FUZZ_DIR/$name.log"
   mkdir -p "$work"
   local seeds=("$SEEDS/corpus/$name")
+  [ "$name" = mixed ] && seeds=("$SEEDS/corpus/binary" "$SEEDS/corpus/executor")
   [ -d "$SEEDS/corpus/parser" ] && seeds+=("$SEEDS/corpus/parser")
   [ -d "$SEEDS/corpus/regressions" ] && seeds+=("$SEEDS/corpus/regressions")
   local rc=0

@@ -1,6 +1,10 @@
-// libFuzzer target for Executor::Process on a real ItemStore: the parser and
-// every command's execution (classic, meta, lease), with eviction, expiry and
-// leases in play. The first two input bytes pick the store's limits, the
+// libFuzzer target for Executor::Process and BinaryExecutor::Process on a real
+// ItemStore: the parsers and every command's execution (classic, meta, lease,
+// binary), with eviction, expiry and leases in play. As a connection under
+// -B auto, the stream's first byte picks the protocol (0x80: binary) and the
+// rest of the stream stays in it, whatever it holds (target "executor" starts
+// from text seeds, "mixed" from binary and text seeds, each mutated into the
+// other's bytes). The first two input bytes pick the store's limits, the
 // settings, how the rest is cut into chunks and how far the clock moves
 // between chunks; the rest is one client's byte stream, fed the way
 // daemon/connection.cc feeds it (append, Process until no progress, drop
@@ -26,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/binary_executor.h"
 #include "protocol/executor.h"
 #include "protocol/reply.h"
 #include "protocol/server_info.h"
@@ -131,6 +136,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   server.settings.item_size_max = config.item_size_max;
   server.settings.max_bytes = config.memory_limit;
   Executor executor(&store, &server, &stats);
+  BinaryExecutor binary_executor(&store, &server, &stats);
+  const bool binary = !stream.empty() && static_cast<uint8_t>(stream[0]) == 0x80;
 
   // Back-pressure as in the daemon, but tiny, so early stops happen often.
   const size_t max_output = (seed & 0x200) ? 64 : SIZE_MAX;
@@ -160,8 +167,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const size_t len = buffer.size();
       std::unique_ptr<char[]> copy(new char[len]);
       std::memcpy(copy.get(), buffer.data(), len);
+      const std::string_view input(copy.get(), len);
       const ProcessOutcome o =
-          executor.Process(std::string_view(copy.get(), len), &out, max_output, max_requests);
+          binary ? binary_executor.Process(input, &out, max_output, max_requests)
+                 : executor.Process(input, &out, max_output, max_requests);
       copy.reset();   // the executor may keep nothing that points into its input
       Check(o.consumed <= len);
       buffer.erase(0, o.consumed);

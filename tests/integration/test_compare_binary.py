@@ -229,6 +229,11 @@ def cases():
                                  ("t", 1, b"gets a\r\n")])
     add("text_connection_stays_text", [("t", 1, b"version\r\n"), SYNC,
                                        ("t", 1, packet("NOOP"))])
+    # --- -B forces one protocol on every connection
+    add("forced_binary_refuses_text", [SYNC, b"version\r\n" + b" " * 20], eof=True,
+        args=("-B", "binary"))
+    add("forced_binary_serves_binary", [set_("a", "1"), get("a")], args=("-B", "binary"))
+    add("forced_ascii_reads_binary_as_text", [("t", 1, get("a") + b"\r\n")], args=("-B", "ascii"))
     # --- -C: no CAS
     add("cas_disabled", [set_("a", "1"), get("a"), set_("a", "2", cas=5), get("a"), incr("n", 1, 1)],
         args=("-C",))
@@ -277,8 +282,9 @@ class Transcript:
 
 
 class Runner:
-    def __init__(self, port):
+    def __init__(self, port, ascii_only=False):
         self.port = port
+        self.ascii_only = ascii_only  # -B ascii: no mn (binary) marker; use version
         self.conns = {}
         self.text_conns = set()
         self.marks = 0
@@ -292,7 +298,11 @@ class Runner:
 
     def collect(self, index, transcript):
         conn = self.conns[index]
-        if index in self.text_conns:
+        if index in self.text_conns and self.ascii_only:
+            conn.send(b"version\r\n")
+            transcript.add_text(index, conn.recv_until(b"VERSION ")[:-8])
+            conn.recv_line()
+        elif index in self.text_conns:
             conn.send(b"mn\r\n")
             transcript.add_text(index, conn.recv_until(b"MN\r\n")[:-4])
         else:
@@ -325,7 +335,7 @@ def normalise_step(step):
 
 def run_case(case, port):
     transcript = Transcript()
-    runner = Runner(port)
+    runner = Runner(port, ascii_only="ascii" in case.args)
     pending = []
     try:
         last = None
@@ -365,6 +375,10 @@ def run_case(case, port):
 
 
 def flush(port, args):
+    if "ascii" in args:
+        with harness.Conn(port) as conn:
+            conn.call(b"flush_all\r\n")
+        return
     with BinConn(port) as conn:
         # -F refuses flushes; under -C memcached's flush also hides items stored later in the
         # same second. There the keys the cases use are deleted instead.

@@ -315,10 +315,19 @@ TEST(OptionsTest, UnsupportedFeaturesAreRefusedNotIgnored) {
   EXPECT_FALSE(Parse({"-S"}).ok);
   EXPECT_FALSE(Parse({"-Z"}).ok);
   EXPECT_FALSE(Parse({"-M"}).ok);
-  EXPECT_FALSE(Parse({"-B", "binary"}).ok);
   EXPECT_FALSE(Parse({"-B", "carrier-pigeon"}).ok);
   EXPECT_FALSE(Parse({"-e", "/dev/shm/x"}).ok);
   EXPECT_FALSE(Parse({"-Y", "/etc/auth"}).ok);
+}
+
+TEST(OptionsTest, BindingProtocol) {
+  EXPECT_EQ(Parse({}).options.protocol.binding_protocol, BindingProtocol::kAuto);
+  EXPECT_EQ(Parse({"-B", "auto"}).options.protocol.binding_protocol, BindingProtocol::kAuto);
+  EXPECT_EQ(Parse({"-B", "ascii"}).options.protocol.binding_protocol, BindingProtocol::kAscii);
+  EXPECT_EQ(Parse({"--protocol=binary"}).options.protocol.binding_protocol,
+            BindingProtocol::kBinary);
+  EXPECT_EQ(Parse({"-B", "Binary"}).error,
+            "Invalid value for binding protocol: Binary -- should be one of auto, binary, or ascii");
 }
 
 TEST(OptionsTest, ReparsingStartsFromDefaults) {
