@@ -39,7 +39,7 @@ size_t MaxValue(const void*, size_t) { return 1000; }
 
 struct Parsed {
   BinaryParseResult result;
-  BinaryRequest request;
+  BinaryRequest request;   // its views point into the caller's string: keep it alive
 };
 
 Parsed Parse(const std::string& in) {
@@ -64,7 +64,8 @@ TEST(BinaryParserTest, NeedsTheWholeHeaderExtrasAndKey) {
 TEST(BinaryParserTest, StoresWaitForTheirValue) {
   const std::string set = Packet(kSet, "k", Be(7, 4) + Be(60, 4), "hello", 99, 0x01020304);
   EXPECT_EQ(Parse(set.substr(0, set.size() - 1)).result.status, ParseStatus::kNeedMore);
-  const Parsed p = Parse(set + "trailing");
+  const std::string in = set + "trailing";
+  const Parsed p = Parse(in);
   ASSERT_EQ(p.result.status, ParseStatus::kRequest);
   EXPECT_EQ(p.result.consumed, set.size());
   EXPECT_EQ(p.request.command, kSet);
@@ -191,7 +192,8 @@ TEST(BinaryParserTest, BodyBeyondKeyOfAPlainCommandIsTheNextRequest) {
 
 TEST(BinaryParserTest, AnyKeyBytesAreAccepted) {
   const std::string key("a b\0\r\n\xff", 7);
-  const Parsed p = Parse(Packet(kGet, key));
+  const std::string in = Packet(kGet, key);
+  const Parsed p = Parse(in);
   ASSERT_EQ(p.result.status, ParseStatus::kRequest);
   EXPECT_EQ(p.request.key, key);
   EXPECT_EQ(Parse(Packet(kGet, std::string(250, 'k'))).result.status, ParseStatus::kRequest);
