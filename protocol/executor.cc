@@ -124,10 +124,10 @@ void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
     }
     if (!CountClassicRead(stats, opts, r)) continue;
     // With -C memcached keeps no CAS and `gets` shows 0.
-    AppendValueLine(key, r.client_flags, r.item->value_len, with_cas,
+    AppendValueLine(key, r.client_flags, r.value.size(), with_cas,
                     settings.cas_enabled ? r.cas : 0, out);
-    std::string_view bytes = r.item->value_with_crlf();
-    out->AppendItemBytes(std::move(r.item), bytes);
+    out->AppendItemBytes(std::move(r.item), r.value);
+    out->Append("\r\n");
   }
   out->Append("END\r\n");
 }
@@ -155,7 +155,7 @@ void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
     return;
   }
   if (r.lease == LeaseVerdict::kNone) {
-    AppendValueLine(req.key, r.client_flags, r.item->value_len, false, 0, out);
+    AppendValueLine(req.key, r.client_flags, r.value.size(), false, 0, out);
   } else {
     out->Append("LVALUE ");
     out->Append(req.key);
@@ -164,12 +164,11 @@ void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
     out->Append(" ");
     out->AppendNumber(r.client_flags);
     out->Append(" ");
-    out->AppendNumber(r.item->value_len);
+    out->AppendNumber(r.value.size());
     out->Append("\r\n");
   }
-  std::string_view bytes = r.item->value_with_crlf();
-  out->AppendItemBytes(std::move(r.item), bytes);
-  out->Append("END\r\n");
+  out->AppendItemBytes(std::move(r.item), r.value);
+  out->Append("\r\nEND\r\n");
 }
 
 // ---------------------------------------------------------------------------

@@ -170,11 +170,10 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
     stats->get_hits.Add();
   }
 
-  Item* item = r.item.get();
   const bool with_value = flags.Has('v');
   if (with_value) {
     out->Append("VA ");
-    out->AppendNumber(item->value_len);
+    out->AppendNumber(r.value.size());
   } else {
     out->Append("HD");
   }
@@ -186,7 +185,7 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
     switch (flag.name) {
       case 'T': ttl.Change(i, args.T); break;
       case 'N': if (r.vivified) ttl.Change(i, args.N); break;
-      case 's': AppendNumberFlag('s', item->value_len, out); break;
+      case 's': AppendNumberFlag('s', r.value.size(), out); break;
       case 't': AppendTtlFlag(ttl.current(), out); break;
       case 'c': AppendNumberFlag('c', r.cas, out); break;
       case 'f': AppendNumberFlag('f', r.client_flags, out); break;
@@ -205,8 +204,8 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   EndLine(out);
 
   if (with_value) {
-    std::string_view bytes = item->value_with_crlf();
-    out->AppendItemBytes(std::move(r.item), bytes);
+    out->AppendItemBytes(std::move(r.item), r.value);
+    out->Append("\r\n");
   }
 }
 
@@ -463,11 +462,10 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
 
 // memcached's ITEM_ntotal for an item with a CAS: header, key and its NUL,
 // value and CRLF, client flags when non-zero.
-uint64_t MemcachedItemTotal(const Item& item) {
+uint64_t MemcachedItemTotal(size_t key_len, size_t value_len, uint32_t client_flags) {
   constexpr uint64_t kHeader = 48;
   constexpr uint64_t kCas = 8;
-  return kHeader + item.key_len + 1 + item.value_len + 2 +
-         (item.client_flags != 0 ? 4 : 0) + kCas;
+  return kHeader + key_len + 1 + value_len + 2 + (client_flags != 0 ? 4 : 0) + kCas;
 }
 
 // The slab class memcached 1.6.18 would put an item of `total` bytes in with
@@ -499,7 +497,6 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
     out->Append("EN\r\n");
     return;
   }
-  const Item& item = *r.item.get();
   out->Append("ME ");
   AppendKey(req.key, r.binary_key, out);
   // memcached prints exp as (now - exptime): minus the remaining TTL.
@@ -510,7 +507,7 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
   out->Append(" cas=");
   out->AppendNumber(r.cas);
   out->Append(r.fetched_before ? " fetch=yes" : " fetch=no");
-  const uint64_t total = MemcachedItemTotal(item);
+  const uint64_t total = MemcachedItemTotal(req.key.size(), r.value.size(), r.client_flags);
   out->Append(" cls=");
   out->AppendNumber(MemcachedSlabClass(total));
   out->Append(" size=");

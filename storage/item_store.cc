@@ -50,12 +50,6 @@ constexpr int64_t kPlaceholderTtlWithoutTimeoutS = 10;
 
 uint64_t HashKey(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
 
-// Lets the waiter map be searched with a string_view (no std::string built).
-struct KeyHasher {
-  using is_transparent = void;
-  size_t operator()(std::string_view key) const { return HashKey(key); }
-};
-
 bool Has(const Item* item, uint8_t bits) { return (item->state & bits) != 0; }
 
 // Memory an item holds: its slab chunk, or its malloc'd block.
@@ -149,10 +143,7 @@ struct ItemStore::Shard {
   Item* lru_tail = nullptr;
   size_t reclaim_bucket = 0;
   StoreStats counters;  // only the event counters are used here
-  // Parked readers by key, and the tickets taken for waking once the lock is
-  // released (see ShardLock).
-  std::unordered_map<std::string, std::vector<WaitTicket>, KeyHasher, std::equal_to<>> waiters;
-  std::vector<WaitTicket> woken;
+  ParkedReaders parked;  // woken tickets are delivered by ShardLock::unlock
 
   Item** SlotFor(std::string_view key, uint64_t hash) {
     Item** slot = &buckets[hash & (buckets.size() - 1)];
@@ -231,12 +222,11 @@ class ItemStore::ShardLock {
   }
   void unlock() {
     locked_ = false;
-    if (shard_.woken.empty()) {
+    if (!shard_.parked.has_woken()) {
       shard_.mu.unlock();
       return;
     }
-    std::vector<WaitTicket> woken;
-    woken.swap(shard_.woken);
+    const std::vector<WaitTicket> woken = shard_.parked.TakeWoken();
     shard_.mu.unlock();
     for (const WaitTicket& ticket : woken) store_->config_.wake_sink->Wake(ticket);
   }
@@ -382,7 +372,7 @@ void ItemStore::LinkLocked(Shard& shard, Item* item, uint64_t hash, bool counts_
   if (Has(item, kItemTokenSent)) shard.leases_out++;
   if (counts_as_new) shard.counters.total_items++;
   shard.MaybeGrow();
-  if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());
+  WakeLocked(shard, item->key());
 }
 
 // Takes the item out of the table and the LRU, uncharges it and drops the
@@ -399,30 +389,13 @@ void ItemStore::UnlinkLocked(Shard& shard, Item* item) {
   shard.bytes -= charge;
   if (Has(item, kItemTokenSent)) shard.leases_out--;
   if (ChargedAlone(item)) memory_used_.fetch_sub(charge, std::memory_order_relaxed);
-  if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());
+  WakeLocked(shard, item->key());
   ReleaseItem(item);
 }
 
-// Registers a parked reader of `key`. A connection parks on one key at a
-// time: its older ticket for the key is replaced, so the list stays bounded.
-void ItemStore::ParkLocked(Shard& shard, std::string_view key, const WaitTicket& ticket) {
-  auto it = shard.waiters.find(key);
-  if (it == shard.waiters.end()) it = shard.waiters.emplace(std::string(key), std::vector<WaitTicket>()).first;
-  for (WaitTicket& t : it->second) {
-    if (t.worker == ticket.worker && t.conn_id == ticket.conn_id) {
-      t = ticket;
-      return;
-    }
-  }
-  it->second.push_back(ticket);
-}
-
-// Moves the key's parked readers to the shard's wake list (see ShardLock).
-void ItemStore::TakeWaitersLocked(Shard& shard, std::string_view key) {
-  auto it = shard.waiters.find(key);
-  if (it == shard.waiters.end()) return;
-  shard.woken.insert(shard.woken.end(), it->second.begin(), it->second.end());
-  shard.waiters.erase(it);
+// Ends the waits of the key's parked readers (see ShardLock).
+void ItemStore::WakeLocked(Shard& shard, std::string_view key) {
+  if (!shard.parked.empty()) shard.parked.Wake(key);
 }
 
 // Every new value of a key goes through here (set, add, cas, append, incr,
@@ -664,7 +637,7 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
       HitLocked(shard, f.item, f, opts, touch_exptime, t, u, &r);
       if (opts.park != nullptr && r.no_value && r.lease == LeaseVerdict::kHeld &&
           config_.wake_sink != nullptr) {
-        ParkLocked(shard, key, *opts.park);
+        shard.parked.Park(key, *opts.park);
         r.parked = true;
       }
       break;
@@ -699,6 +672,7 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
     shard.counters.lease_grants++;
     r.status = ReadStatus::kHit;
     r.item = ItemRef::Share(stub);
+    r.value = stub->value();
     r.client_flags = 0;
     r.cas = stub->cas;
     r.ttl_before = r.ttl_after = TtlOf(stub->exptime, t.now_s);
@@ -746,7 +720,7 @@ void ItemStore::HitLocked(Shard& shard, Item* item, const Found& found, const Re
         if (Has(item, kItemPlaceholder)) item->exptime = PlaceholderExptime(t.now_s);
         shard.counters.lease_timeouts++;
         // Readers parked on the dead lease wait for the new one instead.
-        if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());
+        WakeLocked(shard, item->key());
       }
       shard.counters.lease_grants++;
       if (d.by_xfetch) shard.counters.xfetch_grants++;
@@ -757,6 +731,7 @@ void ItemStore::HitLocked(Shard& shard, Item* item, const Found& found, const Re
 
   r->status = ReadStatus::kHit;
   r->item = ItemRef::Share(item);
+  r->value = item->value();
   r->client_flags = item->client_flags;
   r->cas = item->cas;
   r->stale = stale;
@@ -991,7 +966,7 @@ DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
     // md I: keep the value as stale, so the next reader wins and others get X.
     item->state |= kItemStale;
     shard.ClearTokenSent(item);
-    if (!shard.waiters.empty()) TakeWaitersLocked(shard, item->key());  // the lease is cancelled
+    WakeLocked(shard, item->key());  // the lease is cancelled
     item->cas = req.new_cas != 0 ? req.new_cas : NextCas();
     if (req.has_ttl) item->exptime = ClampStoreTime(new_exptime);
     return DeleteStatus::kDeleted;
@@ -1117,17 +1092,22 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
 
 // Drops every item whose last store/touch/fetch was before `flushed_before`
 // (everything when it is INT64_MAX).
-void ItemStore::SweepAll(int64_t flushed_before) {
+size_t ItemStore::SweepAll(int64_t flushed_before) {
+  size_t removed = 0;
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[i];
     ShardLock lock(this, shard);
     Item* item = shard.lru_head;
     while (item != nullptr) {
       Item* next = item->lru_next;
-      if (item->last_access < flushed_before) UnlinkLocked(shard, item);
+      if (item->last_access < flushed_before) {
+        UnlinkLocked(shard, item);
+        removed++;
+      }
       item = next;
     }
   }
+  return removed;
 }
 
 void ItemStore::FlushAll(int64_t delay_s) {
@@ -1145,9 +1125,17 @@ void ItemStore::FlushAll(int64_t delay_s) {
 }
 
 size_t ItemStore::ReclaimExpired(size_t budget) {
+  // A delayed flush_all takes effect here, once, when its deadline passes:
+  // its items go at once, and readers parked on them are woken (a lazy check
+  // on access alone would leave them waiting for their lease to time out).
+  size_t removed = 0;
+  const int64_t deadline = flush_deadline_.load(std::memory_order_relaxed);
+  if (deadline != 0 && NowSeconds() >= deadline &&
+      flush_swept_.exchange(deadline, std::memory_order_relaxed) != deadline) {
+    removed += SweepAll(deadline);
+  }
   constexpr size_t kBucketsPerLock = 64;
   const size_t scan_limit = std::max<size_t>(budget * 16, 4096);
-  size_t removed = 0;
   size_t scanned = 0;
   while (removed < budget && scanned < scan_limit) {
     const size_t index = reclaim_cursor_.load(std::memory_order_relaxed) % shard_count_;

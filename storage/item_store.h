@@ -28,29 +28,12 @@
 #include "storage/clock.h"
 #include "storage/item.h"
 #include "storage/lease.h"
+#include "storage/parked.h"
 #include "storage/random.h"
 
 namespace herdless {
 
-// A reader parked on a key in classic wait mode: the daemon's worker, its
-// connection and the park's sequence number (a later park of the same
-// connection supersedes it; a ticket of a closed connection is ignored).
-struct WaitTicket {
-  uint32_t worker = 0;
-  uint64_t conn_id = 0;
-  uint64_t seq = 0;
-};
-
-// Told when a parked reader's key changed in a way that ends its wait (a new
-// value, removal, a cancelled or re-granted lease). Called with no store lock
-// held, from whichever thread made the change; must be thread-safe and quick.
 class SlabAllocator;
-
-class LeaseWakeSink {
- public:
-  virtual ~LeaseWakeSink() = default;
-  virtual void Wake(const WaitTicket& ticket) = 0;
-};
 
 struct StoreConfig {
   size_t memory_limit = 64u << 20;   // bytes of item memory (-m)
@@ -95,7 +78,8 @@ enum class ReadStatus : uint8_t { kMiss, kHit };
 
 struct ReadResult {
   ReadStatus status = ReadStatus::kMiss;
-  ItemRef item;                   // set on kHit (value bytes are immutable)
+  ItemRef item;                   // set on kHit: keeps `value` readable (its bytes never change)
+  std::string_view value;         // the value bytes (without "\r\n"), valid while `item` is held
   // Snapshot of the metadata taken under the lock (the header may change later).
   uint32_t client_flags = 0;
   uint64_t cas = 0;
@@ -223,7 +207,9 @@ class ItemStore {
   // or touched before now + delay_s is dropped once that moment passes.
   void FlushAll(int64_t delay_s);
 
-  // Removes up to `budget` expired items; returns how many were removed.
+  // Removes up to `budget` expired items; returns how many were removed. A
+  // delayed flush_all whose deadline has passed is applied here first (its
+  // items removed, their parked readers woken). The daemon calls it on a timer.
   size_t ReclaimExpired(size_t budget);
 
   // Smallest -m that uses slab pages (below, each item is its own malloc).
@@ -283,10 +269,9 @@ class ItemStore {
   Item* NewSlabItem(std::string_view key, size_t value_len, int slab_class);
   bool MakeRoom(int slab_class);
   void RemoveKey(std::string_view key);
-  void SweepAll(int64_t flushed_before);
+  size_t SweepAll(int64_t flushed_before);
   StoreResult StoreConcat(const StoreRequest& req);
-  void ParkLocked(Shard& shard, std::string_view key, const WaitTicket& ticket);
-  void TakeWaitersLocked(Shard& shard, std::string_view key);
+  static void WakeLocked(Shard& shard, std::string_view key);
 
   StoreConfig config_;
   std::unique_ptr<Shard[]> shards_;
@@ -298,6 +283,7 @@ class ItemStore {
   std::atomic<size_t> evict_cursor_{0};
   std::atomic<size_t> reclaim_cursor_{0};   // shard the expiry crawler visits next
   std::atomic<int64_t> flush_deadline_{0};  // pending delayed flush (store seconds), 0 = none
+  std::atomic<int64_t> flush_swept_{0};     // the deadline ReclaimExpired already applied
 };
 
 }  // namespace herdless

@@ -236,6 +236,39 @@ def wait_mode_with_a_crashed_holder(res):
             c.close()
 
 
+def wait_mode_woken_by_a_delayed_flush(res):
+    n = 20
+    with harness.start_herdless(["-t", "4", "-o", "classic_stampede=wait,lease_timeout=60"]) as d:
+        control = harness.Conn(d.port, timeout=TIMEOUT)
+        # Many other items: the expiry crawler alone (64 a tick) would take
+        # minutes to reach the flushed key.
+        fill = b"".join(b"set f%d 0 0 1 noreply\r\nx\r\n" % i for i in range(30000))
+        res.equal(control.call(fill + b"get f29999\r\n", b"END\r\n"),
+                  b"VALUE f29999 0 1\r\nx\r\nEND\r\n", "flush: 30000 items stored")
+        res.equal(control.call(b"get hot\r\n"), b"END\r\n", "flush: the first reader wins")
+        readers = open_conns(d.port, n)
+        for c in readers:
+            c.send(b"get hot\r\n")
+        res.equal(wait_for_stat(control, "waits_parked", n), n, "flush: every reader is parked")
+        res.equal(control.call(b"flush_all 1\r\n"), b"OK\r\n", "flush: a delayed flush_all")
+        # When the flush takes effect the lease goes with the key: the parked
+        # readers are woken (not left to the 60 s lease timeout); the first to
+        # read again takes a new lease (a miss), the others wait for it.
+        first = readable(readers, TIMEOUT)
+        res.equal(len(first), 1, "flush: exactly one woken reader takes the new lease")
+        taker = first[0] if first else readers[0]
+        res.equal(read_get(taker), None, "flush: the taker gets a miss (its cue to recompute)")
+        res.equal(taker.call(b"set hot 0 30 5\r\nfresh\r\n"), b"STORED\r\n", "flush: the taker sets")
+        others = [c for c in readers if c is not taker]
+        values = [read_get(c) for c in others]
+        res.equal(sum(1 for v in values if v == b"fresh"), n - 1,
+                  "flush: the others get the new holder's value")
+        s = stats(control)
+        res.equal(s["waits_timed_out"], "0", "stats: no wait timed out")
+        for c in readers + [control]:
+            c.close()
+
+
 def body(res):
     meta_one_winner_per_lease_period(res)
     if harness.target_name() != "herdless":
@@ -244,6 +277,7 @@ def body(res):
     lease_get_with_a_crashed_holder(res)
     wait_mode_parked_readers_woken_by_another_worker(res)
     wait_mode_with_a_crashed_holder(res)
+    wait_mode_woken_by_a_delayed_flush(res)
 
 
 if __name__ == "__main__":

@@ -455,6 +455,26 @@ TEST_F(WaitersTest, DeleteFlushAndLeaseTimeoutWake) {
   EXPECT_EQ(store_->Stats().lease_timeouts, 1u);
 }
 
+TEST_F(WaitersTest, DelayedFlushWakesWhenItTakesEffect) {
+  // Enough other items that the expiry crawler's budget alone would not reach the key.
+  for (int i = 0; i < 20000; ++i) Put("f" + std::to_string(i), "x");
+  Grant("k");
+  ASSERT_TRUE(ParkedRead("k", Ticket(1)).parked);
+  store_->FlushAll(2);
+  store_->ReclaimExpired(64);
+  EXPECT_TRUE(sink_.woken.empty());   // not yet: the key still has its lease
+  clock_.AdvanceSeconds(1);
+  store_->ReclaimExpired(64);
+  EXPECT_TRUE(sink_.woken.empty());
+  clock_.AdvanceSeconds(1);   // the deadline: the maintenance tick applies the flush
+  store_->ReclaimExpired(64);
+  ASSERT_EQ(sink_.woken.size(), 1u);
+  EXPECT_EQ(sink_.woken[0].conn_id, 1u);
+  EXPECT_EQ(store_->Stats().curr_items, 0u);
+  // The woken reader finds no holder now and takes the lease itself.
+  EXPECT_FALSE(ParkedRead("k", Ticket(1)).parked);
+}
+
 TEST_F(WaitersTest, InvalidatingAVivifiedStubWakes) {
   ReadOptions vivify;
   vivify.kind = ReadKind::kMeta;

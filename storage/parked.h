@@ -1,0 +1,72 @@
+// ParkedReaders: the readers of one shard that wait, in classic wait mode, for
+// a key that has no value while another client holds its lease. A reader is a
+// WaitTicket; every change that may end the wait (a new value, a removal, a
+// cancelled or re-granted lease) takes the key's tickets, and the shard hands
+// them to the LeaseWakeSink once its lock is released, so a sink never runs
+// under a store lock. Not thread-safe: guarded by the owning shard's lock.
+#ifndef HERDLESS_STORAGE_PARKED_H_
+#define HERDLESS_STORAGE_PARKED_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace herdless {
+
+// A reader parked on a key: the daemon's worker, its connection and the
+// park's sequence number (a later park of the same connection supersedes it;
+// a ticket of a closed connection is ignored).
+struct WaitTicket {
+  uint32_t worker = 0;
+  uint64_t conn_id = 0;
+  uint64_t seq = 0;
+};
+
+// Told when a parked reader's key changed in a way that ends its wait. Called
+// with no store lock held, from whichever thread made the change; must be
+// thread-safe and quick.
+class LeaseWakeSink {
+ public:
+  virtual ~LeaseWakeSink() = default;
+  virtual void Wake(const WaitTicket& ticket) = 0;
+};
+
+class ParkedReaders {
+ public:
+  // No reader is parked: callers skip Wake() entirely (the common case).
+  bool empty() const { return by_key_.empty(); }
+
+  // Registers `ticket` on `key`. A connection parks on one key at a time: its
+  // older ticket for the key is replaced, so a key's list stays bounded.
+  void Park(std::string_view key, const WaitTicket& ticket);
+
+  // Moves the key's tickets to the wake list.
+  void Wake(std::string_view key);
+
+  // Moves every ticket to the wake list (the whole shard was emptied).
+  void WakeAll();
+
+  // The tickets to deliver once the shard lock is released (the list is left empty).
+  bool has_woken() const { return !woken_.empty(); }
+  std::vector<WaitTicket> TakeWoken() {
+    std::vector<WaitTicket> out;
+    out.swap(woken_);
+    return out;
+  }
+
+ private:
+  // Lets the map be searched with a string_view (no std::string built).
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view key) const { return std::hash<std::string_view>()(key); }
+  };
+  std::unordered_map<std::string, std::vector<WaitTicket>, KeyHash, std::equal_to<>> by_key_;
+  std::vector<WaitTicket> woken_;
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_STORAGE_PARKED_H_
