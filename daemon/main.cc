@@ -1,7 +1,8 @@
 // herdless: parse memcached's flags, check privileges, bind, drop root,
 // daemonize, write the pid file, serve, clean up. The order follows memcached
 // except that the sockets are bound before root is dropped (so -p below 1024
-// works with -u) and the pid file is written after daemonizing (its pid).
+// works with -u) and the pid file is written after daemonizing (its pid). As
+// in memcached, a unix socket (-s) is created after dropping root.
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -175,6 +176,10 @@ int Main(int argc, char** argv) {
   if (root) {
     int rc = DropPrivileges(options.protocol.username);
     if (rc != 0) return rc;
+  }
+  if (!server.ListenUnix(&error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return EX_OSERR;
   }
 
   const std::string pid_file = AbsolutePath(options.pid_file);

@@ -191,6 +191,8 @@ class Parser {
   std::string& error_;
   std::vector<std::string> listen_entries_;   // every -l argument, in order
   bool wait_timeout_set_ = false;
+  bool tcp_specified_ = false;
+  bool udp_specified_ = false;
 };
 
 bool Parser::Run(int argc, char** argv) {
@@ -254,21 +256,37 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
   ProtocolSettings& p = o_.protocol;
   switch (flag.short_name) {
     case 'p':
-      // Range is checked in Finish() with memcached's message.
+      // -1: a port the kernel picks (memcached). Range checked in Finish().
+      tcp_specified_ = true;
+      if (value == "-1") {
+        p.tcp_port = -1;
+        return true;
+      }
       if (!ParseInt(value, 0, 1 << 30, &p.tcp_port)) return Fail("invalid TCP port " + Quote(value));
       return true;
-    case 'U': {
-      int port;
-      if (!ParseInt(value, 0, 65535, &port)) return Fail("invalid UDP port " + Quote(value));
-      if (port != 0) return Fail("UDP is not supported by herdless (use -U 0 or leave it out)");
-      p.udp_port = 0;
+    case 'U':
+      udp_specified_ = true;
+      if (value == "-1") {
+        p.udp_port = -1;
+        return true;
+      }
+      if (!ParseInt(value, 0, 65535, &p.udp_port)) return Fail("invalid UDP port " + Quote(value));
+      return true;
+    case 's':
+      if (value.empty()) return Fail("empty -s socket path");
+      p.domain_socket = std::string(value);
+      return true;
+    case 'a': {
+      // An octal mask like chmod's, as memcached's strtol(optarg, NULL, 8).
+      uint64_t mask = 0;
+      if (value.empty() || value.size() > 4) return Fail("invalid -a mask " + Quote(value) + " (octal)");
+      for (char c : value) {
+        if (c < '0' || c > '7') return Fail("invalid -a mask " + Quote(value) + " (octal)");
+        mask = mask * 8 + static_cast<uint64_t>(c - '0');
+      }
+      p.unix_mask = static_cast<int>(mask & 07777);
       return true;
     }
-    case 's':
-      return Fail("UNIX domain sockets are not supported by herdless");
-    case 'a':
-      o_.ignored.push_back("-a (only meaningful with -s)");
-      return true;
     case 'A':
       p.shutdown_enabled = true;
       return true;
@@ -304,7 +322,8 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
       return true;
     }
     case 'M':
-      return Fail("-M (disable evictions) is not supported by herdless");
+      p.evictions = false;
+      return true;
     case 'c':
       if (!ParseInt(value, 1, 1 << 24, &p.max_connections)) {
         return Fail("Maximum connections must be greater than 0");
@@ -488,6 +507,8 @@ bool Parser::Finish() {
     return Fail("Cannot set item size limit higher than 1/2 of memory max.");
   }
   if (p.item_size_max > kItemSizeMax) return Fail("Cannot set item size limit higher than a gigabyte.");
+  // memcached: -U without -p serves TCP on the UDP port too.
+  if (udp_specified_ && p.udp_port != 0 && !tcp_specified_) p.tcp_port = p.udp_port;
   if (p.tcp_port > 65535) return Fail("ERROR: Invalid port number " + std::to_string(p.tcp_port) + ".");
 
   if (!wait_timeout_set_) {
@@ -517,6 +538,7 @@ bool Parser::Finish() {
     }
     if (address.host == "*") address.host.clear();
     address.port = port >= 0 ? port : p.tcp_port;
+    address.explicit_port = port;
     o_.listen.push_back(std::move(address));
   }
   if (o_.listen.empty()) return Fail("no address to listen on (-l)");
@@ -538,8 +560,11 @@ std::string UsageText() {
   const ProtocolSettings d;
   std::string s = VersionText();
   auto line = [&s](const std::string& text) { s += text + "\n"; };
-  line("-p, --port=<num>          TCP port to listen on (default: " + std::to_string(d.tcp_port) + ")");
-  line("-U, --udp-port=<num>      UDP port to listen on (default: 0, off; only 0 is accepted)");
+  line("-p, --port=<num>          TCP port to listen on (default: " + std::to_string(d.tcp_port) + ";");
+  line("                          0 = no TCP, -1 = a free port)");
+  line("-U, --udp-port=<num>      UDP port to listen on (default: 0, off; -1 = a free port)");
+  line("-s, --unix-socket=<file>  UNIX socket to listen on (disables network support)");
+  line("-a, --unix-mask=<mask>    access mask for UNIX socket, in octal (default: 700)");
   line("-A, --enable-shutdown     enable ascii \"shutdown\" command");
   line("-l, --listen=<addr>       interface(s) to listen on, comma separated; an entry may");
   line("                          carry its own port (host:port, [v6]:port)");
@@ -549,6 +574,7 @@ std::string UsageText() {
   line("-u, --user=<user>         assume identity of <username> (only when run as root)");
   line("-m, --memory-limit=<num>  item memory in megabytes (default: " +
        std::to_string(d.max_bytes >> 20) + ")");
+  line("-M, --disable-evictions   return error on memory exhausted instead of evicting");
   line("-c, --conn-limit=<num>    max simultaneous connections (default: " +
        std::to_string(d.max_connections) + ")");
   line("-k, --lock-memory         lock down all paged memory");
@@ -588,6 +614,8 @@ std::string UsageText() {
   line("   - exact_threads:       run -t worker threads even when fewer CPUs are allowed");
   line("   memcached's tuning options (hashpower, slab_*, lru_*, modern, ...) are accepted");
   line("   and ignored; -f, -n, -D, -L, -X, -W and -N likewise.");
+  line("Environment: MEMCACHED_PORT_FILENAME=<file>: once listening, write the TCP and UDP");
+  line("ports to <file> (\"TCP INET: <port>\" lines), as memcached does.");
   return s;
 }
 

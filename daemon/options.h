@@ -14,8 +14,9 @@ namespace herdless {
 
 // One address to listen on, from -l ("host", "host:port", "[v6]", "[v6]:port").
 struct ListenAddress {
-  std::string host;   // "" = every interface
-  int port = 0;       // -p unless the -l entry names its own; 0 = kernel's choice
+  std::string host;        // "" = every interface
+  int port = 0;            // TCP: -p unless the -l entry names its own; -1 = kernel's choice
+  int explicit_port = -1;  // the port the -l entry names (also UDP's, as memcached), -1 = none
 };
 
 struct Options {

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,11 +11,14 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace herdless {
@@ -34,6 +38,7 @@ constexpr int kMaintenanceTickMs = 100;
 constexpr int kTicksPerIdleSweep = 1000 / kMaintenanceTickMs;   // workers sweep once a second
 constexpr size_t kMaxOutputPerConnection = 4u << 20;
 constexpr size_t kInputSlack = 1u << 20;      // room beyond one max item for long get lines
+constexpr int kUdpSendBuffer = 64 << 20;
 
 // How many workers to run for -t. A worker never blocks (a waiting reader is
 // parked, not slept), so workers beyond the CPUs this process may run on add
@@ -61,6 +66,9 @@ std::string AddressText(const struct sockaddr* sa) {
     inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
     return std::string("tcp6:[") + host + "]:" + std::to_string(ntohs(in6->sin6_port));
   }
+  if (sa->sa_family == AF_UNIX) {
+    return std::string("unix:") + reinterpret_cast<const struct sockaddr_un*>(sa)->sun_path;
+  }
   return "<AF " + std::to_string(sa->sa_family) + ">";
 }
 
@@ -71,19 +79,28 @@ std::string LocalAddressText(int fd) {
   return AddressText(reinterpret_cast<struct sockaddr*>(&ss));
 }
 
-// Opens one listening socket for `ai`. Returns -1 with errno set on failure.
+// Opens one listening socket (TCP) or bound datagram socket (UDP) for `ai`.
+// Returns -1 with errno set on failure.
 int OpenListener(const struct addrinfo* ai, int backlog) {
+  const bool udp = ai->ai_socktype == SOCK_DGRAM;
   int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
   if (fd < 0) return -1;
   int on = 1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));   // inherited by accepted sockets
+  if (udp) {
+    // Room for replies of many datagrams (memcached's maximize_sndbuf; the
+    // kernel caps it at net.core.wmem_max).
+    int size = kUdpSendBuffer;
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+  } else {
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));   // inherited by accepted sockets
+  }
   if (ai->ai_family == AF_INET6) {
     // Lets "::" and "0.0.0.0" both bind, as memcached does.
     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
   }
-  if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, backlog) != 0) {
+  if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || (!udp && listen(fd, backlog) != 0)) {
     int saved = errno;
     close(fd);
     errno = saved;
@@ -100,6 +117,7 @@ Server::Server(const Options& options)
     : options_(options), verbosity_(options.verbosity), started_unix_(clock_.UnixSeconds()) {}
 
 Server::~Server() {
+  for (int fd : udp_fds_) close(fd);
   for (Listener& l : listeners_) {
     if (l.accept_event != nullptr) event_free(l.accept_event);
     if (l.fd >= 0) close(l.fd);
@@ -113,14 +131,41 @@ Server::~Server() {
 }
 
 bool Server::Listen(std::string* error) {
+  const ProtocolSettings& p = options_.protocol;
+  if (!p.domain_socket.empty()) return true;   // -s: no network (ListenUnix binds it)
+  // memcached writes "<file>.lck" and renames it once every port is bound, so
+  // a reader never sees half a list.
+  const char* port_file_name = std::getenv("MEMCACHED_PORT_FILENAME");
+  const std::string temp_name = port_file_name != nullptr ? std::string(port_file_name) + ".lck" : "";
+  FILE* port_file = nullptr;
+  if (port_file_name != nullptr && (port_file = std::fopen(temp_name.c_str(), "a")) == nullptr) {
+    std::fprintf(stderr, "Failed to open \"%s\": %s\n", temp_name.c_str(), std::strerror(errno));
+  }
+  bool ok = (p.tcp_port == 0 || Bind(/*udp=*/false, port_file, error)) &&
+            (p.udp_port == 0 || Bind(/*udp=*/true, port_file, error));
+  if (port_file != nullptr) {
+    std::fclose(port_file);
+    if (ok) std::rename(temp_name.c_str(), port_file_name);
+  }
+  return ok;
+}
+
+bool Server::Bind(bool udp, FILE* port_file, std::string* error) {
+  const ProtocolSettings& p = options_.protocol;
+  const char* transport = udp ? "UDP" : "TCP";
   for (const ListenAddress& address : options_.listen) {
     struct addrinfo hints;
     std::memset(&hints, 0, sizeof(hints));
     hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_socktype = udp ? SOCK_DGRAM : SOCK_STREAM;
     hints.ai_flags = AI_PASSIVE;
     struct addrinfo* found = nullptr;
-    std::string port = std::to_string(address.port);
+    // An -l entry's own port serves both transports, as in memcached; -1 is
+    // a port the kernel picks.
+    int port_number = udp ? (address.explicit_port >= 0 ? address.explicit_port : p.udp_port)
+                          : address.port;
+    if (port_number < 0) port_number = 0;
+    std::string port = std::to_string(port_number);
     const char* host = address.host.empty() ? nullptr : address.host.c_str();
     int rc = getaddrinfo(host, port.c_str(), &hints, &found);
     const std::string where = (address.host.empty() ? "*" : address.host) + ":" + port;
@@ -131,33 +176,91 @@ bool Server::Listen(std::string* error) {
     int bound = 0;
     int last_errno = 0;
     for (struct addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-      int fd = OpenListener(ai, options_.protocol.backlog);
+      int fd = OpenListener(ai, p.backlog);
       if (fd < 0) {
         last_errno = errno;
         if (errno == EADDRINUSE) break;   // fatal, as in memcached
         continue;                         // e.g. no IPv6 on this host: try the next one
       }
-      Listener listener;
-      listener.fd = fd;
-      listener.addr = LocalAddressText(fd);
-      listeners_.push_back(listener);
+      struct sockaddr_storage ss;
+      socklen_t len = sizeof(ss);
+      const bool named = getsockname(fd, reinterpret_cast<struct sockaddr*>(&ss), &len) == 0;
+      if (port_file != nullptr && named && (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)) {
+        const uint16_t bound_port =
+            ntohs(ss.ss_family == AF_INET ? reinterpret_cast<struct sockaddr_in*>(&ss)->sin_port
+                                          : reinterpret_cast<struct sockaddr_in6*>(&ss)->sin6_port);
+        std::fprintf(port_file, "%s INET%s: %u\n", transport, ss.ss_family == AF_INET6 ? "6" : "",
+                     bound_port);
+      }
+      std::string addr = named ? AddressText(reinterpret_cast<struct sockaddr*>(&ss)) : "";
+      if (udp) {
+        if (addr.rfind("tcp", 0) == 0) addr.replace(0, 3, "udp");
+        udp_fds_.push_back(fd);
+        AddListenerInfo(fd, addr, "conn_read");
+      } else {
+        Listener listener;
+        listener.fd = fd;
+        listener.addr = addr;
+        listeners_.push_back(listener);
+        AddListenerInfo(fd, addr, "conn_listening");
+      }
       ++bound;
     }
     freeaddrinfo(found);
     if (bound == 0 || last_errno == EADDRINUSE) {
-      *error = "failed to listen on TCP port " + port + " of " + where + ": " + std::strerror(last_errno);
+      *error = std::string("failed to listen on ") + transport + " port " + port + " of " + where +
+               ": " + std::strerror(last_errno);
       return false;
     }
   }
-  for (const Listener& l : listeners_) {
-    ConnectionInfo info;
-    info.fd = l.fd;
-    info.addr = l.addr;
-    info.state = "conn_listening";
-    listener_info_.push_back(info);
-    if (options_.verbosity > 0) std::fprintf(stderr, "listening on %s\n", l.addr.c_str());
-  }
   return true;
+}
+
+bool Server::ListenUnix(std::string* error) {
+  const ProtocolSettings& p = options_.protocol;
+  if (p.domain_socket.empty()) return true;
+  struct sockaddr_un addr;
+  std::memset(&addr, 0, sizeof(addr));
+  addr.sun_family = AF_UNIX;
+  if (p.domain_socket.size() >= sizeof(addr.sun_path)) {
+    *error = "failed to listen on UNIX socket: " + p.domain_socket + ": path too long";
+    return false;
+  }
+  std::memcpy(addr.sun_path, p.domain_socket.data(), p.domain_socket.size());
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    *error = std::string("failed to create a UNIX socket: ") + std::strerror(errno);
+    return false;
+  }
+  // A socket file left by an earlier run is replaced (never any other file).
+  struct stat st;
+  if (lstat(addr.sun_path, &st) == 0 && S_ISSOCK(st.st_mode)) unlink(addr.sun_path);
+  const mode_t old_umask = umask(static_cast<mode_t>(~p.unix_mask & 0777));
+  const bool bound = bind(fd, reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr)) == 0;
+  const int bind_errno = errno;
+  umask(old_umask);
+  if (!bound || listen(fd, p.backlog) != 0) {
+    *error = "failed to listen on UNIX socket: " + p.domain_socket + ": " +
+             std::strerror(bound ? errno : bind_errno);
+    close(fd);
+    return false;
+  }
+  unix_path_ = p.domain_socket;
+  Listener listener;
+  listener.fd = fd;
+  listener.addr = "unix:" + p.domain_socket;
+  listeners_.push_back(listener);
+  AddListenerInfo(fd, listener.addr, "conn_listening");
+  return true;
+}
+
+void Server::AddListenerInfo(int fd, const std::string& addr, const char* state) {
+  ConnectionInfo info;
+  info.fd = fd;
+  info.addr = addr;
+  info.state = state;
+  listener_info_.push_back(info);
+  if (options_.verbosity > 0) std::fprintf(stderr, "listening on %s\n", addr.c_str());
 }
 
 int Server::Run() {
@@ -165,6 +268,7 @@ int Server::Run() {
   StoreConfig store_config;
   store_config.memory_limit = p.max_bytes;
   store_config.item_size_max = p.item_size_max;
+  store_config.evictions = p.evictions;
   store_config.lease.lease_timeout_ms = p.lease_timeout_s * 1000;
   store_config.lease.default_delta_ms = p.xfetch_delta_ms;
   store_config.stale_grace_s = p.stale_grace_s;
@@ -214,6 +318,15 @@ int Server::Run() {
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 
   if (started) {
+    // Every worker reads each UDP socket through its own descriptor, as in
+    // memcached (the first takes the bound one, the others dups).
+    for (int fd : udp_fds_) {
+      for (size_t i = 0; i < workers_.size(); ++i) {
+        const int worker_fd = i == 0 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        if (worker_fd >= 0) workers_[i]->AddUdpSocket(worker_fd);
+      }
+    }
+    udp_fds_.clear();   // the workers own them now
     for (Listener& l : listeners_) {
       l.accept_event = event_new(base_, l.fd, EV_READ | EV_PERSIST, &Server::OnAccept, this);
     }
@@ -237,6 +350,7 @@ int Server::Run() {
     for (auto& w : workers_) w->BeginStop(0);
   }
   for (auto& w : workers_) w->Join();
+  if (!unix_path_.empty()) unlink(unix_path_.c_str());   // as it was created: by -u's user
   return started ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
@@ -366,7 +480,8 @@ ServerSnapshot Server::Snapshot() {
   s.rejected_connections = counters_.rejected.load(std::memory_order_relaxed);
   s.connection_structures = counters_.structures.load(std::memory_order_relaxed);
   s.threads = workers_.size();
-  // stdin/out/err, the listeners, and one wake-up eventfd per worker.
+  // stdin/out/err, the listeners, and one wake-up eventfd per worker (and
+  // each worker's descriptor of every UDP socket).
   s.reserved_fds = 3 + listener_info_.size() + workers_.size();
   s.libevent = event_get_version();
   for (const auto& w : workers_) s.totals.Add(w->stats());

@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,10 +35,17 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // Creates, binds and listens on every -l address. Call before dropping
+  // Creates, binds and listens on every -l address: TCP (unless -p 0) and UDP
+  // (with -U), or nothing when -s names a unix socket; then writes the bound
+  // ports to $MEMCACHED_PORT_FILENAME if it is set. Call before dropping
   // privileges (a port below 1024 needs root) and before daemonizing (so
   // errors reach the terminal). False with a message in *error.
   bool Listen(std::string* error);
+
+  // -s: creates the unix socket (replacing a stale socket file) with -a's
+  // permissions. Call after dropping privileges, as memcached, so the file
+  // belongs to -u's user, who removes it at exit. False with *error.
+  bool ListenUnix(std::string* error);
 
   // Builds the store and the workers and serves until shutdown. Returns the
   // process exit code (0 after a signal or `shutdown`).
@@ -61,6 +69,9 @@ class Server final : public ServerInfo, public LeaseWakeSink {
     std::string addr;   // "tcp:127.0.0.1:11211", as memcached's stats conns
     event* accept_event = nullptr;
   };
+  // Binds TCP or UDP sockets for every -l address; records the ports bound.
+  bool Bind(bool udp, FILE* port_file, std::string* error);
+  void AddListenerInfo(int fd, const std::string& addr, const char* state);
 
   static void OnAccept(int fd, short what, void* arg);
   static void OnSignal(int signo, short what, void* arg);
@@ -83,6 +94,8 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   const int64_t started_unix_;
 
   std::vector<Listener> listeners_;          // main thread only
+  std::vector<int> udp_fds_;                 // bound UDP sockets, handed to the workers in Run()
+  std::string unix_path_;                    // the socket file this process created (-s)
   std::vector<ConnectionInfo> listener_info_;  // fixed after Listen(): read by workers
   event_base* base_ = nullptr;
   std::vector<event*> events_;         // signals and the stop request

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "daemon/connection.h"
+#include "daemon/udp.h"
 
 namespace herdless {
 
@@ -37,6 +38,7 @@ Worker::~Worker() {
     counters_->current.fetch_sub(1, std::memory_order_relaxed);
   }
   connections_.clear();
+  udp_.clear();
   if (notify_event_ != nullptr) event_free(notify_event_);
   if (drain_timer_ != nullptr) event_free(drain_timer_);
   if (base_ != nullptr) event_base_free(base_);
@@ -130,6 +132,21 @@ void Worker::AddConnection(int fd, std::string peer, std::string local) {
   });
 }
 
+void Worker::AddUdpSocket(int fd) {
+  Post([this, fd] {
+    if (stopping_) {
+      close(fd);
+      return;
+    }
+    auto endpoint = std::make_unique<UdpEndpoint>(this, fd);
+    if (!endpoint->Start()) {
+      std::fprintf(stderr, "failed to serve UDP on worker %d\n", id_);
+      return;
+    }
+    udp_.push_back(std::move(endpoint));
+  });
+}
+
 void Worker::CloseConnection(Connection* conn) {
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
@@ -192,6 +209,7 @@ void Worker::CloseIdleAndStalled() {
 void Worker::BeginStop(int drain_timeout_ms) {
   Post([this, drain_timeout_ms] {
     stopping_ = true;
+    udp_.clear();   // no new requests: datagrams are answered at once, nothing is owed
     drain_timer_ = event_new(base_, -1, 0, &Worker::OnDrainDeadline, this);
     struct timeval deadline = {drain_timeout_ms / 1000, (drain_timeout_ms % 1000) * 1000};
     if (drain_timer_ != nullptr) event_add(drain_timer_, &deadline);

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -29,6 +30,7 @@ struct event_base;
 namespace herdless {
 
 class Connection;
+class UdpEndpoint;
 
 // Process-wide connection counters (memcached's names), shared by the
 // acceptor and every worker.
@@ -69,6 +71,10 @@ class Worker {
   // Adopts an accepted non-blocking socket (counted in counters->current by
   // the caller). `peer` and `local` are memcached-style "tcp:host:port" text.
   void AddConnection(int fd, std::string peer, std::string local);
+
+  // Serves datagrams from `fd` (this worker's own descriptor of a UDP
+  // socket; the worker closes it) on the worker's loop. Thread-safe.
+  void AddUdpSocket(int fd);
 
   // Shutdown: stop reading, let every connection finish writing what it owes
   // (bounded by `drain_timeout_ms`), then leave the loop. Thread-safe.
@@ -130,6 +136,7 @@ class Worker {
   bool notified_ = false;                      // guarded by tasks_mutex_
 
   std::unordered_map<uint64_t, Connection*> parked_;   // worker thread only
+  std::vector<std::unique_ptr<UdpEndpoint>> udp_;      // worker thread only
 
   std::mutex registry_mutex_;
   std::unordered_set<Connection*> connections_;   // written by the worker under the mutex

@@ -106,6 +106,7 @@ ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
         break;
       }
     }
+    out->EndMessage();   // UDP: each reply is its own message
     if (r.swallow > 0) {
       outcome.swallow = r.swallow;
       break;

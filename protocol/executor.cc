@@ -514,9 +514,12 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
                                              : std::string_view(s.listen_interface));
   w->AddSigned("verbosity", server->Verbosity());
   w->Add("oldest", uint64_t{0});
-  w->Add("evictions", "on");
-  w->Add("domain_socket", "NULL");
-  w->Add("umask", "700");
+  w->Add("evictions", s.evictions ? "on" : "off");
+  w->Add("domain_socket", s.domain_socket.empty() ? std::string_view("NULL")
+                                                  : std::string_view(s.domain_socket));
+  char umask[8];
+  const int umask_len = std::snprintf(umask, sizeof(umask), "%o", static_cast<unsigned>(s.unix_mask));
+  w->Add("umask", std::string_view(umask, static_cast<size_t>(umask_len)));
   w->AddBool("shutdown_command", s.shutdown_enabled);
   w->Add("growth_factor", "1.25");
   w->Add("chunk_size", "48");
@@ -774,6 +777,9 @@ ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_
         break;
       }
     }
+    // UDP: each command's reply is its own message; a reply hidden by noreply
+    // (or a meta q) sends nothing at all.
+    out->EndMessage(/*skipped=*/request_.noreply || request_.meta.Has('q'));
     if (r.swallow > 0) {
       // The daemon drops these bytes as they arrive, then calls again.
       outcome.swallow = r.swallow;

@@ -156,6 +156,7 @@ void ReplyBuffer::Clear() {
   head_ = 0;
   pending_ = 0;
   message_ends_.clear();
+  leading_empty_message_ = false;
   while (!chunks_.empty()) Chunk::RecycleFront(&chunks_, &spare_);
 }
 

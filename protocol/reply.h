@@ -42,14 +42,21 @@ class ReplyBuffer {
   // UDP: memcached sends each response object (a command's reply; each key
   // of a multi-key get) as its own run of datagrams. With TrackMessages(true)
   // EndMessage() records where the current message ends, as a count of
-  // pending bytes (valid until something is consumed); empty messages are
-  // not recorded. Without it EndMessage() does nothing.
+  // pending bytes (valid until something is consumed). Empty messages are not
+  // recorded, except that memcached sends one header-only datagram when the
+  // first response object is empty (a binary quiet success, a get's first key
+  // missing) rather than suppressed (`skipped`: a text noreply, a meta q).
+  // Without tracking EndMessage() does nothing.
   void TrackMessages(bool on) { track_messages_ = on; }
-  void EndMessage() {
-    if (track_messages_ && pending_ > (message_ends_.empty() ? 0 : message_ends_.back())) {
+  void EndMessage(bool skipped = false) {
+    if (!track_messages_) return;
+    if (pending_ > (message_ends_.empty() ? 0 : message_ends_.back())) {
       message_ends_.push_back(pending_);
+    } else if (pending_ == 0 && !skipped) {
+      leading_empty_message_ = true;
     }
   }
+  bool leading_empty_message() const { return leading_empty_message_; }
   const std::vector<size_t>& message_ends() const { return message_ends_; }
 
   bool empty() const { return head_ == segments_.size(); }
@@ -75,6 +82,7 @@ class ReplyBuffer {
   std::vector<std::unique_ptr<Chunk>> spare_;   // recycled chunks
   size_t pending_ = 0;
   bool track_messages_ = false;
+  bool leading_empty_message_ = false;
   std::vector<size_t> message_ends_;
 };
 

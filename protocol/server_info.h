@@ -21,8 +21,11 @@ enum class BindingProtocol : uint8_t { kAuto, kAscii, kBinary };
 
 // Settings the protocol obeys and `stats settings` shows (memcached's names).
 struct ProtocolSettings {
-  int tcp_port = 11211;
-  int udp_port = 0;
+  int tcp_port = 11211;            // -p: 0 = no TCP, -1 = a port the kernel picks
+  int udp_port = 0;                // -U: 0 = no UDP (memcached 1.6's default), -1 = any port
+  std::string domain_socket;       // -s: listen only on this unix socket
+  int unix_mask = 0700;            // -a: the socket file's permissions
+  bool evictions = true;           // -M turns off: a full cache refuses stores
   std::string listen_interface = "127.0.0.1";
   uint64_t max_bytes = 64u << 20;
   int max_connections = 1024;

@@ -433,6 +433,7 @@ Item* ItemStore::TailVictimLocked(Shard& shard, int64_t now_s) const {
 
 // Removes one item, round-robin over the shards (malloc'd items).
 bool ItemStore::EvictOne() {
+  if (!config_.evictions) return false;   // -M: the allocation fails (out of memory)
   const int64_t now_s = NowSeconds();
   const size_t start = evict_cursor_.fetch_add(1, std::memory_order_relaxed);
   for (size_t i = 0; i < shard_count_; i++) {
@@ -497,6 +498,7 @@ class ItemStore::PageEvictor : public ChunkEvictor {
 // victim's when every page is mostly full), so memory moves between classes.
 // Returns false when there is nothing left to free.
 bool ItemStore::MakeRoom(int slab_class) {
+  if (!config_.evictions) return false;   // -M: the allocation fails (out of memory)
   const int64_t now_s = NowSeconds();
   if (slabs_->SlackPages() != 0) {
     if (SlabAllocator::Page* page = slabs_->ClaimVictimPage(nullptr)) {

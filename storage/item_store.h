@@ -41,6 +41,7 @@ struct StoreConfig {
   // at least kSlabMinLimit; otherwise, or when false, one malloc per item.
   bool slab_allocator = true;
   size_t item_size_max = 1u << 20;   // -I: limit on a whole item, as memcached
+  bool evictions = true;             // -M: false = an allocation that needs room fails instead
   int shard_bits = 6;                // 2^shard_bits shards
   LeaseSettings lease;
   uint32_t stale_grace_s = 0;        // keep expired items as stale this long

@@ -1,13 +1,16 @@
 """Shared helpers for the integration tests.
 
 start_herdless(args) / start_memcached(args) start a daemon on a free loopback port and wait
-until it accepts; every daemon is stopped at exit, also when a test fails. Conn is a raw
+until it accepts; every daemon is stopped at exit, also when a test fails. The daemon picks the
+port itself (-p -1, and -U -1 for UDP) and reports it through MEMCACHED_PORT_FILENAME, as
+memcached does, so no other process can take the port between a probe and the bind. Conn is a raw
 socket client whose reads all time out (a test never hangs). Results counts checks and turns
 them into an exit code.
 """
 
 import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -53,32 +56,70 @@ _running = []
 class Daemon:
     """One daemon process listening on 127.0.0.1:port; stop() ends it and checks its log."""
 
-    def __init__(self, name, argv_without_port):
+    def __init__(self, name, argv_without_port, unix_socket=None):
         self.name = name
         self.argv_without_port = argv_without_port
+        self.unix_socket = unix_socket
         self.port = None
+        self.udp_port = None
+        self.port_dir = None
         self.proc = None
         self.log_file = None
 
     def start(self):
-        last_error = None
-        for _ in range(3):  # the free port may be taken between our probe and its bind
-            self.port = free_port()
-            argv = self.argv_without_port + ["-p", str(self.port)]
-            self.log_file = tempfile.NamedTemporaryFile(prefix=self.name + "-", suffix=".log",
-                                                        delete=False)
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log_file,
-                                         stderr=subprocess.STDOUT)
-            _running.append(self)
+        """Starts the daemon; with unix_socket set, waits for that socket instead of a port."""
+        self.port_dir = tempfile.mkdtemp(prefix=self.name + "-ports-")
+        os.chmod(self.port_dir, 0o777)   # memcached writes it after becoming -u nobody
+        port_file = os.path.join(self.port_dir, "ports")
+        argv = self.argv_without_port
+        if self.unix_socket is None and "-p" not in argv:
+            argv = argv + ["-p", "-1"]
+        self.log_file = tempfile.NamedTemporaryFile(prefix=self.name + "-", suffix=".log",
+                                                    delete=False)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log_file,
+                                     stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, MEMCACHED_PORT_FILENAME=port_file))
+        _running.append(self)
+        try:
+            if self.unix_socket is None:
+                self._read_port_file(port_file)
+            self._wait_until_accepting()
+            return self
+        except DaemonError:
+            self._kill()
+            raise
+
+    def _read_port_file(self, path):
+        """Waits for the port file (renamed into place once every port is bound)."""
+        deadline = time.monotonic() + TIMEOUT
+        while not os.path.exists(path):
+            if self.proc.poll() is not None:
+                raise DaemonError("%s exited with %s before listening; log:\n%s"
+                                  % (self.name, self.proc.returncode, self.log_text()))
+            if time.monotonic() > deadline:
+                raise DaemonError("%s wrote no port file within %.0fs; log:\n%s"
+                                  % (self.name, TIMEOUT, self.log_text()))
+            time.sleep(0.01)
+        with open(path) as f:
+            for line in f:
+                kind, _, port = line.partition(":")
+                if kind == "TCP INET" and self.port is None:
+                    self.port = int(port)
+                elif kind == "UDP INET" and self.udp_port is None:
+                    self.udp_port = int(port)
+        if self.port is None:
+            raise DaemonError("%s listed no TCP port in its port file" % self.name)
+
+    def _connect(self):
+        if self.unix_socket is not None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(0.5)
             try:
-                self._wait_until_accepting()
-                return self
-            except DaemonError as e:
-                last_error = e
-                self._kill()
-                if "in use" not in self.log_text():
-                    break  # not a port race: retrying would fail the same way
-        raise last_error
+                s.connect(self.unix_socket)
+            finally:
+                s.close()
+        else:
+            socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
 
     def _wait_until_accepting(self):
         deadline = time.monotonic() + TIMEOUT
@@ -87,12 +128,13 @@ class Daemon:
                 raise DaemonError("%s exited with %s before accepting; log:\n%s"
                                   % (self.name, self.proc.returncode, self.log_text()))
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                    return
+                self._connect()
+                return
             except OSError:
                 time.sleep(0.02)
-        raise DaemonError("%s did not accept on port %d within %.0fs; log:\n%s"
-                          % (self.name, self.port, TIMEOUT, self.log_text()))
+        raise DaemonError("%s did not accept on %s within %.0fs; log:\n%s"
+                          % (self.name, self.unix_socket or "port %d" % self.port, TIMEOUT,
+                             self.log_text()))
 
     def log_text(self):
         try:
@@ -143,6 +185,7 @@ class Daemon:
         needed_kill = self._kill()
         text = self.log_text().encode()
         os.unlink(self.log_file.name)
+        shutil.rmtree(self.port_dir, ignore_errors=True)
         problems = []
         status = self.proc.returncode
         if died_early:
@@ -168,20 +211,22 @@ class Daemon:
         return False
 
 
-def start_herdless(args=(), exact_threads=True, prefix=()):
+def start_herdless(args=(), exact_threads=True, prefix=(), unix_socket=None):
     """herdless on a free port. Tests run the -t they ask for (-o exact_threads) whatever
     CPUs the machine has, so races are exercised alike everywhere; `prefix` goes before the
-    binary (e.g. taskset)."""
+    binary (e.g. taskset); unix_socket: the -s path the daemon is started with (no TCP)."""
     argv = list(prefix) + [HERDLESS_BIN, "-l", "127.0.0.1"] + user_args() + list(args)
     if exact_threads:
         argv += ["-o", "exact_threads"]
     if not os.access(HERDLESS_BIN, os.X_OK):
         raise DaemonError("no herdless binary at %s (set HERDLESS_BIN)" % HERDLESS_BIN)
-    return Daemon("herdless", argv).start()
+    return Daemon("herdless", argv, unix_socket).start()
 
 
 def start_memcached(args=()):
-    argv = [MEMCACHED_BIN, "-l", "127.0.0.1", "-U", "0"] + user_args() + list(args)
+    argv = [MEMCACHED_BIN, "-l", "127.0.0.1"] + user_args() + list(args)
+    if "-U" not in argv:
+        argv += ["-U", "0"]
     return Daemon("memcached", argv).start()
 
 

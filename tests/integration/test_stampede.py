@@ -8,6 +8,8 @@
   connection sets it; none is answered before.
 - classic wait mode with a dead holder: after lease_timeout exactly one parked reader takes the
   lease over (a miss), the rest keep waiting and get the value it stores.
+- binary clients in stale and wait mode: a binary Get is a classic read (the winner gets Not
+  found, the others the stale value, or wait for the Set).
 Counts and values only; waits are for events (or for a lease timeout to pass), bounded.
 Against memcached (TEST_AGAINST=memcached) only the meta part applies; the rest is skipped.
 """
@@ -16,6 +18,7 @@ import select
 import time
 
 import harness
+from binproto import BinConn, get as bin_get, set_ as bin_set
 
 N = 300
 TIMEOUT = harness.TIMEOUT * 4
@@ -269,6 +272,37 @@ def wait_mode_woken_by_a_delayed_flush(res):
             c.close()
 
 
+def binary_clients_in_the_classic_modes(res):
+    n = 50
+    with harness.start_herdless(["-t", "4", "-o", "classic_stampede=stale,stale_grace=30"]) as d:
+        control = BinConn(d.port, timeout=TIMEOUT)
+        res.equal(control.call(bin_set("hot", "old", exptime=1)).status, 0, "binary stale: set")
+        time.sleep(2.1)   # expire (TTLs count whole seconds) into the stale grace
+        readers = [BinConn(d.port, timeout=TIMEOUT) for _ in range(n)]
+        replies = [c.call(bin_get("hot", i)) for i, c in enumerate(readers)]
+        misses = [r for r in replies if r.status == 1]
+        res.equal(len(misses), 1, "binary stale: exactly one reader gets Not found (recompute)")
+        res.equal(sum(1 for r in replies if r.status == 0 and r.value == b"old"), n - 1,
+                  "binary stale: every other reader gets the stale value")
+        for c in readers + [control]:
+            c.close()
+    with harness.start_herdless(["-t", "4", "-o", "classic_stampede=wait,lease_timeout=30"]) as d:
+        control = BinConn(d.port, timeout=TIMEOUT)
+        res.equal(control.call(bin_get("hot", 1)).status, 1, "binary wait: the winner's miss")
+        readers = [BinConn(d.port, timeout=TIMEOUT) for _ in range(n)]
+        for i, c in enumerate(readers):
+            c.send(bin_get("hot", i, "GETK"))
+        text = harness.Conn(d.port, timeout=TIMEOUT)
+        res.equal(wait_for_stat(text, "waits_parked", n), n, "binary wait: every reader is parked")
+        res.equal(readable(readers, 0), [], "binary wait: no parked reader has been answered")
+        res.equal(control.call(bin_set("hot", "fresh")).status, 0, "binary wait: the set")
+        values = [c.recv_packet() for c in readers]
+        res.equal(sum(1 for v in values if v.status == 0 and v.key == b"hot" and
+                      v.value == b"fresh"), n, "binary wait: every parked reader gets the value")
+        for c in readers + [control, text]:
+            c.close()
+
+
 def body(res):
     meta_one_winner_per_lease_period(res)
     if harness.target_name() != "herdless":
@@ -278,6 +312,7 @@ def body(res):
     wait_mode_parked_readers_woken_by_another_worker(res)
     wait_mode_with_a_crashed_holder(res)
     wait_mode_woken_by_a_delayed_flush(res)
+    binary_clients_in_the_classic_modes(res)
 
 
 if __name__ == "__main__":

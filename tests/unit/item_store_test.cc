@@ -1030,3 +1030,32 @@ TEST_F(ItemStoreTest, ConcurrentMixedSizesUnderSlabEvictionNeverTearAValue) {
 
 }  // namespace
 }  // namespace herdless
+
+// -M: no eviction; a store that needs room a live item holds fails instead.
+namespace herdless {
+namespace {
+
+class NoEvictionTest : public ItemStoreTest {};
+
+TEST_F(NoEvictionTest, FullCacheRefusesStoresAndEvictsNothing) {
+  for (size_t limit : {size_t{64 * 1024}, ItemStore::kSlabMinLimit}) {   // malloc'd, slab pages
+    config_.memory_limit = limit;
+    config_.evictions = false;
+    Reset();
+    const std::string value(1000, 'x');
+    int stored = 0;
+    while (stored < 20000 && Put("key" + std::to_string(stored), value).status == StoreStatus::kStored) {
+      ++stored;
+    }
+    ASSERT_LT(stored, 20000) << limit;
+    EXPECT_EQ(Put("one-more", value).status, StoreStatus::kNoMemory) << limit;
+    EXPECT_EQ(store_->Stats().evictions, 0u) << limit;
+    EXPECT_EQ(store_->Stats().curr_items, static_cast<uint64_t>(stored)) << limit;
+    EXPECT_EQ(Get("key0"), value) << "the oldest item is kept";
+    ASSERT_EQ(store_->Delete(DeleteRequest{.key = "key0"}), DeleteStatus::kDeleted);
+    EXPECT_EQ(Put("one-more", value).status, StoreStatus::kStored) << "a delete made room";
+  }
+}
+
+}  // namespace
+}  // namespace herdless

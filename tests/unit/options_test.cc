@@ -308,13 +308,35 @@ TEST(OptionsTest, MissingValuesAreErrors) {
   EXPECT_FALSE(Parse({"--port"}).ok);
 }
 
+TEST(OptionsTest, Transports) {
+  const Parsed udp = Parse({"-U", "11311"});
+  ASSERT_TRUE(udp.ok);
+  EXPECT_EQ(udp.options.protocol.udp_port, 11311);
+  EXPECT_EQ(udp.options.protocol.tcp_port, 11311);   // memcached: -U without -p moves TCP too
+  const Parsed both = Parse({"-p", "-1", "-U", "-1"});
+  ASSERT_TRUE(both.ok);
+  EXPECT_EQ(both.options.protocol.tcp_port, -1);
+  EXPECT_EQ(both.options.protocol.udp_port, -1);
+  EXPECT_EQ(both.options.listen[0].port, -1);
+  EXPECT_EQ(Parse({"-p", "0"}).options.protocol.tcp_port, 0);
+  EXPECT_FALSE(Parse({"-p", "-2"}).ok);
+  EXPECT_FALSE(Parse({"-U", "70000"}).ok);
+  const Parsed unix_socket = Parse({"-s", "/tmp/mc.sock", "-a", "0766"});
+  ASSERT_TRUE(unix_socket.ok);
+  EXPECT_EQ(unix_socket.options.protocol.domain_socket, "/tmp/mc.sock");
+  EXPECT_EQ(unix_socket.options.protocol.unix_mask, 0766);
+  EXPECT_EQ(Parse({}).options.protocol.unix_mask, 0700);
+  EXPECT_FALSE(Parse({"-a", "9"}).ok);
+  const Parsed listen = Parse({"-l", "127.0.0.1:9000,127.0.0.2"});
+  EXPECT_EQ(listen.options.listen[0].explicit_port, 9000);
+  EXPECT_EQ(listen.options.listen[1].explicit_port, -1);
+  EXPECT_TRUE(Parse({}).options.protocol.evictions);
+  EXPECT_FALSE(Parse({"-M"}).options.protocol.evictions);
+}
+
 TEST(OptionsTest, UnsupportedFeaturesAreRefusedNotIgnored) {
-  EXPECT_FALSE(Parse({"-U", "11211"}).ok);
-  EXPECT_TRUE(Parse({"-U", "0"}).ok);
-  EXPECT_FALSE(Parse({"-s", "/tmp/mc.sock"}).ok);
   EXPECT_FALSE(Parse({"-S"}).ok);
   EXPECT_FALSE(Parse({"-Z"}).ok);
-  EXPECT_FALSE(Parse({"-M"}).ok);
   EXPECT_FALSE(Parse({"-B", "carrier-pigeon"}).ok);
   EXPECT_FALSE(Parse({"-e", "/dev/shm/x"}).ok);
   EXPECT_FALSE(Parse({"-Y", "/etc/auth"}).ok);

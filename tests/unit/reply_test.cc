@@ -324,3 +324,46 @@ TEST(ReplyBufferTest, LongBacklogKeepsOrderAcrossCompaction) {
 
 }  // namespace
 }  // namespace herdless
+
+// UDP message boundaries (ReplyBuffer::EndMessage).
+namespace herdless {
+namespace {
+
+TEST(ReplyBufferMessagesTest, UntrackedBufferRecordsNothing) {
+  ReplyBuffer out;
+  out.Append("abc");
+  out.EndMessage();
+  EXPECT_TRUE(out.message_ends().empty());
+  EXPECT_FALSE(out.leading_empty_message());
+}
+
+TEST(ReplyBufferMessagesTest, EndsAreRecordedAndEmptyMessagesDropped) {
+  ReplyBuffer out;
+  out.TrackMessages(true);
+  out.Append("VALUE a 0 1\r\na\r\n");   // 16 bytes
+  out.EndMessage();
+  out.EndMessage();                     // an empty one after a sent one: nothing
+  out.Append("END\r\n");
+  out.EndMessage();
+  EXPECT_EQ(out.message_ends(), (std::vector<size_t>{16, 21}));
+  EXPECT_FALSE(out.leading_empty_message());
+  out.Clear();
+  EXPECT_TRUE(out.message_ends().empty());
+}
+
+TEST(ReplyBufferMessagesTest, AnEmptyFirstMessageIsNotedUnlessSkipped) {
+  ReplyBuffer skipped;
+  skipped.TrackMessages(true);
+  skipped.EndMessage(/*skipped=*/true);   // a noreply command
+  EXPECT_FALSE(skipped.leading_empty_message());
+  ReplyBuffer empty;
+  empty.TrackMessages(true);
+  empty.EndMessage();                     // a binary quiet success
+  empty.Append("x");
+  empty.EndMessage();
+  EXPECT_TRUE(empty.leading_empty_message());
+  EXPECT_EQ(empty.message_ends(), (std::vector<size_t>{1}));
+}
+
+}  // namespace
+}  // namespace herdless
