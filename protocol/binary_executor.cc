@@ -194,7 +194,7 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
     }
     return;
   }
-  const uint32_t value_len = with_value ? r.item->value_len : 0;
+  const uint32_t value_len = with_value ? static_cast<uint32_t>(r.value.size()) : 0;
   const uint16_t keylen = with_key ? req.keylen : 0;
   char flags[4];
   Put32(flags, r.client_flags);
@@ -203,10 +203,7 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
                      settings.cas_enabled ? r.cas : 0);
   out->Append(std::string_view(flags, sizeof(flags)));
   if (with_key) out->Append(req.key);
-  if (value_len > 0) {
-    const std::string_view bytes = r.item->value();
-    out->AppendItemBytes(std::move(r.item), bytes);
-  }
+  if (value_len > 0) out->AppendItemBytes(std::move(r.item), r.value);
 }
 
 // Set, Add, Replace (a CAS makes any of them a compare-and-swap).
