@@ -20,6 +20,7 @@
 #include <cstring>
 #include <string>
 
+#include "daemon/log.h"
 #include "daemon/options.h"
 #include "daemon/server.h"
 
@@ -44,10 +45,8 @@ void RaiseDescriptorLimit(const Options& o) {
   raised.rlim_cur = rl.rlim_max;
   raised.rlim_max = rl.rlim_max;
   setrlimit(RLIMIT_NOFILE, &raised);
-  if (o.verbosity > 0) {
-    std::fprintf(stderr, "warning: open file limit is below -c %d plus spare descriptors\n",
-                 o.protocol.max_connections);
-  }
+  Log(LogLevel::kWarning, "open file limit %llu is below -c %d plus spare descriptors",
+      static_cast<unsigned long long>(rl.rlim_max), o.protocol.max_connections);
 }
 
 void EnableCoreDumps() {
@@ -58,7 +57,7 @@ void EnableCoreDumps() {
     setrlimit(RLIMIT_CORE, &rl);
   }
   if (getrlimit(RLIMIT_CORE, &rl) != 0 || rl.rlim_cur == 0) {
-    std::fprintf(stderr, "failed to ensure corefile creation\n");
+    Log(LogLevel::kError, "failed to ensure corefile creation");
     std::exit(EX_OSERR);
   }
 }
@@ -67,16 +66,16 @@ void EnableCoreDumps() {
 int DropPrivileges(const std::string& username) {
   struct passwd* pw = getpwnam(username.c_str());
   if (pw == nullptr) {
-    std::fprintf(stderr, "can't find the user %s to switch to\n", username.c_str());
+    Log(LogLevel::kError, "can't find the user %s to switch to", username.c_str());
     return EX_NOUSER;
   }
   if (setgroups(0, nullptr) < 0) {
     int saved = errno;
-    std::fprintf(stderr, "failed to drop supplementary groups: %s\n", std::strerror(saved));
+    Log(LogLevel::kError, "failed to drop supplementary groups: %s", std::strerror(saved));
     if (saved != EPERM) return EX_OSERR;
   }
   if (setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0) {
-    std::fprintf(stderr, "failed to assume identity of user %s\n", username.c_str());
+    Log(LogLevel::kError, "failed to assume identity of user %s", username.c_str());
     return EX_OSERR;
   }
   return 0;
@@ -115,8 +114,8 @@ std::string AbsolutePath(const std::string& path) {
 FILE* OpenPidFile(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
-    std::fprintf(stderr, "Could not open the pid file %s for writing: %s\n", path.c_str(),
-                 std::strerror(errno));
+    Log(LogLevel::kError, "Could not open the pid file %s for writing: %s", path.c_str(),
+        std::strerror(errno));
   }
   return f;
 }
@@ -124,7 +123,7 @@ FILE* OpenPidFile(const std::string& path) {
 bool WritePidFile(FILE* f, const std::string& path) {
   std::fprintf(f, "%ld\n", static_cast<long>(getpid()));
   if (std::fclose(f) != 0) {
-    std::fprintf(stderr, "Could not close the pid file %s: %s\n", path.c_str(), std::strerror(errno));
+    Log(LogLevel::kError, "Could not close the pid file %s: %s", path.c_str(), std::strerror(errno));
     return false;
   }
   return true;
@@ -148,29 +147,28 @@ int Main(int argc, char** argv) {
     std::fputs(VersionText().c_str(), stdout);
     return EXIT_SUCCESS;
   }
-  for (const std::string& w : options.warnings) std::fprintf(stderr, "%s\n", w.c_str());
-  if (options.verbosity > 0) {
-    for (const std::string& note : options.ignored) {
-      std::fprintf(stderr, "note: %s accepted and ignored\n", note.c_str());
-    }
+  SetLogVerbosity(options.verbosity);
+  for (const std::string& w : options.warnings) Log(LogLevel::kWarning, "%s", w.c_str());
+  for (const std::string& note : options.ignored) {
+    Log(LogLevel::kNotice, "%s accepted and ignored", note.c_str());
   }
 
   const bool root = getuid() == 0 || geteuid() == 0;
   if (root && options.protocol.username.empty()) {
-    std::fprintf(stderr, "can't run as root without the -u switch\n");
+    Log(LogLevel::kError, "can't run as root without the -u switch");
     return EX_USAGE;
   }
   if (options.enable_coredumps) EnableCoreDumps();
   RaiseDescriptorLimit(options);
 
   if (signal(SIGPIPE, SIG_IGN) == SIG_ERR || signal(SIGHUP, SIG_IGN) == SIG_ERR) {
-    std::perror("failed to ignore SIGPIPE/SIGHUP; sigaction");
+    Log(LogLevel::kError, "failed to ignore SIGPIPE/SIGHUP: %s", std::strerror(errno));
     return EX_OSERR;
   }
 
   Server server(options);
   if (!server.Listen(&error)) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+    Log(LogLevel::kError, "%s", error.c_str());
     return EX_OSERR;
   }
   if (root) {
@@ -178,7 +176,7 @@ int Main(int argc, char** argv) {
     if (rc != 0) return rc;
   }
   if (!server.ListenUnix(&error)) {
-    std::fprintf(stderr, "%s\n", error.c_str());
+    Log(LogLevel::kError, "%s", error.c_str());
     return EX_OSERR;
   }
 
@@ -186,19 +184,19 @@ int Main(int argc, char** argv) {
   FILE* pid_stream = nullptr;
   if (!pid_file.empty() && (pid_stream = OpenPidFile(pid_file)) == nullptr) return EX_CANTCREAT;
   if (options.daemonize && !Daemonize(options.enable_coredumps, options.verbosity > 0)) {
-    std::fprintf(stderr, "failed to daemon() in order to daemonize\n");
+    Log(LogLevel::kError, "failed to daemon() in order to daemonize");
     return EXIT_FAILURE;
   }
   if (options.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
-    std::fprintf(stderr, "warning: -k invalid, mlockall() failed: %s\n", std::strerror(errno));
+    Log(LogLevel::kWarning, "-k invalid, mlockall() failed: %s", std::strerror(errno));
   }
   if (pid_stream != nullptr && !WritePidFile(pid_stream, pid_file)) return EXIT_FAILURE;
 
   int rc = server.Run();
 
-  if (!pid_file.empty() && unlink(pid_file.c_str()) != 0 && options.verbosity > 0) {
-    std::fprintf(stderr, "Could not remove the pid file %s: %s\n", pid_file.c_str(),
-                 std::strerror(errno));
+  if (!pid_file.empty() && unlink(pid_file.c_str()) != 0) {
+    Log(LogLevel::kNotice, "Could not remove the pid file %s: %s", pid_file.c_str(),
+        std::strerror(errno));
   }
   return rc;
 }

@@ -365,7 +365,7 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
       }
       if (p.num_threads > 64) {
         o_.warnings.push_back(
-            "WARNING: Setting a high number of worker threads is not recommended.\n"
+            "Setting a high number of worker threads is not recommended."
             " Set this value to the number of cores in your machine or less.");
       }
       return true;

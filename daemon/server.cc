@@ -6,7 +6,6 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -20,6 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "daemon/cpu_limit.h"
+#include "daemon/log.h"
 
 namespace herdless {
 
@@ -44,13 +46,23 @@ constexpr int kUdpSendBuffer = 64 << 20;
 // parked, not slept), so workers beyond the CPUs this process may run on add
 // only context switches: measured on one pinned core with 50 clients, four
 // workers cost 8.0-8.9 s of CPU per million requests and one worker 6.5.
-// -o exact_threads keeps -t as given.
-int WorkerCount(const ProtocolSettings& p, int* allowed_cpus) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  *allowed_cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
-  if (p.exact_threads || *allowed_cpus <= 0) return p.num_threads;
-  return std::min(p.num_threads, *allowed_cpus);
+// "May run on" is the affinity mask and the cgroup v2 CPU quota (a container
+// given 2 CPUs of a 64-CPU host). -o exact_threads keeps -t as given.
+struct WorkerPlan {
+  int workers = 0;
+  int affinity_cpus = 0;   // 0 = unknown
+  int quota_cpus = 0;      // 0 = no quota
+};
+
+WorkerPlan PlanWorkers(const ProtocolSettings& p) {
+  WorkerPlan plan;
+  plan.workers = p.num_threads;
+  plan.affinity_cpus = CpusInAffinityMask();
+  plan.quota_cpus = CpuQuotaOfThisProcess();
+  if (p.exact_threads) return plan;
+  if (plan.affinity_cpus > 0) plan.workers = std::min(plan.workers, plan.affinity_cpus);
+  if (plan.quota_cpus > 0) plan.workers = std::min(plan.workers, plan.quota_cpus);
+  return plan;
 }
 
 // memcached's `stats conns` text: "tcp:127.0.0.1:11211", "tcp6:[::1]:11211".
@@ -114,7 +126,9 @@ double Seconds(const struct timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; 
 }  // namespace
 
 Server::Server(const Options& options)
-    : options_(options), verbosity_(options.verbosity), started_unix_(clock_.UnixSeconds()) {}
+    : options_(options), started_unix_(clock_.UnixSeconds()) {
+  SetLogVerbosity(options.verbosity);
+}
 
 Server::~Server() {
   for (int fd : udp_fds_) close(fd);
@@ -139,7 +153,7 @@ bool Server::Listen(std::string* error) {
   const std::string temp_name = port_file_name != nullptr ? std::string(port_file_name) + ".lck" : "";
   FILE* port_file = nullptr;
   if (port_file_name != nullptr && (port_file = std::fopen(temp_name.c_str(), "a")) == nullptr) {
-    std::fprintf(stderr, "Failed to open \"%s\": %s\n", temp_name.c_str(), std::strerror(errno));
+    Log(LogLevel::kError, "Failed to open \"%s\": %s", temp_name.c_str(), std::strerror(errno));
   }
   bool ok = (p.tcp_port == 0 || Bind(/*udp=*/false, port_file, error)) &&
             (p.udp_port == 0 || Bind(/*udp=*/true, port_file, error));
@@ -260,7 +274,7 @@ void Server::AddListenerInfo(int fd, const std::string& addr, const char* state)
   info.addr = addr;
   info.state = state;
   listener_info_.push_back(info);
-  if (options_.verbosity > 0) std::fprintf(stderr, "listening on %s\n", addr.c_str());
+  Log(LogLevel::kNotice, "listening on %s", addr.c_str());
 }
 
 int Server::Run() {
@@ -283,7 +297,7 @@ int Server::Run() {
   event_config_free(cfg);
   stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (base_ == nullptr || stop_fd_ < 0) {
-    std::fprintf(stderr, "failed to create the main event loop\n");
+    Log(LogLevel::kError, "failed to create the main event loop");
     return EXIT_FAILURE;
   }
 
@@ -300,18 +314,22 @@ int Server::Run() {
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &previous);
-  int allowed_cpus = 0;
-  const int worker_count = WorkerCount(p, &allowed_cpus);
-  if (Verbosity() > 0 && worker_count != p.num_threads) {
-    std::fprintf(stderr, "running %d worker threads for -t %d: %d CPUs allowed (-o exact_threads runs %d)\n",
-                 worker_count, p.num_threads, allowed_cpus, p.num_threads);
+  const WorkerPlan plan = PlanWorkers(p);
+  const int worker_count = plan.workers;
+  if (worker_count != p.num_threads) {
+    Log(LogLevel::kNotice,
+        "running %d worker threads for -t %d: %d CPUs in the affinity mask, cgroup cpu.max %s%s"
+        " (-o exact_threads runs %d)",
+        worker_count, p.num_threads, plan.affinity_cpus,
+        plan.quota_cpus > 0 ? std::to_string(plan.quota_cpus).c_str() : "none",
+        plan.quota_cpus > 0 ? " CPUs" : "", p.num_threads);
   }
   bool started = true;
   for (int i = 0; i < worker_count && started; ++i) {
     workers_.push_back(std::make_unique<Worker>(i, worker_config, store_.get(), this, &counters_));
     std::string error;
     if (!workers_.back()->Start(&error)) {
-      std::fprintf(stderr, "%s\n", error.c_str());
+      Log(LogLevel::kError, "%s", error.c_str());
       started = false;
     }
   }
@@ -402,10 +420,10 @@ void Server::AcceptFrom(Listener* listener) {
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        if (Verbosity() > 0) std::fprintf(stderr, "Too many open connections\n");
+        Log(LogLevel::kNotice, "Too many open connections");
         PauseAccepting();
-      } else if (errno != EAGAIN && errno != EWOULDBLOCK && Verbosity() > 0) {
-        std::fprintf(stderr, "accept(): %s\n", std::strerror(errno));
+      } else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+        Log(LogLevel::kNotice, "accept(): %s", std::strerror(errno));
       }
       return;
     }
@@ -450,7 +468,7 @@ void Server::OnMaintenance(int, short, void* arg) {
 void Server::BeginShutdown() {
   if (shutting_down_) return;
   shutting_down_ = true;
-  if (Verbosity() > 0) std::fprintf(stderr, "Exiting normally\n");
+  Log(LogLevel::kNotice, "Exiting normally");
   // Stop accepting first: nothing new arrives while the workers drain.
   SetAccepting(false);
   event_del(resume_accept_event_);
@@ -506,9 +524,9 @@ void Server::ResetStats() {
   counters_.rejected.store(0, std::memory_order_relaxed);
 }
 
-void Server::SetVerbosity(int level) { verbosity_.store(level, std::memory_order_relaxed); }
+void Server::SetVerbosity(int level) { SetLogVerbosity(level); }
 
-int Server::Verbosity() const { return verbosity_.load(std::memory_order_relaxed); }
+int Server::Verbosity() const { return LogVerbosity(); }
 
 void Server::Shutdown(bool graceful) {
   // Called on a worker thread: wake the main loop, which owns the listeners.

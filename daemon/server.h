@@ -90,7 +90,6 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;
   ConnectionCounters counters_;
-  std::atomic<int> verbosity_;
   const int64_t started_unix_;
 
   std::vector<Listener> listeners_;          // main thread only

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "daemon/connection.h"
+#include "daemon/log.h"
 #include "daemon/udp.h"
 
 namespace herdless {
@@ -120,14 +121,11 @@ void Worker::AddConnection(int fd, std::string peer, std::string local) {
       std::lock_guard<std::mutex> lock(registry_mutex_);
       connections_.insert(conn);
     }
-    if (verbosity() > 1) {
-      std::fprintf(stderr, config_.binding == BindingProtocol::kAuto
-                               ? "<%d new auto-negotiating client connection\n"
-                           : config_.binding == BindingProtocol::kBinary
-                               ? "<%d new binary client connection.\n"
-                               : "<%d new ascii client connection.\n",
-                   fd);
-    }
+    Log(LogLevel::kInfo,
+        config_.binding == BindingProtocol::kAuto     ? "<%d new auto-negotiating client connection"
+        : config_.binding == BindingProtocol::kBinary ? "<%d new binary client connection."
+                                                      : "<%d new ascii client connection.",
+        fd);
     if (!conn->Start()) CloseConnection(conn);
   });
 }
@@ -140,7 +138,7 @@ void Worker::AddUdpSocket(int fd) {
     }
     auto endpoint = std::make_unique<UdpEndpoint>(this, fd);
     if (!endpoint->Start()) {
-      std::fprintf(stderr, "failed to serve UDP on worker %d\n", id_);
+      Log(LogLevel::kError, "failed to serve UDP on worker %d", id_);
       return;
     }
     udp_.push_back(std::move(endpoint));
@@ -152,7 +150,7 @@ void Worker::CloseConnection(Connection* conn) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     connections_.erase(conn);
   }
-  if (verbosity() > 1) std::fprintf(stderr, "<%d connection closed.\n", conn->fd());
+  Log(LogLevel::kInfo, "<%d connection closed.", conn->fd());
   delete conn;
   counters_->current.fetch_sub(1, std::memory_order_relaxed);
   MaybeFinishStop();
@@ -194,14 +192,14 @@ void Worker::CloseIdleAndStalled() {
     }
   }
   for (Connection* c : idle) {
-    if (verbosity() > 1) std::fprintf(stderr, "Closing idle fd %d\n", c->fd());
+    Log(LogLevel::kInfo, "Closing idle fd %d", c->fd());
     stats_.idle_kicks.Add();
     CloseConnection(c);
   }
   // A client that stopped reading holds its output bound in memory forever:
   // past the timeout its replies are dropped with the connection.
   for (Connection* c : stalled) {
-    if (verbosity() > 0) std::fprintf(stderr, "Closing stalled fd %d (reads no replies)\n", c->fd());
+    Log(LogLevel::kNotice, "Closing stalled fd %d (reads no replies)", c->fd());
     CloseConnection(c);
   }
 }

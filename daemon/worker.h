@@ -103,7 +103,6 @@ class Worker {
   Executor& executor() { return executor_; }
   BinaryExecutor& binary_executor() { return binary_executor_; }
   const WorkerConfig& config() const { return config_; }
-  int verbosity() const { return server_->Verbosity(); }
   void CloseConnection(Connection* conn);
   // A connection with a parked request registers while it waits.
   void SetParked(uint64_t conn_id, Connection* conn);   // nullptr: no longer parked

@@ -7,6 +7,7 @@
 #   executor  tests/fuzz/executor_fuzzer.cc  seeds tests/fuzz/corpus/executor, all three dicts
 #   binary    tests/fuzz/binary_fuzzer.cc    seeds tests/fuzz/corpus/binary,  binary.dict
 #   mixed     tests/fuzz/executor_fuzzer.cc  seeds tests/fuzz/corpus/binary and executor, all dicts
+#   cgroup    tests/fuzz/cgroup_fuzzer.cc    seeds tests/fuzz/corpus/cgroup (cpu.max, /proc/self/cgroup)
 # (The parser target reads every command family; the seeds and dictionary steer each run to
 # one. The executor target picks the protocol from the stream's first byte, as a connection
 # does, so "mixed" runs binary and text streams, each mutated into the other's bytes.) Every run also replays tests/fuzz/corpus/parser and tests/fuzz/corpus/regressions.
@@ -21,7 +22,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 seconds="${1:-300}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor binary mixed)
+[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor binary mixed cgroup)
 
 FUZZ_DIR="$REPO_ROOT/build/fuzz"
 SEEDS="$REPO_ROOT/tests/fuzz"
@@ -37,7 +38,7 @@ mapfile -t LIB_SOURCES < <(
 compile() {
   local src="$1" obj="$FUZZ_DIR/obj/${1//\//_}.o"
   if [ -f "$obj" ] && [ "$obj" -nt "$REPO_ROOT/$src" ] &&
-     [ -z "$(find "$REPO_ROOT/protocol" "$REPO_ROOT/storage" -name '*.h' -newer "$obj")" ]; then
+     [ -z "$(find "$REPO_ROOT/protocol" "$REPO_ROOT/storage" "$REPO_ROOT/daemon" -name '*.h' -newer "$obj")" ]; then
     return 0
   fi
   quietly "$CXX" "${CXXFLAGS[@]}" -fsanitize=fuzzer-no-link -c "$REPO_ROOT/$src" -o "$obj"
@@ -53,7 +54,7 @@ build_fuzzers() {
   export CXXFLAGS_LIST="${CXXFLAGS[*]}"
   local src
   for src in "${LIB_SOURCES[@]}" tests/fuzz/parser_fuzzer.cc tests/fuzz/executor_fuzzer.cc \
-             tests/fuzz/binary_fuzzer.cc; do
+             tests/fuzz/binary_fuzzer.cc daemon/cpu_limit.cc tests/fuzz/cgroup_fuzzer.cc; do
     echo "$src"
   done | xargs -P "$JOBS" -I{} bash -c 'CXXFLAGS=($CXXFLAGS_LIST); compile "$1"' _ {} ||
     die "compiling the fuzz targets failed"
@@ -61,13 +62,16 @@ build_fuzzers() {
   xxhash="$(pkg-config --libs libxxhash)"
   local libs=() name
   for src in "${LIB_SOURCES[@]}"; do libs+=("$FUZZ_DIR/obj/${src//\//_}.o"); done
-  for name in parser_fuzzer executor_fuzzer binary_fuzzer; do
+  for name in parser_fuzzer executor_fuzzer binary_fuzzer cgroup_fuzzer; do
     local main="$FUZZ_DIR/obj/tests_fuzz_$name.cc.o" bin="$FUZZ_DIR/$name"
+    local objs=("${libs[@]}")
+    # The cgroup parsers are the daemon's, alone: no protocol or storage code.
+    [ "$name" = cgroup_fuzzer ] && objs=("$FUZZ_DIR/obj/daemon_cpu_limit.cc.o")
     local stale=0 o
-    for o in "$main" "${libs[@]}"; do [ "$o" -nt "$bin" ] && stale=1; done
+    for o in "$main" "${objs[@]}"; do [ "$o" -nt "$bin" ] && stale=1; done
     [ -x "$bin" ] && [ $stale -eq 0 ] && continue
     # shellcheck disable=SC2086
-    quietly "$CXX" "${CXXFLAGS[@]}" -fsanitize=fuzzer "$main" "${libs[@]}" $xxhash -lpthread \
+    quietly "$CXX" "${CXXFLAGS[@]}" -fsanitize=fuzzer "$main" "${objs[@]}" $xxhash -lpthread \
       -o "$bin" || die "linking $name failed"
   done
   cat "$SEEDS"/classic.dict "$SEEDS"/meta.dict "$SEEDS"/lease.dict "$SEEDS"/binary.dict \
@@ -81,7 +85,8 @@ run_target() {
     classic|meta|lease) bin="$FUZZ_DIR/parser_fuzzer"; dict="$SEEDS/$name.dict" ;;
     executor|mixed) bin="$FUZZ_DIR/executor_fuzzer"; dict="$FUZZ_DIR/all.dict" ;;
     binary) bin="$FUZZ_DIR/binary_fuzzer"; dict="$SEEDS/binary.dict" ;;
-    *) die "unknown fuzz target $name (classic meta lease executor binary mixed)" ;;
+    cgroup) bin="$FUZZ_DIR/cgroup_fuzzer"; dict="" ;;
+    *) die "unknown fuzz target $name (classic meta lease executor binary mixed cgroup)" ;;
   esac
   local work="$FUZZ_DIR/corpus/$name" log="$FUZZ_DIR/$name.log"
   mkdir -p "$work"
@@ -92,7 +97,7 @@ run_target() {
   local rc=0
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
     "$bin" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -max_len=8192 \
-    -print_final_stats=1 -dict="$dict" -artifact_prefix="$FUZZ_DIR/crashes/$name-" \
+    -print_final_stats=1 ${dict:+-dict="$dict"} -artifact_prefix="$FUZZ_DIR/crashes/$name-" \
     "$work" "${seeds[@]}" >"$log" 2>&1 || rc=$?
   local runs time
   runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
