@@ -580,8 +580,9 @@ std::string UsageText() {
   line("-k, --lock-memory         lock down all paged memory");
   line("-v, --verbose             verbose (print errors/warnings while in event loop)");
   line("-vv                       very verbose (also print connections opened/closed)");
-  line("-vvv                      extremely verbose");
+  line("-vvv                      extremely verbose (herdless prints no more than at -vv)");
   line("-h, --help                print this help and exit");
+  line("-i, --license             print version and exit (as -V)");
   line("-V, --version             print version and exit");
   line("-P, --pidfile=<file>      save PID in <file> (removed at exit)");
   line("-t, --threads=<num>       number of threads to use (default: " + std::to_string(d.num_threads) + ");");
@@ -613,9 +614,17 @@ std::string UsageText() {
   line("                          (default: lease_timeout, or 5000 when that is 0)");
   line("   - exact_threads:       run -t worker threads even when fewer CPUs are allowed");
   line("   memcached's tuning options (hashpower, slab_*, lru_*, modern, ...) are accepted");
-  line("   and ignored; -f, -n, -D, -L, -X, -W and -N likewise.");
+  line("   and ignored.");
   line("Environment: MEMCACHED_PORT_FILENAME=<file>: once listening, write the TCP and UDP");
   line("ports to <file> (\"TCP INET: <port>\" lines), as memcached does.");
+  line("Accepted for compatibility with memcached's command line and ignored:");
+  line("-f, --slab-growth-factor=<num>");
+  line("-n, --slab-min-size=<bytes>");
+  line("-D <char>");
+  line("-L, --enable-largepages");
+  line("-X, --disable-dumping");
+  line("-W, --disable-watch");
+  line("-N, --napi-ids=<num>");
   return s;
 }
 

@@ -22,6 +22,7 @@
 
 #include "daemon/cpu_limit.h"
 #include "daemon/log.h"
+#include "daemon/service_notify.h"
 
 namespace herdless {
 
@@ -351,6 +352,7 @@ int Server::Run() {
     for (int signo : {SIGTERM, SIGINT, SIGUSR1}) {
       events_.push_back(evsignal_new(base_, signo, &Server::OnSignal, this));
     }
+    events_.push_back(evsignal_new(base_, SIGHUP, &Server::OnReload, this));
     events_.push_back(event_new(base_, stop_fd_, EV_READ | EV_PERSIST, &Server::OnStopRequest, this));
     for (event* ev : events_) event_add(ev, nullptr);
     maintenance_event_ = event_new(base_, -1, EV_PERSIST, &Server::OnMaintenance, this);
@@ -361,7 +363,16 @@ int Server::Run() {
     counters_.total.store(listeners_.size());
     counters_.structures.store(listeners_.size());
     SetAccepting(true);
+    std::string where;
+    for (const Listener& l : listeners_) where += (where.empty() ? "" : ", ") + l.addr;
+    NotifyReady("serving " + where + " with " + std::to_string(workers_.size()) + " workers");
     event_base_dispatch(base_);   // returns after BeginShutdown()
+    // Stopping already: a second SIGTERM (or a SIGHUP) must not kill the
+    // process while it drains and exits once the signal events are freed.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    for (int signo : {SIGTERM, SIGINT, SIGUSR1, SIGHUP}) sigaddset(&stop_signals, signo);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   }
 
   if (!started) {
@@ -450,6 +461,15 @@ void Server::AcceptFrom(Listener* listener) {
 
 void Server::OnSignal(int signo, short, void* arg) { static_cast<Server*>(arg)->BeginShutdown(); }
 
+// SIGHUP (systemd's ExecReload). memcached re-reads its -Y auth file here; no
+// file herdless reads at start changes its behaviour after it yet, so a reload
+// is acknowledged and logged and changes nothing.
+void Server::OnReload(int, short, void*) {
+  NotifyReloading();
+  Log(LogLevel::kNotice, "SIGHUP: nothing to reload");
+  NotifyReady("reloaded");
+}
+
 void Server::OnStopRequest(int fd, short, void* arg) {
   uint64_t count;
   ssize_t n = read(fd, &count, sizeof(count));
@@ -469,6 +489,7 @@ void Server::BeginShutdown() {
   if (shutting_down_) return;
   shutting_down_ = true;
   Log(LogLevel::kNotice, "Exiting normally");
+  NotifyStopping("draining connections");
   // Stop accepting first: nothing new arrives while the workers drain.
   SetAccepting(false);
   event_del(resume_accept_event_);

@@ -2,7 +2,8 @@
 // listening sockets, accepts connections and hands them round-robin to the
 // worker threads, runs the 1 s maintenance timer (expired-item reclaim), and
 // handles SIGTERM/SIGINT/SIGUSR1 and the `shutdown` command: stop accepting,
-// let the workers finish writing the replies they owe, exit 0.
+// let the workers finish writing the replies they owe, exit 0. SIGHUP is a
+// reload. A supervisor is told when it serves (daemon/service_notify.h).
 // It is also the protocol's ServerInfo (stats, verbosity, shutdown); those
 // methods are called from worker threads and are thread-safe. And it is the
 // store's LeaseWakeSink: a parked reader's wake goes to its worker.
@@ -75,6 +76,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
 
   static void OnAccept(int fd, short what, void* arg);
   static void OnSignal(int signo, short what, void* arg);
+  static void OnReload(int signo, short what, void* arg);
   static void OnStopRequest(int fd, short what, void* arg);
   static void OnMaintenance(int fd, short what, void* arg);
   static void OnResumeAccept(int fd, short what, void* arg);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test gate: release build + `make check` (unit + integration tests), then an
+# The whole test gate: release build + `make check` (unit + integration tests) + a check that
+# the release tarball carries every file of the checkout, then an
 # ASan/UBSan build (no jemalloc) running the same tests against the instrumented daemon plus
 # a 20 s soak; a ThreadSanitizer build running the unit tests, the concurrency and stampede
 # tests and a 20 s soak; then every libFuzzer target for 15 s (scripts/fuzz.sh; scripts/soak.sh and
@@ -112,6 +113,10 @@ ensure_deps
 echo "== release build (build/release)"
 (build build/release) || stage_failed "release build"
 check_in build/release release
+# What `make distcheck` would find missing, without its 3 minutes of building (run
+# `make -C build/release distcheck` for the whole thing).
+run_counted "release: the tarball carries every file (scripts/check-dist.sh)" \
+  bash scripts/check-dist.sh build/release || stage_failed "release tarball contents"
 
 echo "== sanitizer build (build/asan: address,undefined, no jemalloc)"
 (build build/asan --enable-sanitizers=address,undefined --without-jemalloc CXXFLAGS="-g -O1") ||

@@ -179,6 +179,16 @@ class Daemon:
             _running.remove(self)
         return needed_kill
 
+    def kill_hard(self):
+        """SIGKILL, as a crash or a lost machine; the process is forgotten (no stop())."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._kill()
+        os.unlink(self.log_file.name)
+        if self.port_dir:
+            shutil.rmtree(self.port_dir, ignore_errors=True)
+
     def stop(self):
         """Stops the daemon; raises DaemonError if it died early or a sanitizer complained."""
         died_early = self.proc.poll() is not None
@@ -209,6 +219,28 @@ class Daemon:
         else:
             self._kill()
         return False
+
+
+class Process(Daemon):
+    """Another server (a proxy) run with its full argv, listening on a port the caller chose;
+    stopped at exit like the daemons."""
+
+    def __init__(self, name, argv, port):
+        super().__init__(name, list(argv))
+        self.port = port
+
+    def start(self):
+        self.log_file = tempfile.NamedTemporaryFile(prefix=self.name + "-", suffix=".log",
+                                                    delete=False)
+        self.proc = subprocess.Popen(self.argv_without_port, stdin=subprocess.DEVNULL,
+                                     stdout=self.log_file, stderr=subprocess.STDOUT)
+        _running.append(self)
+        try:
+            self._wait_until_accepting()
+        except DaemonError:
+            self._kill()
+            raise
+        return self
 
 
 def start_herdless(args=(), exact_threads=True, prefix=(), unix_socket=None):
