@@ -225,7 +225,7 @@ def check_exec_start(r, unit, prefix, destdir, workdir):
         r.check(lines and not bad, "every log line is '<UTC time> <level>: <text>'", "\n".join(bad or lines))
         text = "\n".join(lines)
         for what, pattern in (("listening", r"notice: listening on tcp:127\.0\.0\.1:%d$" % port),
-                              ("a connection (-vv)", r"info: <\d+ new ascii client connection\.$"),
+                              ("a connection (-vv)", r"info: <\d+ new [a-z-]+ client connection\.?$"),
                               ("the reload", r"notice: SIGHUP: nothing to reload$"),
                               ("the stop", r"notice: Exiting normally$")):
             r.check(re.search(pattern, text, re.M), "-vv logs " + what, text)
