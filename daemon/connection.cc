@@ -6,10 +6,14 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <string_view>
 
+#include "daemon/log.h"
+#include "daemon/tls.h"
 #include "daemon/worker.h"
+#include "protocol/auth.h"
 #include "protocol/executor.h"
 
 namespace herdless {
@@ -19,6 +23,7 @@ namespace {
 constexpr size_t kInitialInput = 16 * 1024;   // memcached's READ_BUFFER_SIZE
 constexpr size_t kMinReadRoom = 4 * 1024;     // grow or compact below this much free tail
 constexpr int kMaxIovecs = IOV_MAX;
+constexpr int kTlsIovecs = 64;   // enough to fill one ssl_wbuf_size write
 // A parked reader's timer runs this much past wait_timeout_ms. libevent
 // measures from the loop's cached time, which may be a few ms old; with the
 // default wait_timeout_ms = lease_timeout the slack makes sure a reader whose
@@ -99,12 +104,16 @@ class Connection::InputBuffer {
   size_t end_ = 0;
 };
 
-Connection::Connection(Worker* worker, int fd, std::string peer, std::string local)
+Connection::Connection(Worker* worker, int fd, std::string peer, std::string local,
+                       std::unique_ptr<TlsSession> tls)
     : worker_(worker),
       fd_(fd),
       id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)),
       peer_(std::move(peer)),
       local_(std::move(local)),
+      tls_(std::move(tls)),
+      authenticated_(worker->config().auth == nullptr),
+      accepted_s_(CoarseNowSeconds()),
       input_(std::make_unique<InputBuffer>(worker->config().max_input)),
       last_cmd_s_(CoarseNowSeconds()) {}
 
@@ -114,6 +123,7 @@ Connection::~Connection() {
   if (resume_event_ != nullptr) event_free(resume_event_);
   if (wait_timer_ != nullptr) event_free(wait_timer_);
   if (parked_) worker_->SetParked(id_, nullptr);
+  tls_.reset();   // its close_notify goes out before the descriptor is closed
   close(fd_);
 }
 
@@ -130,6 +140,10 @@ bool Connection::Start() {
 
 void Connection::OnReadable(int, short, void* arg) {
   Connection* c = static_cast<Connection*>(arg);
+  if (c->tls_ != nullptr && !c->tls_->established()) {
+    c->ContinueHandshake();
+    return;
+  }
   switch (c->ReadInput()) {
     case ReadStatus::kError:
       c->Close();
@@ -144,7 +158,49 @@ void Connection::OnReadable(int, short, void* arg) {
   c->Run();
 }
 
-void Connection::OnWritable(int, short, void* arg) { static_cast<Connection*>(arg)->Run(); }
+void Connection::OnWritable(int fd, short what, void* arg) {
+  Connection* c = static_cast<Connection*>(arg);
+  if (c->tls_ != nullptr && (!c->tls_->established() || c->tls_read_wants_write_)) {
+    OnReadable(fd, what, arg);   // the handshake or a read waited for the socket to drain
+    return;
+  }
+  c->Run();
+}
+
+// The server side of a TLS handshake, one step per socket event. Failures and
+// peers that hang up mid-handshake count as ssl_handshake_errors.
+void Connection::ContinueHandshake() {
+  switch (tls_->Handshake()) {
+    case TlsSession::Status::kOk:
+      last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);
+      SetWriting(false);
+      SetReading(true);
+      // The first request may already wait in the socket (or in OpenSSL).
+      OnReadable(fd_, EV_READ, this);
+      return;
+    case TlsSession::Status::kWantRead:
+      SetWriting(false);
+      SetReading(true);
+      return;
+    case TlsSession::Status::kWantWrite:
+      SetWriting(true);
+      return;
+    case TlsSession::Status::kClosed:
+    case TlsSession::Status::kError:
+      break;
+  }
+  FailHandshake();
+}
+
+void Connection::FailHandshake() {
+  worker_->stats().ssl_handshake_errors.Add();
+  Log(LogLevel::kNotice, "<%d TLS handshake failed (%s)", fd_, peer_.c_str());
+  Close();
+}
+
+bool Connection::HandshakeLongerThan(int64_t now_s, int timeout_s) const {
+  return tls_ != nullptr && !tls_->established() && now_s - accepted_s_ > timeout_s;
+}
 
 void Connection::OnResume(int, short, void* arg) { static_cast<Connection*>(arg)->Run(); }
 
@@ -209,16 +265,43 @@ Connection::ReadStatus Connection::ReadInput() {
   size_t room;
   char* dest = input_->Room(&room);
   if (room == 0) return ReadStatus::kAgain;   // full: Run() decides
-  ssize_t n = read(fd_, dest, room);
-  if (n > 0) {
-    input_->Commit(static_cast<size_t>(n));
-    worker_->stats().bytes_read.Add(static_cast<uint64_t>(n));
-    DiscardSwallowed();
-    return ReadStatus::kData;
+  size_t got;
+  if (tls_ == nullptr) {
+    ssize_t n = read(fd_, dest, room);
+    if (n == 0) return ReadStatus::kEof;
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return ReadStatus::kAgain;
+      return ReadStatus::kError;   // ECONNRESET and friends: close quietly
+    }
+    got = static_cast<size_t>(n);
+  } else {
+    ReadStatus status = ReadTls(dest, room, &got);
+    if (status != ReadStatus::kData) return status;
   }
-  if (n == 0) return ReadStatus::kEof;
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return ReadStatus::kAgain;
-  return ReadStatus::kError;   // ECONNRESET and friends: close quietly
+  input_->Commit(got);
+  worker_->stats().bytes_read.Add(static_cast<uint64_t>(got));
+  DiscardSwallowed();
+  return ReadStatus::kData;
+}
+
+Connection::ReadStatus Connection::ReadTls(char* dest, size_t room, size_t* n) {
+  TlsSession::Status status = TlsSession::Status::kOk;
+  *n = tls_->Read(dest, room, &status);
+  tls_read_wants_write_ = false;
+  if (*n > 0) return ReadStatus::kData;
+  switch (status) {
+    case TlsSession::Status::kWantWrite:
+      tls_read_wants_write_ = true;   // UpdateEvents waits for EV_WRITE
+      return ReadStatus::kAgain;
+    case TlsSession::Status::kOk:
+    case TlsSession::Status::kWantRead:
+      return ReadStatus::kAgain;
+    case TlsSession::Status::kClosed:
+      return ReadStatus::kEof;
+    case TlsSession::Status::kError:
+      break;
+  }
+  return ReadStatus::kError;
 }
 
 void Connection::DiscardSwallowed() {
@@ -257,11 +340,30 @@ void Connection::DiscardUnread() {
   }
 }
 
+// -Y: runs memcached's authentication exchange over the input. True once the
+// connection has authenticated and input remains for the command path.
+bool Connection::Authenticate() {
+  const WorkerConfig& config = worker_->config();
+  AuthOutcome outcome = ProcessAsciiAuth(input_->view(), *config.auth, &output_, &worker_->stats(),
+                                         config.max_output, config.reqs_per_event);
+  input_->Drop(outcome.consumed);
+  if (outcome.consumed > 0) last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);
+  if (outcome.close) close_after_write_ = true;
+  authenticated_ = outcome.authenticated;
+  return authenticated_ && !close_after_write_ && !input_->empty();
+}
+
 bool Connection::Execute() {
   DiscardSwallowed();
   if (close_after_write_ || draining_ || swallow_ > 0 || input_->empty() || parked_) return false;
   const WorkerConfig& config = worker_->config();
   if (output_.pending_bytes() >= config.max_output) return true;   // back-pressure: resume after a write
+  if (!authenticated_) {
+    state_.store(ConnState::kParseCmd, std::memory_order_relaxed);
+    const size_t before = input_->size();
+    if (Authenticate()) return true;   // the rest runs as commands on the next pass
+    return !authenticated_ && !close_after_write_ && input_->size() < before && !input_->empty();
+  }
 
   state_.store(ConnState::kParseCmd, std::memory_order_relaxed);
   // A get may park on this ticket (a new seq each pass: a wake meant for an
@@ -309,6 +411,7 @@ ProcessOutcome Connection::RunExecutor(int max_requests, const WaitTicket* park)
 }
 
 bool Connection::Flush() {
+  if (tls_ != nullptr) return FlushTls();
   struct iovec iov[kMaxIovecs];
   while (!output_.empty()) {
     int count = output_.FillIovecs(iov, kMaxIovecs);
@@ -330,6 +433,31 @@ bool Connection::Flush() {
   return true;
 }
 
+// TLS writes cannot take iovecs: TlsSession gathers them into one bounded
+// buffer per SSL_write (or sends one large segment in place).
+bool Connection::FlushTls() {
+  struct iovec iov[kTlsIovecs];
+  tls_write_wants_read_ = false;
+  while (!output_.empty()) {
+    int count = output_.FillIovecs(iov, kTlsIovecs);
+    TlsSession::Status status = TlsSession::Status::kOk;
+    size_t n = tls_->Write(iov, count, &status);
+    if (n > 0) {
+      stalled_since_s_ = 0;
+      output_.Consume(n);
+      worker_->stats().bytes_written.Add(static_cast<uint64_t>(n));
+      continue;
+    }
+    if (status == TlsSession::Status::kWantWrite) return true;   // EV_WRITE stays on
+    if (status == TlsSession::Status::kWantRead) {
+      tls_write_wants_read_ = true;   // UpdateEvents keeps EV_READ on
+      return true;
+    }
+    return false;
+  }
+  return true;
+}
+
 void Connection::UpdateEvents(bool more_input) {
   const bool backlogged = output_.pending_bytes() >= worker_->config().max_output;
   if (!backlogged) {
@@ -337,8 +465,13 @@ void Connection::UpdateEvents(bool more_input) {
   } else if (stalled_since_s_ == 0) {
     stalled_since_s_ = CoarseNowSeconds();
   }
-  SetWriting(!output_.empty());
-  SetReading(!peer_closed_ && !close_after_write_ && !draining_ && !backlogged && !input_->full());
+  SetWriting(!output_.empty() || tls_read_wants_write_);
+  SetReading((!peer_closed_ && !close_after_write_ && !draining_ && !backlogged && !input_->full()) ||
+             (tls_write_wants_read_ && !peer_closed_));
+  if (tls_ != nullptr && reading_ && !peer_closed_ && tls_->HasBufferedInput()) {
+    // Decrypted bytes wait inside OpenSSL: no socket event will say so.
+    event_active(read_event_, EV_READ, 0);
+  }
   if (more_input && !backlogged) {
     // Requests may be waiting in the buffer (-R stopped us): come back after
     // the other connections had their turn, not when more bytes arrive.

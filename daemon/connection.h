@@ -8,6 +8,11 @@
 // (its output still flows) until Wake() with the park's ticket re-runs it, or
 // until wait_timeout_ms: then it is answered with a miss, unless the lease it
 // waited for died meanwhile (it takes the lease over, or waits for the new one).
+// Transport: plain TCP, or a TlsSession (-Z). A TLS connection first drives
+// its handshake from the same events, bounded by the handshake timeout, then
+// reads and writes through the session (writes gathered into one bounded
+// buffer per SSL_write, not sendmsg). With -Y nothing is executed until the
+// connection passes ASCII authentication (protocol/auth.h).
 // The first byte picks the protocol (-B auto: 0x80 is binary, as memcached);
 // the connection keeps it. Only state() and secs_since_last_cmd() may be read
 // by other threads.
@@ -27,6 +32,7 @@ struct event;
 
 namespace herdless {
 
+class TlsSession;
 class Worker;
 struct ProcessOutcome;
 struct WaitTicket;
@@ -45,8 +51,9 @@ const char* ConnStateName(ConnState state);
 
 class Connection {
  public:
-  // Takes ownership of the non-blocking socket `fd`.
-  Connection(Worker* worker, int fd, std::string peer, std::string local);
+  // Takes ownership of the non-blocking socket `fd` and of `tls` (nullptr: plain TCP).
+  Connection(Worker* worker, int fd, std::string peer, std::string local,
+             std::unique_ptr<TlsSession> tls = nullptr);
   ~Connection();   // closes the socket
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -66,6 +73,10 @@ class Connection {
   bool StalledLongerThan(int64_t now_s, int timeout_s) const {
     return stalled_since_s_ != 0 && now_s - stalled_since_s_ > timeout_s;
   }
+  // A TLS handshake begun at accept and not finished after `timeout_s`.
+  bool HandshakeLongerThan(int64_t now_s, int timeout_s) const;
+  // Counts a failed TLS handshake and closes (the handshake timeout). Deletes this.
+  void FailHandshake();
 
   int fd() const { return fd_; }
   uint64_t id() const { return id_; }   // unique in the process: a parked reader's ticket
@@ -87,10 +98,14 @@ class Connection {
   enum class Wire : uint8_t { kUndecided, kText, kBinary };
 
   ReadStatus ReadInput();
+  ReadStatus ReadTls(char* dest, size_t room, size_t* n);
+  void ContinueHandshake();   // may delete this
+  bool Authenticate();        // -Y: true once authenticated with input left to execute
   void Run();                 // execute, write, then decide what to wait for
   bool Execute();             // true: input remains that may hold more requests
   ProcessOutcome RunExecutor(int max_requests, const WaitTicket* park);
   bool Flush();               // false: the socket failed
+  bool FlushTls();
   void NoteWait(const ProcessOutcome& outcome, bool expired);
   void SetParked(bool on);
   void DiscardSwallowed();
@@ -112,6 +127,13 @@ class Connection {
   bool writing_ = false;
 
   Wire wire_ = Wire::kUndecided;
+
+  std::unique_ptr<TlsSession> tls_;   // nullptr: plain TCP
+  bool tls_read_wants_write_ = false; // SSL_read needs the socket writable first
+  bool tls_write_wants_read_ = false; // SSL_write needs the socket readable first
+  bool authenticated_;                // false until -Y's exchange succeeds
+  const int64_t accepted_s_;
+
   std::unique_ptr<InputBuffer> input_;
   ReplyBuffer output_;
   uint64_t swallow_ = 0;          // input bytes still to discard

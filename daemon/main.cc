@@ -167,6 +167,10 @@ int Main(int argc, char** argv) {
   }
 
   Server server(options);
+  if (!server.LoadCredentials(&error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return EX_USAGE;
+  }
   if (!server.Listen(&error)) {
     Log(LogLevel::kError, "%s", error.c_str());
     return EX_OSERR;

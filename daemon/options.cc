@@ -1,5 +1,7 @@
 #include "daemon/options.h"
 
+#include "config.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -185,6 +187,7 @@ class Parser {
   bool Apply(const Flag& flag, std::string_view value, bool has_value);
   bool ApplySubopts(std::string_view list);
   bool ApplySubopt(std::string_view key, std::string_view value, bool has_value);
+  bool ApplyTlsSubopt(std::string_view key, std::string_view value, bool has_value);
   bool Finish();
 
   Options& o_;
@@ -291,7 +294,12 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
       p.shutdown_enabled = true;
       return true;
     case 'Z':
+#ifdef HERDLESS_TLS
+      p.tls.enabled = true;
+      return true;
+#else
       return Fail("This server is not built with TLS support.");
+#endif
     case 'l':
       if (value.empty()) return Fail("empty -l address");
       while (!value.empty()) {
@@ -404,7 +412,9 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
       p.flush_enabled = false;
       return true;
     case 'Y':
-      return Fail("-Y (ascii authentication) is not supported by herdless");
+      if (value.empty()) return Fail("empty -Y auth file name");
+      p.auth_file = std::string(value);
+      return true;
     case 'e':
       return Fail("-e (restartable memory file) is not supported by herdless");
     case 'o':
@@ -490,11 +500,87 @@ bool Parser::ApplySubopt(std::string_view key, std::string_view value, bool has_
     wait_timeout_set_ = true;
     return true;
   }
+#ifdef HERDLESS_TLS
+  if (key.substr(0, 4) == "ssl_") return ApplyTlsSubopt(key, value, has_value);
+#endif
   for (std::string_view known : kIgnoredSubopts) {
     if (key == known) {
       o_.ignored.push_back("-o " + std::string(key) + (has_value ? "=" + std::string(value) : ""));
       return true;
     }
+  }
+  return Fail("Illegal suboption " + Quote(key));
+}
+
+// memcached's ssl_* suboptions, with its messages.
+bool Parser::ApplyTlsSubopt(std::string_view key, std::string_view value, bool has_value) {
+  TlsSettings& t = o_.protocol.tls;
+  auto need = [&]() { return Fail("Missing " + std::string(key) + " argument"); };
+  if (key == "ssl_chain_cert" || key == "ssl_key" || key == "ssl_ciphers" || key == "ssl_ca_cert") {
+    if (!has_value || value.empty()) return need();
+    std::string& field = key == "ssl_chain_cert" ? t.chain_cert
+                         : key == "ssl_key"      ? t.key
+                         : key == "ssl_ciphers"  ? t.ciphers
+                                                 : t.ca_cert;
+    field = std::string(value);
+    return true;
+  }
+  if (key == "ssl_verify_mode") {
+    if (!has_value) return need();
+    if (!ParseInt(value, 0, 3, &t.verify_mode)) {
+      return Fail("Invalid ssl_verify_mode. Use help to see valid options.");
+    }
+    return true;
+  }
+  if (key == "ssl_keyformat") {
+    if (!has_value) return need();
+    // OpenSSL's SSL_FILETYPE_PEM (1) and SSL_FILETYPE_ASN1 (2), by number as
+    // memcached takes them, or by name.
+    if (value == "PEM" || value == "pem") {
+      t.keyformat = 1;
+    } else if (value == "DER" || value == "der" || value == "ASN1") {
+      t.keyformat = 2;
+    } else if (!ParseInt(value, 1, 2, &t.keyformat)) {
+      return Fail("could not parse argument to ssl_keyformat");
+    }
+    return true;
+  }
+  if (key == "ssl_wbuf_size") {
+    if (!has_value) return need();
+    uint32_t kb;
+    if (!ParseU32(value, 1, 1024, &kb)) return Fail("could not parse argument to ssl_wbuf_size");
+    t.wbuf_size = kb * 1024;
+    return true;
+  }
+  if (key == "ssl_session_cache") {
+    t.session_cache = true;
+    return true;
+  }
+  if (key == "ssl_kernel_tls") {
+    t.kernel_tls = true;
+    return true;
+  }
+  if (key == "ssl_min_version") {
+    if (!has_value) return need();
+    // memcached takes 0..3; the names it prints are accepted too.
+    static constexpr std::string_view kNames[] = {"tlsv1.0", "tlsv1.1", "tlsv1.2", "tlsv1.3"};
+    for (int i = 0; i < 4; ++i) {
+      if (value == kNames[i]) {
+        t.min_version = i;
+        return true;
+      }
+    }
+    if (!ParseInt(value, 0, 3, &t.min_version)) {
+      return Fail("Invalid ssl_min_version. Use help to see valid options.");
+    }
+    return true;
+  }
+  if (key == "ssl_handshake_timeout") {   // herdless
+    if (!has_value) return need();
+    if (!ParseInt(value, 1, 3600, &t.handshake_timeout_s)) {
+      return Fail("invalid value " + Quote(value) + " for -o ssl_handshake_timeout (seconds, 1..3600)");
+    }
+    return true;
   }
   return Fail("Illegal suboption " + Quote(key));
 }
@@ -532,6 +618,13 @@ bool Parser::Finish() {
     list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
     if (entry.empty()) continue;
     ListenAddress address;
+    address.tls = p.tls.enabled;
+    if (entry.substr(0, 6) == "notls:") {
+      // memcached: a plain listener beside the TLS ones.
+      if (!p.tls.enabled) return Fail("'notls' option is valid only when SSL is enabled");
+      address.tls = false;
+      entry.remove_prefix(6);
+    }
     int port;
     if (!ParseListenEntry(entry, &address.host, &port)) {
       return Fail("invalid -l address " + Quote(entry));
@@ -542,6 +635,11 @@ bool Parser::Finish() {
     o_.listen.push_back(std::move(address));
   }
   if (o_.listen.empty()) return Fail("no address to listen on (-l)");
+  if (p.tls.enabled && p.tcp_port == 0) {
+    bool tls_listener = false;
+    for (const ListenAddress& a : o_.listen) tls_listener |= a.tls && a.port != 0;
+    if (!tls_listener) return Fail("ERROR: You cannot enable SSL without a TCP port.");
+  }
   return true;
 }
 
@@ -549,6 +647,9 @@ bool Parser::Finish() {
 
 bool ParseOptions(int argc, char** argv, Options* options, std::string* error) {
   *options = Options();
+#ifdef HERDLESS_TLS
+  options->protocol.tls.available = true;
+#endif
   error->clear();
   Parser parser(options, error);
   return parser.Run(argc, argv);
@@ -569,6 +670,10 @@ std::string UsageText() {
   line("-l, --listen=<addr>       interface(s) to listen on, comma separated; an entry may");
   line("                          carry its own port (host:port, [v6]:port)");
   line("                          (default: " + d.listen_interface + ")");
+#ifdef HERDLESS_TLS
+  line("                          if TLS/SSL is enabled, 'notls' prefix can be used to");
+  line("                          disable for specific listeners (-l notls:<ip>:<port>)");
+#endif
   line("-d, --daemon              run as a daemon");
   line("-r, --enable-coredumps    maximize core file limit");
   line("-u, --user=<user>         assume identity of <username> (only when run as root)");
@@ -596,6 +701,11 @@ std::string UsageText() {
   line("-I, --max-item-size=<num> adjusts max item size");
   line("                          (default: 1m, min: 1k, max: 1024m)");
   line("-F, --disable-flush-all   disable flush_all command");
+  line("-Y, --auth-file=<file>    enable ASCII protocol authentication. format:");
+  line("                          user:pass\\nuser2:pass2\\n");
+#ifdef HERDLESS_TLS
+  line("-Z, --enable-ssl          enable TLS/SSL");
+#endif
   line("-o, --extended            comma separated list of extended options");
   line("   - idle_timeout:        timeout for idle connections. (default: 0, no timeout)");
   line("   - stalled_client_timeout: close a client that reads none of the replies it is");
@@ -613,6 +723,25 @@ std::string UsageText() {
   line("   - wait_timeout_ms:     longest a parked reader waits in wait mode");
   line("                          (default: lease_timeout, or 5000 when that is 0)");
   line("   - exact_threads:       run -t worker threads even when fewer CPUs are allowed");
+#ifdef HERDLESS_TLS
+  line("   - ssl_chain_cert:      certificate chain file in PEM format");
+  line("   - ssl_key:             private key, if not part of the -ssl_chain_cert");
+  line("   - ssl_keyformat:       private key format (PEM or DER, or 1 or 2) (default: PEM)");
+  line("   - ssl_verify_mode:     peer certificate verification mode, default is 0(None).");
+  line("                          valid values are 0(None), 1(Request), 2(Require)");
+  line("                          or 3(Once)");
+  line("   - ssl_ciphers:         specify cipher list to be used");
+  line("   - ssl_ca_cert:         PEM format file of acceptable client CA's");
+  line("   - ssl_wbuf_size:       size in kilobytes of per-connection SSL output buffer");
+  line("                          (default: " + std::to_string(d.tls.wbuf_size / 1024) + ")");
+  line("   - ssl_session_cache:   enable server-side SSL session cache, to support session");
+  line("                          resumption");
+  line("   - ssl_kernel_tls:      enable kernel TLS offload");
+  line("   - ssl_min_version:     minimum protocol version to accept (default: tlsv1.2)");
+  line("                          valid values are 0(tlsv1.0), 1(tlsv1.1), 2(tlsv1.2), or 3(tlsv1.3).");
+  line("   - ssl_handshake_timeout: seconds a TLS handshake may take before the connection");
+  line("                          is closed (default: " + std::to_string(d.tls.handshake_timeout_s) + ")");
+#endif
   line("   memcached's tuning options (hashpower, slab_*, lru_*, modern, ...) are accepted");
   line("   and ignored.");
   line("Environment: MEMCACHED_PORT_FILENAME=<file>: once listening, write the TCP and UDP");

@@ -17,6 +17,7 @@ struct ListenAddress {
   std::string host;        // "" = every interface
   int port = 0;            // TCP: -p unless the -l entry names its own; -1 = kernel's choice
   int explicit_port = -1;  // the port the -l entry names (also UDP's, as memcached), -1 = none
+  bool tls = false;        // -Z, unless the entry starts "notls:"
 };
 
 struct Options {

@@ -23,6 +23,8 @@
 #include "daemon/cpu_limit.h"
 #include "daemon/log.h"
 #include "daemon/service_notify.h"
+#include "daemon/tls.h"
+#include "protocol/auth.h"
 
 namespace herdless {
 
@@ -145,6 +147,26 @@ Server::~Server() {
   if (stop_fd_ >= 0) close(stop_fd_);
 }
 
+bool Server::LoadCredentials(std::string* error) {
+  if (options_.protocol.tls.enabled) {
+    tls_ = TlsContext::Create(options_.protocol.tls, error);
+    if (tls_ == nullptr) return false;
+  }
+  if (!options_.protocol.auth_file.empty()) {
+    auth_ = std::make_unique<AuthFile>();
+    if (!auth_->Load(options_.protocol.auth_file, error)) return false;
+  }
+  return true;
+}
+
+bool Server::RefreshCerts(std::string* error) {
+  if (tls_ == nullptr) {
+    *error = "Error TLS not enabled";
+    return false;
+  }
+  return tls_->Reload(error);
+}
+
 bool Server::Listen(std::string* error) {
   const ProtocolSettings& p = options_.protocol;
   if (!p.domain_socket.empty()) return true;   // -s: no network (ListenUnix binds it)
@@ -216,6 +238,7 @@ bool Server::Bind(bool udp, FILE* port_file, std::string* error) {
         Listener listener;
         listener.fd = fd;
         listener.addr = addr;
+        listener.tls = address.tls;
         listeners_.push_back(listener);
         AddListenerInfo(fd, addr, "conn_listening");
       }
@@ -310,6 +333,9 @@ int Server::Run() {
   worker_config.max_input = p.item_size_max + kInputSlack;
   worker_config.wait_timeout_ms = p.wait_timeout_ms;
   worker_config.binding = p.binding_protocol;
+  worker_config.tls = tls_.get();
+  worker_config.handshake_timeout_s = p.tls.handshake_timeout_s;
+  worker_config.auth = auth_.get();
 
   // Workers start with every signal blocked, so signals reach the main loop.
   sigset_t all, previous;
@@ -455,7 +481,7 @@ void Server::AcceptFrom(Listener* listener) {
     }
     Worker* worker = workers_[next_worker_++ % workers_.size()].get();
     worker->AddConnection(fd, AddressText(reinterpret_cast<struct sockaddr*>(&peer)),
-                          LocalAddressText(fd));
+                          LocalAddressText(fd), listener->tls);
   }
 }
 
@@ -523,6 +549,10 @@ ServerSnapshot Server::Snapshot() {
   // each worker's descriptor of every UDP socket).
   s.reserved_fds = 3 + listener_info_.size() + workers_.size();
   s.libevent = event_get_version();
+  if (tls_ != nullptr) {
+    s.ssl_new_sessions = tls_->new_sessions();
+    s.ssl_cert_refresh_time = tls_->last_refresh_unix();
+  }
   for (const auto& w : workers_) s.totals.Add(w->stats());
   return s;
 }

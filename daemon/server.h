@@ -29,12 +29,20 @@ struct event_base;
 
 namespace herdless {
 
+class AuthFile;
+class TlsContext;
+
 class Server final : public ServerInfo, public LeaseWakeSink {
  public:
   explicit Server(const Options& options);
   ~Server() override;
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
+
+  // Reads what -Z and -Y name (certificates, key, CA, password file), before
+  // root is dropped. False with a message in *error: herdless never starts
+  // without the protection that was asked for.
+  bool LoadCredentials(std::string* error);
 
   // Creates, binds and listens on every -l address: TCP (unless -p 0) and UDP
   // (with -U), or nothing when -s names a unix socket; then writes the bound
@@ -60,6 +68,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   void SetVerbosity(int level) override;
   int Verbosity() const override;
   void Shutdown(bool graceful) override;
+  bool RefreshCerts(std::string* error) override;
 
   // LeaseWakeSink (any thread)
   void Wake(const WaitTicket& ticket) override;
@@ -68,6 +77,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   struct Listener {
     int fd = -1;
     std::string addr;   // "tcp:127.0.0.1:11211", as memcached's stats conns
+    bool tls = false;   // -Z, unless the -l entry said notls:
     event* accept_event = nullptr;
   };
   // Binds TCP or UDP sockets for every -l address; records the ports bound.
@@ -86,6 +96,8 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   void BeginShutdown();
 
   Options options_;
+  std::unique_ptr<TlsContext> tls_;    // -Z
+  std::unique_ptr<AuthFile> auth_;     // -Y
   SystemClock clock_;
   DefaultRandom random_;
   std::unique_ptr<ItemStore> store_;

@@ -11,6 +11,7 @@
 
 #include "daemon/connection.h"
 #include "daemon/log.h"
+#include "daemon/tls.h"
 #include "daemon/udp.h"
 
 namespace herdless {
@@ -109,14 +110,16 @@ void Worker::RunTasks() {
   for (auto& task : tasks) task();
 }
 
-void Worker::AddConnection(int fd, std::string peer, std::string local) {
-  Post([this, fd, peer = std::move(peer), local = std::move(local)]() mutable {
-    if (stopping_) {
+void Worker::AddConnection(int fd, std::string peer, std::string local, bool tls) {
+  Post([this, fd, peer = std::move(peer), local = std::move(local), tls]() mutable {
+    std::unique_ptr<TlsSession> session;
+    if (tls && !stopping_) session = config_.tls->NewSession(fd);   // on this worker's thread
+    if (stopping_ || (tls && session == nullptr)) {
       close(fd);
       counters_->current.fetch_sub(1, std::memory_order_relaxed);
       return;
     }
-    Connection* conn = new Connection(this, fd, std::move(peer), std::move(local));
+    Connection* conn = new Connection(this, fd, std::move(peer), std::move(local), std::move(session));
     {
       std::lock_guard<std::mutex> lock(registry_mutex_);
       connections_.insert(conn);
@@ -173,7 +176,7 @@ void Worker::WakeParked(const WaitTicket& ticket) {
 }
 
 void Worker::SweepIdle() {
-  if (config_.idle_timeout_s <= 0 && config_.stalled_timeout_s <= 0) return;
+  if (config_.idle_timeout_s <= 0 && config_.stalled_timeout_s <= 0 && config_.tls == nullptr) return;
   Post([this] {
     if (!stopping_) CloseIdleAndStalled();
   });
@@ -183,14 +186,20 @@ void Worker::CloseIdleAndStalled() {
   const int64_t now = CoarseNowSeconds();
   std::vector<Connection*> idle;
   std::vector<Connection*> stalled;
+  std::vector<Connection*> handshaking;
   for (Connection* c : connections_) {   // only this thread changes the set
-    if (config_.idle_timeout_s > 0 && c->IdleLongerThan(now, config_.idle_timeout_s)) {
+    if (config_.tls != nullptr && c->HandshakeLongerThan(now, config_.handshake_timeout_s)) {
+      handshaking.push_back(c);
+    } else if (config_.idle_timeout_s > 0 && c->IdleLongerThan(now, config_.idle_timeout_s)) {
       idle.push_back(c);
     } else if (config_.stalled_timeout_s > 0 &&
                c->StalledLongerThan(now, config_.stalled_timeout_s)) {
       stalled.push_back(c);
     }
   }
+  // A client that opened a TLS connection and stalled its handshake (or sent
+  // nothing) holds a descriptor only until the handshake timeout.
+  for (Connection* c : handshaking) c->FailHandshake();
   for (Connection* c : idle) {
     Log(LogLevel::kInfo, "Closing idle fd %d", c->fd());
     stats_.idle_kicks.Add();

@@ -29,7 +29,9 @@ struct event_base;
 
 namespace herdless {
 
+class AuthFile;
 class Connection;
+class TlsContext;
 class UdpEndpoint;
 
 // Process-wide connection counters (memcached's names), shared by the
@@ -49,6 +51,9 @@ struct WorkerConfig {
   size_t max_input = 0;           // largest request buffered (item_size_max + slack)
   uint32_t wait_timeout_ms = 5000;  // -o wait_timeout_ms: longest a reader stays parked
   BindingProtocol binding = BindingProtocol::kAuto;   // -B
+  TlsContext* tls = nullptr;      // -Z: sessions for connections from TLS listeners
+  int handshake_timeout_s = 10;   // close a TLS handshake unfinished after this
+  const AuthFile* auth = nullptr; // -Y: connections must authenticate first
 };
 
 // Monotonic seconds, cheap (coarse clock): connection idle times.
@@ -70,7 +75,8 @@ class Worker {
 
   // Adopts an accepted non-blocking socket (counted in counters->current by
   // the caller). `peer` and `local` are memcached-style "tcp:host:port" text.
-  void AddConnection(int fd, std::string peer, std::string local);
+  // `tls`: the socket came from a TLS listener (config().tls makes its session).
+  void AddConnection(int fd, std::string peer, std::string local, bool tls = false);
 
   // Serves datagrams from `fd` (this worker's own descriptor of a UDP
   // socket; the worker closes it) on the worker's loop. Thread-safe.
@@ -81,7 +87,8 @@ class Worker {
   void BeginStop(int drain_timeout_ms);
   void Join();
 
-  // Closes the connections idle or stalled past their timeouts (soon, on the
+  // Closes the connections idle or stalled past their timeouts, and TLS
+  // handshakes past the handshake timeout (soon, on the
   // worker's thread). The server calls it once a second, so the worker loop
   // keeps no timer of its own and sleeps in epoll_wait without a timeout.
   // Thread-safe.

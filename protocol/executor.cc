@@ -366,6 +366,22 @@ void Shutdown(ServerInfo* server, const Request& req, ReplyBuffer* out, ProcessO
   out->Append("CLIENT_ERROR invalid shutdown mode\r\n");
 }
 
+// memcached's process_refresh_certs_command: noreply hides the OK, not an
+// error. A build without TLS does not know the command.
+void RefreshCerts(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  if (!server->Settings().tls.available) {
+    out->Append("ERROR\r\n");
+    return;
+  }
+  std::string error;
+  if (server->RefreshCerts(&error)) {
+    Reply(req, out, "OK\r\n");
+    return;
+  }
+  out->Append(error);
+  out->Append("\r\n");
+}
+
 // ---------------------------------------------------------------------------
 // stats
 
@@ -434,8 +450,8 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("touch_misses", t.touch_misses);
   w->Add("store_too_large", t.store_too_large);
   w->Add("store_no_memory", t.store_no_memory);
-  w->Add("auth_cmds", uint64_t{0});
-  w->Add("auth_errors", uint64_t{0});
+  w->Add("auth_cmds", t.auth_cmds);
+  w->Add("auth_errors", t.auth_errors);
   if (settings.idle_timeout != 0) w->Add("idle_kicks", t.idle_kicks);
   w->Add("bytes_read", t.bytes_read);
   w->Add("bytes_written", t.bytes_written);
@@ -456,7 +472,13 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
             "lru_maintainer_juggles"});
   w->Add("malloc_fails", uint64_t{0});
   Zeros(w, {"log_worker_dropped", "log_worker_written", "log_watcher_skipped",
-            "log_watcher_sent", "log_watchers", "unexpected_napi_ids", "round_robin_fallback"});
+            "log_watcher_sent", "log_watchers"});
+  if (settings.tls.enabled) {
+    if (settings.tls.session_cache) w->Add("ssl_new_sessions", snap.ssl_new_sessions);
+    w->Add("ssl_handshake_errors", t.ssl_handshake_errors);
+    w->AddSigned("time_since_server_cert_refresh", snap.time - snap.ssl_cert_refresh_time);
+  }
+  Zeros(w, {"unexpected_napi_ids", "round_robin_fallback"});
   w->Add("bytes", ss.bytes);
   w->Add("curr_items", ss.curr_items);
   w->Add("total_items", ss.total_items);
@@ -489,6 +511,31 @@ const char* BindingProtocolName(BindingProtocol p) {
     case BindingProtocol::kAuto: break;
   }
   return "auto-negotiate";
+}
+
+// memcached's ssl_proto_text().
+const char* TlsVersionName(int min_version) {
+  static constexpr const char* kNames[] = {"tlsv1.0", "tlsv1.1", "tlsv1.2", "tlsv1.3"};
+  return min_version >= 0 && min_version <= 3 ? kNames[min_version] : "unknown";
+}
+
+// memcached prints unset paths with printf("%s", NULL): "(null)".
+std::string_view PathOrNull(const std::string& path, std::string_view unset) {
+  return path.empty() ? unset : std::string_view(path);
+}
+
+void TlsSettingsStats(const TlsSettings& tls, StatWriter* w) {
+  w->AddBool("ssl_enabled", tls.enabled);
+  w->Add("ssl_chain_cert", PathOrNull(tls.chain_cert, "(null)"));
+  w->Add("ssl_key", PathOrNull(tls.key, "(null)"));
+  w->AddSigned("ssl_verify_mode", SslVerifyFlags(tls.verify_mode));
+  w->AddSigned("ssl_keyformat", tls.keyformat);
+  w->Add("ssl_ciphers", PathOrNull(tls.ciphers, "NULL"));
+  w->Add("ssl_ca_cert", PathOrNull(tls.ca_cert, "NULL"));
+  w->Add("ssl_wbuf_size", uint64_t{tls.wbuf_size});
+  w->AddBool("ssl_session_cache", tls.session_cache);
+  w->AddBool("ssl_kernel_tls", tls.kernel_tls);
+  w->Add("ssl_min_version", TlsVersionName(tls.min_version));
 }
 
 const char* StampedeModeName(ClassicStampedeMode m) {
@@ -532,7 +579,8 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->AddSigned("tcp_backlog", s.backlog);
   w->Add("binding_protocol", BindingProtocolName(s.binding_protocol));
   w->AddBool("auth_enabled_sasl", false);
-  w->Add("auth_enabled_ascii", "no");
+  w->Add("auth_enabled_ascii", s.auth_file.empty() ? std::string_view("no")
+                                                   : std::string_view(s.auth_file));
   w->Add("item_size_max", s.item_size_max);
   w->AddBool("maxconns_fast", true);
   w->Add("hashpower_init", uint64_t{0});
@@ -562,6 +610,7 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("read_buf_mem_limit", uint64_t{0});
   w->AddBool("track_sizes", false);
   w->AddBool("inline_ascii_response", false);
+  if (s.tls.available) TlsSettingsStats(s.tls, w);
   w->Add("num_napi_ids", "(null)");
   w->Add("memory_file", "(null)");
   // herdless
@@ -573,6 +622,7 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("wait_timeout_ms", uint64_t{s.wait_timeout_ms});
   w->AddSigned("stalled_client_timeout", s.stalled_client_timeout);
   w->AddBool("exact_threads", s.exact_threads);
+  if (s.tls.available) w->AddSigned("ssl_handshake_timeout", s.tls.handshake_timeout_s);
 }
 
 // herdless has no slab classes. `stats items` and `stats slabs` describe the
@@ -843,6 +893,9 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
       return;
     case Command::kCacheMemlimit:
       CacheMemlimit(store_, req, out);
+      return;
+    case Command::kRefreshCerts:
+      RefreshCerts(server_, req, out);
       return;
     case Command::kMetaGet:
     case Command::kMetaSet:

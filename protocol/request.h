@@ -17,6 +17,7 @@ enum class Command : uint8_t {
   kSet, kAdd, kReplace, kAppend, kPrepend, kCas,
   kDelete, kIncr, kDecr, kTouch,
   kFlushAll, kStats, kVersion, kVerbosity, kQuit, kShutdown, kCacheMemlimit,
+  kRefreshCerts,
   // meta protocol
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop, kMetaDebug,
   // mcrouter leases

@@ -19,6 +19,31 @@ enum class ClassicStampedeMode : uint8_t { kOff, kStale, kWait };
 // first byte (0x80 = binary), as memcached's negotiation does.
 enum class BindingProtocol : uint8_t { kAuto, kAscii, kBinary };
 
+// -Z and memcached's -o ssl_* settings, as given (the daemon's TlsContext
+// turns them into an OpenSSL context). `stats settings` shows them.
+struct TlsSettings {
+  bool available = false;      // built with TLS: `stats settings` has the ssl_* block
+  bool enabled = false;        // -Z
+  std::string chain_cert;      // "" = not given
+  std::string key;             // "" = the key is in chain_cert
+  int verify_mode = 0;         // memcached's 0 none, 1 request, 2 require, 3 once
+  int keyformat = 1;           // OpenSSL's SSL_FILETYPE_PEM (1) or _ASN1 (2)
+  std::string ciphers;         // "" = OpenSSL's default
+  std::string ca_cert;         // "" = none
+  uint32_t wbuf_size = 16384;  // bytes: largest plaintext handed to one SSL_write
+  bool session_cache = false;
+  bool kernel_tls = false;
+  int min_version = 2;         // 0 tlsv1.0, 1 tlsv1.1, 2 tlsv1.2, 3 tlsv1.3
+  int handshake_timeout_s = 10;  // herdless: close a handshake not done by then
+};
+
+// The OpenSSL verify flags memcached stores (and `stats settings` prints) for
+// ssl_verify_mode 0..3.
+inline int SslVerifyFlags(int mode) {
+  static constexpr int kFlags[] = {0, 1, 3, 7};
+  return mode >= 0 && mode <= 3 ? kFlags[mode] : 0;
+}
+
 // Settings the protocol obeys and `stats settings` shows (memcached's names).
 struct ProtocolSettings {
   int tcp_port = 11211;            // -p: 0 = no TCP, -1 = a port the kernel picks
@@ -43,6 +68,8 @@ struct ProtocolSettings {
                                    // output is at the bound this long; 0 = never
   int backlog = 1024;
   std::string username;            // -u
+  std::string auth_file;           // -Y: "" = no ASCII authentication
+  TlsSettings tls;
   // herdless stampede options (-o ...)
   uint32_t lease_timeout_s = 5;
   uint32_t xfetch_delta_ms = 100;
@@ -76,6 +103,8 @@ struct ServerSnapshot {
   uint64_t threads = 0;
   uint64_t reserved_fds = 0;        // descriptors not available to clients (listeners, eventfds, ...)
   std::string libevent;             // libevent's version string
+  uint64_t ssl_new_sessions = 0;    // TLS sessions negotiated (with ssl_session_cache)
+  int64_t ssl_cert_refresh_time = 0;  // Unix seconds of the last certificate (re)load
   ThreadStatsTotals totals;         // summed over every worker
 };
 
@@ -89,6 +118,12 @@ class ServerInfo {
   virtual void SetVerbosity(int level) = 0;
   virtual int Verbosity() const = 0;
   virtual void Shutdown(bool graceful) = 0; // only called when shutdown is enabled
+  // refresh_certs: reloads the TLS certificate and key. False with memcached's
+  // error text (without "\r\n") in *error; the old certificate stays in use.
+  virtual bool RefreshCerts(std::string* error) {
+    *error = "Error TLS not enabled";
+    return false;
+  }
 };
 
 }  // namespace herdless

@@ -295,6 +295,11 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
   if (word == "verbosity") return ParseNumberCommand(l, Command::kVerbosity, out);
   if (word == "lease-get") return ParseLeaseGet(l, out);
   if (word == "lease-set") return ParseLeaseSet(l, out);
+  if (word == "refresh_certs") {
+    // memcached: any words may follow; a last "noreply" hides only the OK.
+    out->noreply = TrailingNoreply(l);
+    return Simple(Command::kRefreshCerts, out);
+  }
   // memcached hangs up on what looks like an HTTP request.
   if (l.token[l.count - 1].substr(0, 5) == "HTTP/") {
     LineVerdict v;

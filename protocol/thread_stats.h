@@ -27,6 +27,7 @@ class Counter {
   X(delete_misses) X(delete_hits) X(incr_misses) X(incr_hits) \
   X(decr_misses) X(decr_hits) X(cas_misses) X(cas_hits) X(cas_badval) \
   X(touch_hits) X(touch_misses) X(store_too_large) X(store_no_memory) \
+  X(auth_cmds) X(auth_errors) X(ssl_handshake_errors) \
   X(bytes_read) X(bytes_written) X(conn_yields) X(idle_kicks) \
   X(waits_parked) X(waits_woken) X(waits_timed_out)
 

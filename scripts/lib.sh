@@ -9,7 +9,7 @@ JOBS="$(nproc 2>/dev/null || echo 2)"
 DEPS=(build-essential autoconf automake libtool pkg-config libevent-dev
       libjemalloc-dev libxxhash-dev libgtest-dev googletest memcached
       libmemcached-tools python3 python3-pymemcache python3-pylibmc php-cli php-memcached
-      netcat-openbsd clang systemd groff-base nutcracker)
+      netcat-openbsd clang systemd groff-base nutcracker libssl-dev openssl)
 
 die() {
   echo "error: $*" >&2

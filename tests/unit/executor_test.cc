@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +36,12 @@ class FakeServer : public ServerInfo {
     ++shutdowns;
     last_shutdown_graceful = graceful;
   }
+  bool RefreshCerts(std::string* error) override {
+    ++refreshes;
+    if (refresh_error.empty()) return true;
+    *error = refresh_error;
+    return false;
+  }
 
   ProtocolSettings settings;
   ServerSnapshot snapshot;
@@ -43,6 +50,8 @@ class FakeServer : public ServerInfo {
   int resets = 0;
   int shutdowns = 0;
   bool last_shutdown_graceful = false;
+  int refreshes = 0;
+  std::string refresh_error;   // "" = refresh_certs succeeds
 
  private:
   ThreadStats* stats_;
@@ -655,6 +664,67 @@ TEST_F(ExecutorTest, StatsSubcommandErrorsAnswerAsMemcached) {
 TEST_F(ExecutorTest, StatsWithTrailingSpacesIsGeneralStats) {
   const std::string reply = Run("stats   \r\n");
   EXPECT_EQ(StatNames(reply).front(), "pid");
+}
+
+// The TLS block of `stats settings` (a TLS build), in memcached's order and
+// words, between inline_ascii_response and num_napi_ids.
+TEST_F(ExecutorTest, StatsSettingsShowTheSslBlockInTlsBuilds) {
+  server_.settings.tls.available = true;
+  server_.settings.tls.enabled = true;
+  server_.settings.tls.chain_cert = "/etc/c.pem";
+  server_.settings.tls.verify_mode = 2;
+  server_.settings.auth_file = "/etc/auth";
+  const std::string reply = Run("stats settings\r\n");
+  const std::vector<std::string> names = StatNames(reply);
+  auto at = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) - names.begin();
+  };
+  EXPECT_EQ(at("ssl_enabled"), at("inline_ascii_response") + 1);
+  EXPECT_EQ(at("ssl_min_version"), at("ssl_enabled") + 10);
+  EXPECT_EQ(at("num_napi_ids"), at("ssl_min_version") + 1);
+  EXPECT_EQ(StatValue(reply, "ssl_enabled"), "yes");
+  EXPECT_EQ(StatValue(reply, "ssl_chain_cert"), "/etc/c.pem");
+  EXPECT_EQ(StatValue(reply, "ssl_key"), "(null)");
+  EXPECT_EQ(StatValue(reply, "ssl_verify_mode"), "3");
+  EXPECT_EQ(StatValue(reply, "ssl_keyformat"), "1");
+  EXPECT_EQ(StatValue(reply, "ssl_ciphers"), "NULL");
+  EXPECT_EQ(StatValue(reply, "ssl_wbuf_size"), "16384");
+  EXPECT_EQ(StatValue(reply, "ssl_min_version"), "tlsv1.2");
+  EXPECT_EQ(StatValue(reply, "auth_enabled_ascii"), "/etc/auth");
+  server_.settings.tls.available = false;
+  EXPECT_EQ(StatValue(Run("stats settings\r\n"), "ssl_enabled"), "<absent>");
+}
+
+TEST_F(ExecutorTest, GeneralStatsShowSslCountersOnlyWithTls) {
+  EXPECT_EQ(StatValue(Run("stats\r\n"), "ssl_handshake_errors"), "<absent>");
+  server_.settings.tls.available = true;
+  server_.settings.tls.enabled = true;
+  server_.snapshot.time = 1000;
+  server_.snapshot.ssl_cert_refresh_time = 990;
+  stats_.ssl_handshake_errors.Add(3);
+  stats_.auth_cmds.Add(2);
+  const std::string reply = Run("stats\r\n");
+  EXPECT_EQ(StatValue(reply, "ssl_handshake_errors"), "3");
+  EXPECT_EQ(StatValue(reply, "time_since_server_cert_refresh"), "10");
+  EXPECT_EQ(StatValue(reply, "ssl_new_sessions"), "<absent>");   // only with ssl_session_cache
+  EXPECT_EQ(StatValue(reply, "auth_cmds"), "2");
+  const std::vector<std::string> names = StatNames(reply);
+  auto at = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) - names.begin();
+  };
+  EXPECT_EQ(at("ssl_handshake_errors"), at("log_watchers") + 1);
+  EXPECT_EQ(at("unexpected_napi_ids"), at("time_since_server_cert_refresh") + 1);
+}
+
+TEST_F(ExecutorTest, RefreshCertsAnswersOkOrTheError) {
+  EXPECT_EQ(Run("refresh_certs\r\n"), "ERROR\r\n");   // a build without TLS
+  server_.settings.tls.available = true;
+  EXPECT_EQ(Run("refresh_certs\r\n"), "OK\r\n");
+  EXPECT_EQ(Run("refresh_certs noreply\r\n"), "");
+  server_.refresh_error = "Error loading the key: /k.pem : nope";
+  // noreply hides the OK only, as memcached's write_and_free.
+  EXPECT_EQ(Run("refresh_certs noreply\r\n"), "Error loading the key: /k.pem : nope\r\n");
+  EXPECT_EQ(server_.refreshes, 3);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "config.h"
+
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -336,10 +338,69 @@ TEST(OptionsTest, Transports) {
 
 TEST(OptionsTest, UnsupportedFeaturesAreRefusedNotIgnored) {
   EXPECT_FALSE(Parse({"-S"}).ok);
-  EXPECT_FALSE(Parse({"-Z"}).ok);
   EXPECT_FALSE(Parse({"-B", "carrier-pigeon"}).ok);
   EXPECT_FALSE(Parse({"-e", "/dev/shm/x"}).ok);
-  EXPECT_FALSE(Parse({"-Y", "/etc/auth"}).ok);
+}
+
+#ifdef HERDLESS_TLS
+// -Z and memcached's ssl_* suboptions, kept as given for `stats settings`.
+TEST(OptionsTest, TlsOptions) {
+  Parsed p = Parse({"-Z", "-o", "ssl_chain_cert=/c.pem,ssl_key=/k.pem,ssl_verify_mode=3,"
+                                "ssl_ca_cert=/ca.pem,ssl_ciphers=HIGH,ssl_min_version=tlsv1.3,"
+                                "ssl_session_cache,ssl_wbuf_size=32,ssl_keyformat=2,"
+                                "ssl_handshake_timeout=3"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const TlsSettings& t = p.options.protocol.tls;
+  EXPECT_TRUE(t.available);
+  EXPECT_TRUE(t.enabled);
+  EXPECT_EQ(t.chain_cert, "/c.pem");
+  EXPECT_EQ(t.key, "/k.pem");
+  EXPECT_EQ(t.verify_mode, 3);
+  EXPECT_EQ(SslVerifyFlags(t.verify_mode), 7);   // memcached prints the OpenSSL flags
+  EXPECT_EQ(t.ca_cert, "/ca.pem");
+  EXPECT_EQ(t.ciphers, "HIGH");
+  EXPECT_EQ(t.min_version, 3);
+  EXPECT_TRUE(t.session_cache);
+  EXPECT_EQ(t.wbuf_size, 32u * 1024);
+  EXPECT_EQ(t.keyformat, 2);
+  EXPECT_EQ(t.handshake_timeout_s, 3);
+  EXPECT_EQ(Parse({"-Z", "-o", "ssl_min_version=2"}).options.protocol.tls.min_version, 2);
+  // memcached's messages for bad values.
+  EXPECT_EQ(Parse({"-Z", "-o", "ssl_verify_mode=4"}).error,
+            "Invalid ssl_verify_mode. Use help to see valid options.");
+  EXPECT_EQ(Parse({"-Z", "-o", "ssl_min_version=tlsv9"}).error,
+            "Invalid ssl_min_version. Use help to see valid options.");
+  EXPECT_EQ(Parse({"-o", "ssl_chain_cert"}).error, "Missing ssl_chain_cert argument");
+  EXPECT_FALSE(Parse({"-o", "ssl_bogus=1"}).ok);
+  EXPECT_FALSE(Parse({"-Z", "-o", "ssl_handshake_timeout=0"}).ok);
+}
+
+TEST(OptionsTest, NotlsListenersOnlyBesideTls) {
+  Parsed p = Parse({"-Z", "-p", "11311", "-l", "notls:127.0.0.1:11312,127.0.0.1"});
+  ASSERT_TRUE(p.ok) << p.error;
+  ASSERT_EQ(p.options.listen.size(), 2u);
+  EXPECT_FALSE(p.options.listen[0].tls);
+  EXPECT_EQ(p.options.listen[0].port, 11312);
+  EXPECT_TRUE(p.options.listen[1].tls);
+  EXPECT_EQ(p.options.listen[1].port, 11311);
+  Parsed plain = Parse({"-l", "notls:127.0.0.1:11312"});
+  EXPECT_FALSE(plain.ok);
+  EXPECT_EQ(plain.error, "'notls' option is valid only when SSL is enabled");
+  EXPECT_FALSE(Parse({"-l", "127.0.0.1"}).options.listen[0].tls);
+  EXPECT_EQ(Parse({"-Z", "-p", "0"}).error, "ERROR: You cannot enable SSL without a TCP port.");
+}
+
+#else
+TEST(OptionsTest, TlsRefusedWithoutTls) {
+  EXPECT_EQ(Parse({"-Z"}).error, "This server is not built with TLS support.");
+}
+#endif
+
+TEST(OptionsTest, AuthFileIsKept) {
+  Parsed p = Parse({"-Y", "/etc/auth"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.options.protocol.auth_file, "/etc/auth");
+  EXPECT_FALSE(Parse({"--auth-file="}).ok);
 }
 
 TEST(OptionsTest, BindingProtocol) {

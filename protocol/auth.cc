@@ -1,0 +1,176 @@
+#include "protocol/auth.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+namespace herdless {
+
+namespace {
+
+// memcached's tokenize_command: words separated by runs of spaces.
+size_t SplitWords(std::string_view s, std::string_view* words, size_t max) {
+  size_t n = 0;
+  size_t i = 0;
+  while (i < s.size() && n < max) {
+    while (i < s.size() && s[i] == ' ') ++i;
+    if (i == s.size()) break;
+    size_t end = s.find(' ', i);
+    if (end == std::string_view::npos) end = s.size();
+    words[n++] = s.substr(i, end - i);
+    i = end;
+  }
+  return n;
+}
+
+// memcached's safe_strtoul on the <bytes> word: decimal digits, a value that
+// fits 32 bits.
+bool ParseLength(std::string_view s, uint64_t* out) {
+  if (s.empty() || s.size() > 10) return false;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > UINT32_MAX) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+bool ConstantTimeEquals(std::string_view candidate, std::string_view secret) {
+  // Every candidate byte is compared (against the secret repeated), and the
+  // lengths are folded in: no early exit, no branch on secret bytes.
+  size_t diff = candidate.size() ^ secret.size();
+  if (secret.empty()) return diff == 0;
+  size_t j = 0;
+  for (size_t i = 0; i < candidate.size(); ++i) {
+    diff |= static_cast<unsigned char>(candidate[i]) ^ static_cast<unsigned char>(secret[j]);
+    j = (j + 1 == secret.size()) ? 0 : j + 1;
+  }
+  return diff == 0;
+}
+
+bool AuthFile::Parse(std::string_view text, std::string* error) {
+  std::vector<Entry> entries;
+  size_t line_number = 0;
+  while (!text.empty()) {
+    size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    size_t colon = line.find(':');
+    if (colon == std::string_view::npos || colon == 0) {
+      *error = "has a malformed entry on line " + std::to_string(line_number) +
+               ". Should be 'user:password'";
+      return false;
+    }
+    entries.push_back(Entry{std::string(line.substr(0, colon)), std::string(line.substr(colon + 1))});
+  }
+  if (entries.empty()) {
+    *error = "has no 'user:password' entry: nobody could authenticate";
+    return false;
+  }
+  entries_ = std::move(entries);
+  return true;
+}
+
+bool AuthFile::Load(const std::string& path, std::string* error) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) {
+    *error = "Could not open authfile [" + path + "] for reading, error " + std::strerror(errno);
+    return false;
+  }
+  std::string text;
+  char chunk[4096];
+  size_t n;
+  while ((n = std::fread(chunk, 1, sizeof(chunk), f)) > 0) text.append(chunk, n);
+  const bool failed = std::ferror(f) != 0;
+  const int saved = errno;
+  std::fclose(f);
+  if (failed) {
+    *error = "Could not read authfile [" + path + "], error " + std::strerror(saved);
+    return false;
+  }
+  std::string why;
+  if (!Parse(text, &why)) {
+    *error = "Authfile [" + path + "] " + why;
+    return false;
+  }
+  return true;
+}
+
+bool AuthFile::Check(std::string_view user, std::string_view password) const {
+  // Every entry is compared in full: the time says nothing about which user
+  // exists or how much of a password matched.
+  bool found = false;
+  for (const Entry& e : entries_) {
+    const bool user_ok = ConstantTimeEquals(user, e.user);
+    const bool password_ok = ConstantTimeEquals(password, e.password);
+    found |= user_ok & password_ok;
+  }
+  return found;
+}
+
+AuthOutcome ProcessAsciiAuth(std::string_view input, const AuthFile& auth, ReplyBuffer* out,
+                             ThreadStats* stats, size_t max_output, int max_requests) {
+  AuthOutcome outcome;
+  int handled = 0;
+  while (outcome.consumed < input.size()) {
+    if (handled >= max_requests || out->pending_bytes() > max_output) break;
+    const std::string_view rest = input.substr(outcome.consumed);
+    const size_t newline = rest.find('\n');
+    if (newline == std::string_view::npos) {
+      if (rest.size() > kMaxAuthLine) outcome.close = true;   // junk: hang up, as memcached
+      break;
+    }
+    std::string_view line = rest.substr(0, newline);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    std::string_view words[6];
+    const size_t count = SplitWords(line, words, 6);
+    uint64_t length = 0;
+    if (count < 5 || words[0] != "set" || !ParseLength(words[4], &length)) {
+      out->Append("CLIENT_ERROR unauthenticated\r\n");
+      outcome.consumed += newline + 1;
+      ++handled;
+      continue;
+    }
+    if (length > kMaxAuthPayload) {
+      // memcached would buffer the whole block first; no credential is this long.
+      stats->auth_cmds.Add();
+      stats->auth_errors.Add();
+      out->Append("CLIENT_ERROR authentication failure\r\n");
+      outcome.close = true;
+      break;
+    }
+    const size_t block = static_cast<size_t>(length) + 2;
+    if (rest.size() - (newline + 1) < block) break;   // the block is still arriving
+    const std::string_view data = rest.substr(newline + 1, block);
+    outcome.consumed += newline + 1 + block;
+    ++handled;
+    if (data.substr(block - 2) != "\r\n") {
+      out->Append("CLIENT_ERROR bad command line termination\r\n");
+      continue;
+    }
+    std::string_view token[2];
+    if (SplitWords(data.substr(0, block - 2), token, 2) < 2) {
+      out->Append("CLIENT_ERROR bad authentication token format\r\n");
+      continue;
+    }
+    stats->auth_cmds.Add();
+    if (auth.Check(token[0], token[1])) {
+      out->Append("STORED\r\n");
+      outcome.authenticated = true;
+      break;
+    }
+    stats->auth_errors.Add();
+    out->Append("CLIENT_ERROR authentication failure\r\n");
+  }
+  return outcome;
+}
+
+}  // namespace herdless
