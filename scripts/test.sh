@@ -134,6 +134,8 @@ run_counted "tsan: test_concurrency.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROO
   "$PYTHON" tests/integration/test_concurrency.py || stage_failed "tsan concurrency test"
 run_counted "tsan: test_stampede.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
   "$PYTHON" tests/integration/test_stampede.py || stage_failed "tsan stampede test"
+run_counted "tsan: test_tls.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
+  "$PYTHON" tests/integration/test_tls.py || stage_failed "tsan tls test"
 run_counted "tsan: soak, 20 s" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
   "$PYTHON" tests/integration/soak.py 20 || stage_failed "tsan soak"
 

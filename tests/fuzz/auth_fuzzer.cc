@@ -1,0 +1,140 @@
+// libFuzzer target for -Y: the authentication exchange (ProcessAsciiAuth) and
+// the password file reader (AuthFile::Parse). The first input byte picks the
+// mode and how the rest is cut into chunks.
+//   - file mode (byte 0 even, below 16): the rest is a password file; a parse
+//     that succeeds must find each of its own "user:password" lines again.
+//   - exchange mode: the rest is a client's byte stream before authentication,
+//     fed whole and chunk by chunk, the way a connection feeds it (append,
+//     process, drop what was consumed) against a fixed file. Checked: every
+//     reply line is one of memcached's five; nothing is consumed past the
+//     input; authentication only ever follows a STORED reply; the chunked run
+//     answers exactly as the whole run (up to a close the chunked run may
+//     reach earlier on a line that has no newline yet).
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "protocol/auth.h"
+
+namespace herdless {
+namespace {
+
+std::string Drain(ReplyBuffer* out) {
+  std::string s;
+  while (!out->empty()) {
+    struct iovec iov[16];
+    int n = out->FillIovecs(iov, 16);
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) {
+      s.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+      total += iov[i].iov_len;
+    }
+    out->Consume(total);
+  }
+  return s;
+}
+
+void CheckReplies(std::string_view replies) {
+  static constexpr std::string_view kReplies[] = {
+      "STORED\r\n", "CLIENT_ERROR unauthenticated\r\n", "CLIENT_ERROR authentication failure\r\n",
+      "CLIENT_ERROR bad command line termination\r\n",
+      "CLIENT_ERROR bad authentication token format\r\n"};
+  while (!replies.empty()) {
+    bool known = false;
+    for (std::string_view r : kReplies) {
+      if (replies.substr(0, r.size()) == r) {
+        replies.remove_prefix(r.size());
+        known = true;
+        break;
+      }
+    }
+    if (!known) std::abort();
+  }
+}
+
+struct Run {
+  std::string replies;
+  bool authenticated = false;
+  bool closed = false;
+};
+
+// Feeds `stream` in pieces of `chunk` bytes (0 = whole).
+Run Feed(const AuthFile& auth, std::string_view stream, size_t chunk) {
+  Run run;
+  ThreadStats stats;
+  ReplyBuffer out;
+  std::string buffer;
+  size_t fed = 0;
+  while (!run.authenticated && !run.closed) {
+    if (fed == stream.size() && buffer.empty()) break;
+    const size_t take = chunk == 0 ? stream.size() - fed : std::min(chunk, stream.size() - fed);
+    buffer.append(stream.substr(fed, take));
+    fed += take;
+    AuthOutcome o = ProcessAsciiAuth(buffer, auth, &out, &stats, SIZE_MAX, 1 << 30);
+    if (o.consumed > buffer.size()) std::abort();
+    buffer.erase(0, o.consumed);
+    run.authenticated = o.authenticated;
+    run.closed = o.close;
+    if (take == 0 && o.consumed == 0) break;   // all fed, the rest is incomplete
+  }
+  run.replies = Drain(&out);
+  CheckReplies(run.replies);
+  if (run.authenticated && run.replies.size() < 8) std::abort();
+  if (run.authenticated && run.replies.substr(run.replies.size() - 8) != "STORED\r\n") std::abort();
+  if (stats.auth_errors.Get() > stats.auth_cmds.Get()) std::abort();
+  return run;
+}
+
+void FileMode(std::string_view text) {
+  AuthFile auth;
+  std::string error;
+  if (!auth.Parse(text, &error)) {
+    if (error.empty()) std::abort();
+    return;
+  }
+  if (auth.size() == 0) std::abort();
+  // Each line's own credentials are accepted.
+  while (!text.empty()) {
+    size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    size_t colon = line.find(':');
+    if (!auth.Check(line.substr(0, colon), line.substr(colon + 1))) std::abort();
+  }
+}
+
+}  // namespace
+}  // namespace herdless
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace herdless;
+  if (size < 1) return 0;
+  const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
+  if (data[0] < 16 && data[0] % 2 == 0) {
+    FileMode(rest);
+    return 0;
+  }
+  static const AuthFile* auth = [] {
+    auto* a = new AuthFile;
+    std::string error;
+    if (!a->Parse("alice:s3cret\nbob:hunter2\ncarol:\n", &error)) std::abort();
+    return a;
+  }();
+  const size_t chunk = 1 + data[0] % 37;
+  const Run whole = Feed(*auth, rest, 0);
+  const Run pieces = Feed(*auth, rest, chunk);
+  if (pieces.closed && !whole.closed) {
+    // The chunked run may hang up on a line before its newline arrived.
+    if (whole.replies.substr(0, pieces.replies.size()) != pieces.replies) std::abort();
+    return 0;
+  }
+  if (whole.replies != pieces.replies || whole.authenticated != pieces.authenticated ||
+      whole.closed != pieces.closed) {
+    std::abort();
+  }
+  return 0;
+}
