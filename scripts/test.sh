@@ -2,7 +2,7 @@
 # The whole test gate: release build + `make check` (unit + integration tests) + a check that
 # the release tarball carries every file of the checkout, then an
 # ASan/UBSan build (no jemalloc) running the same tests against the instrumented daemon plus
-# a 20 s soak; a ThreadSanitizer build running the unit tests, the concurrency and stampede
+# a 20 s soak; a ThreadSanitizer build running the unit tests, the concurrency, stampede and TLS
 # tests and a 20 s soak; then every libFuzzer target for 15 s (scripts/fuzz.sh; scripts/soak.sh and
 # scripts/fuzz.sh run longer). Stops at the first failing stage. The last line is always
 # "N passed, N failed", counting test programs (unit_tests, each tests/integration/test_*.py,
