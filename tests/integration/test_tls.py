@@ -238,7 +238,7 @@ def hostile(r, c):
 
     stalled = []
     for i in range(300):
-        s = socket.create_connection(("127.0.0.1", daemon.port), timeout=harness.TIMEOUT, default_noreply=False)
+        s = socket.create_connection(("127.0.0.1", daemon.port), timeout=harness.TIMEOUT)
         if i % 3 == 1:
             s.sendall(hello[: len(hello) // 2])  # half a ClientHello, then silence
         elif i % 3 == 2:
