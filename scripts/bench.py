@@ -10,6 +10,10 @@ Debian's memcaslap (fewer figures; said in the output).
 
 --self runs herdless against a second herdless process instead (an A/A run):
 the spread of its ratios around 1.00 is the noise floor of this machine.
+
+--tls runs both servers with -Z and the same certificate (a CA and a server
+certificate made here with `openssl req`), memtier_benchmark with --tls
+--cacert; the fill and flush go through a notls: listener. memtier only.
 """
 import argparse
 import json
@@ -65,6 +69,25 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def make_certs(directory):
+    """A CA and a server certificate for 127.0.0.1 it signs; returns (ca, cert, key) paths."""
+    def run(*args):
+        subprocess.run(["openssl"] + list(args), cwd=directory, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=bench CA",
+        "-keyout", "ca.key", "-out", "ca.pem")
+    run("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+        "-keyout", "server.key", "-out", "server.csr")
+    with open(os.path.join(directory, "server.ext"), "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\n")
+    run("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-set_serial", "1",
+        "-days", "2", "-extfile", "server.ext", "-out", "server.pem")
+    os.chmod(directory, 0o755)
+    for name in os.listdir(directory):
+        os.chmod(os.path.join(directory, name), 0o644)
+    return tuple(os.path.join(directory, n) for n in ("ca.pem", "server.pem", "server.key"))
+
+
 def flush(port):
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
         s.sendall(b"flush_all\r\n")
@@ -72,11 +95,12 @@ def flush(port):
 
 
 class Server:
-    def __init__(self, name, argv, port, cpus):
+    def __init__(self, name, argv, port, cpus, plain_port=None):
         self.name, self.port = name, port
+        self.plain_port = plain_port or port   # fill and flush (a notls: listener with --tls)
         prefix = ["taskset", "-c", cpus] if cpus else []
         self.proc = subprocess.Popen(prefix + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_listening(port, self.proc)
+        wait_listening(self.plain_port, self.proc)
 
     def stop(self):
         self.proc.terminate()
@@ -86,13 +110,13 @@ class Server:
             self.proc.kill()
 
 
-def memtier_run(tool, port, preset_args, seconds, conns, cpus, fill=False):
+def memtier_run(tool, port, preset_args, seconds, conns, cpus, fill=False, tls_args=()):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
         out = tf.name
     argv = ([ "taskset", "-c", cpus] if cpus else []) + [
         tool, "-s", "127.0.0.1", "-p", str(port), "--protocol=memcache_text",
         "-t", "1", "-c", str(conns), "--key-prefix=k:", "--key-minimum=1",
-        f"--key-maximum={KEYS}", "--hide-histogram", f"--json-out-file={out}"]
+        f"--key-maximum={KEYS}", "--hide-histogram", f"--json-out-file={out}"] + list(tls_args)
     if fill:
         size = [a for a in preset_args if a.startswith("--data-size")]
         argv += ["--ratio=1:0", "--key-pattern=P:P", "--requests=allkeys"] + size
@@ -146,6 +170,8 @@ def main():
     ap.add_argument("--memcached", default="/usr/bin/memcached")
     ap.add_argument("--self", action="store_true",
                     help="baseline is a second herdless (A/A: shows the noise floor)")
+    ap.add_argument("--tls", action="store_true",
+                    help="both servers with -Z and one certificate, memtier with --tls --cacert")
     args = ap.parse_args()
     base = "herdless2" if args.self else "memcached"
     base_bin = args.herdless if args.self else args.memcached
@@ -160,11 +186,28 @@ def main():
           "memcaslap (memtier_benchmark not found: no latency percentiles, no hit counts)"))
 
     user = ["-u", "nobody"] if os.geteuid() == 0 else []
-    common = ["-l", "127.0.0.1", "-t", str(args.threads), "-m", str(args.memory), "-c", "4096"] + user
+    common = ["-t", str(args.threads), "-m", str(args.memory), "-c", "4096"] + user
+    tls_args = []
     pa, pb = free_port(), free_port()
+    plain = {pa: None, pb: None}
+    if args.tls:
+        if not tool:
+            sys.exit("--tls needs memtier_benchmark (MEMTIER=/opt/memtier/bin/memtier_benchmark)")
+        certdir = tempfile.mkdtemp(prefix="bench-certs-")
+        ca, cert, key = make_certs(certdir)
+        common += ["-Z", "-o", f"ssl_chain_cert={cert},ssl_key={key}"]
+        tls_args = ["--tls", f"--cacert={ca}"]
+        plain = {pa: free_port(), pb: free_port()}
+        print(f"TLS: both servers -Z with {cert}; memtier --tls --cacert {ca}")
+
+    def listen(port):
+        entries = ["127.0.0.1"] + ([f"notls:127.0.0.1:{plain[port]}"] if plain[port] else [])
+        return ["-p", str(port), "-l", ",".join(entries)]
+
     servers = {
-        base: Server(base, [base_bin, "-p", str(pa)] + common, pa, server_cpus),
-        "herdless": Server("herdless", [args.herdless, "-p", str(pb)] + common, pb, server_cpus),
+        base: Server(base, [base_bin] + listen(pa) + common, pa, server_cpus, plain[pa]),
+        "herdless": Server("herdless", [args.herdless] + listen(pb) + common, pb, server_cpus,
+                           plain[pb]),
     }
     print(f"servers: {base} {base_bin}, herdless {args.herdless}; "
           f"flags: {' '.join(common)}")
@@ -176,14 +219,15 @@ def main():
                   f"{args.conns} connections")
             results = {base: [], "herdless": []}
             for srv in servers.values():
-                flush(srv.port)
+                flush(srv.plain_port)
                 if tool:
-                    memtier_run(tool, srv.port, preset_args, 0, args.conns, load_cpus, fill=True)
+                    memtier_run(tool, srv.plain_port, preset_args, 0, args.conns, load_cpus, fill=True)
             for r in range(args.rounds):
                 for srv in servers.values():
                     cpu0 = cpu_seconds(srv.proc.pid)
                     if tool:
-                        res = memtier_run(tool, srv.port, preset_args, args.seconds, args.conns, load_cpus)
+                        res = memtier_run(tool, srv.port, preset_args, args.seconds, args.conns, load_cpus,
+                                          tls_args=tls_args)
                     else:
                         res = memcaslap_run(srv.port, preset_args, args.seconds, args.conns, load_cpus)
                     cpu = cpu_seconds(srv.proc.pid) - cpu0

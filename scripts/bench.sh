@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A/B benchmark of herdless against Debian's memcached (see docs/benchmarks.md).
 # Builds herdless optimised, then runs scripts/bench.py; arguments pass through,
-# e.g. scripts/bench.sh --presets a,b --rounds 3 --seconds 10.
+# e.g. scripts/bench.sh --presets a,b --rounds 3 --seconds 10; --tls runs both servers with
+# -Z and one certificate and memtier with --tls --cacert.
 # Load generator: memtier_benchmark from $MEMTIER or PATH, else memcaslap.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
