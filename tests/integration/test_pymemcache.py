@@ -22,7 +22,7 @@ def body(r):
     r.equal(client.get("a"), b"hello", "get returns the stored value")
     r.equal(client.get("missing"), None, "get of a missing key returns None")
     r.equal(client.get("missing", default=b"dflt"), b"dflt", "get returns the default on miss")
-    r.equal(client.set("f", b"x", flags=123456), True, "set with flags")
+    r.equal(client.set("f", b"x", flags=123456, noreply=False), True, "set with flags")
     with harness.Conn(daemon.port) as raw:
         r.equal(raw.call(b"get f\r\n", b"END\r\n"), b"VALUE f 123456 1\r\nx\r\nEND\r\n",
                 "flags set through the client come back on the VALUE line")
