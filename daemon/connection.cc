@@ -465,9 +465,14 @@ void Connection::UpdateEvents(bool more_input) {
   } else if (stalled_since_s_ == 0) {
     stalled_since_s_ = CoarseNowSeconds();
   }
-  SetWriting(!output_.empty() || tls_read_wants_write_);
-  SetReading((!peer_closed_ && !close_after_write_ && !draining_ && !backlogged && !input_->full()) ||
-             (tls_write_wants_read_ && !peer_closed_));
+  bool write = !output_.empty();
+  bool read = !peer_closed_ && !close_after_write_ && !draining_ && !backlogged && !input_->full();
+  if (tls_ != nullptr) {
+    write = write || tls_read_wants_write_;
+    read = read || (tls_write_wants_read_ && !peer_closed_);
+  }
+  SetWriting(write);
+  SetReading(read);
   if (tls_ != nullptr && reading_ && !peer_closed_ && tls_->HasBufferedInput()) {
     // Decrypted bytes wait inside OpenSSL: no socket event will say so.
     event_active(read_event_, EV_READ, 0);
