@@ -196,6 +196,7 @@ class Parser {
   bool wait_timeout_set_ = false;
   bool tcp_specified_ = false;
   bool udp_specified_ = false;
+  bool protocol_specified_ = false;   // -B given
 };
 
 bool Parser::Run(int argc, char** argv) {
@@ -389,6 +390,7 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
       if (!ParseInt(value, 1, 1 << 30, &p.backlog)) return Fail("invalid listen backlog " + Quote(value));
       return true;
     case 'B':
+      protocol_specified_ = true;
       if (value == "auto") {
         p.binding_protocol = BindingProtocol::kAuto;
       } else if (value == "ascii") {
@@ -596,6 +598,16 @@ bool Parser::Finish() {
   // memcached: -U without -p serves TCP on the UDP port too.
   if (udp_specified_ && p.udp_port != 0 && !tcp_specified_) p.tcp_port = p.udp_port;
   if (p.tcp_port > 65535) return Fail("ERROR: Invalid port number " + std::to_string(p.tcp_port) + ".");
+
+  if (!p.auth_file.empty()) {
+    // memcached: ASCII authentication speaks ASCII only, and never over UDP.
+    if (!protocol_specified_) {
+      p.binding_protocol = BindingProtocol::kAscii;
+    } else if (p.binding_protocol != BindingProtocol::kAscii) {
+      return Fail("ERROR: You cannot allow the BINARY protocol while using ascii authentication tokens.");
+    }
+    if (p.udp_port != 0) return Fail("Cannot use UDP with ascii authentication enabled (-U 0 to disable)");
+  }
 
   if (!wait_timeout_set_) {
     // A parked reader must be answered even when leases never time out.

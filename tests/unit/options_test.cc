@@ -400,6 +400,12 @@ TEST(OptionsTest, AuthFileIsKept) {
   Parsed p = Parse({"-Y", "/etc/auth"});
   ASSERT_TRUE(p.ok) << p.error;
   EXPECT_EQ(p.options.protocol.auth_file, "/etc/auth");
+  // memcached: -Y speaks ASCII only.
+  EXPECT_EQ(p.options.protocol.binding_protocol, BindingProtocol::kAscii);
+  EXPECT_TRUE(Parse({"-Y", "/etc/auth", "-B", "ascii"}).ok);
+  EXPECT_EQ(Parse({"-Y", "/etc/auth", "-B", "auto"}).error,
+            "ERROR: You cannot allow the BINARY protocol while using ascii authentication tokens.");
+  EXPECT_FALSE(Parse({"-B", "binary", "-Y", "/etc/auth"}).ok);
   EXPECT_FALSE(Parse({"--auth-file="}).ok);
 }
 
