@@ -487,12 +487,22 @@ void Server::AcceptFrom(Listener* listener) {
 
 void Server::OnSignal(int signo, short, void* arg) { static_cast<Server*>(arg)->BeginShutdown(); }
 
-// SIGHUP (systemd's ExecReload). memcached re-reads its -Y auth file here; no
-// file herdless reads at start changes its behaviour after it yet, so a reload
-// is acknowledged and logged and changes nothing.
-void Server::OnReload(int, short, void*) {
+// SIGHUP (systemd's ExecReload): memcached re-reads its -Y auth file here, and
+// so does herdless. A file that no longer loads keeps the old passwords.
+void Server::OnReload(int, short, void* arg) {
+  Server* s = static_cast<Server*>(arg);
   NotifyReloading();
-  Log(LogLevel::kNotice, "SIGHUP: nothing to reload");
+  if (s->auth_ != nullptr) {
+    std::string error;
+    if (s->auth_->Load(s->options_.protocol.auth_file, &error)) {
+      Log(LogLevel::kNotice, "SIGHUP: reloaded the authfile [%s] (%zu entries)",
+          s->options_.protocol.auth_file.c_str(), s->auth_->size());
+    } else {
+      Log(LogLevel::kWarning, "SIGHUP: %s; the previous passwords stay in force", error.c_str());
+    }
+  } else {
+    Log(LogLevel::kNotice, "SIGHUP: nothing to reload");
+  }
   NotifyReady("reloaded");
 }
 

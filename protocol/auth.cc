@@ -75,8 +75,14 @@ bool AuthFile::Parse(std::string_view text, std::string* error) {
     *error = "has no 'user:password' entry: nobody could authenticate";
     return false;
   }
+  std::lock_guard<std::mutex> lock(mutex_);
   entries_ = std::move(entries);
   return true;
+}
+
+size_t AuthFile::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
 }
 
 bool AuthFile::Load(const std::string& path, std::string* error) {
@@ -108,6 +114,7 @@ bool AuthFile::Check(std::string_view user, std::string_view password) const {
   // Every entry is compared in full: the time says nothing about which user
   // exists or how much of a password matched.
   bool found = false;
+  std::lock_guard<std::mutex> lock(mutex_);
   for (const Entry& e : entries_) {
     const bool user_ok = ConstantTimeEquals(user, e.user);
     const bool password_ok = ConstantTimeEquals(password, e.password);

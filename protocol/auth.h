@@ -4,6 +4,8 @@
 // AuthFile holds the "user:password" lines of the -Y file. Check() compares a
 // candidate against every entry in time that depends only on the candidate's
 // length and the number of entries, never on where a secret first differs.
+// Thread-safe: Load() (SIGHUP) may replace the entries while workers Check();
+// a load that fails keeps the entries it had.
 //
 // ProcessAsciiAuth() is the exchange a -Y connection must pass before any
 // other command runs: a pure function over the connection's input buffer.
@@ -11,6 +13,7 @@
 #define HERDLESS_PROTOCOL_AUTH_H_
 
 #include <cstddef>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,14 +33,15 @@ class AuthFile {
   bool Parse(std::string_view text, std::string* error);
 
   bool Check(std::string_view user, std::string_view password) const;
-  size_t size() const { return entries_.size(); }
+  size_t size() const;
 
  private:
   struct Entry {
     std::string user;
     std::string password;
   };
-  std::vector<Entry> entries_;
+  mutable std::mutex mutex_;
+  std::vector<Entry> entries_;   // guarded by mutex_
 };
 
 // Equal bytes, in time that depends on candidate.size() only.

@@ -3,14 +3,16 @@
 command kind is answered CLIENT_ERROR unauthenticated and changes nothing (checked from a
 second, authenticated connection); a wrong password is CLIENT_ERROR authentication failure;
 auth_cmds and auth_errors count; pymemcache authenticates with a plain set; -Y over TLS;
-a missing or empty file stops the daemon at start. TEST_AGAINST=memcached runs the shared
+SIGHUP re-reads the file; a missing or empty file stops the daemon at start. TEST_AGAINST=memcached runs the shared
 checks on memcached (which answers only the first of several pipelined refused lines, and
 starts with an empty file).
 """
 
 import os
+import signal
 import subprocess
 import tempfile
+import time
 
 import certs
 import harness
@@ -156,6 +158,39 @@ def over_tls(r, path):
     daemon.stop()
 
 
+def sighup_reloads(r):
+    """As memcached: SIGHUP re-reads the -Y file; a broken file keeps the passwords."""
+    path = auth_file("alice:s3cret\n")
+    daemon = harness.start_target(["-Y", path])
+    with open(path, "w") as f:
+        f.write("alice:rotated\n")
+    daemon.proc.send_signal(signal.SIGHUP)
+    ok = False
+    deadline = time.monotonic() + harness.TIMEOUT
+    while not ok and time.monotonic() < deadline:   # the reload is asynchronous
+        with harness.Conn(daemon.port) as conn:
+            ok = login(conn, b"alice", b"rotated") == b"STORED\r\n"
+        time.sleep(0.05)
+    r.check(ok, "after SIGHUP the new password authenticates")
+    with harness.Conn(daemon.port) as conn:
+        r.equal(login(conn), b"CLIENT_ERROR authentication failure\r\n",
+                "and the old one no longer does")
+    if HERDLESS:
+        with open(path, "w") as f:
+            f.write("no colon here\n")
+        daemon.proc.send_signal(signal.SIGHUP)
+        # Wait for the warning, then check the passwords did not change.
+        deadline = time.monotonic() + harness.TIMEOUT
+        while "previous passwords stay" not in daemon.log_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r.check("previous passwords stay" in daemon.log_text(), "a broken file is reported")
+        with harness.Conn(daemon.port) as conn:
+            r.equal(login(conn, b"alice", b"rotated"), b"STORED\r\n",
+                    "and the passwords in force stay")
+    daemon.stop()
+    os.unlink(path)
+
+
 def fails_closed(r):
     if not HERDLESS:
         return
@@ -184,6 +219,7 @@ def body(r):
     daemon.stop()
     over_tls(r, path)
     os.unlink(path)
+    sighup_reloads(r)
 
 
 if __name__ == "__main__":

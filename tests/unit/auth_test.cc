@@ -23,11 +23,9 @@ std::string Drain(ReplyBuffer* out) {
   return s;
 }
 
-AuthFile Users() {
-  AuthFile auth;
+void Users(AuthFile* auth) {
   std::string error;
-  EXPECT_TRUE(auth.Parse("alice:secret\nbob:hunter2 with spaces\r\n\ncarol:\n", &error)) << error;
-  return auth;
+  EXPECT_TRUE(auth->Parse("alice:secret\nbob:hunter2 with spaces\r\n\ncarol:\n", &error)) << error;
 }
 
 TEST(ConstantTimeEqualsTest, ComparesBytesAndLengths) {
@@ -42,7 +40,8 @@ TEST(ConstantTimeEqualsTest, ComparesBytesAndLengths) {
 }
 
 TEST(AuthFileTest, ParsesMemcachedsFormat) {
-  AuthFile auth = Users();
+  AuthFile auth;
+  Users(&auth);
   EXPECT_EQ(auth.size(), 3u);
   EXPECT_TRUE(auth.Check("alice", "secret"));
   EXPECT_TRUE(auth.Check("bob", "hunter2 with spaces"));   // the rest of the line, \r dropped
@@ -125,7 +124,8 @@ TEST(ProcessAsciiAuthTest, Table) {
       {"set a 0 0 5000\r\n", "CLIENT_ERROR authentication failure\r\n", 0, false, true, 1, 1},
   };
   for (const auto& c : cases) {
-    AuthFile auth = Users();
+    AuthFile auth;
+  Users(&auth);
     ThreadStats stats;
     ReplyBuffer out;
     const std::string input = c.input;
@@ -140,7 +140,8 @@ TEST(ProcessAsciiAuthTest, Table) {
 }
 
 TEST(ProcessAsciiAuthTest, JunkWithoutNewlineIsClosedAndLinesAreBounded) {
-  AuthFile auth = Users();
+  AuthFile auth;
+  Users(&auth);
   ThreadStats stats;
   ReplyBuffer out;
   const std::string junk(kMaxAuthLine + 1, 'x');
