@@ -162,6 +162,10 @@ def sighup_reloads(r):
     """As memcached: SIGHUP re-reads the -Y file; a broken file keeps the passwords."""
     path = auth_file("alice:s3cret\n")
     daemon = harness.start_target(["-Y", path])
+    # A served request shows the event loop runs: a SIGHUP before its handler is
+    # installed would be ignored (the listeners accept from the moment they bind).
+    with harness.Conn(daemon.port) as conn:
+        r.equal(login(conn), b"STORED\r\n", "before SIGHUP the first password authenticates")
     with open(path, "w") as f:
         f.write("alice:rotated\n")
     daemon.proc.send_signal(signal.SIGHUP)
