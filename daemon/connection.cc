@@ -404,7 +404,7 @@ ProcessOutcome Connection::RunExecutor(int max_requests, const WaitTicket* park)
   }
   if (wire_ == Wire::kBinary) {
     return worker_->binary_executor().Process(input_->view(), &output_, config.max_output,
-                                              max_requests, park);
+                                              max_requests, park, &binary_session_);
   }
   return worker_->executor().Process(input_->view(), &output_, config.max_output, max_requests,
                                      park);

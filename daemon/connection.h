@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "protocol/binary_executor.h"
 #include "protocol/reply.h"
 #include "protocol/server_info.h"
 
@@ -132,6 +133,7 @@ class Connection {
   bool tls_read_wants_write_ = false; // SSL_read needs the socket writable first
   bool tls_write_wants_read_ = false; // SSL_write needs the socket readable first
   bool authenticated_;                // false until -Y's exchange succeeds
+  BinarySession binary_session_;      // -S: SASL state of a binary connection
   const int64_t accepted_s_;
 
   std::unique_ptr<InputBuffer> input_;

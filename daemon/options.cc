@@ -409,7 +409,8 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
       return true;
     }
     case 'S':
-      return Fail("This server is not built with SASL support.");
+      p.sasl_enabled = true;
+      return true;
     case 'F':
       p.flush_enabled = false;
       return true;
@@ -599,6 +600,16 @@ bool Parser::Finish() {
   if (udp_specified_ && p.udp_port != 0 && !tcp_specified_) p.tcp_port = p.udp_port;
   if (p.tcp_port > 65535) return Fail("ERROR: Invalid port number " + std::to_string(p.tcp_port) + ".");
 
+  if (p.sasl_enabled) {
+    // memcached: SASL is binary only, and never over UDP.
+    if (!p.auth_file.empty()) return Fail("ERROR: -S (binary SASL) and -Y (ASCII authentication) exclude each other.");
+    if (!protocol_specified_) {
+      p.binding_protocol = BindingProtocol::kBinary;
+    } else if (p.binding_protocol != BindingProtocol::kBinary) {
+      return Fail("ERROR: You cannot allow the ASCII protocol while using SASL.");
+    }
+    if (p.udp_port != 0) return Fail("ERROR: Cannot enable UDP while using binary SASL authentication.");
+  }
   if (!p.auth_file.empty()) {
     // memcached: ASCII authentication speaks ASCII only, and never over UDP.
     if (!protocol_specified_) {
@@ -712,6 +723,8 @@ std::string UsageText() {
   line("-B, --protocol=<name>     protocol - one of ascii, binary, or auto (default: auto-negotiate)");
   line("-I, --max-item-size=<num> adjusts max item size");
   line("                          (default: 1m, min: 1k, max: 1024m)");
+  line("-S, --enable-sasl         turn on Sasl authentication (binary protocol, PLAIN;");
+  line("                          user:password lines in the file $MEMCACHED_SASL_PWDB names)");
   line("-F, --disable-flush-all   disable flush_all command");
   line("-Y, --auth-file=<file>    enable ASCII protocol authentication. format:");
   line("                          user:pass\\nuser2:pass2\\n");

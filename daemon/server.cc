@@ -156,6 +156,17 @@ bool Server::LoadCredentials(std::string* error) {
     auth_ = std::make_unique<AuthFile>();
     if (!auth_->Load(options_.protocol.auth_file, error)) return false;
   }
+  if (options_.protocol.sasl_enabled) {
+    // memcached falls back to Cyrus SASL's own databases; herdless has only
+    // memcached's plain file, so without it -S would let nobody in.
+    const char* pwdb = std::getenv("MEMCACHED_SASL_PWDB");
+    if (pwdb == nullptr || *pwdb == '\0') {
+      *error = "ERROR: -S needs MEMCACHED_SASL_PWDB=<file> (user:password lines)";
+      return false;
+    }
+    sasl_pwdb_ = std::make_unique<AuthFile>();
+    if (!sasl_pwdb_->Load(pwdb, error, AuthFile::Format::kSaslPwdb)) return false;
+  }
   return true;
 }
 
@@ -336,6 +347,7 @@ int Server::Run() {
   worker_config.tls = tls_.get();
   worker_config.handshake_timeout_s = p.tls.handshake_timeout_s;
   worker_config.auth = auth_.get();
+  worker_config.sasl_pwdb = sasl_pwdb_.get();
 
   // Workers start with every signal blocked, so signals reach the main loop.
   sigset_t all, previous;

@@ -98,6 +98,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   Options options_;
   std::unique_ptr<TlsContext> tls_;    // -Z
   std::unique_ptr<AuthFile> auth_;     // -Y
+  std::unique_ptr<AuthFile> sasl_pwdb_;  // -S: MEMCACHED_SASL_PWDB
   SystemClock clock_;
   DefaultRandom random_;
   std::unique_ptr<ItemStore> store_;

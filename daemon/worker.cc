@@ -29,7 +29,7 @@ Worker::Worker(int id, const WorkerConfig& config, ItemStore* store, ServerInfo*
       server_(server),
       counters_(counters),
       executor_(store, server, &stats_),
-      binary_executor_(store, server, &stats_) {}
+      binary_executor_(store, server, &stats_, config.sasl_pwdb) {}
 
 Worker::~Worker() {
   // The thread has ended: tasks it never ran may still hold sockets.

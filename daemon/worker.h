@@ -54,6 +54,7 @@ struct WorkerConfig {
   TlsContext* tls = nullptr;      // -Z: sessions for connections from TLS listeners
   int handshake_timeout_s = 10;   // close a TLS handshake unfinished after this
   const AuthFile* auth = nullptr; // -Y: connections must authenticate first
+  const AuthFile* sasl_pwdb = nullptr;  // -S: binary connections must pass SASL first
 };
 
 // Monotonic seconds, cheap (coarse clock): connection idle times.

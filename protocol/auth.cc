@@ -53,7 +53,7 @@ bool ConstantTimeEquals(std::string_view candidate, std::string_view secret) {
   return diff == 0;
 }
 
-bool AuthFile::Parse(std::string_view text, std::string* error) {
+bool AuthFile::Parse(std::string_view text, std::string* error, Format format) {
   std::vector<Entry> entries;
   size_t line_number = 0;
   while (!text.empty()) {
@@ -69,7 +69,9 @@ bool AuthFile::Parse(std::string_view text, std::string* error) {
                ". Should be 'user:password'";
       return false;
     }
-    entries.push_back(Entry{std::string(line.substr(0, colon)), std::string(line.substr(colon + 1))});
+    std::string_view password = line.substr(colon + 1);
+    if (format == Format::kSaslPwdb) password = password.substr(0, password.find(':'));
+    entries.push_back(Entry{std::string(line.substr(0, colon)), std::string(password)});
   }
   if (entries.empty()) {
     *error = "has no 'user:password' entry: nobody could authenticate";
@@ -85,10 +87,11 @@ size_t AuthFile::size() const {
   return entries_.size();
 }
 
-bool AuthFile::Load(const std::string& path, std::string* error) {
+bool AuthFile::Load(const std::string& path, std::string* error, Format format) {
+  const std::string what = format == Format::kSaslPwdb ? "SASL password database" : "authfile";
   FILE* f = std::fopen(path.c_str(), "r");
   if (f == nullptr) {
-    *error = "Could not open authfile [" + path + "] for reading, error " + std::strerror(errno);
+    *error = "Could not open " + what + " [" + path + "] for reading, error " + std::strerror(errno);
     return false;
   }
   std::string text;
@@ -99,12 +102,13 @@ bool AuthFile::Load(const std::string& path, std::string* error) {
   const int saved = errno;
   std::fclose(f);
   if (failed) {
-    *error = "Could not read authfile [" + path + "], error " + std::strerror(saved);
+    *error = "Could not read " + what + " [" + path + "], error " + std::strerror(saved);
     return false;
   }
   std::string why;
-  if (!Parse(text, &why)) {
-    *error = "Authfile [" + path + "] " + why;
+  if (!Parse(text, &why, format)) {
+    *error = (format == Format::kSaslPwdb ? "SASL password database [" : "Authfile [") + path +
+             "] " + why;
     return false;
   }
   return true;
@@ -121,6 +125,18 @@ bool AuthFile::Check(std::string_view user, std::string_view password) const {
     found |= user_ok & password_ok;
   }
   return found;
+}
+
+bool ParseSaslPlain(std::string_view message, std::string_view* user, std::string_view* password) {
+  const size_t first = message.find('\0');
+  if (first == std::string_view::npos) return false;
+  const size_t second = message.find('\0', first + 1);
+  if (second == std::string_view::npos) return false;
+  const std::string_view authzid = message.substr(0, first);
+  *user = message.substr(first + 1, second - first - 1);
+  *password = message.substr(second + 1);
+  if (user->empty() || password->find('\0') != std::string_view::npos) return false;
+  return authzid.empty() || authzid == *user;
 }
 
 AuthOutcome ProcessAsciiAuth(std::string_view input, const AuthFile& auth, ReplyBuffer* out,

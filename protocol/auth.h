@@ -1,7 +1,9 @@
 // ASCII authentication (-Y), as memcached 1.6.18 does it (authfile.c and
 // proto_text.c's try_read_command_asciiauth).
 //
-// AuthFile holds the "user:password" lines of the -Y file. Check() compares a
+// AuthFile holds the "user:password" lines of the -Y file, or of the -S
+// password database (MEMCACHED_SASL_PWDB, where a password ends at the next
+// ':' as in memcached's sasl_defs.c). Check() compares a
 // candidate against every entry in time that depends only on the candidate's
 // length and the number of entries, never on where a secret first differs.
 // Thread-safe: Load() (SIGHUP) may replace the entries while workers Check();
@@ -25,12 +27,17 @@ namespace herdless {
 
 class AuthFile {
  public:
+  enum class Format {
+    kAsciiAuth,   // -Y: the password is the rest of the line
+    kSaslPwdb,    // -S: the password ends at the next ':' (more fields may follow)
+  };
+
   // Reads `path`. False with a one-line message (which never quotes a
   // password) when the file cannot be read, has a line without ':' or an
   // empty user name, or holds no entry at all.
-  bool Load(const std::string& path, std::string* error);
+  bool Load(const std::string& path, std::string* error, Format format = Format::kAsciiAuth);
   // The same from the file's text (tests, fuzzing).
-  bool Parse(std::string_view text, std::string* error);
+  bool Parse(std::string_view text, std::string* error, Format format = Format::kAsciiAuth);
 
   bool Check(std::string_view user, std::string_view password) const;
   size_t size() const;
@@ -70,6 +77,11 @@ struct AuthOutcome {
 // and nothing else happens. Stops after a success (the rest is commands),
 // at an incomplete request, after `max_requests` lines, or once `out` holds
 // more than `max_output` bytes. Counts auth_cmds and auth_errors.
+// SASL PLAIN's message (RFC 4616): [authzid] NUL authcid NUL passwd. False
+// unless it has exactly that shape; an authzid other than empty or the user
+// itself (acting for someone else) is refused.
+bool ParseSaslPlain(std::string_view message, std::string_view* user, std::string_view* password);
+
 AuthOutcome ProcessAsciiAuth(std::string_view input, const AuthFile& auth, ReplyBuffer* out,
                              ThreadStats* stats, size_t max_output, int max_requests);
 

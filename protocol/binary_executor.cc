@@ -21,6 +21,7 @@
 #include <cstring>
 #include <utility>
 
+#include "protocol/auth.h"
 #include "protocol/binary_wire.h"
 #include "protocol/stat_writer.h"
 
@@ -61,24 +62,30 @@ void Success(ReplyBuffer* out, const BinaryRequest& req, uint64_t cas,
   out->Append(body);
 }
 
+// memcached's MAX_SASL_MECH_LEN, and its success message.
+constexpr size_t kMaxSaslMechLength = 32;
+constexpr char kAuthenticated[] = "Authenticated";
+
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
 }  // namespace
 
-BinaryExecutor::BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats* stats)
-    : store_(store), server_(server), stats_(stats) {
+BinaryExecutor::BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats* stats,
+                               const AuthFile* sasl_pwdb)
+    : store_(store), server_(server), stats_(stats), sasl_pwdb_(sasl_pwdb) {
   limits_.max_value_length = &MaxValueLengthOf;
   limits_.ctx = store_;
 }
 
 ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
                                        size_t max_output, int max_requests,
-                                       const WaitTicket* park) {
+                                       const WaitTicket* park, BinarySession* session) {
   ProcessOutcome outcome;
   int handled = 0;
   park_ = park;
+  session_ = session;
   BinaryRequest req;
   while (outcome.consumed < input.size()) {
     if (max_requests > 0 && handled >= max_requests) {
@@ -86,6 +93,10 @@ ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
       break;
     }
     if (out->pending_bytes() > max_output) break;
+    if (sasl_pwdb_ != nullptr && (session_ == nullptr || !session_->authenticated) &&
+        RefuseUnauthenticated(input.substr(outcome.consumed), out, &outcome)) {
+      break;
+    }
     const BinaryParseResult r = ParseBinaryRequest(input.data() + outcome.consumed,
                                                    input.size() - outcome.consumed, limits_, &req);
     if (r.status == ParseStatus::kNeedMore) break;
@@ -114,7 +125,68 @@ ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
     if (outcome.close) break;
   }
   park_ = nullptr;
+  session_ = nullptr;
   return outcome;
+}
+
+// -S before authentication: memcached's dispatch_bin_command answers every
+// opcode but the SASL ones and Version with "Auth failure." and closes, from
+// the header alone (nothing more of the request is read). A SASL request
+// whose body could not be a mechanism and a PLAIN message is refused so too.
+bool BinaryExecutor::RefuseUnauthenticated(std::string_view rest, ReplyBuffer* out,
+                                           ProcessOutcome* outcome) {
+  if (rest.size() < kHeaderSize || static_cast<unsigned char>(rest[0]) != kRequestMagic) {
+    return false;   // the parser waits for the header, or closes on a bad magic
+  }
+  const uint8_t opcode = static_cast<uint8_t>(rest[1]);
+  uint32_t opaque;
+  std::memcpy(&opaque, rest.data() + 12, sizeof(opaque));
+  const auto* h = reinterpret_cast<const unsigned char*>(rest.data());
+  const uint32_t bodylen = uint32_t{h[8]} << 24 | uint32_t{h[9]} << 16 | uint32_t{h[10]} << 8 | h[11];
+  const bool sasl = opcode == kSaslListMechs || opcode == kSaslAuth || opcode == kSaslStep;
+  if ((sasl || opcode == kVersion) && bodylen <= kMaxAuthPayload) return false;
+  Error(out, opcode, opaque, kAuthError);
+  outcome->consumed += kHeaderSize;
+  outcome->close = true;
+  return true;
+}
+
+// SASL Auth and Step with the PLAIN mechanism, memcached's answers: success
+// "Authenticated"; an Auth without data asks for it (Auth continue, empty);
+// an unknown mechanism, a malformed message, a wrong user or password, a
+// Step with no Auth before it, or any Auth once one succeeded, "Auth
+// failure.". Every Auth and Step first drops the connection's authentication. auth_cmds counts every
+// verdict, auth_errors the failures.
+void BinaryExecutor::SaslAuth(const BinaryRequest& req, ReplyBuffer* out) {
+  BinarySession unused;
+  BinarySession* session = session_ != nullptr ? session_ : &unused;
+  const bool step = req.command == kSaslStep;
+  if (req.key.size() > kMaxSaslMechLength) {
+    Error(out, req, kInvalidArguments);
+    return;
+  }
+  session->authenticated = false;   // memcached's init_sasl_conn
+  bool ok = false;
+  if (req.key == "PLAIN" && !session->sasl_done && (!step || session->sasl_started)) {
+    if (!step && req.value.empty()) {
+      session->sasl_started = true;
+      AppendBinaryHeader(out, req.opcode, kAuthContinue, 0, 0, 0, req.opaque, 0);
+      return;
+    }
+    std::string_view user, password;
+    ok = ParseSaslPlain(req.value, &user, &password) && sasl_pwdb_->Check(user, password);
+  }
+  session->sasl_started = false;
+  stats_->auth_cmds.Add();
+  if (ok) {
+    session->authenticated = true;
+    session->sasl_done = true;
+    AppendBinaryHeader(out, req.opcode, kSuccess, 0, 0, sizeof(kAuthenticated) - 1, req.opaque, 0);
+    out->Append(kAuthenticated);
+    return;
+  }
+  stats_->auth_errors.Add();
+  Error(out, req, kAuthError);
 }
 
 void BinaryExecutor::Execute(const BinaryRequest& req, ReplyBuffer* out,
@@ -159,12 +231,22 @@ void BinaryExecutor::Execute(const BinaryRequest& req, ReplyBuffer* out,
       Success(out, req, 0);
       outcome->close = true;
       return;
-    default:
-      // SASL opcodes: herdless has no SASL (-S), so they are unknown, as in a
-      // memcached built without it (the parser consumed their data).
-      Error(out, req, kUnknownCommand);
+    case kSaslListMechs:
+      if (sasl_pwdb_ == nullptr) break;
+      if (session_ != nullptr) session_->authenticated = false;   // memcached's init_sasl_conn
+      Success(out, req, 0, "PLAIN");
       return;
+    case kSaslAuth:
+    case kSaslStep:
+      if (sasl_pwdb_ == nullptr) break;
+      SaslAuth(req, out);
+      return;
+    default:
+      break;
   }
+  // Without -S the SASL opcodes are unknown, as in memcached without SASL
+  // (the parser consumed their data).
+  Error(out, req, kUnknownCommand);
 }
 
 // Get, GetK, Touch, GAT, GATK and the quiet ones. A hit carries the flags as

@@ -5,6 +5,10 @@
 // binary clients share one cache, one CAS space and one set of counters. One
 // per worker thread; not thread-safe. Process() has the text Executor's
 // contract (ProcessOutcome, back-pressure, -R, parking in wait mode).
+// With a SASL password database (-S), a connection's BinarySession must pass
+// SASL PLAIN (List Mechanisms / Auth / Step) before any command other than
+// those and Version runs: the others get "Auth failure." and the connection
+// closes, as in memcached.
 #ifndef HERDLESS_PROTOCOL_BINARY_EXECUTOR_H_
 #define HERDLESS_PROTOCOL_BINARY_EXECUTOR_H_
 
@@ -20,12 +24,28 @@
 
 namespace herdless {
 
+class AuthFile;
+
+// One binary connection's SASL state (-S).
+// memcached keeps one Cyrus SASL context per connection: any SASL command
+// drops the authentication it had, and a context that completed once never
+// authenticates again.
+struct BinarySession {
+  bool authenticated = false;
+  bool sasl_started = false;   // Auth PLAIN came without data: the next Step carries it
+  bool sasl_done = false;      // an Auth succeeded on this connection before
+};
+
 class BinaryExecutor {
  public:
-  BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats* stats);
+  // `sasl_pwdb`: -S's password database (nullptr: no SASL, its opcodes are unknown).
+  BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats* stats,
+                 const AuthFile* sasl_pwdb = nullptr);
 
+  // `session` is the connection's SASL state (required with -S).
   ProcessOutcome Process(std::string_view input, ReplyBuffer* out, size_t max_output,
-                         int max_requests, const WaitTicket* park = nullptr);
+                         int max_requests, const WaitTicket* park = nullptr,
+                         BinarySession* session = nullptr);
 
   // Executes one parsed request (exposed for tests).
   void Execute(const BinaryRequest& req, ReplyBuffer* out, ProcessOutcome* outcome);
@@ -38,12 +58,16 @@ class BinaryExecutor {
   void Arithmetic(const BinaryRequest& req, ReplyBuffer* out);
   void Flush(const BinaryRequest& req, ReplyBuffer* out);
   void Stat(const BinaryRequest& req, ReplyBuffer* out);
+  bool RefuseUnauthenticated(std::string_view rest, ReplyBuffer* out, ProcessOutcome* outcome);
+  void SaslAuth(const BinaryRequest& req, ReplyBuffer* out);
 
   ItemStore* store_;
   ServerInfo* server_;
   ThreadStats* stats_;
   ParserLimits limits_;
+  const AuthFile* const sasl_pwdb_;
   const WaitTicket* park_ = nullptr;   // set for the duration of Process()
+  BinarySession* session_ = nullptr;   // likewise
 };
 
 }  // namespace herdless

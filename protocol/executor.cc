@@ -578,7 +578,7 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->AddBool("cas_enabled", s.cas_enabled);
   w->AddSigned("tcp_backlog", s.backlog);
   w->Add("binding_protocol", BindingProtocolName(s.binding_protocol));
-  w->AddBool("auth_enabled_sasl", false);
+  w->AddBool("auth_enabled_sasl", s.sasl_enabled);
   w->Add("auth_enabled_ascii", s.auth_file.empty() ? std::string_view("no")
                                                    : std::string_view(s.auth_file));
   w->Add("item_size_max", s.item_size_max);

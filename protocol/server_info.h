@@ -69,6 +69,7 @@ struct ProtocolSettings {
   int backlog = 1024;
   std::string username;            // -u
   std::string auth_file;           // -Y: "" = no ASCII authentication
+  bool sasl_enabled = false;       // -S: binary SASL PLAIN against MEMCACHED_SASL_PWDB
   TlsSettings tls;
   // herdless stampede options (-o ...)
   uint32_t lease_timeout_s = 5;

@@ -8,7 +8,7 @@
 #   binary    tests/fuzz/binary_fuzzer.cc    seeds tests/fuzz/corpus/binary,  binary.dict
 #   mixed     tests/fuzz/executor_fuzzer.cc  seeds tests/fuzz/corpus/binary and executor, all dicts
 #   cgroup    tests/fuzz/cgroup_fuzzer.cc    seeds tests/fuzz/corpus/cgroup (cpu.max, /proc/self/cgroup)
-#   auth      tests/fuzz/auth_fuzzer.cc      seeds tests/fuzz/corpus/auth,     auth.dict (-Y)
+#   auth      tests/fuzz/auth_fuzzer.cc      seeds tests/fuzz/corpus/auth,     auth.dict (-Y, -S)
 # (The parser target reads every command family; the seeds and dictionary steer each run to
 # one. The executor target picks the protocol from the stream's first byte, as a connection
 # does, so "mixed" runs binary and text streams, each mutated into the other's bytes.) Every run also replays tests/fuzz/corpus/parser and tests/fuzz/corpus/regressions.

@@ -9,7 +9,8 @@ JOBS="$(nproc 2>/dev/null || echo 2)"
 DEPS=(build-essential autoconf automake libtool pkg-config libevent-dev
       libjemalloc-dev libxxhash-dev libgtest-dev googletest memcached
       libmemcached-tools python3 python3-pymemcache python3-pylibmc php-cli php-memcached
-      netcat-openbsd clang systemd groff-base nutcracker libssl-dev openssl)
+      netcat-openbsd clang systemd groff-base nutcracker libssl-dev openssl
+      libsasl2-modules sasl2-bin)
 
 die() {
   echo "error: $*" >&2

@@ -1,8 +1,12 @@
-// libFuzzer target for -Y: the authentication exchange (ProcessAsciiAuth) and
-// the password file reader (AuthFile::Parse). The first input byte picks the
-// mode and how the rest is cut into chunks.
+// libFuzzer target for -Y and -S: the authentication exchange
+// (ProcessAsciiAuth), the password file readers (AuthFile::Parse, both
+// formats) and SASL PLAIN messages (ParseSaslPlain). The first input byte
+// picks the mode and how the rest is cut into chunks.
 //   - file mode (byte 0 even, below 16): the rest is a password file; a parse
-//     that succeeds must find each of its own "user:password" lines again.
+//     that succeeds must find each of its own "user:password" lines again
+//     (-S's format: each user with the password up to the next ':').
+//   - PLAIN mode (byte 0 16..31): the rest is a PLAIN message; one that parses
+//     must put itself back together from what it was parsed into.
 //   - exchange mode: the rest is a client's byte stream before authentication,
 //     fed whole and chunk by chunk, the way a connection feeds it (append,
 //     process, drop what was consumed) against a fixed file. Checked: every
@@ -87,10 +91,19 @@ Run Feed(const AuthFile& auth, std::string_view stream, size_t chunk) {
   return run;
 }
 
-void FileMode(std::string_view text) {
+void PlainMode(std::string_view message) {
+  std::string_view user, password;
+  if (!ParseSaslPlain(message, &user, &password)) return;
+  if (user.empty() || password.find('\0') != std::string_view::npos) std::abort();
+  const std::string rebuilt1 = std::string(1, '\0') + std::string(user) + '\0' + std::string(password);
+  const std::string rebuilt2 = std::string(user) + rebuilt1;
+  if (message != rebuilt1 && message != rebuilt2) std::abort();
+}
+
+void FileMode(std::string_view text, AuthFile::Format format) {
   AuthFile auth;
   std::string error;
-  if (!auth.Parse(text, &error)) {
+  if (!auth.Parse(text, &error, format)) {
     if (error.empty()) std::abort();
     return;
   }
@@ -103,7 +116,10 @@ void FileMode(std::string_view text) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     size_t colon = line.find(':');
-    if (!auth.Check(line.substr(0, colon), line.substr(colon + 1))) std::abort();
+    std::string_view password = line.substr(colon + 1);
+    if (format == AuthFile::Format::kSaslPwdb) password = password.substr(0, password.find(':'));
+    // A user listed twice may have another password first: Check any entry.
+    if (!auth.Check(line.substr(0, colon), password)) std::abort();
   }
 }
 
@@ -115,7 +131,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const std::string_view rest(reinterpret_cast<const char*>(data) + 1, size - 1);
   if (data[0] < 16 && data[0] % 2 == 0) {
-    FileMode(rest);
+    FileMode(rest, data[0] < 8 ? AuthFile::Format::kAsciiAuth : AuthFile::Format::kSaslPwdb);
+    return 0;
+  }
+  if (data[0] >= 16 && data[0] < 32) {
+    PlainMode(rest);
     return 0;
   }
   static const AuthFile* auth = [] {

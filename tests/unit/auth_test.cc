@@ -156,5 +156,31 @@ TEST(ProcessAsciiAuthTest, JunkWithoutNewlineIsClosedAndLinesAreBounded) {
                          "CLIENT_ERROR unauthenticated\r\n");
 }
 
+TEST(AuthFileTest, SaslPasswordDatabaseEndsPasswordsAtAColon) {
+  AuthFile pwdb;
+  std::string error;
+  ASSERT_TRUE(pwdb.Parse("alice:s3cret:more:fields\nbob:x\n", &error, AuthFile::Format::kSaslPwdb));
+  EXPECT_TRUE(pwdb.Check("alice", "s3cret"));
+  EXPECT_FALSE(pwdb.Check("alice", "s3cret:more:fields"));
+  EXPECT_TRUE(pwdb.Check("bob", "x"));
+  EXPECT_FALSE(pwdb.Load("/nonexistent/pwdb", &error, AuthFile::Format::kSaslPwdb));
+  EXPECT_EQ(error.find("Could not open SASL password database [/nonexistent/pwdb]"), 0u);
+}
+
+TEST(SaslPlainTest, Shapes) {
+  using namespace std::literals;
+  std::string_view user, password;
+  EXPECT_TRUE(ParseSaslPlain("\0alice\0pw"sv, &user, &password));
+  EXPECT_EQ(user, "alice");
+  EXPECT_EQ(password, "pw");
+  EXPECT_TRUE(ParseSaslPlain("alice\0alice\0pw"sv, &user, &password));
+  EXPECT_FALSE(ParseSaslPlain("bob\0alice\0pw"sv, &user, &password));
+  EXPECT_FALSE(ParseSaslPlain("alice pw", &user, &password));
+  EXPECT_FALSE(ParseSaslPlain("\0alice"sv, &user, &password));
+  EXPECT_FALSE(ParseSaslPlain("\0\0pw"sv, &user, &password));
+  EXPECT_FALSE(ParseSaslPlain("\0a\0p\0w"sv, &user, &password));
+  EXPECT_TRUE(ParseSaslPlain("\0a\0"sv, &user, &password));   // empty password
+}
+
 }  // namespace
 }  // namespace herdless

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "protocol/auth.h"
 #include "storage/clock.h"
 #include "storage/item_store.h"
 #include "storage/random.h"
@@ -394,6 +396,115 @@ TEST_F(BinaryExecutorTest, WaitModeParksABinaryGetUntilTheSet) {
   ASSERT_EQ(after.size(), 2u);
   EXPECT_EQ(after[0].value, "new");
   EXPECT_EQ(after[1].opcode, kNoop);
+}
+
+// -S: SASL PLAIN against the password database, memcached's answers; nothing
+// but the SASL opcodes and Version before authentication.
+class BinarySaslTest : public BinaryExecutorTest {
+ protected:
+  BinarySaslTest() {
+    std::string error;
+    EXPECT_TRUE(pwdb_.Parse("alice:s3cret:extra fields\nbob:hunter2\n", &error,
+                            AuthFile::Format::kSaslPwdb)) << error;
+    sasl_ = std::make_unique<BinaryExecutor>(store_.get(), &server_, &stats_, &pwdb_);
+  }
+
+  std::vector<Response> Sasl(const std::string& in) {
+    outcome_ = sasl_->Process(in, &out_, SIZE_MAX, 0, nullptr, &session_);
+    return Decode(Drain(&out_));
+  }
+
+  static std::string Plain(std::string user, std::string password, std::string authzid = "") {
+    return authzid + std::string(1, '\0') + user + std::string(1, '\0') + password;
+  }
+
+  AuthFile pwdb_;
+  std::unique_ptr<BinaryExecutor> sasl_;
+  BinarySession session_;
+};
+
+TEST_F(BinarySaslTest, EverythingButSaslAndVersionIsRefusedBeforeAuthentication) {
+  One(Set(kSet, "k", "v"));   // through the executor without -S
+  const uint8_t refused[] = {kGet, kGetQ, kSet, kDelete, kIncrement, kFlush, kStat, kNoop, kQuit,
+                             kTouch, kAppend, 0x1b};
+  for (uint8_t op : refused) {
+    std::vector<Response> r = Sasl(Packet(op, "k", "", "", 0, 0x01020304) + Packet(kNoop));
+    ASSERT_EQ(r.size(), 1u) << int(op);
+    EXPECT_EQ(r[0].opcode, op);
+    EXPECT_EQ(r[0].status, kAuthError);
+    EXPECT_EQ(r[0].value, "Auth failure.");
+    EXPECT_EQ(r[0].opaque, 0x01020304u);
+    EXPECT_TRUE(outcome_.close) << int(op);
+  }
+  EXPECT_EQ(One(Packet(kGet, "k")).value, "v");   // nothing changed
+  std::vector<Response> r = Sasl(Packet(kVersion) + Packet(kSaslListMechs));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].value, kServerVersion);
+  EXPECT_EQ(r[1].status, kSuccess);
+  EXPECT_EQ(r[1].value, "PLAIN");
+  EXPECT_FALSE(outcome_.close);
+  EXPECT_EQ(stats_.auth_cmds.Get(), 0u);
+}
+
+TEST_F(BinarySaslTest, PlainAuthentication) {
+  const struct {
+    std::string mech, data;
+    uint16_t status;
+  } failures[] = {
+      {"PLAIN", Plain("alice", "wrong"), kAuthError},
+      {"PLAIN", Plain("alice", "s3cret:extra fields"), kAuthError},   // the password ends at ':'
+      {"PLAIN", Plain("mallory", "s3cret"), kAuthError},
+      {"PLAIN", Plain("alice", "s3cret", "bob"), kAuthError},         // acting for someone else
+      {"PLAIN", "alice s3cret", kAuthError},
+      {"CRAM-MD5", Plain("alice", "s3cret"), kAuthError},
+      {std::string(33, 'M'), "x", kInvalidArguments},
+  };
+  uint64_t errors = 0;
+  for (const auto& f : failures) {
+    std::vector<Response> r = Sasl(Packet(kSaslAuth, f.mech, "", f.data));
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0].status, f.status) << f.mech << " " << f.data;
+    EXPECT_FALSE(session_.authenticated);
+    if (f.status == kAuthError) ++errors;
+  }
+  EXPECT_EQ(stats_.auth_errors.Get(), errors);
+  EXPECT_EQ(Sasl(Packet(kSaslStep, "PLAIN", "", Plain("alice", "s3cret")))[0].status, kAuthError)
+      << "a Step with no Auth before it";
+  std::vector<Response> r = Sasl(Packet(kSaslAuth, "PLAIN", "", Plain("alice", "s3cret", "alice")) +
+                                 Packet(kGet, "k"));
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].status, kSuccess);
+  EXPECT_EQ(r[0].value, "Authenticated");
+  EXPECT_EQ(r[1].status, kKeyNotFound);   // commands run once authenticated
+  EXPECT_TRUE(session_.authenticated);
+  EXPECT_EQ(stats_.auth_cmds.Get(), errors + 2);
+  // As memcached: List Mechanisms drops the authentication, and its SASL
+  // context never succeeds twice, so the connection is refused from then on.
+  EXPECT_EQ(Sasl(Packet(kSaslListMechs))[0].value, "PLAIN");
+  EXPECT_FALSE(session_.authenticated);
+  EXPECT_EQ(Sasl(Packet(kSaslAuth, "PLAIN", "", Plain("alice", "s3cret")))[0].status, kAuthError);
+  EXPECT_FALSE(session_.authenticated);
+  EXPECT_EQ(Sasl(Packet(kGet, "k"))[0].status, kAuthError);
+  EXPECT_TRUE(outcome_.close);
+}
+
+TEST_F(BinarySaslTest, PlainInTwoSteps) {
+  std::vector<Response> r = Sasl(Packet(kSaslAuth, "PLAIN"));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, kAuthContinue);
+  EXPECT_TRUE(r[0].value.empty());
+  r = Sasl(Packet(kSaslStep, "PLAIN", "", Plain("bob", "hunter2")));
+  EXPECT_EQ(r[0].status, kSuccess);
+  EXPECT_TRUE(session_.authenticated);
+}
+
+TEST_F(BinarySaslTest, LongSaslBodiesAreRefusedFromTheHeader) {
+  // The header alone decides: the 100 KB body is never waited for.
+  std::string packet = Packet(kSaslAuth, "PLAIN", "", std::string(100000, 'x'));
+  std::vector<Response> r = Sasl(packet.substr(0, 100));
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, kAuthError);
+  EXPECT_TRUE(outcome_.close);
 }
 
 }  // namespace

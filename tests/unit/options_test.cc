@@ -337,7 +337,6 @@ TEST(OptionsTest, Transports) {
 }
 
 TEST(OptionsTest, UnsupportedFeaturesAreRefusedNotIgnored) {
-  EXPECT_FALSE(Parse({"-S"}).ok);
   EXPECT_FALSE(Parse({"-B", "carrier-pigeon"}).ok);
   EXPECT_FALSE(Parse({"-e", "/dev/shm/x"}).ok);
 }
@@ -395,6 +394,19 @@ TEST(OptionsTest, TlsRefusedWithoutTls) {
   EXPECT_EQ(Parse({"-Z"}).error, "This server is not built with TLS support.");
 }
 #endif
+
+// memcached: -S speaks binary only (its password database is read at start).
+TEST(OptionsTest, SaslIsBinaryOnly) {
+  Parsed p = Parse({"-S"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_TRUE(p.options.protocol.sasl_enabled);
+  EXPECT_EQ(p.options.protocol.binding_protocol, BindingProtocol::kBinary);
+  EXPECT_TRUE(Parse({"-S", "-B", "binary"}).ok);
+  EXPECT_EQ(Parse({"-S", "-B", "ascii"}).error,
+            "ERROR: You cannot allow the ASCII protocol while using SASL.");
+  EXPECT_FALSE(Parse({"-S", "-B", "auto"}).ok);
+  EXPECT_FALSE(Parse({"-S", "-Y", "/etc/auth"}).ok);
+}
 
 TEST(OptionsTest, AuthFileIsKept) {
   Parsed p = Parse({"-Y", "/etc/auth"});
