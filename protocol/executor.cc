@@ -462,7 +462,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("threads", snap.threads);
   w->Add("conn_yields", t.conn_yields);
   w->Add("hash_power_level", uint64_t(HashPowerLevel(ss.hash_buckets)));
-  w->Add("hash_bytes", ss.hash_buckets * sizeof(void*));
+  w->Add("hash_bytes", ss.hash_bytes);
   w->Add("hash_is_expanding", uint64_t{0});
   // No slab rebalancer, LRU crawler or maintainer thread: memcached's names, zero.
   Zeros(w, {"slab_reassign_rescues", "slab_reassign_chunk_rescues",

@@ -460,32 +460,6 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
 // ---------------------------------------------------------------------------
 // me
 
-// memcached's ITEM_ntotal for an item with a CAS: header, key and its NUL,
-// value and CRLF, client flags when non-zero.
-uint64_t MemcachedItemTotal(size_t key_len, size_t value_len, uint32_t client_flags) {
-  constexpr uint64_t kHeader = 48;
-  constexpr uint64_t kCas = 8;
-  return kHeader + key_len + 1 + value_len + 2 + (client_flags != 0 ? 4 : 0) + kCas;
-}
-
-// The slab class memcached 1.6.18 would put an item of `total` bytes in with
-// its default settings (-n 48, -f 1.25, 8-byte alignment, 512 KiB largest
-// chunk). herdless has no slabs; `me` is a debugging aid, and this keeps its
-// line the same as memcached's for the same item.
-unsigned MemcachedSlabClass(uint64_t total) {
-  constexpr double kFactor = 1.25;
-  constexpr uint64_t kLargestChunk = 512 * 1024;
-  uint64_t size = 96;   // class 1: sizeof(item) + chunk_size
-  unsigned cls = 1;
-  while (total > size) {
-    uint64_t next = static_cast<uint64_t>(size * kFactor);
-    ++cls;
-    if (next >= kLargestChunk / kFactor) return cls;   // the largest class
-    size = (next + 7) / 8 * 8;
-  }
-  return cls;
-}
-
 void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
   stats->cmd_meta.Add();
   // A look that changes nothing: no LRU bump, no fetched mark, no lease.
@@ -507,7 +481,9 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
   out->Append(" cas=");
   out->AppendNumber(r.cas);
   out->Append(r.fetched_before ? " fetch=yes" : " fetch=no");
-  const uint64_t total = MemcachedItemTotal(req.key.size(), r.value.size(), r.client_flags);
+  // memcached's size and slab class for the same item (storage/item.h), so
+  // `me` prints the line memcached prints.
+  const uint64_t total = MemcachedItemSize(req.key.size(), r.value.size(), r.client_flags);
   out->Append(" cls=");
   out->AppendNumber(MemcachedSlabClass(total));
   out->Append(" size=");

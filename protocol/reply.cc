@@ -55,13 +55,13 @@ char* ReplyBuffer::Reserve(size_t n) {
   // Bytes that continue the last segment in the same chunk extend it, so a
   // pipeline of short replies goes out as one iovec.
   if (!empty() && p != chunk.data.get()) {
-    Segment& last = segments_.back();
-    if (last.item == nullptr && last.data + last.len == p) {
+    Piece& last = segments_.back();
+    if (last.pin == nullptr && last.data + last.len == p) {
       last.len += n;
       return p;
     }
   }
-  segments_.push_back(Segment{p, n, nullptr});
+  segments_.push_back(Piece{p, n, nullptr});
   return p;
 }
 
@@ -90,7 +90,7 @@ void ReplyBuffer::AppendSignedNumber(int64_t v) {
 
 void ReplyBuffer::AppendItemBytes(ItemRef item, std::string_view bytes) {
   if (bytes.empty()) return;   // nothing to send: `item` releases its reference
-  segments_.push_back(Segment{bytes.data(), bytes.size(), item.Release()});
+  segments_.push_back(Piece{bytes.data(), bytes.size(), item.Release()});
   pending_ += bytes.size();
 }
 
@@ -105,7 +105,7 @@ int ReplyBuffer::FillIovecs(struct iovec* iov, int max) const {
 
 void ReplyBuffer::Consume(size_t n) {
   while (n > 0 && !empty()) {
-    Segment& seg = segments_[head_];
+    Piece& seg = segments_[head_];
     if (n < seg.len) {
       seg.data += n;
       seg.len -= n;
@@ -114,8 +114,8 @@ void ReplyBuffer::Consume(size_t n) {
     }
     n -= seg.len;
     pending_ -= seg.len;
-    if (seg.item != nullptr) {
-      ReleaseItem(seg.item);
+    if (seg.pin != nullptr) {
+      ReleasePin(seg.pin);
     } else {
       // Chunk segments were written in chunk order, so every chunk in front
       // of the one holding this segment is no longer referenced.
@@ -150,7 +150,7 @@ void ReplyBuffer::CompactSegments() {
 
 void ReplyBuffer::Clear() {
   for (size_t i = head_; i < segments_.size(); ++i) {
-    if (segments_[i].item != nullptr) ReleaseItem(segments_[i].item);
+    if (segments_[i].pin != nullptr) ReleasePin(segments_[i].pin);
   }
   segments_.clear();
   head_ = 0;

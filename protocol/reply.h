@@ -31,7 +31,7 @@ class ReplyBuffer {
   void Append(std::string_view s);
   void AppendNumber(uint64_t v);        // decimal
   void AppendSignedNumber(int64_t v);
-  // Sends `bytes` (which lie inside *item) without copying; takes the reference.
+  // Sends `bytes` (an item's value, which `item` keeps in place) without copying; takes the reference.
   void AppendItemBytes(ItemRef item, std::string_view bytes);
 
   // The next iovecs to write (at most `max`); returns how many were filled.
@@ -64,10 +64,10 @@ class ReplyBuffer {
   void Clear();
 
  private:
-  struct Segment {
+  struct Piece {
     const char* data;
     size_t len;
-    Item* item;      // owned reference, or nullptr for chunk bytes
+    herdless::Segment* pin;   // an ItemRef's pin on the item's memory, or nullptr for chunk bytes
   };
   struct Chunk;
   char* Reserve(size_t n);   // room for n contiguous bytes in the current chunk
@@ -76,7 +76,7 @@ class ReplyBuffer {
 
   // segments_[head_..] are owed; the vector is reused, not reallocated, as a
   // connection's replies are written and new ones appended.
-  std::vector<Segment> segments_;
+  std::vector<Piece> segments_;
   size_t head_ = 0;
   std::deque<std::unique_ptr<Chunk>> chunks_;   // chunks still referenced by segments
   std::vector<std::unique_ptr<Chunk>> spare_;   // recycled chunks

@@ -10,6 +10,8 @@ Debian's memcaslap (fewer figures; said in the output).
 
 --self runs herdless against a second herdless process instead (an A/A run):
 the spread of its ratios around 1.00 is the noise floor of this machine.
+--baseline BIN runs herdless against another herdless binary (A/B of two
+versions, e.g. before and after a change).
 
 --tls runs both servers with -Z and the same certificate (a CA and a server
 certificate made here with `openssl req`), memtier_benchmark with --tls
@@ -170,11 +172,13 @@ def main():
     ap.add_argument("--memcached", default="/usr/bin/memcached")
     ap.add_argument("--self", action="store_true",
                     help="baseline is a second herdless (A/A: shows the noise floor)")
+    ap.add_argument("--baseline", default=None,
+                    help="baseline is this herdless binary (e.g. a build of an older commit)")
     ap.add_argument("--tls", action="store_true",
                     help="both servers with -Z and one certificate, memtier with --tls --cacert")
     args = ap.parse_args()
-    base = "herdless2" if args.self else "memcached"
-    base_bin = args.herdless if args.self else args.memcached
+    base = "herdless2" if args.self else "before" if args.baseline else "memcached"
+    base_bin = args.herdless if args.self else args.baseline or args.memcached
 
     tool = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
     ncpu = os.cpu_count() or 1

@@ -155,7 +155,8 @@ def run_server(argv, ids, counted, warmup, batch, value):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workloads", default="zipf:0.99@16,zipf:0.99@64,zipf:0.8@32,uniform@32,scan:0.99@32",
+    ap.add_argument("--workloads",
+                    default="zipf:0.99@16,zipf:0.99@32,zipf:0.8@16,zipf:0.8@32,uniform@32,scan:0.99@32",
                     help="comma-separated WORKLOAD@MEGABYTES")
     ap.add_argument("--keys", type=int, default=1000000, help="distinct keys of the Zipf/uniform part")
     ap.add_argument("--requests", type=int, default=8000000, help="trace length")
@@ -166,6 +167,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2, help="-t of both servers")
     ap.add_argument("--herdless", default=os.environ.get("HERDLESS_BIN", "build/release/herdless"))
     ap.add_argument("--memcached", default="/usr/bin/memcached")
+    ap.add_argument("--herdless-memory", type=float, default=None,
+                    help="herdless's -m as a share of the workload's (e.g. 0.66: about as many "
+                         "items as memcached holds, to see the eviction policy alone)")
     ap.add_argument("--other", default=None,
                     help="compare herdless against this herdless binary instead of memcached")
     args = ap.parse_args()
@@ -185,7 +189,10 @@ def main():
         warmup = int(len(ids) * args.warmup)
         res = {}
         for name, binary in ((base_name, base_bin), ("herdless", args.herdless)):
-            res[name] = run_server([binary, "-m", mem, "-t", str(args.threads)], ids, counted,
+            m = mem
+            if name == "herdless" and args.herdless_memory:
+                m = str(max(1, round(float(mem) * args.herdless_memory)))
+            res[name] = run_server([binary, "-m", m, "-t", str(args.threads)], ids, counted,
                                    warmup, args.batch, value)
         b, h = res[base_name], res["herdless"]
         ratio = h["miss"] / b["miss"] if b["miss"] else float("nan")

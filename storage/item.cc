@@ -1,81 +1,103 @@
 #include "storage/item.h"
 
-#include <cstdlib>
-#include <cstring>
-#include <type_traits>
-
-#include "config.h"
-#include "storage/slab_allocator.h"
-
-#ifdef HERDLESS_JEMALLOC
-#include <jemalloc/jemalloc.h>
-#else
-#include <malloc.h>
-#endif
+#include <cassert>
+#include <vector>
 
 namespace herdless {
 
-size_t AllocatedSize(size_t n) {
-#ifdef HERDLESS_JEMALLOC
-  return nallocx(n, 0);
-#else
-  // glibc: chunks are 16-byte aligned with an 8-byte header.
-  return (n + 8 + 15) & ~size_t{15};
-#endif
+uint8_t FormatFor(const ItemFields& f) {
+  uint8_t fmt = 0;
+  if (f.value_len >= kShortValueLimit) fmt |= kFmtLongValue;
+  if (f.cas >= kNarrowCasLimit) fmt |= kFmtWideCas;
+  if (f.exptime != 0) fmt |= kFmtExptime;
+  if (f.client_flags != 0) fmt |= kFmtClientFlags;
+  if (f.delta_ms != 0) fmt |= kFmtDelta;
+  if (f.binary_key) fmt |= kFmtBinaryKey;
+  if (f.full_header) fmt |= kFmtWideCas | kFmtExptime | kFmtDelta;
+  return fmt;
+}
+
+size_t ItemSize(const ItemFields& f) {
+  return ItemView::LayoutOf(FormatFor(f)).key + f.key.size() + f.value_len;
+}
+
+ItemView WriteItem(char* dst, const ItemFields& f) {
+  assert(f.key.size() <= 255);
+  uint8_t fmt = FormatFor(f);
+  dst[0] = static_cast<char>(f.key.size());
+  if (fmt & kFmtLongValue) {
+    item_detail::Store32(dst + 2, f.value_len);
+  } else {
+    fmt |= static_cast<uint8_t>(f.value_len >> 8);
+    dst[2] = static_cast<char>(f.value_len & 0xff);
+  }
+  dst[1] = static_cast<char>(fmt);
+  ItemView view(dst);
+  view.set_cas(f.cas);
+  view.set_last_access(f.last_access);
+  view.set_exptime(f.exptime);
+  if (fmt & kFmtClientFlags) item_detail::Store32(dst + ItemView::LayoutOf(fmt).flags, f.client_flags);
+  view.set_delta_ms(f.delta_ms);
+  std::memcpy(dst + ItemView::LayoutOf(fmt).key, f.key.data(), f.key.size());
+  return view;
+}
+
+ItemFields ItemView::Fields() const {
+  ItemFields f;
+  f.key = key();
+  f.value_len = value_len();
+  f.cas = cas();
+  f.last_access = last_access();
+  f.exptime = exptime();
+  f.client_flags = client_flags();
+  f.delta_ms = delta_ms();
+  f.binary_key = binary_key();
+  return f;
+}
+
+// ---------------------------------------------------------------------------
+// memcached's sizes and slab classes.
+
+uint64_t MemcachedItemSize(size_t key_len, size_t value_len, uint32_t client_flags) {
+  constexpr uint64_t kHeader = 48;
+  constexpr uint64_t kCas = 8;
+  return kHeader + key_len + 1 + value_len + 2 + (client_flags != 0 ? 4 : 0) + kCas;
 }
 
 namespace {
 
-// Item is an aggregate with a trivial destructor (an implicit-lifetime type),
-// so the block is used as one directly: no placement new, whose atomic
-// initialisation would be a plain write to a refcount a page drain may be
-// reading (see AllocateItemIn).
-static_assert(std::is_trivially_destructible_v<Item> && std::is_aggregate_v<Item>);
-
-Item* BuildItem(void* mem, int slab_class, std::string_view key, uint32_t value_len) {
-  Item* item = static_cast<Item*>(mem);
-  item->hash_next = nullptr;
-  item->lru_prev = nullptr;
-  item->lru_next = nullptr;
-  item->cas = 0;
-  item->client_flags = 0;
-  item->exptime = 0;
-  item->last_access = 0;
-  item->value_len = value_len;
-  item->lease_granted_ms = 0;
-  item->delta_ms = 0;
-  item->key_len = static_cast<uint8_t>(key.size());
-  item->state = 0;
-  item->slab_class = static_cast<uint8_t>(slab_class);
-  std::memcpy(item->data, key.data(), key.size());
-  item->data[key.size() + value_len] = '\r';
-  item->data[key.size() + value_len + 1] = '\n';
-  item->refcount.store(1, std::memory_order_release);
-  return item;
+// memcached 1.6.18's slabs_init with its defaults: the first chunk is the
+// 48-byte header plus -n 48, each next one 1.25 times bigger (8-byte
+// aligned), and the last class is the 512 KiB largest chunk.
+const std::vector<uint64_t>& ChunkSizes() {
+  static const std::vector<uint64_t> sizes = [] {
+    constexpr double kFactor = 1.25;
+    constexpr uint64_t kLargestChunk = 512 * 1024;
+    std::vector<uint64_t> s = {0, 96};
+    for (;;) {
+      const uint64_t next = static_cast<uint64_t>(s.back() * kFactor);
+      if (next >= kLargestChunk / kFactor) break;
+      s.push_back((next + 7) / 8 * 8);
+    }
+    s.push_back(kLargestChunk);
+    return s;
+  }();
+  return sizes;
 }
 
 }  // namespace
 
-Item* AllocateItem(std::string_view key, uint32_t value_len, size_t* charged) {
-  const size_t n = ItemAllocSize(key.size(), value_len);
-  void* mem = std::malloc(n);
-  if (mem == nullptr) return nullptr;
-  *charged = AllocatedSize(n);
-  return BuildItem(mem, SlabAllocator::kNoClass, key, value_len);
+int MemcachedSlabClass(uint64_t item_size) {
+  const std::vector<uint64_t>& sizes = ChunkSizes();
+  for (size_t cls = 1; cls + 1 < sizes.size(); cls++) {
+    if (item_size <= sizes[cls]) return static_cast<int>(cls);
+  }
+  return static_cast<int>(sizes.size() - 1);   // the largest class (memcached chains chunks)
 }
 
-Item* AllocateItemIn(void* chunk, int slab_class, std::string_view key, uint32_t value_len) {
-  return BuildItem(chunk, slab_class, key, value_len);
-}
-
-void FreeItem(Item* item) {
-  const int slab_class = item->slab_class;
-  if (slab_class != SlabAllocator::kNoClass) SlabAllocator::Free(item);
-  else std::free(item);
-}
-
-void ReleaseItem(Item* item) {
-  if (item->refcount.fetch_sub(1, std::memory_order_acq_rel) == 1) FreeItem(item);
+uint64_t MemcachedChunkSize(int slab_class) {
+  assert(slab_class >= 1 && slab_class <= kMemcachedClasses);
+  return ChunkSizes()[static_cast<size_t>(slab_class)];
 }
 
 }  // namespace herdless

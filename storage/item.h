@@ -1,91 +1,215 @@
-// Item: one cached key/value, allocated as a single block (header, key, value,
-// "\r\n") so a reply can point an iovec straight at the value and its CRLF.
-// The bytes of a linked item never change; metadata (exptime, state bits, CAS,
-// LRU links) changes only under the owning shard's lock. Lifetime is a
-// reference count: the hash table holds one reference while the item is
-// linked, every ItemRef holds one, and the last release frees the block.
+// Item: one cached key/value in its compact form, byte-packed (no alignment,
+// no padding) where it lives: in a segment, after the item before it, or
+// alone in a jumbo segment when its value is big (storage/segments.h).
+//
+//   key_len   1 byte
+//   format    1 byte: which optional fields follow (ItemFormat), and bits 9..8
+//             of a short value length
+//   value_len 1 byte: bits 7..0 of a short value length (< 1024), or
+//             4 bytes (little-endian) with kFmtLongValue
+//   cas       6 bytes (8 with kFmtWideCas)
+//   time      4 bytes: last access, store seconds
+//   exptime   4 bytes with kFmtExptime (without: 0, never expires)
+//   flags     4 bytes with kFmtClientFlags (without: 0)
+//   delta     2 bytes with kFmtDelta: smoothed recompute time, ms (XFetch's Δ)
+//   key, value (no trailing "\r\n": the reply writer adds it)
+//
+// 13 bytes of header for a value under 1 KiB with no TTL and no client flags,
+// 17 with a TTL (memcached: 56). What is not here lives in the index slot
+// (state bits, access frequency: storage/index.h) or in a side table for the
+// rare states (a live lease's grant time, parked readers).
+//
+// The key, the value and the format of an item never change once written.
+// cas, time, exptime and delta may change in place, under the owning shard's
+// lock, when their field is present and wide enough (CanHold*); otherwise the
+// store writes a new copy of the item. Readers see item bytes only through an
+// ItemRef, which pins the segment the item lives in.
 #ifndef HERDLESS_STORAGE_ITEM_H_
 #define HERDLESS_STORAGE_ITEM_H_
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace herdless {
 
-// Bits of Item::state.
-enum ItemState : uint8_t {
-  kItemLinked = 1 << 0,       // in the hash table
-  kItemFetched = 1 << 1,      // read at least once since stored (mg h)
-  kItemStale = 1 << 2,        // invalidated (md I / ms I) or expired within stale_grace
-  kItemTokenSent = 1 << 3,    // a lease (recache right, memcached's W) is out
-  kItemNeedsValue = 1 << 4,   // a stub made by vivify/lease-get: waiting for its value
-  kItemPlaceholder = 1 << 5,  // lease-only stub: invisible to get/gets/mg without N
-  kItemBinaryKey = 1 << 6,    // stored by a meta command with a base64 key (`b`):
-                              // memcached echoes such keys in base64 ever after
+enum ItemFormat : uint8_t {
+  kFmtShortLenMask = 0x03,  // bits 9..8 of a short value length
+  kFmtDelta = 1 << 2,
+  kFmtBinaryKey = 1 << 3,   // stored by a meta command with a base64 key (`b`)
+  kFmtWideCas = 1 << 4,
+  kFmtExptime = 1 << 5,
+  kFmtClientFlags = 1 << 6,
+  kFmtLongValue = 1 << 7,
 };
 
-struct Item {
-  // Guarded by the shard lock.
-  Item* hash_next;
-  Item* lru_prev;
-  Item* lru_next;
-  uint64_t cas;
-  std::atomic<uint32_t> refcount;
-  uint32_t client_flags;
-  int32_t exptime;           // store seconds; 0 = never
-  int32_t last_access;       // store seconds
-  uint32_t value_len;        // value bytes, without the trailing "\r\n"
-  uint32_t lease_granted_ms; // store milliseconds (mod 2^32) when the lease was granted
-  uint16_t delta_ms;         // smoothed recompute time (XFetch's delta), 0 = unmeasured
-  uint8_t key_len;
-  uint8_t state;
-  uint8_t slab_class;        // SlabAllocator class of the block, 0 = malloc'd; set once
-  char data[];               // key, value, "\r\n"
+// A CAS below this is stored in 6 bytes. The store's CAS counter stays below
+// it (it wraps there: 2^48 stores, 9 years at a million a second); CAS values
+// given by clients (ms E, md E) or by a snapshot are stored whole.
+constexpr uint64_t kNarrowCasLimit = uint64_t{1} << 48;
+constexpr uint32_t kShortValueLimit = 1024;
 
-  std::string_view key() const { return {data, key_len}; }
-  std::string_view value() const { return {data + key_len, value_len}; }
-  char* value_data() { return data + key_len; }
-  // Value followed by "\r\n": what a VALUE reply sends.
-  std::string_view value_with_crlf() const { return {data + key_len, value_len + 2u}; }
+// What an item is built from.
+struct ItemFields {
+  std::string_view key;
+  uint32_t value_len = 0;
+  uint64_t cas = 0;
+  int32_t last_access = 0;    // store seconds
+  int32_t exptime = 0;        // store seconds, 0 = never
+  uint32_t client_flags = 0;
+  uint16_t delta_ms = 0;      // 0 = unmeasured (no field)
+  bool binary_key = false;
+  // Every field that can change in place is present (wide CAS, exptime,
+  // delta): for jumbo items, so that no change ever needs a copy.
+  bool full_header = false;
 };
 
-// Bytes to allocate for an item with this key and value length.
-inline size_t ItemAllocSize(size_t key_len, size_t value_len) {
-  return sizeof(Item) + key_len + value_len + 2;
+namespace item_detail {
+inline uint32_t Load32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
 }
+inline void Store32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
 
-// Allocates an unlinked item with refcount 1, copies the key, writes the
-// trailing "\r\n", and leaves the value bytes for the caller. Returns nullptr
-// when the allocator fails. `*charged` receives the bytes the allocator really
-// reserved (what memory accounting counts).
-Item* AllocateItem(std::string_view key, uint32_t value_len, size_t* charged);
+// Where each field starts, for every format byte (a table: no arithmetic on
+// the read path).
+struct Layout {
+  uint8_t cas, time, exptime, flags, delta, key;
+};
+constexpr Layout LayoutOf(unsigned fmt) {
+  Layout l{};
+  l.cas = (fmt & kFmtLongValue) ? 6 : 3;
+  l.time = static_cast<uint8_t>(l.cas + ((fmt & kFmtWideCas) ? 8 : 6));
+  l.exptime = static_cast<uint8_t>(l.time + 4);
+  l.flags = static_cast<uint8_t>(l.exptime + ((fmt & kFmtExptime) ? 4 : 0));
+  l.delta = static_cast<uint8_t>(l.flags + ((fmt & kFmtClientFlags) ? 4 : 0));
+  l.key = static_cast<uint8_t>(l.delta + ((fmt & kFmtDelta) ? 2 : 0));
+  return l;
+}
+struct LayoutTable {
+  Layout by_format[256];
+  constexpr LayoutTable() : by_format() {
+    for (unsigned f = 0; f < 256; f++) by_format[f] = LayoutOf(f);
+  }
+};
+inline constexpr LayoutTable kLayouts;
+}  // namespace item_detail
 
-// Builds the same item in `chunk`, a block of SlabAllocator class
-// `slab_class` with room for ItemAllocSize bytes. The refcount is written
-// last, with release order: whoever sees it non-zero (a page drain pinning
-// the chunk) also sees the key.
-Item* AllocateItemIn(void* chunk, int slab_class, std::string_view key, uint32_t value_len);
+// A view of an encoded item. Cheap to copy; does not own or pin the bytes.
+class ItemView {
+ public:
+  explicit ItemView(const char* p) : p_(const_cast<char*>(p)) {}
+  char* data() const { return p_; }
 
-// Size the allocator really reserves for a block of `n` bytes.
-size_t AllocatedSize(size_t n);
+  uint8_t format() const { return static_cast<uint8_t>(p_[1]); }
+  size_t key_len() const { return static_cast<uint8_t>(p_[0]); }
+  uint32_t value_len() const {
+    if (format() & kFmtLongValue) return item_detail::Load32(p_ + 2);
+    return (static_cast<uint32_t>(format() & kFmtShortLenMask) << 8) | static_cast<uint8_t>(p_[2]);
+  }
+  // Bytes before the key, and of the whole item.
+  size_t header_size() const { return layout().key; }
+  size_t size() const { return header_size() + key_len() + value_len(); }
 
-// Gives the block back to malloc or to its slab page. The refcount is 0.
-void FreeItem(Item* item);
+  std::string_view key() const { return {p_ + header_size(), key_len()}; }
+  std::string_view value() const { return {p_ + header_size() + key_len(), value_len()}; }
+  char* value_data() const { return p_ + header_size() + key_len(); }
 
-// Shared ownership of an item for readers (replies in flight). Move-only.
+  bool binary_key() const { return format() & kFmtBinaryKey; }
+  uint32_t client_flags() const {
+    return (format() & kFmtClientFlags) ? item_detail::Load32(p_ + layout().flags) : 0;
+  }
+
+  uint64_t cas() const {
+    uint64_t v = 0;
+    if (format() & kFmtWideCas) std::memcpy(&v, p_ + layout().cas, 8);
+    else std::memcpy(&v, p_ + layout().cas, 6);
+    return v;
+  }
+  bool CanHoldCas(uint64_t cas) const { return (format() & kFmtWideCas) || cas < kNarrowCasLimit; }
+  void set_cas(uint64_t cas) {
+    if (format() & kFmtWideCas) std::memcpy(p_ + layout().cas, &cas, 8);
+    else std::memcpy(p_ + layout().cas, &cas, 6);
+  }
+
+  int32_t last_access() const {
+    return static_cast<int32_t>(item_detail::Load32(p_ + layout().time));
+  }
+  void set_last_access(int32_t t) { item_detail::Store32(p_ + layout().time, static_cast<uint32_t>(t)); }
+
+  int32_t exptime() const {
+    return (format() & kFmtExptime)
+               ? static_cast<int32_t>(item_detail::Load32(p_ + layout().exptime))
+               : 0;
+  }
+  bool CanHoldExptime(int32_t exptime) const { return exptime == 0 || (format() & kFmtExptime); }
+  // Sets the TTL; the field must be there unless `exptime` is 0 (CanHoldExptime).
+  void set_exptime(int32_t exptime) {
+    if (format() & kFmtExptime) {
+      item_detail::Store32(p_ + layout().exptime, static_cast<uint32_t>(exptime));
+    }
+  }
+
+  uint16_t delta_ms() const {
+    if (!(format() & kFmtDelta)) return 0;
+    uint16_t v;
+    std::memcpy(&v, p_ + layout().delta, 2);
+    return v;
+  }
+  bool CanHoldDelta(uint16_t delta) const { return delta == 0 || (format() & kFmtDelta); }
+  void set_delta_ms(uint16_t delta) {
+    if (format() & kFmtDelta) std::memcpy(p_ + layout().delta, &delta, 2);
+  }
+
+  // Everything but the value, to build a copy with some fields changed.
+  ItemFields Fields() const;
+
+  // Where the fields start for a format byte.
+  static const item_detail::Layout& LayoutOf(uint8_t fmt) { return item_detail::kLayouts.by_format[fmt]; }
+
+ private:
+  const item_detail::Layout& layout() const { return LayoutOf(format()); }
+  char* p_;
+};
+
+// The format byte (without the short length bits) an item with these fields gets.
+uint8_t FormatFor(const ItemFields& f);
+
+// Bytes of the encoded item.
+size_t ItemSize(const ItemFields& f);
+
+// Writes the item's header and key at `dst` (ItemSize(f) bytes long); the
+// value bytes, at view.value_data(), are left to the caller.
+ItemView WriteItem(char* dst, const ItemFields& f);
+
+// The size memcached 1.6.18 gives the same item (ITEM_ntotal with a CAS:
+// 48-byte header, key and its NUL, value and CRLF, client flags when not 0),
+// and the slab class it would use with its default settings (-n 48, -f 1.25).
+// Per-class statistics are kept in these classes, so `stats items` and
+// `stats slabs` read as memcached's do.
+uint64_t MemcachedItemSize(size_t key_len, size_t value_len, uint32_t client_flags);
+int MemcachedSlabClass(uint64_t item_size);   // 1..kMemcachedClasses
+uint64_t MemcachedChunkSize(int slab_class);
+constexpr int kMemcachedClasses = 39;
+
+class Segment;
+
+// Shared ownership of the memory an item lives in, for readers (replies in
+// flight): while an ItemRef is held, the item's bytes stay where they are and
+// its key and value stay unchanged, whatever happens to the key. Move-only.
 class ItemRef {
  public:
   ItemRef() = default;
-  // Adopts one reference that the caller already took.
-  explicit ItemRef(Item* item) : item_(item) {}
-  ItemRef(ItemRef&& o) noexcept : item_(o.item_) { o.item_ = nullptr; }
+  // Adopts one pin that the caller already took.
+  explicit ItemRef(Segment* pinned) : segment_(pinned) {}
+  ItemRef(ItemRef&& o) noexcept : segment_(o.segment_) { o.segment_ = nullptr; }
   ItemRef& operator=(ItemRef&& o) noexcept {
     if (this != &o) {
       Reset();
-      item_ = o.item_;
-      o.item_ = nullptr;
+      segment_ = o.segment_;
+      o.segment_ = nullptr;
     }
     return *this;
   }
@@ -93,33 +217,27 @@ class ItemRef {
   ItemRef& operator=(const ItemRef&) = delete;
   ~ItemRef() { Reset(); }
 
-  // Takes a new reference to `item` (which must be alive).
-  static ItemRef Share(Item* item) {
-    item->refcount.fetch_add(1, std::memory_order_relaxed);
-    return ItemRef(item);
-  }
-
-  Item* get() const { return item_; }
-  Item* operator->() const { return item_; }
-  explicit operator bool() const { return item_ != nullptr; }
-  Item* Release() {
-    Item* i = item_;
-    item_ = nullptr;
-    return i;
+  explicit operator bool() const { return segment_ != nullptr; }
+  // Gives up ownership without releasing: for holders that keep the raw pin
+  // (ReplyBuffer), which later call ReleasePin().
+  Segment* Release() {
+    Segment* s = segment_;
+    segment_ = nullptr;
+    return s;
   }
   void Reset();
 
  private:
-  Item* item_ = nullptr;
+  Segment* segment_ = nullptr;
 };
 
-// Drops one reference; frees the item when it was the last.
-void ReleaseItem(Item* item);
+// Drops one pin taken by the store (see ItemRef::Release).
+void ReleasePin(Segment* segment);
 
 inline void ItemRef::Reset() {
-  if (item_ != nullptr) {
-    ReleaseItem(item_);
-    item_ = nullptr;
+  if (segment_ != nullptr) {
+    ReleasePin(segment_);
+    segment_ = nullptr;
   }
 }
 

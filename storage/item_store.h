@@ -1,16 +1,17 @@
-// ItemStore: the cache. A hash table keyed by XXH3 of the key, split into
-// shards that each own a lock, their buckets and an LRU list, so workers on
-// different keys rarely meet. Memory is one global budget (-m): an allocation
-// that would exceed it first evicts LRU tails round-robin across shards
-// (stale items before live ones). Items live in SlabAllocator pages: when a
-// size class has no free chunk, the LRU tail is evicted if it is of that
-// class, else a whole page is drained and its memory moves to the class.
-// Expiry is lazy (checked on access) plus
-// ReclaimExpired(), which a maintenance timer calls. The per-key lease
-// (memcached's W/X/Z, lease-get, classic stampede modes, XFetch) lives on the
-// item and is decided by storage/lease.h. Readers parked in classic wait mode
-// (ReadOptions::park) are woken through StoreConfig::wake_sink when their key
-// changes. Thread-safe; knows no wire format.
+// ItemStore: the cache, a facade that composes storage's parts in the order a
+// request needs them. Keys are hashed (XXH3) to one of 2^shard_bits shards;
+// each shard has a lock, an Index (key -> item location, state bits, access
+// frequency), its counters, its live leases' grant times and its parked
+// readers. Items are appended to segments (SegmentPool) under one global
+// memory budget (-m); when it is spent, S3Fifo picks the segment to evict and
+// the store walks its items: expired and stale ones are reclaimed, read ones
+// move to the main queue, the others are evicted (storage/eviction.h).
+// Expiry is lazy (checked on access) plus ReclaimExpired(), which a
+// maintenance timer calls. The per-key lease (memcached's W/X/Z, lease-get,
+// classic stampede modes, XFetch) is decided by storage/lease.h. Readers
+// parked in classic wait mode (ReadOptions::park) are woken through
+// StoreConfig::wake_sink when their key changes. Thread-safe; knows no wire
+// format.
 //
 // Times from clients are memcached "exptime" values: 0 = never, negative =
 // already expired, <= 30 days = relative seconds, larger = Unix time.
@@ -20,6 +21,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -33,13 +35,15 @@
 
 namespace herdless {
 
-class SlabAllocator;
+class SegmentPool;
+class S3Fifo;
+class Segment;
+enum class SegmentQueue : uint8_t;
 
 struct StoreConfig {
   size_t memory_limit = 64u << 20;   // bytes of item memory (-m)
-  // Items live in SlabAllocator pages (fine size classes) when the limit is
-  // at least kSlabMinLimit; otherwise, or when false, one malloc per item.
-  bool slab_allocator = true;
+  // Bytes per segment; 0 = SegmentPool::SegmentSizeFor(memory_limit).
+  size_t segment_size = 0;
   size_t item_size_max = 1u << 20;   // -I: limit on a whole item, as memcached
   bool evictions = true;             // -M: false = an allocation that needs room fails instead
   int shard_bits = 6;                // 2^shard_bits shards
@@ -98,6 +102,8 @@ struct ReadResult {
   bool parked = false;            // opts.park was registered: the sink will be told
   bool miss_expired = false;      // a miss because this read found the item expired
   bool miss_flushed = false;      // a miss because this read found the item flushed
+  uint8_t frequency = 0;          // the eviction's access count before this read (0..3)
+  uint16_t recompute_ms = 0;      // smoothed recompute time (XFetch's delta), 0 = unmeasured
 };
 
 enum class StoreMode : uint8_t { kSet, kAdd, kReplace, kAppend, kPrepend, kCas };
@@ -187,7 +193,74 @@ struct StoreStats {
   uint64_t lease_sets_refused = 0;
   uint64_t xfetch_grants = 0;
   uint64_t stale_hits = 0;
-  uint64_t hash_buckets = 0;
+  uint64_t hash_buckets = 0;      // index slots (8 per bucket) in the newest tables
+  uint64_t hash_bytes = 0;        // the index's memory
+  // Segments and the eviction policy (storage/eviction.h).
+  uint64_t segment_size = 0;
+  uint64_t segments_small = 0;    // in the small queue (open one included)
+  uint64_t segments_main = 0;
+  uint64_t jumbo_items = 0;       // items in a segment of their own
+  uint64_t evicted_segments = 0;  // segments the evictor walked
+  uint64_t moved_to_main = 0;     // items copied from the small queue to the main one
+  uint64_t main_reinserted = 0;   // items read while in the main queue, copied to its tail
+  uint64_t ghost_hits = 0;        // keys stored again while their ghost was fresh
+
+  // Per memcached slab class (item size as memcached would count it, see
+  // MemcachedSlabClass): index 1..kMemcachedClasses.
+  struct Class {
+    uint64_t items = 0;           // linked now
+    uint64_t bytes = 0;           // herdless's bytes for them
+    uint64_t mem_requested = 0;   // memcached's bytes for them
+    uint64_t total_items = 0;     // stored
+    uint64_t evicted = 0;
+    uint64_t evicted_unfetched = 0;
+    uint64_t evicted_time = 0;    // seconds since the last evicted item's last access
+    uint64_t reclaimed = 0;
+    uint64_t expired_unfetched = 0;
+  };
+  Class classes[kMemcachedClasses + 1];
+};
+
+// A position in a walk over every item (Walk). Starts at the beginning.
+struct WalkCursor {
+  uint32_t shard = 0;
+  uint64_t position = 0;   // the shard index's reverse-binary cursor
+  bool done = false;
+};
+
+// One item as a walk sees it, under its shard's lock: copy what you need, or
+// Pin() it to read the value after the visit returns.
+struct WalkedItem {
+  std::string_view key;
+  std::string_view value;
+  uint32_t client_flags = 0;
+  int64_t exptime = 0;           // store seconds, 0 = never
+  int64_t last_access = 0;       // store seconds
+  uint64_t cas = 0;
+  uint8_t frequency = 0;         // 0..3
+  bool fetched = false;
+  bool stale = false;            // invalidated, or expired within stale_grace
+  bool binary_key = false;
+  bool no_value = false;         // a lease stub still waiting for its value
+  bool placeholder = false;      // a lease-get placeholder (invisible to plain gets)
+  bool lease_out = false;
+  int slab_class = 0;            // MemcachedSlabClass of the item
+  Segment* segment = nullptr;
+  ItemRef Pin() const;
+};
+
+// An item with all its metadata given (a snapshot being loaded).
+struct RestoreRequest {
+  std::string_view key;
+  std::string_view value;
+  uint32_t client_flags = 0;
+  int64_t exptime_unix = 0;      // 0 = never
+  int64_t last_access_unix = 0;  // 0 = now
+  uint64_t cas = 0;              // 0 = a new one
+  uint8_t frequency = 0;         // 0..3
+  bool fetched = false;
+  bool stale = false;
+  bool binary_key = false;
 };
 
 class ItemStore {
@@ -213,12 +286,9 @@ class ItemStore {
   // items removed, their parked readers woken). The daemon calls it on a timer.
   size_t ReclaimExpired(size_t budget);
 
-  // Smallest -m that uses slab pages (below, each item is its own malloc).
-  static constexpr size_t kSlabMinLimit = size_t{8} << 20;
-
   // cache_memlimit: a smaller limit evicts down to it lazily.
   void SetMemoryLimit(size_t bytes);
-  size_t memory_limit() const { return memory_limit_.load(std::memory_order_relaxed); }
+  size_t memory_limit() const;
   size_t item_size_max() const { return config_.item_size_max; }
 
   // Largest value length that fits an item with this key (memcached's rule:
@@ -227,6 +297,23 @@ class ItemStore {
 
   StoreStats Stats() const;
   void ResetStats();   // stats reset: counters only, not curr_items/bytes
+
+  // Visits the items of a few index buckets of one shard, at most
+  // `max_buckets`, under that shard's lock (visit must be quick and must not
+  // call the store), then moves the cursor on. Items that are flushed or
+  // expired beyond the stale grace are skipped. An item present during the
+  // whole walk is visited exactly once, whatever is stored, deleted or
+  // evicted meanwhile and however the index grows. Returns the items visited.
+  size_t Walk(WalkCursor* cursor, size_t max_buckets,
+              const std::function<void(const WalkedItem&)>& visit);
+
+  // Stores an item with the metadata a snapshot kept: replaces what the key
+  // holds; the CAS counter moves past the item's CAS. kStored, kTooLarge,
+  // kNoMemory, or kNotStored when it has expired already.
+  StoreStatus Restore(const RestoreRequest& req);
+
+  // Unix time of a store time (exptime, last access), for snapshots and dumps.
+  int64_t ToUnixTime(int64_t store_s) const;
 
   // Store time helpers (seconds since the clock's epoch), as memcached's
   // current_time; used by the protocol for `stats` and by tests.
@@ -240,48 +327,67 @@ class ItemStore {
   struct Shard;
   struct Found;
   struct Times;
+  struct Placed;
   class ShardLock;
-  class PageEvictor;
+  class Hasher;
   Shard& ShardFor(uint64_t hash);
 
   // Helpers defined in item_store.cc; "Locked" ones need the shard's lock held.
   Times Now() const;
-  uint64_t NextCas() { return next_cas_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t NextCas();
   bool ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const;
-  bool IsFlushed(const Item* item, int64_t now_s) const;
-  int32_t PlaceholderExptime(int64_t now_s) const;
+  bool IsFlushed(ItemView item, int64_t now_s) const;
+  int32_t PlaceholderExptime(int64_t now_us) const;
+  ItemView ItemAt(uint64_t slot) const;
+  Segment* SegmentOf(uint64_t slot) const;
   Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, int64_t now_s);
-  // `counts_as_new` false: the same item rewritten (an incr that memcached
-  // does in place), not counted in total_items.
-  void LinkLocked(Shard& shard, Item* item, uint64_t hash, bool counts_as_new = true);
-  void UnlinkLocked(Shard& shard, Item* item);
-  void ReplaceLocked(Shard& shard, Item* old_item, Item* new_item, uint64_t hash,
-                     bool counts_as_new = true);
-  void CountRemovalLocked(Shard& shard, const Item* item, int64_t now_s, bool evicted);
-  void StoreNewLocked(Shard& shard, Item* old_item, Item* new_item, uint64_t hash,
-                      const Times& t);
-  void HitLocked(Shard& shard, Item* item, const Found& found, const ReadOptions& opts,
+
+  // New items are placed (room taken at the small queue's tail, or a jumbo
+  // segment), written and linked under the shard's lock; when there is no
+  // room the caller unlocks, calls MakeRoom() and tries again.
+  bool PlaceLocked(size_t bytes, int64_t now_s, Placed* out);
+  bool MakeRoom(size_t bytes);
+  // For an operation that found no room: unlocks and makes room. True when
+  // the operation should start over (from its lookup), false to give up.
+  bool RoomToRetry(ShardLock& lock, int attempt, size_t bytes);
+  bool EvictSegment(bool compact);
+  void EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, int64_t now_s, bool compact);
+  void CountKeptLocked(Shard& shard, SegmentQueue from);
+  // Links a written item; returns its slot. `new_key`: a store of a key that
+  // had no item (a fresh ghost gives it a read). `counts_as_new` false: the
+  // same item rewritten (an incr that memcached does in place).
+  uint64_t LinkLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemView item,
+                      uint8_t state, uint8_t freq, bool new_key, bool counts_as_new = true);
+  void UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost = false);
+  void CountRemovalLocked(Shard& shard, uint64_t slot, ItemView item, int64_t now_s, bool evicted);
+  // Writes a copy of the slot's item with `fields` (the same key and value)
+  // and points the slot at it (the slot pointer stays valid). False when
+  // there is no room.
+  bool RelocateLocked(Shard& shard, uint64_t* slot, ItemFields fields, int64_t now_s);
+  void RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed, ItemView copy, uint8_t freq);
+  // Makes sure the slot's item can hold `exptime` (copying it with room for a
+  // TTL if it has none). False when that needs `*needed` bytes there are not.
+  bool RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t exptime, int64_t now_s,
+                            size_t* needed);
+  void HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
                  int64_t touch_exptime, const Times& t, double u, ReadResult* r);
-  Item* NewItem(std::string_view key, size_t value_len);
-  void DiscardItem(Item* item);
-  bool Reserve(size_t bytes);
-  bool EvictOne();
-  Item* TailVictimLocked(Shard& shard, int64_t now_s) const;
-  Item* NewSlabItem(std::string_view key, size_t value_len, int slab_class);
-  bool MakeRoom(int slab_class);
   void RemoveKey(std::string_view key);
   size_t SweepAll(int64_t flushed_before);
   StoreResult StoreConcat(const StoreRequest& req);
   static void WakeLocked(Shard& shard, std::string_view key);
+  // The side table of live leases' grant times, keyed by item location.
+  void SetLeaseLocked(Shard& shard, uint64_t slot, uint32_t granted_ms);
+  uint32_t LeaseGrantedLocked(const Shard& shard, uint64_t slot) const;
+  void DropLeaseLocked(Shard& shard, uint64_t slot);
 
   StoreConfig config_;
   std::unique_ptr<Shard[]> shards_;
   size_t shard_count_;
-  std::atomic<size_t> memory_limit_;
-  std::atomic<size_t> memory_used_{0};   // item blocks charged, or slab pages + big items
-  std::unique_ptr<SlabAllocator> slabs_;  // nullptr: one malloc per item
+  std::unique_ptr<SegmentPool> pool_;     // item memory and the -m budget
+  std::unique_ptr<S3Fifo> queues_;
+  std::unique_ptr<Hasher> hasher_;
   std::atomic<uint64_t> next_cas_{2};   // CAS 0 and 1 are lease tokens' special values
-  std::atomic<size_t> evict_cursor_{0};
+  std::atomic<uint64_t> evicted_segments_{0};
   std::atomic<size_t> reclaim_cursor_{0};   // shard the expiry crawler visits next
   std::atomic<int64_t> flush_deadline_{0};  // pending delayed flush (store seconds), 0 = none
   std::atomic<int64_t> flush_swept_{0};     // the deadline ReclaimExpired already applied

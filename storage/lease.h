@@ -1,11 +1,14 @@
 // The lease state machine, as pure functions over one item's state, so every
 // protocol path (meta W/X/Z, lease-get, classic stale/wait modes, XFetch) takes
 // the same decision and tests can drive it with a fixed clock and random draw.
-// ItemStore calls these under the shard lock; nothing here locks or allocates.
+// ItemStore calls these under the shard lock; nothing here locks or allocates,
+// except LeaseTable, the side table of live leases' grant times.
 #ifndef HERDLESS_STORAGE_LEASE_H_
 #define HERDLESS_STORAGE_LEASE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 
 namespace herdless {
 
@@ -58,6 +61,41 @@ LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const Lease
 
 // Exponentially smoothed recompute time: new = old ? (old*3 + sample)/4 : sample.
 uint16_t SmoothDelta(uint16_t old_ms, int64_t sample_ms);
+
+// When each live lease of a shard was granted (ms, mod 2^32), by the location
+// of the item holding it. A side table: only an item with a lease out (its
+// kItemTokenSent bit) has an entry, so the other items carry no lease time.
+// Not thread-safe: the shard's lock guards it.
+class LeaseTable {
+ public:
+  // What an entry is charged to the memory budget (the map's node and slot).
+  static constexpr size_t kEntryBytes = 64;
+
+  // Records a grant; true when the location had no entry (a new charge).
+  bool Set(uint64_t location, uint32_t granted_ms) {
+    auto [it, inserted] = granted_.try_emplace(location, granted_ms);
+    if (!inserted) it->second = granted_ms;
+    return inserted;
+  }
+  uint32_t GrantedAt(uint64_t location) const {
+    auto it = granted_.find(location);
+    return it == granted_.end() ? 0 : it->second;
+  }
+  // True when there was an entry (its charge goes).
+  bool Drop(uint64_t location) { return granted_.erase(location) != 0; }
+  // The item moved (copied elsewhere): its lease goes with it.
+  void Move(uint64_t from, uint64_t to) {
+    auto it = granted_.find(from);
+    if (it == granted_.end()) return;
+    const uint32_t granted = it->second;
+    granted_.erase(it);
+    granted_[to] = granted;
+  }
+  size_t size() const { return granted_.size(); }
+
+ private:
+  std::unordered_map<uint64_t, uint32_t> granted_;
+};
 
 }  // namespace herdless
 

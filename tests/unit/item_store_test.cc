@@ -1,8 +1,10 @@
 #include "storage/item_store.h"
 
-#include "storage/slab_allocator.h"
+#include "storage/segments.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
 
 #include <optional>
 #include <string>
@@ -55,7 +57,7 @@ class ItemStoreTest : public ::testing::Test {
   std::optional<std::string> Get(std::string_view key) {
     ReadResult r = Read(key);
     if (r.status != ReadStatus::kHit) return std::nullopt;
-    return std::string(r.item->value());
+    return std::string(r.value);
   }
 
   DeleteStatus Del(std::string_view key) {
@@ -88,8 +90,7 @@ TEST_F(ItemStoreTest, SetThenGetReturnsValueFlagsAndCas) {
 
   ReadResult r = Read("k");
   ASSERT_EQ(r.status, ReadStatus::kHit);
-  EXPECT_EQ(r.item->value(), "hello");
-  EXPECT_EQ(r.item->value_with_crlf(), "hello\r\n");
+  EXPECT_EQ(r.value, "hello");
   EXPECT_EQ(r.client_flags, 42u);
   EXPECT_EQ(r.cas, s.cas);
   EXPECT_EQ(r.ttl_before, -1);
@@ -137,7 +138,7 @@ TEST_F(ItemStoreTest, AppendAndPrependKeepFlagsAndTtl) {
   EXPECT_EQ(Put("k", "-end", 0, StoreMode::kAppend, 1).status, StoreStatus::kStored);
   EXPECT_EQ(Put("k", "start-", 999, StoreMode::kPrepend, 2).status, StoreStatus::kStored);
   ReadResult r = Read("k");
-  EXPECT_EQ(r.item->value(), "start-mid-end");
+  EXPECT_EQ(r.value, "start-mid-end");
   EXPECT_EQ(r.client_flags, 9u);
   EXPECT_EQ(r.ttl_before, 50);
 }
@@ -158,7 +159,7 @@ TEST_F(ItemStoreTest, AppendWithVivifyCreatesTheItemFromItsData) {
   req.vivify_exptime = 30;
   ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored);
   ReadResult r = Read("k");
-  EXPECT_EQ(r.item->value(), "data");
+  EXPECT_EQ(r.value, "data");
   EXPECT_EQ(r.client_flags, 3u);
   EXPECT_EQ(r.ttl_before, 30);
 }
@@ -372,54 +373,43 @@ TEST_F(ItemStoreTest, EvictionKeepsMemoryUnderTheLimitAndCountsEvictions) {
   EXPECT_EQ(Get("key0"), std::nullopt);
 }
 
-TEST_F(ItemStoreTest, EvictionTakesAStaleItemBeforeTheLiveTail) {
-  config_.shard_bits = 0;  // one LRU, so "the tail" is well defined
-  const size_t item_bytes = AllocatedSize(ItemAllocSize(2, 100));
-  config_.memory_limit = item_bytes * 4;
-  Reset();
-  const std::string value(100, 'v');
-  Put("k0", value);  // LRU tail
-  Put("k1", value);
-  Put("k2", value);
-  Put("k3", value);
-  DeleteRequest inv;
-  inv.key = "k2";
-  inv.invalidate = true;
-  ASSERT_EQ(store_->Delete(inv), DeleteStatus::kDeleted);
-
-  Put("k4", value);  // needs one slot
-  EXPECT_EQ(Get("k0"), value);
-  EXPECT_EQ(Get("k2"), std::nullopt);
-  EXPECT_EQ(store_->Stats().evictions, 1u);
-}
-
-TEST_F(ItemStoreTest, EvictionTakesAnExpiredItemBeforeTheLiveTailAndCountsItReclaimed) {
+TEST_F(ItemStoreTest, EvictionCountsStaleItemsEvictedAndExpiredOnesReclaimed) {
   config_.shard_bits = 0;
-  const size_t item_bytes = AllocatedSize(ItemAllocSize(2, 100));
-  config_.memory_limit = item_bytes * 3;
+  config_.memory_limit = 64 * 1024;   // four 16 KiB segments
   Reset();
   const std::string value(100, 'v');
   Put("k0", value);
   Put("k1", value, 5);
   Put("k2", value);
+  DeleteRequest inv;
+  inv.key = "k2";
+  inv.invalidate = true;
+  ASSERT_EQ(store_->Delete(inv), DeleteStatus::kDeleted);
   clock_.AdvanceSeconds(5);
-  Put("k3", value);
-  EXPECT_EQ(Get("k0"), value);
+  // Fill until the segment of k0..k2 (the oldest) is evicted.
+  for (int i = 0; store_->Stats().evictions + store_->Stats().reclaimed < 3; i++) {
+    Put("fill" + std::to_string(i), value);
+  }
   const StoreStats s = store_->Stats();
-  EXPECT_EQ(s.evictions, 0u);
-  EXPECT_EQ(s.reclaimed, 1u);
+  EXPECT_EQ(s.reclaimed, 1u);            // k1, expired
   EXPECT_EQ(s.expired_unfetched, 1u);
+  EXPECT_EQ(Get("k0"), std::nullopt);
+  ReadOptions meta;
+  meta.kind = ReadKind::kMeta;
+  EXPECT_EQ(store_->Read("k2", meta).status, ReadStatus::kMiss);
 }
 
 TEST_F(ItemStoreTest, LowerMemoryLimitEvictsOnTheNextStore) {
+  config_.memory_limit = size_t{16} << 20;   // 64 KiB segments
+  Reset();
   const std::string value(1000, 'x');
-  for (int i = 0; i < 100; i++) Put("k" + std::to_string(i), value);
-  store_->SetMemoryLimit(20 * 1024);
-  EXPECT_EQ(store_->memory_limit(), 20u * 1024);
-  // Each store over the limit gives back one slab page (the items of 100
-  // puts span two 64 KiB pages).
-  for (int i = 0; i < 3; i++) Put("one_more" + std::to_string(i), value);
-  EXPECT_LE(store_->Stats().bytes, 20u * 1024);
+  for (int i = 0; i < 1000; i++) Put("k" + std::to_string(i), value);
+  store_->SetMemoryLimit(256 * 1024);
+  EXPECT_EQ(store_->memory_limit(), 256u * 1024);
+  // Each store over the limit gives back one segment (1000 items span 16).
+  for (int i = 0; i < 40; i++) Put("one_more" + std::to_string(i), value);
+  EXPECT_LE(store_->Stats().total_malloced, 256u * 1024);
+  EXPECT_EQ(Get("one_more39"), value);
 }
 
 TEST_F(ItemStoreTest, AnItemBiggerThanAllMemoryIsNoMemory) {
@@ -518,7 +508,7 @@ TEST_F(ItemStoreTest, IncrAddsAndChangesCas) {
   EXPECT_EQ(a.value, 42u);
   EXPECT_NE(a.cas, cas);
   ReadResult r = Read("n");
-  EXPECT_EQ(r.item->value(), "42");
+  EXPECT_EQ(r.value, "42");
   EXPECT_EQ(r.cas, a.cas);
 }
 
@@ -558,7 +548,7 @@ TEST_F(ItemStoreTest, LongerResultGrowsTheValue) {
   Put("n", "99", 50, StoreMode::kSet, 5);
   EXPECT_EQ(Arith("n", true, 1).value, 100u);
   ReadResult r = Read("n");
-  EXPECT_EQ(r.item->value(), "100");
+  EXPECT_EQ(r.value, "100");
   EXPECT_EQ(r.client_flags, 5u);
   EXPECT_EQ(r.ttl_before, 50);
 }
@@ -623,9 +613,7 @@ TEST_F(ItemStoreTest, ItemRefStaysValidAfterOverwriteAndDelete) {
   Put("k", "x", 0, StoreMode::kAppend);
   EXPECT_EQ(Del("k"), DeleteStatus::kDeleted);
   store_->FlushAll(0);
-  EXPECT_EQ(r.item->value(), "first");
-  EXPECT_EQ(r.item->value_with_crlf(), "first\r\n");
-  EXPECT_EQ(r.item->key(), "k");
+  EXPECT_EQ(r.value, "first");
   EXPECT_EQ(store_->Stats().bytes, 0u);  // unlinked items are uncharged at once
 }
 
@@ -633,14 +621,14 @@ TEST_F(ItemStoreTest, ItemRefOutlivesTheStore) {
   Put("k", "v");
   ReadResult r = Read("k");
   store_.reset();
-  EXPECT_EQ(r.item->value(), "v");
+  EXPECT_EQ(r.value, "v");
 }
 
 TEST_F(ItemStoreTest, IncrNeverChangesBytesAReaderHolds) {
   Put("n", "10");
   ReadResult r = Read("n");
   Arith("n", false, 1);
-  EXPECT_EQ(r.item->value(), "10");
+  EXPECT_EQ(r.value, "10");
 }
 
 // --- Expiry crawl, stats, table growth -----------------------------------------
@@ -680,10 +668,9 @@ TEST_F(ItemStoreTest, StatsCountItemsBytesAndResetKeepsTheGauges) {
   StoreStats s = store_->Stats();
   EXPECT_EQ(s.curr_items, 2u);
   EXPECT_EQ(s.total_items, 3u);
-  // Slab items are charged their chunk.
-  EXPECT_EQ(s.bytes, SlabAllocator::ChunkSize(SlabAllocator::ClassFor(ItemAllocSize(1, 2))) +
-                         SlabAllocator::ChunkSize(SlabAllocator::ClassFor(ItemAllocSize(1, 3))));
-  EXPECT_EQ(s.hash_buckets, 4u * 256);
+  // Items are counted their encoded size: a 13-byte header, key, value.
+  EXPECT_EQ(s.bytes, (13u + 1 + 2) + (13u + 1 + 3));
+  EXPECT_EQ(s.hash_buckets, 4u * 64 * 8);   // 4 shards of 64 buckets of 8 slots
   store_->ResetStats();
   s = store_->Stats();
   EXPECT_EQ(s.total_items, 0u);
@@ -713,7 +700,7 @@ TEST_F(ItemStoreTest, ExpiredItemWithinGraceIsAMissForClassicAndStaleForMeta) {
   ReadResult meta = Read("k", ReadKind::kMeta);
   ASSERT_EQ(meta.status, ReadStatus::kHit);
   EXPECT_TRUE(meta.stale);
-  EXPECT_EQ(meta.item->value(), "old");
+  EXPECT_EQ(meta.value, "old");
   EXPECT_EQ(meta.lease, LeaseVerdict::kWin);
   EXPECT_EQ(store_->Stats().stale_hits, 1u);
   clock_.AdvanceSeconds(9);  // 15 s: 10 s past expiry
@@ -736,7 +723,7 @@ TEST_F(ItemStoreTest, LeaseGetMissMakesAPlaceholderThatClassicReadsCannotSee) {
   EXPECT_TRUE(r.placeholder);
   EXPECT_EQ(r.lease, LeaseVerdict::kWin);
   EXPECT_GE(r.cas, 2u);
-  EXPECT_EQ(r.item->value(), "");
+  EXPECT_EQ(r.value, "");
 
   EXPECT_EQ(Read("k").status, ReadStatus::kMiss);
   EXPECT_EQ(Read("k", ReadKind::kMeta).status, ReadStatus::kMiss);
@@ -817,16 +804,15 @@ TEST_F(ItemStoreTest, ConcurrentWritersAndReadersNeverSeeATornValue) {
           ReadResult r = store_->Read(key, opts);
           if (r.status != ReadStatus::kHit) continue;
           hits++;
-          const std::string_view v = r.item->value();
+          const std::string_view v = r.value;
           const std::string unit = key + ";";
-          if (v.size() % unit.size() != 0 || r.item->key() != key) bad++;
+          if (v.size() % unit.size() != 0) bad++;
           for (size_t p = 0; p + unit.size() <= v.size(); p += unit.size()) {
             if (v.substr(p, unit.size()) != unit) {
               bad++;
               break;
             }
           }
-          if (r.item->value_with_crlf().substr(v.size()) != "\r\n") bad++;
         }
       }
     });
@@ -839,13 +825,7 @@ TEST_F(ItemStoreTest, ConcurrentWritersAndReadersNeverSeeATornValue) {
   EXPECT_LE(s.curr_items, static_cast<uint64_t>(kKeys));
 }
 
-// --- Slab memory ---------------------------------------------------------------
-
-constexpr size_t kSlabPage = SlabAllocator::kPageSize;
-
-size_t ChunkOf(size_t key_len, size_t value_len) {
-  return SlabAllocator::ChunkSize(SlabAllocator::ClassFor(ItemAllocSize(key_len, value_len)));
-}
+// --- Segment memory ------------------------------------------------------------
 
 // Values that name their key, so a value read under the wrong key shows.
 std::string ValueFor(const std::string& key, size_t len) {
@@ -855,53 +835,46 @@ std::string ValueFor(const std::string& key, size_t len) {
   return v;
 }
 
-TEST_F(ItemStoreTest, SlabItemsAreChargedTheirChunkAndTheBudgetCountsPages) {
+TEST_F(ItemStoreTest, ItemsAreCountedTheirEncodedSizeAndTheBudgetCountsSegments) {
   Put("k", std::string(100, 'v'));
   const StoreStats s = store_->Stats();
-  EXPECT_EQ(s.bytes, ChunkOf(1, 100));
-  EXPECT_EQ(s.total_malloced, kSlabPage);
+  EXPECT_EQ(s.bytes, 13u + 1 + 100);
+  EXPECT_EQ(s.total_malloced, s.segment_size);   // the small queue's open segment
+  EXPECT_EQ(s.segment_size, SegmentPool::SegmentSizeFor(config_.memory_limit));
 }
 
-TEST_F(ItemStoreTest, SmallLimitsAllocateItemsOneByOne) {
-  config_.memory_limit = ItemStore::kSlabMinLimit - 1;
-  Reset();
-  Put("k", std::string(100, 'v'));
-  EXPECT_EQ(store_->Stats().bytes, AllocatedSize(ItemAllocSize(1, 100)));
-  EXPECT_EQ(store_->Stats().total_malloced, AllocatedSize(ItemAllocSize(1, 100)));
-}
-
-TEST_F(ItemStoreTest, SlabEvictionFillsEveryPageAndEvictsTheOldest) {
-  config_.memory_limit = ItemStore::kSlabMinLimit;
+TEST_F(ItemStoreTest, FillingUsesEverySegmentThenEvictsWholeSegments) {
+  config_.memory_limit = size_t{8} << 20;   // 128 segments of 64 KiB
   config_.shard_bits = 0;
   Reset();
-  const int cls = SlabAllocator::ClassFor(ItemAllocSize(9, 1000));
-  const size_t pages = ItemStore::kSlabMinLimit / SlabAllocator::kPageSize;
-  const size_t capacity = pages * SlabAllocator::ChunksPerPage(cls);
+  // 9-byte keys, 1000-byte values: 1022-byte items, 64 to a segment.
+  const size_t capacity = 128 * 64;
+  size_t most = 0;
   const size_t n = capacity + 1000;
   for (size_t i = 0; i < n; i++) {
     const std::string key = "key" + std::to_string(100000 + i);
     ASSERT_EQ(Put(key, ValueFor(key, 1000)).status, StoreStatus::kStored);
-    ASSERT_LE(store_->Stats().total_malloced, config_.memory_limit);
+    const StoreStats s = store_->Stats();
+    ASSERT_LE(s.total_malloced, config_.memory_limit);
+    ASSERT_EQ(s.curr_items + s.evictions, i + 1);
+    most = std::max<size_t>(most, s.curr_items);
   }
-  const StoreStats s = store_->Stats();
-  EXPECT_EQ(s.curr_items, capacity);  // one class: every chunk of every page holds an item
-  EXPECT_EQ(s.evictions, n - capacity);
+  EXPECT_EQ(most, capacity);   // every byte of every segment held an item
   EXPECT_EQ(Get("key100000"), std::nullopt);
   const std::string last = "key" + std::to_string(100000 + n - 1);
   EXPECT_EQ(Get(last), ValueFor(last, 1000));
 }
 
-TEST_F(ItemStoreTest, SlabMemoryMovesToANewSizeClass) {
-  config_.memory_limit = ItemStore::kSlabMinLimit;
+TEST_F(ItemStoreTest, AnySizeUsesAnySegment) {
+  config_.memory_limit = size_t{8} << 20;
   Reset();
   for (int i = 0; i < 20000; i++) {
     const std::string key = "big" + std::to_string(i);
     ASSERT_EQ(Put(key, ValueFor(key, 1000)).status, StoreStatus::kStored);
   }
-  // The budget is all in 1000-byte pages; small items must still find room,
-  // and then hold most of the memory (no calcification).
-  const size_t small_capacity = 8 * SlabAllocator::ChunksPerPage(
-                                        SlabAllocator::ClassFor(ItemAllocSize(10, 100)));
+  // All memory holds 1000-byte items; small ones take it over without
+  // calcification (there are no size classes to calcify).
+  const size_t small_capacity = (size_t{8} << 20) / (13 + 11 + 100);
   for (size_t i = 0; i < small_capacity; i++) {
     const std::string key = "small" + std::to_string(100000 + i);
     ASSERT_EQ(Put(key, ValueFor(key, 100)).status, StoreStatus::kStored) << i;
@@ -917,86 +890,105 @@ TEST_F(ItemStoreTest, SlabMemoryMovesToANewSizeClass) {
     }
   }
   EXPECT_GT(held, small_capacity * 3 / 4);
-  // And back: big items take pages from the small class again.
-  for (int i = 0; i < 5000; i++) {
-    const std::string key = "again" + std::to_string(i);
-    ASSERT_EQ(Put(key, ValueFor(key, 1000)).status, StoreStatus::kStored);
-  }
-  EXPECT_EQ(Get("again4999"), ValueFor("again4999", 1000));
-  EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
 }
 
-TEST_F(ItemStoreTest, AfterFlushAllANewSizeClassGetsTheWholeBudget) {
-  config_.memory_limit = ItemStore::kSlabMinLimit;
+TEST_F(ItemStoreTest, AfterFlushAllTheWholeBudgetIsFree) {
+  config_.memory_limit = size_t{8} << 20;
   Reset();
   for (int i = 0; i < 60000; i++) Put("small" + std::to_string(i), std::string(100, 's'));
   store_->FlushAll(0);
-  // The emptied pages belong to the small class: the big class must get them
-  // back instead of evicting its own items.
-  const int cls = SlabAllocator::ClassFor(ItemAllocSize(9, 1000));
-  const size_t capacity = 8 * SlabAllocator::ChunksPerPage(cls);
+  // Only the open segments remain taken.
+  EXPECT_LE(store_->Stats().total_malloced, 2 * store_->Stats().segment_size);
+  const size_t capacity = (size_t{8} << 20) / (13 + 9 + 1000) - 600;
   for (size_t i = 0; i < capacity; i++) {
     ASSERT_EQ(Put("big" + std::to_string(100000 + i), std::string(1000, 'b')).status,
               StoreStatus::kStored);
   }
-  EXPECT_GE(store_->Stats().curr_items, capacity - SlabAllocator::ChunksPerPage(cls));
-  EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
+  EXPECT_EQ(store_->Stats().evictions, 0u);
 }
 
-TEST_F(ItemStoreTest, ADrainedPageKeepsAnItemAReaderHoldsUntilItIsReleased) {
-  config_.memory_limit = ItemStore::kSlabMinLimit;
+TEST_F(ItemStoreTest, AnEvictedSegmentKeepsAnItemAReaderHoldsUntilItIsReleased) {
+  config_.memory_limit = size_t{8} << 20;
   config_.shard_bits = 0;
   Reset();
-  for (int i = 0; i < 10000; i++) {
-    const std::string key = "big" + std::to_string(i);
-    Put(key, ValueFor(key, 1000));
-  }
-  ReadResult held = Read("big9999");  // the newest: on a full page that will be drained
+  Put("first", ValueFor("first", 1000));
+  ReadOptions peek;   // a read that does not count: "first" stays unread
+  peek.bump = false;
+  ReadResult held = store_->Read("first", peek);
   ASSERT_EQ(held.status, ReadStatus::kHit);
-  for (int i = 0; i < 60000; i++) {
-    const std::string key = "small" + std::to_string(i);
-    ASSERT_EQ(Put(key, ValueFor(key, 100)).status, StoreStatus::kStored);
+  for (int i = 0; i < 20000; i++) {
+    const std::string key = "k" + std::to_string(i);
+    ASSERT_EQ(Put(key, ValueFor(key, 1000)).status, StoreStatus::kStored);
+    ASSERT_LE(store_->Stats().total_malloced, config_.memory_limit);
   }
-  EXPECT_EQ(Get("big9999"), std::nullopt);  // evicted with its page...
-  EXPECT_EQ(held.item->value(), ValueFor("big9999", 1000));  // ...but still readable
+  // Unread, "first" left with the oldest segment; its bytes are still
+  // readable through the pin.
+  EXPECT_EQ(Get("first"), std::nullopt);
+  EXPECT_EQ(held.value, ValueFor("first", 1000));
   held.item.Reset();
-  EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
   for (int i = 0; i < 10000; i++) {
     const std::string key = "again" + std::to_string(i);
     ASSERT_EQ(Put(key, ValueFor(key, 1000)).status, StoreStatus::kStored);
   }
+  EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
 }
 
-TEST_F(ItemStoreTest, BigItemsBesideSlabsStayWithinTheLimit) {
-  config_.memory_limit = ItemStore::kSlabMinLimit;
+TEST_F(ItemStoreTest, JumboItemsBesideSegmentsStayWithinTheLimit) {
+  config_.memory_limit = size_t{8} << 20;
   Reset();
   for (int i = 0; i < 20000; i++) Put("s" + std::to_string(i), std::string(300, 's'));
-  const std::string big(100 * 1024, 'B');  // above the largest chunk: malloc'd
+  const std::string big(100 * 1024, 'B');  // bigger than a quarter of a segment: a jumbo
   for (int i = 0; i < 100; i++) {
     ASSERT_EQ(Put("b" + std::to_string(i), big).status, StoreStatus::kStored);
     ASSERT_LE(store_->Stats().total_malloced, config_.memory_limit);
   }
   EXPECT_EQ(Get("b99"), big);
+  EXPECT_GT(store_->Stats().jumbo_items, 0u);
   for (int i = 0; i < 20000; i++) {
     ASSERT_EQ(Put("t" + std::to_string(i), std::string(300, 't')).status, StoreStatus::kStored);
   }
   EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
 }
 
-TEST_F(ItemStoreTest, LoweredLimitGivesSlabPagesBackAsItemsAreStored) {
+TEST_F(ItemStoreTest, CountedBytesAreTheLinkedItemsBytes) {
+  config_.memory_limit = size_t{4} << 20;
+  Reset();
+  for (int i = 0; i < 30000; i++) {
+    const std::string key = "k" + std::to_string(i % 7000);
+    Put(key, std::string(i % 3000, 'x'), i % 3 == 0 ? 1000 : 0, StoreMode::kSet, i % 5);
+    if (i % 4 == 0) Read(key, ReadKind::kClassic);
+    if (i % 9 == 0) Del("k" + std::to_string((i * 7) % 7000));
+  }
+  const StoreStats s = store_->Stats();
+  uint64_t class_items = 0, class_bytes = 0;
+  for (int c = 1; c <= kMemcachedClasses; c++) {
+    class_items += s.classes[c].items;
+    class_bytes += s.classes[c].bytes;
+  }
+  EXPECT_EQ(class_items, s.curr_items);
+  EXPECT_EQ(class_bytes, s.bytes);
+  size_t walked = 0;
+  WalkCursor cursor;
+  while (!cursor.done) walked += store_->Walk(&cursor, 16, [](const WalkedItem&) {});
+  EXPECT_EQ(walked, s.curr_items);
+  EXPECT_LE(s.bytes, s.total_malloced);
+  EXPECT_LE(s.total_malloced, config_.memory_limit);
+}
+
+TEST_F(ItemStoreTest, LoweredLimitGivesSegmentsBackAsItemsAreStored) {
   config_.memory_limit = 16u << 20;
   Reset();
   for (int i = 0; i < 30000; i++) Put("k" + std::to_string(i), std::string(1000, 'x'));
   ASSERT_GT(store_->Stats().total_malloced, size_t{12} << 20);
-  store_->SetMemoryLimit(ItemStore::kSlabMinLimit);
-  // One page (64 KiB) given back per store: 8 MiB over the limit takes 128.
-  for (int i = 0; i < 200; i++) Put("more" + std::to_string(i), std::string(1000, 'y'));
-  EXPECT_LE(store_->Stats().total_malloced, ItemStore::kSlabMinLimit);
-  EXPECT_EQ(Get("more199"), std::string(1000, 'y'));
+  store_->SetMemoryLimit(size_t{8} << 20);
+  // One 64 KiB segment given back per store: 8 MiB over the limit takes 128.
+  for (int i = 0; i < 300; i++) Put("more" + std::to_string(i), std::string(1000, 'y'));
+  EXPECT_LE(store_->Stats().total_malloced, size_t{8} << 20);
+  EXPECT_EQ(Get("more299"), std::string(1000, 'y'));
 }
 
-TEST_F(ItemStoreTest, ConcurrentMixedSizesUnderSlabEvictionNeverTearAValue) {
-  config_.memory_limit = ItemStore::kSlabMinLimit;
+TEST_F(ItemStoreTest, ConcurrentMixedSizesUnderEvictionNeverTearAValue) {
+  config_.memory_limit = size_t{8} << 20;
   Reset();
   std::vector<std::thread> threads;
   std::atomic<int> bad{0};
@@ -1015,10 +1007,7 @@ TEST_F(ItemStoreTest, ConcurrentMixedSizesUnderSlabEvictionNeverTearAValue) {
           if (store_->Store(req).status != StoreStatus::kStored) bad++;
         } else {
           ReadResult r = store_->Read(key, ReadOptions());
-          if (r.status == ReadStatus::kHit &&
-              r.item->value() != ValueFor(key, r.item->value().size())) {
-            bad++;
-          }
+          if (r.status == ReadStatus::kHit && r.value != ValueFor(key, r.value.size())) bad++;
         }
       }
     });
@@ -1026,6 +1015,146 @@ TEST_F(ItemStoreTest, ConcurrentMixedSizesUnderSlabEvictionNeverTearAValue) {
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(bad.load(), 0);
   EXPECT_LE(store_->Stats().total_malloced, config_.memory_limit);
+}
+
+// --- Metadata that needs room: a copy --------------------------------------------
+
+TEST_F(ItemStoreTest, ATouchGivesATtlToAnItemStoredWithoutOne) {
+  Put("k", "value");   // no TTL: no room for one in the item
+  ReadResult held = Read("k");
+  EXPECT_TRUE(store_->Touch("k", 10));
+  ReadOptions gat;
+  gat.has_touch = true;
+  gat.touch_exptime = 20;
+  ReadResult r = store_->Read("k", gat);
+  EXPECT_EQ(r.ttl_before, 10);
+  EXPECT_EQ(r.ttl_after, 20);
+  EXPECT_EQ(r.value, "value");
+  EXPECT_EQ(r.cas, held.cas);          // the CAS stays
+  EXPECT_EQ(held.value, "value");      // the old bytes a reader holds stay too
+  EXPECT_EQ(store_->Stats().curr_items, 1u);
+  EXPECT_EQ(store_->Stats().bytes, 13u + 4 + 1 + 5);
+  clock_.AdvanceSeconds(20);
+  EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, InvalidateWithAWideCasKeepsTheStaleValue) {
+  Put("k", "v");
+  DeleteRequest inv;
+  inv.key = "k";
+  inv.invalidate = true;
+  inv.new_cas = uint64_t{1} << 60;   // md E: wider than a stored CAS
+  ASSERT_EQ(store_->Delete(inv), DeleteStatus::kDeleted);
+  ReadResult r = Read("k", ReadKind::kMeta);
+  EXPECT_EQ(r.cas, uint64_t{1} << 60);
+  EXPECT_TRUE(r.stale);
+  EXPECT_EQ(r.value, "v");
+}
+
+// --- Walk and restore (the crawler's and the snapshot's view) ---------------------
+
+TEST_F(ItemStoreTest, WalkVisitsEveryItemOnceWhileStoresAndDeletesGoOn) {
+  for (int i = 0; i < 3000; i++) Put("k" + std::to_string(i), std::to_string(i));
+  std::map<std::string, int> seen;
+  WalkCursor cursor;
+  int step = 0;
+  while (!cursor.done) {
+    store_->Walk(&cursor, 2, [&](const WalkedItem& w) {
+      seen[std::string(w.key)]++;
+      if (w.key[0] == 'k') {
+        EXPECT_EQ(w.value, std::string(w.key).substr(1));
+      }
+    });
+    // Meanwhile: new keys (the index grows), and deletes of new keys only.
+    for (int j = 0; j < 20; j++, step++) Put("n" + std::to_string(step), "x");
+    Del("n" + std::to_string(step / 2));
+  }
+  for (int i = 0; i < 3000; i++) ASSERT_EQ(seen["k" + std::to_string(i)], 1) << i;
+  for (const auto& [key, count] : seen) ASSERT_EQ(count, 1) << key;
+}
+
+TEST_F(ItemStoreTest, WalkReportsMetadataAndPinsValues) {
+  Put("a", "alpha", 100, StoreMode::kSet, 42);
+  Read("a");
+  Read("a");
+  ItemRef pinned;
+  std::string_view value;
+  WalkCursor cursor;
+  WalkedItem seen;
+  while (!cursor.done) {
+    store_->Walk(&cursor, 64, [&](const WalkedItem& w) {
+      seen = w;
+      pinned = w.Pin();
+      value = w.value;
+    });
+  }
+  EXPECT_EQ(seen.key, "a");
+  EXPECT_EQ(seen.client_flags, 42u);
+  EXPECT_EQ(seen.exptime, store_->NowSeconds() + 100);
+  EXPECT_EQ(seen.frequency, 2);
+  EXPECT_TRUE(seen.fetched);
+  EXPECT_EQ(seen.slab_class, MemcachedSlabClass(MemcachedItemSize(1, 5, 42)));
+  Del("a");
+  store_->FlushAll(0);
+  EXPECT_EQ(value, "alpha");   // pinned: still readable
+}
+
+TEST_F(ItemStoreTest, RestoreKeepsCasTimesFlagsAndFrequency) {
+  RestoreRequest req;
+  req.key = "k";
+  req.value = "restored";
+  req.client_flags = 9;
+  req.exptime_unix = clock_.UnixSeconds() + 50;
+  req.last_access_unix = clock_.UnixSeconds() - 30;
+  req.cas = 777777;
+  req.frequency = 3;
+  req.fetched = true;
+  ASSERT_EQ(store_->Restore(req), StoreStatus::kStored);
+  ReadOptions peek;
+  peek.bump = false;
+  ReadResult r = store_->Read("k", peek);
+  EXPECT_EQ(r.value, "restored");
+  EXPECT_EQ(r.client_flags, 9u);
+  EXPECT_EQ(r.cas, 777777u);
+  EXPECT_EQ(r.ttl_before, 50);
+  EXPECT_EQ(r.seconds_since_access, 30);
+  EXPECT_EQ(r.frequency, 3);
+  EXPECT_TRUE(r.fetched_before);
+  // The CAS counter moved past it.
+  EXPECT_GT(Put("other", "x").cas, 777777u);
+  // Already expired: nothing is stored.
+  req.key = "gone";
+  req.exptime_unix = clock_.UnixSeconds();
+  EXPECT_EQ(store_->Restore(req), StoreStatus::kNotStored);
+  EXPECT_EQ(Get("gone"), std::nullopt);
+}
+
+// --- Per-class counters --------------------------------------------------------------
+
+TEST_F(ItemStoreTest, PerClassCountersFollowMemcachedsClasses) {
+  config_.memory_limit = size_t{1} << 20;
+  config_.shard_bits = 0;
+  Reset();
+  const int small = MemcachedSlabClass(MemcachedItemSize(6, 100, 0));
+  const int big = MemcachedSlabClass(MemcachedItemSize(6, 1000, 0));
+  ASSERT_NE(small, big);
+  for (int i = 0; i < 100; i++) Put("s" + std::to_string(10000 + i), std::string(100, 'v'));
+  for (int i = 0; i < 10; i++) Put("b" + std::to_string(10000 + i), std::string(1000, 'v'));
+  StoreStats s = store_->Stats();
+  EXPECT_EQ(s.classes[small].items, 100u);
+  EXPECT_EQ(s.classes[small].total_items, 100u);
+  EXPECT_EQ(s.classes[small].mem_requested, 100 * MemcachedItemSize(6, 100, 0));
+  EXPECT_EQ(s.classes[big].items, 10u);
+  // Fill with small items until the big ones are all evicted.
+  for (int i = 0; store_->Stats().classes[big].items != 0; i++) {
+    Put("f" + std::to_string(10000 + i), std::string(100, 'v'));
+  }
+  s = store_->Stats();
+  EXPECT_EQ(s.classes[big].evicted, 10u);
+  EXPECT_EQ(s.classes[big].evicted_unfetched, 10u);
+  EXPECT_EQ(s.classes[big].items, 0u);
+  EXPECT_EQ(s.classes[small].evicted + s.classes[small].items,
+            s.classes[small].total_items);
 }
 
 }  // namespace
@@ -1038,7 +1167,7 @@ namespace {
 class NoEvictionTest : public ItemStoreTest {};
 
 TEST_F(NoEvictionTest, FullCacheRefusesStoresAndEvictsNothing) {
-  for (size_t limit : {size_t{64 * 1024}, ItemStore::kSlabMinLimit}) {   // malloc'd, slab pages
+  for (size_t limit : {size_t{64 * 1024}, size_t{8} << 20}) {   // 16 KiB and 64 KiB segments
     config_.memory_limit = limit;
     config_.evictions = false;
     Reset();

@@ -235,7 +235,7 @@ TEST_F(LeaseStoreTest, VivifyWinsThenOthersSeeZ) {
   EXPECT_TRUE(first.vivified);
   EXPECT_FALSE(first.placeholder);
   EXPECT_EQ(first.lease, LeaseVerdict::kWin);
-  EXPECT_EQ(first.item->value(), "");
+  EXPECT_EQ(first.value, "");
   EXPECT_EQ(first.ttl_after, 30);
   EXPECT_EQ(first.client_flags, 0u);
 
@@ -250,7 +250,7 @@ TEST_F(LeaseStoreTest, VivifyWinsThenOthersSeeZ) {
   ReadOptions classic;
   ReadResult g = store_->Read("k", classic);
   ASSERT_EQ(g.status, ReadStatus::kHit);
-  EXPECT_EQ(g.item->value(), "");
+  EXPECT_EQ(g.value, "");
 
   const StoreStats s = store_->Stats();
   EXPECT_EQ(s.lease_grants, 1u);
@@ -264,8 +264,8 @@ TEST_F(LeaseStoreTest, WinnersFencedStoreFulfilsAndMeasuresDelta) {
   ASSERT_EQ(s.status, StoreStatus::kStored);
   ReadResult r = Mg("k");
   EXPECT_EQ(r.lease, LeaseVerdict::kNone);
-  EXPECT_EQ(r.item->value(), "value");
-  EXPECT_EQ(r.item->delta_ms, 250);
+  EXPECT_EQ(r.value, "value");
+  EXPECT_EQ(r.recompute_ms, 250);
   const StoreStats st = store_->Stats();
   EXPECT_EQ(st.lease_fulfilled, 1u);
   EXPECT_EQ(st.curr_leases, 0u);
@@ -325,7 +325,7 @@ TEST_F(LeaseStoreTest, LeaseGetTokenFencesLeaseSet) {
   ReadResult hit = store_->Read("k", opts);
   EXPECT_FALSE(hit.placeholder);
   EXPECT_EQ(hit.lease, LeaseVerdict::kNone);
-  EXPECT_EQ(hit.item->value(), "v");
+  EXPECT_EQ(hit.value, "v");
   EXPECT_EQ(store_->Stats().lease_sets_refused, 2u);
 }
 
@@ -361,7 +361,7 @@ TEST_F(LeaseStoreTest, InvalidateGivesStaleWinThenStaleHeld) {
   ReadResult first = Mg("k");
   EXPECT_TRUE(first.stale);
   EXPECT_EQ(first.lease, LeaseVerdict::kWin);
-  EXPECT_EQ(first.item->value(), "old");
+  EXPECT_EQ(first.value, "old");
   EXPECT_EQ(first.ttl_before, 30);
   ReadResult second = Mg("k");
   EXPECT_TRUE(second.stale);
@@ -385,7 +385,7 @@ TEST_F(LeaseStoreTest, StaleSetWithLowerCasKeepsTtlStaleAndLease) {
   StoreResult s = SetWithCas("k", "v2", original, /*invalidate=*/true, 500);
   ASSERT_EQ(s.status, StoreStatus::kStored);
   ReadResult r = Mg("k");
-  EXPECT_EQ(r.item->value(), "v2");
+  EXPECT_EQ(r.value, "v2");
   EXPECT_TRUE(r.stale);
   EXPECT_EQ(r.ttl_before, 30);  // not raised by the stale set
   EXPECT_EQ(r.lease, LeaseVerdict::kHeld);  // the token is inherited
@@ -467,7 +467,7 @@ TEST_F(LeaseStoreTest, ScriptedXFetchDrawsWinOrLoseExactly) {
   EXPECT_EQ(win.lease, LeaseVerdict::kWin);
   EXPECT_TRUE(win.lease_by_xfetch);
   EXPECT_FALSE(win.stale);
-  EXPECT_EQ(win.item->value(), "v");  // the still-fresh value
+  EXPECT_EQ(win.value, "v");  // the still-fresh value
   random_.Push(std::exp(-11.0));
   EXPECT_EQ(Mg("k", opts).lease, LeaseVerdict::kHeld);
   const StoreStats s = store_->Stats();
@@ -493,7 +493,7 @@ TEST_F(LeaseStoreTest, ClassicLeaseModeWinnerIsNotCountedAsAStaleHit) {
   EXPECT_TRUE(win.stale);
   ReadResult held = store_->Read("k", opts);
   EXPECT_EQ(held.lease, LeaseVerdict::kHeld);
-  EXPECT_EQ(held.item->value(), "v");
+  EXPECT_EQ(held.value, "v");
   EXPECT_EQ(store_->Stats().stale_hits, 1u);
 }
 
@@ -507,7 +507,7 @@ TEST_F(LeaseStoreTest, ClassicLeaseMissMakesAPlaceholder) {
   Set("k", "v");
   ReadResult hit = store_->Read("k", opts);
   EXPECT_FALSE(hit.placeholder);
-  EXPECT_EQ(hit.item->value(), "v");
+  EXPECT_EQ(hit.value, "v");
 }
 
 TEST_F(LeaseStoreTest, ExpiredValueInGraceIsServedStaleWhileOneReaderRecomputes) {
@@ -521,10 +521,10 @@ TEST_F(LeaseStoreTest, ExpiredValueInGraceIsServedStaleWhileOneReaderRecomputes)
   EXPECT_EQ(win.lease, LeaseVerdict::kWin);
   EXPECT_TRUE(win.stale);
   EXPECT_FALSE(win.placeholder);
-  EXPECT_EQ(win.item->value(), "v");
+  EXPECT_EQ(win.value, "v");
   ReadResult held = store_->Read("k", opts);
   EXPECT_EQ(held.lease, LeaseVerdict::kHeld);
-  EXPECT_EQ(held.item->value(), "v");
+  EXPECT_EQ(held.value, "v");
   EXPECT_EQ(LeaseSet("k", "v2", win.cas).status, StoreStatus::kStored);
   EXPECT_EQ(store_->Read("k", opts).lease, LeaseVerdict::kNone);
 }

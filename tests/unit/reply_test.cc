@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "storage/item.h"
+#include "storage/segments.h"
 
 namespace herdless {
 namespace {
@@ -38,15 +39,34 @@ int SegmentCount(const ReplyBuffer& buf) {
   return buf.FillIovecs(iov.data(), static_cast<int>(iov.size()));
 }
 
-// An unlinked item holding `value`; the test owns the one reference.
-Item* MakeItem(std::string_view key, std::string_view value) {
-  size_t charged = 0;
-  Item* item = AllocateItem(key, static_cast<uint32_t>(value.size()), &charged);
-  std::memcpy(item->value_data(), value.data(), value.size());
-  return item;
+// Bytes standing for an item in a segment the test owns: ItemRefs pin the
+// segment, and Refs() counts the test's own reference plus the pins.
+struct Item {
+  Item(std::string_view k, std::string_view v) : bytes(std::string(k) + std::string(v) + "\r\n"),
+                                                 key_len(k.size()), value_len(v.size()) {}
+  std::string_view key() const { return std::string_view(bytes).substr(0, key_len); }
+  std::string_view value() const { return std::string_view(bytes).substr(key_len, value_len); }
+  std::string_view value_with_crlf() const { return std::string_view(bytes).substr(key_len); }
+  const char* value_data() const { return bytes.data() + key_len; }
+  std::string bytes;
+  size_t key_len;
+  size_t value_len;
+  Segment segment;
+};
+
+Item* MakeItem(std::string_view key, std::string_view value) { return new Item(key, value); }
+
+uint64_t Refs(const Item* item) { return 1 + item->segment.pins.load(); }
+
+ItemRef Share(Item* item) {
+  item->segment.Pin();
+  return ItemRef(&item->segment);
 }
 
-uint32_t Refs(const Item* item) { return item->refcount.load(); }
+void ReleaseItem(Item* item) {
+  ASSERT_EQ(item->segment.pins.load(), 0u);
+  delete item;
+}
 
 TEST(ReplyBufferTest, StartsEmpty) {
   ReplyBuffer buf;
@@ -96,7 +116,7 @@ TEST(ReplyBufferTest, ItemBytesAreSentInPlaceBetweenCopies) {
   Item* item = MakeItem("key", "hello");
   ReplyBuffer buf;
   buf.Append("VALUE key 0 5\r\n");
-  buf.AppendItemBytes(ItemRef::Share(item), item->value_with_crlf());
+  buf.AppendItemBytes(Share(item), item->value_with_crlf());
   buf.Append("END\r\n");
   EXPECT_EQ(Pending(buf), "VALUE key 0 5\r\nhello\r\nEND\r\n");
   EXPECT_EQ(SegmentCount(buf), 3);
@@ -110,7 +130,7 @@ TEST(ReplyBufferTest, ItemBytesAreSentInPlaceBetweenCopies) {
 TEST(ReplyBufferTest, ItemReferenceReleasedOnceWhenFullyConsumed) {
   Item* item = MakeItem("k", "abcdef");
   ReplyBuffer buf;
-  buf.AppendItemBytes(ItemRef::Share(item), item->value_with_crlf());
+  buf.AppendItemBytes(Share(item), item->value_with_crlf());
   EXPECT_EQ(Refs(item), 2u);
   buf.Consume(3);
   EXPECT_EQ(Refs(item), 2u);   // still being sent
@@ -129,12 +149,12 @@ TEST(ReplyBufferTest, ClearAndDestructorReleaseItemReferences) {
   Item* b = MakeItem("b", "2");
   {
     ReplyBuffer buf;
-    buf.AppendItemBytes(ItemRef::Share(a), a->value_with_crlf());
+    buf.AppendItemBytes(Share(a), a->value_with_crlf());
     buf.Clear();
     EXPECT_EQ(Refs(a), 1u);
     EXPECT_TRUE(buf.empty());
-    buf.AppendItemBytes(ItemRef::Share(b), b->value_with_crlf());
-    buf.AppendItemBytes(ItemRef::Share(b), b->value_with_crlf());
+    buf.AppendItemBytes(Share(b), b->value_with_crlf());
+    buf.AppendItemBytes(Share(b), b->value_with_crlf());
     EXPECT_EQ(Refs(b), 3u);
   }
   EXPECT_EQ(Refs(b), 1u);
@@ -145,7 +165,7 @@ TEST(ReplyBufferTest, ClearAndDestructorReleaseItemReferences) {
 TEST(ReplyBufferTest, EmptyItemBytesDropTheReferenceAtOnce) {
   Item* item = MakeItem("k", "v");
   ReplyBuffer buf;
-  buf.AppendItemBytes(ItemRef::Share(item), std::string_view());
+  buf.AppendItemBytes(Share(item), std::string_view());
   EXPECT_EQ(Refs(item), 1u);
   EXPECT_TRUE(buf.empty());
   ReleaseItem(item);
@@ -158,7 +178,7 @@ std::string FillMixed(ReplyBuffer* buf, const std::vector<Item*>& items) {
     std::string line = "VALUE " + std::string(items[i]->key()) + " 0 " +
                        std::to_string(items[i]->value_len) + "\r\n";
     buf->Append(line);
-    buf->AppendItemBytes(ItemRef::Share(items[i]), items[i]->value_with_crlf());
+    buf->AppendItemBytes(Share(items[i]), items[i]->value_with_crlf());
     expected += line;
     expected += items[i]->value_with_crlf();
   }
@@ -239,7 +259,7 @@ TEST(ReplyBufferTest, ManySegmentsAreFilledInOrderUpToMax) {
   std::string expected;
   for (Item* item : items) {
     buf.Append("V ");
-    buf.AppendItemBytes(ItemRef::Share(item), item->value_with_crlf());
+    buf.AppendItemBytes(Share(item), item->value_with_crlf());
     expected += "V ";
     expected += item->value_with_crlf();
   }
@@ -305,7 +325,7 @@ TEST(ReplyBufferTest, LongBacklogKeepsOrderAcrossCompaction) {
   std::string expected;
   for (int round = 0; round < 20; ++round) {
     for (int i = 0; i < 100; ++i) {
-      buf.AppendItemBytes(ItemRef::Share(item), item->value());
+      buf.AppendItemBytes(Share(item), item->value());
       buf.Append("|" + std::to_string(round * 100 + i) + "\n");
       expected += "value|" + std::to_string(round * 100 + i) + "\n";
     }

@@ -491,9 +491,13 @@ TEST_F(WaitersTest, EvictionWakes) {
   config_.shard_bits = 0;
   Reset();
   Grant("k");
-  ParkedRead("k", Ticket(1));
+  ParkedRead("k", Ticket(1));   // a read: the stub moves to the main queue when its segment goes
   const std::string value(1000, 'x');
-  for (int i = 0; i < 200 && sink_.woken.empty(); ++i) Put("fill" + std::to_string(i), value);
+  // Keys read once each keep the main queue cycling too.
+  for (int i = 0; i < 1000 && sink_.woken.empty(); ++i) {
+    Put("fill" + std::to_string(i), value);
+    store_->Read("fill" + std::to_string(i), ReadOptions());
+  }
   EXPECT_EQ(sink_.woken.size(), 1u);
 }
 

@@ -1,0 +1,251 @@
+// ItemStore's maintenance and introspection: flush_all, the expiry crawl
+// (ReclaimExpired), the walk over every item, restoring items from a
+// snapshot, and the counters.
+#include "storage/item_store.h"
+
+#include <cstring>
+
+#include "storage/item_store_internal.h"
+
+namespace herdless {
+
+using namespace store_internal;
+
+// ---------------------------------------------------------------------------
+// Flush, expiry crawl, walk, restore, stats.
+
+// Drops every item whose last store/touch/fetch was before `flushed_before`
+// (everything when it is INT64_MAX).
+size_t ItemStore::SweepAll(int64_t flushed_before) {
+  size_t removed = 0;
+  for (size_t i = 0; i < shard_count_; i++) {
+    Shard& shard = shards_[i];
+    ShardLock lock(this, shard);
+    uint64_t cursor = 0;
+    do {
+      cursor = shard.index.Walk(cursor, 64, [&](uint64_t* slot) {
+        if (ItemAt(*slot).last_access() < flushed_before) {
+          UnlinkLocked(shard, slot);
+          removed++;
+        }
+      });
+    } while (cursor != 0);
+  }
+  return removed;
+}
+
+void ItemStore::FlushAll(int64_t delay_s) {
+  const int64_t now_s = NowSeconds();
+  const int64_t deadline = delay_s > 0 ? ToStoreTime(delay_s) : 0;
+  if (deadline <= now_s) {
+    flush_deadline_.store(0, std::memory_order_relaxed);
+    SweepAll(INT64_MAX);
+    return;
+  }
+  // Items hidden by a deadline that already passed must not come back when
+  // the deadline moves: remove them before replacing it.
+  const int64_t previous = flush_deadline_.exchange(deadline, std::memory_order_relaxed);
+  if (previous != 0 && previous <= now_s) SweepAll(previous);
+}
+
+size_t ItemStore::ReclaimExpired(size_t budget) {
+  // A delayed flush_all takes effect here, once, when its deadline passes:
+  // its items go at once, and readers parked on them are woken (a lazy check
+  // on access alone would leave them waiting for their lease to time out).
+  size_t removed = 0;
+  const int64_t deadline = flush_deadline_.load(std::memory_order_relaxed);
+  if (deadline != 0 && NowSeconds() >= deadline &&
+      flush_swept_.exchange(deadline, std::memory_order_relaxed) != deadline) {
+    removed += SweepAll(deadline);
+  }
+  // At most ~1000 buckets (a few thousand items) a call, 16 per lock hold.
+  constexpr size_t kBucketsPerLock = 16;
+  const size_t scan_limit = std::max<size_t>(budget * 4, 1024);
+  size_t scanned = 0;
+  while (removed < budget && scanned < scan_limit) {
+    const size_t index = reclaim_cursor_.load(std::memory_order_relaxed) % shard_count_;
+    Shard& shard = shards_[index];
+    bool shard_done = false;
+    {
+      ShardLock lock(this, shard);
+      const int64_t now_s = NowSeconds();
+      shard.reclaim_position = shard.index.Walk(shard.reclaim_position, kBucketsPerLock, [&](uint64_t* slot) {
+        if (removed >= budget) return;
+        const ItemView item = ItemAt(*slot);
+        // LookupLocked's rule: flushed, or expired beyond the stale grace.
+        if (IsFlushed(item, now_s)) {
+          UnlinkLocked(shard, slot);
+          removed++;
+        } else if (IsExpired(item, now_s) &&
+                   (Has(*slot, kItemPlaceholder | kItemNeedsValue) ||
+                    int64_t{item.exptime()} + config_.stale_grace_s <= now_s)) {
+          CountRemovalLocked(shard, *slot, item, now_s, /*evicted=*/false);
+          UnlinkLocked(shard, slot);
+          removed++;
+        }
+      });
+      scanned += kBucketsPerLock;
+      shard_done = shard.reclaim_position == 0;
+    }
+    if (shard_done) reclaim_cursor_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return removed;
+}
+
+ItemRef WalkedItem::Pin() const {
+  segment->Pin();
+  return ItemRef(segment);
+}
+
+size_t ItemStore::Walk(WalkCursor* cursor, size_t max_buckets,
+                       const std::function<void(const WalkedItem&)>& visit) {
+  if (cursor->done) return 0;
+  size_t visited = 0;
+  Shard& shard = shards_[cursor->shard];
+  {
+    ShardLock lock(this, shard);
+    const int64_t now_s = NowSeconds();
+    cursor->position = shard.index.Walk(cursor->position, max_buckets, [&](uint64_t* slot) {
+      const uint64_t s = *slot;
+      const ItemView item = ItemAt(s);
+      const bool expired = IsExpired(item, now_s);
+      if (IsFlushed(item, now_s) ||
+          (expired && (Has(s, kItemPlaceholder | kItemNeedsValue) ||
+                       int64_t{item.exptime()} + config_.stale_grace_s <= now_s))) {
+        return;
+      }
+      WalkedItem w;
+      w.key = item.key();
+      w.value = item.value();
+      w.client_flags = item.client_flags();
+      w.exptime = item.exptime();
+      w.last_access = item.last_access();
+      w.cas = item.cas();
+      w.frequency = slot::Freq(s);
+      w.fetched = Has(s, kItemFetched);
+      w.stale = Has(s, kItemStale) || expired;
+      w.binary_key = item.binary_key();
+      w.no_value = Has(s, kItemPlaceholder | kItemNeedsValue);
+      w.placeholder = Has(s, kItemPlaceholder);
+      w.lease_out = Has(s, kItemTokenSent);
+      w.slab_class = SlabClassOf(item);
+      w.segment = SegmentOf(s);
+      visit(w);
+      visited++;
+    });
+  }
+  if (cursor->position == 0) {
+    cursor->shard++;
+    cursor->done = cursor->shard == shard_count_;
+  }
+  return visited;
+}
+
+StoreStatus ItemStore::Restore(const RestoreRequest& req) {
+  if (!ItemFits(req.key.size(), req.client_flags, req.value.size())) return StoreStatus::kTooLarge;
+  const int64_t now_unix = config_.clock->UnixSeconds();
+  if (req.exptime_unix != 0 && req.exptime_unix <= now_unix) return StoreStatus::kNotStored;
+  const uint64_t hash = HashKey(req.key);
+  Shard& shard = ShardFor(hash);
+  if (req.cas != 0 && req.cas < kNarrowCasLimit) {
+    // Later stores must get CAS values no restored item has.
+    uint64_t next = next_cas_.load(std::memory_order_relaxed);
+    while (next <= req.cas &&
+           !next_cas_.compare_exchange_weak(next, req.cas + 1, std::memory_order_relaxed)) {
+    }
+  }
+  for (int attempt = 0;; attempt++) {
+    const Times t = Now();
+    ShardLock lock(this, shard);
+    const Found f = LookupLocked(shard, req.key, hash, t.now_s);
+    ItemFields fields;
+    fields.key = req.key;
+    fields.value_len = static_cast<uint32_t>(req.value.size());
+    fields.client_flags = req.client_flags;
+    fields.exptime = req.exptime_unix == 0 ? 0 : ClampStoreTime(req.exptime_unix - now_unix + t.now_s);
+    fields.last_access = ClampStoreTime(
+        req.last_access_unix == 0 ? t.now_s : std::min(req.last_access_unix - now_unix + t.now_s, t.now_s));
+    fields.binary_key = req.binary_key;
+    fields.cas = req.cas != 0 ? req.cas : 2;
+    fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
+    Placed placed;
+    if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
+      if (!RoomToRetry(lock, attempt, ItemSize(fields))) return StoreStatus::kNoMemory;
+      continue;
+    }
+    if (req.cas == 0) fields.cas = NextCas();
+    const ItemView item = WriteItem(placed.segment->At(placed.offset), fields);
+    CopyBytes(item.value_data(), req.value);
+    if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
+    const uint8_t state = (req.fetched ? kItemFetched : 0) | (req.stale ? kItemStale : 0);
+    LinkLocked(shard, hash, placed, item, state, std::min(req.frequency, S3Fifo::kMaxFrequency),
+               /*new_key=*/false);
+    return StoreStatus::kStored;
+  }
+}
+
+StoreStats ItemStore::Stats() const {
+  StoreStats s;
+  for (size_t i = 0; i < shard_count_; i++) {
+    Shard& shard = shards_[i];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    const StoreStats& c = shard.counters;
+    s.curr_items += shard.index.items();
+    s.bytes += shard.bytes;
+    s.curr_leases += shard.leases_out;
+    s.hash_buckets += shard.index.buckets() * Index::kSlotsPerBucket;
+    s.hash_bytes += shard.index.MemoryBytes();
+    s.total_items += c.total_items;
+    s.evictions += c.evictions;
+    s.reclaimed += c.reclaimed;
+    s.expired_unfetched += c.expired_unfetched;
+    s.evicted_unfetched += c.evicted_unfetched;
+    s.lease_grants += c.lease_grants;
+    s.lease_fulfilled += c.lease_fulfilled;
+    s.lease_timeouts += c.lease_timeouts;
+    s.lease_sets_refused += c.lease_sets_refused;
+    s.xfetch_grants += c.xfetch_grants;
+    s.stale_hits += c.stale_hits;
+    s.moved_to_main += c.moved_to_main;
+    s.main_reinserted += c.main_reinserted;
+    s.ghost_hits += c.ghost_hits;
+    for (int k = 1; k <= kMemcachedClasses; k++) {
+      StoreStats::Class& to = s.classes[k];
+      const StoreStats::Class& from = c.classes[k];
+      to.items += from.items;
+      to.bytes += from.bytes;
+      to.mem_requested += from.mem_requested;
+      to.total_items += from.total_items;
+      to.evicted += from.evicted;
+      to.evicted_unfetched += from.evicted_unfetched;
+      to.evicted_time = std::max(to.evicted_time, from.evicted_time);
+      to.reclaimed += from.reclaimed;
+      to.expired_unfetched += from.expired_unfetched;
+    }
+  }
+  s.total_malloced = pool_->used();
+  s.segment_size = pool_->segment_size();
+  s.segments_small = queues_->SegmentsIn(SegmentQueue::kSmall);
+  s.segments_main = queues_->SegmentsIn(SegmentQueue::kMain);
+  s.jumbo_items = pool_->JumboCount();
+  s.evicted_segments = evicted_segments_.load(std::memory_order_relaxed);
+  return s;
+}
+
+void ItemStore::ResetStats() {
+  for (size_t i = 0; i < shard_count_; i++) {
+    Shard& shard = shards_[i];
+    std::lock_guard<std::mutex> lock(shard.mu);
+    StoreStats fresh;
+    // The per-class gauges stay (like curr_items); their event counters reset.
+    for (int k = 1; k <= kMemcachedClasses; k++) {
+      fresh.classes[k].items = shard.counters.classes[k].items;
+      fresh.classes[k].bytes = shard.counters.classes[k].bytes;
+      fresh.classes[k].mem_requested = shard.counters.classes[k].mem_requested;
+    }
+    shard.counters = fresh;
+  }
+  evicted_segments_.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace herdless

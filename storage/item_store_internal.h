@@ -1,0 +1,150 @@
+// The parts of ItemStore its implementation files share (item_store.cc: the
+// request path; item_store_memory.cc: placing items, eviction, relocation;
+// item_store_admin.cc: flush, expiry crawl, walk, restore, stats): a shard,
+// its lock guard, what a lookup found, and small helpers. Not a public
+// interface: include it only from those files.
+#ifndef HERDLESS_STORAGE_ITEM_STORE_INTERNAL_H_
+#define HERDLESS_STORAGE_ITEM_STORE_INTERNAL_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include "storage/eviction.h"
+#include "storage/index.h"
+#include "storage/item_store.h"
+#include "storage/lease.h"
+#include "storage/parked.h"
+#include "storage/segments.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace herdless {
+namespace store_internal {
+
+constexpr int kMaxRoomAttempts = 64;   // evictions tried for one new item
+
+inline uint64_t HashKey(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
+
+inline bool Has(uint64_t slot_value, uint8_t bits) { return (slot::State(slot_value) & bits) != 0; }
+
+inline bool IsExpired(ItemView item, int64_t now_s) {
+  const int32_t exptime = item.exptime();
+  return exptime != 0 && exptime <= now_s;
+}
+
+inline int64_t TtlOf(int64_t exptime, int64_t now_s) { return exptime == 0 ? -1 : exptime - now_s; }
+
+inline int32_t ClampStoreTime(int64_t t) {
+  return static_cast<int32_t>(std::clamp<int64_t>(t, INT32_MIN, INT32_MAX));
+}
+
+// memcpy of a view that may be empty (and then have no data pointer).
+inline void CopyBytes(char* dst, std::string_view src) {
+  if (!src.empty()) std::memcpy(dst, src.data(), src.size());
+}
+
+inline int SlabClassOf(ItemView item) {
+  return MemcachedSlabClass(MemcachedItemSize(item.key_len(), item.value_len(), item.client_flags()));
+}
+
+}  // namespace store_internal
+
+// ---------------------------------------------------------------------------
+// The shard.
+
+struct ItemStore::Times {
+  int64_t now_us;
+  int64_t now_s;
+  uint32_t now_ms;  // mod 2^32, as lease grant times
+};
+
+// What a lookup found under the key.
+struct ItemStore::Found {
+  enum Presence : uint8_t {
+    kAbsent,
+    kLive,            // a real, unexpired item
+    kExpiredInGrace,  // expired less than stale_grace ago: kept as a stale value
+    kPlaceholder,     // a lease-only stub (kItemPlaceholder)
+  };
+  uint64_t* slot = nullptr;   // valid until the index changes (an insert)
+  Presence presence = kAbsent;
+  // Why an absent key is absent, when the lookup itself removed it
+  // (memcached's get_expired / get_flushed).
+  bool removed_expired = false;
+  bool removed_flushed = false;
+};
+
+// Where a new item goes: a segment (jumbo or the small queue's open one) and
+// an offset in it, with room taken for `bytes`.
+struct ItemStore::Placed {
+  Segment* segment = nullptr;
+  uint32_t offset = 0;
+  uint32_t bytes = 0;
+};
+
+struct ItemStore::Shard {
+  std::mutex mu;
+  Index index;
+  size_t bytes = 0;       // herdless's bytes of the linked items
+  size_t leases_out = 0;  // linked items with kItemTokenSent
+  uint64_t reclaim_position = 0;   // the expiry crawler's walk cursor
+  StoreStats counters;    // only the event counters and classes are used here
+  LeaseTable leases;      // live leases' grant times, by LocationKey of the item's slot
+  ParkedReaders parked;   // woken tickets are delivered by ShardLock::unlock
+};
+
+// Hashes a slot's item (the index rehashes buckets as it grows).
+class ItemStore::Hasher final : public SlotHasher {
+ public:
+  explicit Hasher(const ItemStore* store) : store_(store) {}
+  uint64_t HashOf(uint64_t slot_value) const override {
+    return store_internal::HashKey(store_->ItemAt(slot_value).key());
+  }
+
+ private:
+  const ItemStore* store_;
+};
+
+// The shard's lock. Tickets woken and index tables retired while it was held
+// are delivered and unmapped after it is released, so a sink never runs
+// under a store lock and a big munmap never holds the shard.
+class ItemStore::ShardLock {
+ public:
+  ShardLock(const ItemStore* store, Shard& shard) : store_(store), shard_(shard) { lock(); }
+  ~ShardLock() {
+    if (locked_) unlock();
+  }
+  ShardLock(const ShardLock&) = delete;
+  ShardLock& operator=(const ShardLock&) = delete;
+
+  void lock() {
+    shard_.mu.lock();
+    locked_ = true;
+  }
+  void unlock() {
+    locked_ = false;
+    if (!shard_.parked.has_woken() && !shard_.index.has_retired()) {
+      shard_.mu.unlock();
+      return;
+    }
+    std::vector<Index::Retired> retired = shard_.index.TakeRetired();
+    const std::vector<WaitTicket> woken = shard_.parked.TakeWoken();
+    shard_.mu.unlock();
+    for (const WaitTicket& ticket : woken) store_->config_.wake_sink->Wake(ticket);
+    for (Index::Retired& r : retired) r.Release();
+  }
+
+ private:
+  const ItemStore* store_;
+  Shard& shard_;
+  bool locked_ = false;
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_STORAGE_ITEM_STORE_INTERNAL_H_
