@@ -166,6 +166,8 @@ int Main(int argc, char** argv) {
     return EX_OSERR;
   }
 
+  // -d changes directory to "/": a relative -e path must not move.
+  options.protocol.memory_file = AbsolutePath(options.protocol.memory_file);
   Server server(options);
   if (!server.LoadCredentials(&error)) {
     std::fprintf(stderr, "%s\n", error.c_str());

@@ -419,7 +419,9 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
       p.auth_file = std::string(value);
       return true;
     case 'e':
-      return Fail("-e (restartable memory file) is not supported by herdless");
+      if (value.empty()) return Fail("empty -e snapshot file name");
+      p.memory_file = std::string(value);
+      return true;
     case 'o':
       return ApplySubopts(value);
   }
@@ -490,6 +492,11 @@ bool Parser::ApplySubopt(std::string_view key, std::string_view value, bool has_
     } else {
       return bad("off, stale or wait");
     }
+    return true;
+  }
+  if (key == "snapshot_interval") {
+    if (!has_value) return need("numeric");
+    if (!ParseU32(value, 0, 1u << 30, &p.snapshot_interval_s)) return bad("seconds, 0 = off");
     return true;
   }
   if (key == "exact_threads") {
@@ -620,6 +627,10 @@ bool Parser::Finish() {
     if (p.udp_port != 0) return Fail("Cannot use UDP with ascii authentication enabled (-U 0 to disable)");
   }
 
+  if (p.snapshot_interval_s != 0 && p.memory_file.empty()) {
+    return Fail("-o snapshot_interval needs a snapshot file (-e <file>)");
+  }
+
   if (!wait_timeout_set_) {
     // A parked reader must be answered even when leases never time out.
     p.wait_timeout_ms = p.lease_timeout_s > 0 ? p.lease_timeout_s * 1000 : kWaitTimeoutWithoutLeaseMs;
@@ -728,6 +739,9 @@ std::string UsageText() {
   line("-F, --disable-flush-all   disable flush_all command");
   line("-Y, --auth-file=<file>    enable ASCII protocol authentication. format:");
   line("                          user:pass\\nuser2:pass2\\n");
+  line("-e, --memory-file=<file>  warm restart: load the cache from this snapshot file at");
+  line("                          start, write it at every orderly stop (SIGTERM, SIGINT,");
+  line("                          SIGUSR1, shutdown) and every snapshot_interval");
 #ifdef HERDLESS_TLS
   line("-Z, --enable-ssl          enable TLS/SSL");
 #endif
@@ -748,6 +762,8 @@ std::string UsageText() {
   line("   - wait_timeout_ms:     longest a parked reader waits in wait mode");
   line("                          (default: lease_timeout, or 5000 when that is 0)");
   line("   - exact_threads:       run -t worker threads even when fewer CPUs are allowed");
+  line("   - snapshot_interval:   also write the -e snapshot every <num> seconds, in the");
+  line("                          background (default: 0, only at an orderly stop)");
 #ifdef HERDLESS_TLS
   line("   - ssl_chain_cert:      certificate chain file in PEM format");
   line("   - ssl_key:             private key, if not part of the -ssl_chain_cert");

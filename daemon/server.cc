@@ -23,6 +23,7 @@
 #include "daemon/cpu_limit.h"
 #include "daemon/log.h"
 #include "daemon/service_notify.h"
+#include "daemon/snapshotter.h"
 #include "daemon/tls.h"
 #include "protocol/auth.h"
 
@@ -325,6 +326,14 @@ int Server::Run() {
   store_config.random = &random_;
   store_config.wake_sink = this;   // readers park only once every worker runs
   store_ = std::make_unique<ItemStore>(store_config);
+  const WorkerPlan plan = PlanWorkers(p);
+  if (!p.memory_file.empty()) {
+    // Before the first accept: clients that connect meanwhile wait in the
+    // listen backlog and then find the cache warm.
+    snapshotter_ = std::make_unique<Snapshotter>(store_.get(), p.memory_file, p.snapshot_interval_s,
+                                                 std::max(1, plan.workers));
+    snapshotter_->Load();
+  }
 
   event_config* cfg = event_config_new();
   event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);   // only the main thread uses it
@@ -353,7 +362,6 @@ int Server::Run() {
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &previous);
-  const WorkerPlan plan = PlanWorkers(p);
   const int worker_count = plan.workers;
   if (worker_count != p.num_threads) {
     Log(LogLevel::kNotice,
@@ -397,6 +405,7 @@ int Server::Run() {
     struct timeval tick = {0, kMaintenanceTickMs * 1000};
     event_add(maintenance_event_, &tick);
     resume_accept_event_ = event_new(base_, -1, 0, &Server::OnResumeAccept, this);
+    if (snapshotter_ != nullptr) snapshotter_->StartPeriodic();
 
     counters_.total.store(listeners_.size());
     counters_.structures.store(listeners_.size());
@@ -416,7 +425,11 @@ int Server::Run() {
   if (!started) {
     for (auto& w : workers_) w->BeginStop(0);
   }
+  // A periodic write still walking is cancelled: the last one starts once
+  // the workers have written the replies they owe and changed their last item.
+  if (snapshotter_ != nullptr) snapshotter_->StopPeriodic();
   for (auto& w : workers_) w->Join();
+  if (snapshotter_ != nullptr && started) snapshotter_->WriteFinal();
   if (!unix_path_.empty()) unlink(unix_path_.c_str());   // as it was created: by -u's user
   return started ? EXIT_SUCCESS : EXIT_FAILURE;
 }
@@ -576,6 +589,7 @@ ServerSnapshot Server::Snapshot() {
     s.ssl_cert_refresh_time = tls_->last_refresh_unix();
   }
   for (const auto& w : workers_) s.totals.Add(w->stats());
+  if (snapshotter_ != nullptr) s.snapshot = snapshotter_->Figures();
   return s;
 }
 

@@ -2,8 +2,9 @@
 // listening sockets, accepts connections and hands them round-robin to the
 // worker threads, runs the 1 s maintenance timer (expired-item reclaim), and
 // handles SIGTERM/SIGINT/SIGUSR1 and the `shutdown` command: stop accepting,
-// let the workers finish writing the replies they owe, exit 0. SIGHUP is a
-// reload. A supervisor is told when it serves (daemon/service_notify.h).
+// let the workers finish writing the replies they owe, write the -e snapshot,
+// exit 0. With -e the snapshot is loaded before the first accept
+// (daemon/snapshotter.h). SIGHUP is a reload. A supervisor is told when it serves (daemon/service_notify.h).
 // It is also the protocol's ServerInfo (stats, verbosity, shutdown); those
 // methods are called from worker threads and are thread-safe. And it is the
 // store's LeaseWakeSink: a parked reader's wake goes to its worker.
@@ -30,6 +31,7 @@ struct event_base;
 namespace herdless {
 
 class AuthFile;
+class Snapshotter;
 class TlsContext;
 
 class Server final : public ServerInfo, public LeaseWakeSink {
@@ -102,6 +104,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   SystemClock clock_;
   DefaultRandom random_;
   std::unique_ptr<ItemStore> store_;
+  std::unique_ptr<Snapshotter> snapshotter_;   // -e
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;
   ConnectionCounters counters_;

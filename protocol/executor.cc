@@ -400,10 +400,26 @@ int HashPowerLevel(uint64_t buckets) {
   return power;
 }
 
+// herdless's warm-restart figures (-e): the last write and the load at start.
+void SnapshotStats(const SnapshotFigures& f, StatWriter* w) {
+  w->Add("snapshot_in_progress", uint64_t{f.in_progress});
+  w->Add("snapshot_writes", f.writes);
+  w->Add("snapshot_failures", f.failures);
+  w->AddSigned("snapshot_last_time", f.last_time);
+  w->Add("snapshot_last_duration_ms", f.last_duration_ms);
+  w->Add("snapshot_last_bytes", f.last_bytes);
+  w->Add("snapshot_last_items", f.last_items);
+  w->Add("snapshot_loaded_items", f.loaded_items);
+  w->Add("snapshot_load_skipped_expired", f.load_skipped_expired);
+  w->Add("snapshot_load_skipped_too_large", f.load_skipped_too_large);
+  w->Add("snapshot_load_skipped_no_memory", f.load_skipped_no_memory);
+  w->Add("snapshot_load_ms", f.load_ms);
+}
+
 // `stats`: memcached's names in memcached's order (server_stats, then the
 // engine totals), as a memcached run with no slab rebalancer, LRU crawler,
 // segmented LRU, extstore, proxy or TLS prints them, since herdless has none
-// of those. Its own lease counters follow at the end.
+// of those. Its own lease counters follow at the end, then the snapshot's.
 void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   const ServerSnapshot snap = server->Snapshot();
   const ProtocolSettings& settings = server->Settings();
@@ -501,6 +517,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("waits_parked", t.waits_parked);
   w->Add("waits_woken", t.waits_woken);
   w->Add("waits_timed_out", t.waits_timed_out);
+  if (snap.snapshot.enabled) SnapshotStats(snap.snapshot, w);
 }
 
 // memcached's prot_text().
@@ -612,7 +629,7 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->AddBool("inline_ascii_response", false);
   if (s.tls.available) TlsSettingsStats(s.tls, w);
   w->Add("num_napi_ids", "(null)");
-  w->Add("memory_file", "(null)");
+  w->Add("memory_file", PathOrNull(s.memory_file, "(null)"));
   // herdless
   w->Add("lease_timeout", uint64_t{s.lease_timeout_s});
   w->Add("xfetch_delta_ms", uint64_t{s.xfetch_delta_ms});
@@ -622,6 +639,7 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("wait_timeout_ms", uint64_t{s.wait_timeout_ms});
   w->AddSigned("stalled_client_timeout", s.stalled_client_timeout);
   w->AddBool("exact_threads", s.exact_threads);
+  w->Add("snapshot_interval", uint64_t{s.snapshot_interval_s});
   if (s.tls.available) w->AddSigned("ssl_handshake_timeout", s.tls.handshake_timeout_s);
 }
 

@@ -78,6 +78,9 @@ struct ProtocolSettings {
   uint32_t stale_grace_s = 0;
   ClassicStampedeMode classic_stampede = ClassicStampedeMode::kOff;
   uint32_t wait_timeout_ms = 5000;
+  // Warm restart (-e, -o snapshot_interval)
+  std::string memory_file;         // -e: the snapshot file, "" = none
+  uint32_t snapshot_interval_s = 0;  // 0 = only at an orderly stop
 };
 
 // One connection as `stats conns` shows it.
@@ -87,6 +90,23 @@ struct ConnectionInfo {
   std::string listen_addr;   // empty for listeners
   std::string state;         // memcached conn_* state name
   int64_t secs_since_last_cmd = 0;
+};
+
+// The warm-restart snapshot's figures (`stats` snapshot_*), with -e.
+struct SnapshotFigures {
+  bool enabled = false;             // -e given: the stats are shown
+  bool in_progress = false;         // a write is running now
+  uint64_t writes = 0;              // successful writes
+  uint64_t failures = 0;            // failed writes (the previous file kept)
+  int64_t last_time = 0;            // Unix seconds the last successful write ended, 0 = none
+  uint64_t last_duration_ms = 0;    // of the last successful write
+  uint64_t last_bytes = 0;
+  uint64_t last_items = 0;
+  uint64_t loaded_items = 0;        // at start
+  uint64_t load_skipped_expired = 0;
+  uint64_t load_skipped_too_large = 0;
+  uint64_t load_skipped_no_memory = 0;
+  uint64_t load_ms = 0;
 };
 
 // Process-wide figures the daemon owns.
@@ -107,6 +127,7 @@ struct ServerSnapshot {
   uint64_t ssl_new_sessions = 0;    // TLS sessions negotiated (with ssl_session_cache)
   int64_t ssl_cert_refresh_time = 0;  // Unix seconds of the last certificate (re)load
   ThreadStatsTotals totals;         // summed over every worker
+  SnapshotFigures snapshot;
 };
 
 class ServerInfo {

@@ -190,6 +190,21 @@ void Index::MoveOneBucket(const SlotHasher& hasher) {
   }
 }
 
+void Index::Reserve(size_t items) {
+  if (items_ != 0 || old_.buckets != nullptr) return;
+  size_t buckets = table_.size();
+  while (items > kGrowAtItemsPerBucket * buckets) buckets *= 2;
+  if (buckets == table_.size()) return;
+  Table bigger = NewTable(buckets);
+  if (bigger.buckets == nullptr) return;   // no memory: it grows as it fills instead
+  // Overflow buckets of the empty table hold nothing (only ghosts) either.
+  overflow_chunks_.clear();
+  overflow_free_.clear();
+  overflow_used_ = 0;
+  retired_.push_back(Retired{table_.buckets, table_.bytes});
+  table_ = bigger;
+}
+
 void Index::FinishGrowth(const SlotHasher& hasher) {
   while (old_.buckets != nullptr) MoveOneBucket(hasher);
 }

@@ -131,6 +131,11 @@ class Index {
   template <typename Visitor>
   uint64_t Walk(uint64_t cursor, size_t max_buckets, Visitor&& visit);
 
+  // Sizes an index that holds nothing yet for `items` at once (a snapshot
+  // being loaded), so that inserting them moves no bucket; the table is the
+  // one growth would have reached. Does nothing to an index in use.
+  void Reserve(size_t items);
+
   // Finishes an ongoing growth (tests; the store never needs to).
   void FinishGrowth(const SlotHasher& hasher);
 

@@ -237,9 +237,11 @@ struct WalkedItem {
   int64_t exptime = 0;           // store seconds, 0 = never
   int64_t last_access = 0;       // store seconds
   uint64_t cas = 0;
+  uint16_t delta_ms = 0;         // smoothed recompute time (XFetch's delta), 0 = unmeasured
   uint8_t frequency = 0;         // 0..3
   bool fetched = false;
   bool stale = false;            // invalidated, or expired within stale_grace
+  bool invalidated = false;      // made stale by md I / ms I (not by its expiry)
   bool binary_key = false;
   bool no_value = false;         // a lease stub still waiting for its value
   bool placeholder = false;      // a lease-get placeholder (invisible to plain gets)
@@ -249,7 +251,8 @@ struct WalkedItem {
   ItemRef Pin() const;
 };
 
-// An item with all its metadata given (a snapshot being loaded).
+// An item with all its metadata given (a snapshot being loaded). An exptime
+// in the past that stale_grace still covers restores a stale item.
 struct RestoreRequest {
   std::string_view key;
   std::string_view value;
@@ -257,10 +260,14 @@ struct RestoreRequest {
   int64_t exptime_unix = 0;      // 0 = never
   int64_t last_access_unix = 0;  // 0 = now
   uint64_t cas = 0;              // 0 = a new one
+  uint16_t delta_ms = 0;         // measured recompute time, 0 = unmeasured
   uint8_t frequency = 0;         // 0..3
   bool fetched = false;
-  bool stale = false;
+  bool stale = false;            // invalidated (md I / ms I)
   bool binary_key = false;
+  // false: kNoMemory when the budget is spent, instead of evicting (a
+  // snapshot loaded hottest first then keeps its hottest items).
+  bool evict = true;
 };
 
 class ItemStore {
@@ -309,8 +316,17 @@ class ItemStore {
 
   // Stores an item with the metadata a snapshot kept: replaces what the key
   // holds; the CAS counter moves past the item's CAS. kStored, kTooLarge,
-  // kNoMemory, or kNotStored when it has expired already.
+  // kNoMemory, or kNotStored when it has expired beyond the stale grace.
   StoreStatus Restore(const RestoreRequest& req);
+
+  // Sizes the index of an empty store for about `items` items at once (a
+  // snapshot about to be loaded), so that loading moves no index bucket.
+  void ReserveItems(size_t items);
+
+  // The CAS counter: the value the next new CAS is drawn from, and a way to
+  // move it past a CAS handed out before a restart (it never moves back).
+  uint64_t CasCounter() const { return next_cas_.load(std::memory_order_relaxed); }
+  void AdvanceCasPast(uint64_t cas);
 
   // Unix time of a store time (exptime, last access), for snapshots and dumps.
   int64_t ToUnixTime(int64_t store_s) const;

@@ -121,9 +121,11 @@ size_t ItemStore::Walk(WalkCursor* cursor, size_t max_buckets,
       w.exptime = item.exptime();
       w.last_access = item.last_access();
       w.cas = item.cas();
+      w.delta_ms = item.delta_ms();
       w.frequency = slot::Freq(s);
       w.fetched = Has(s, kItemFetched);
       w.stale = Has(s, kItemStale) || expired;
+      w.invalidated = Has(s, kItemStale);
       w.binary_key = item.binary_key();
       w.no_value = Has(s, kItemPlaceholder | kItemNeedsValue);
       w.placeholder = Has(s, kItemPlaceholder);
@@ -141,19 +143,35 @@ size_t ItemStore::Walk(WalkCursor* cursor, size_t max_buckets,
   return visited;
 }
 
+void ItemStore::ReserveItems(size_t items) {
+  // Keys spread evenly over the shards; a few percent more for the spread.
+  const size_t per_shard = items / shard_count_ + items / shard_count_ / 16 + 64;
+  for (size_t i = 0; i < shard_count_; i++) {
+    ShardLock lock(this, shards_[i]);
+    shards_[i].index.Reserve(per_shard);
+  }
+}
+
+void ItemStore::AdvanceCasPast(uint64_t cas) {
+  // CAS values at or above the counter's wrap point never come from it.
+  if (cas >= kNarrowCasLimit) return;
+  uint64_t next = next_cas_.load(std::memory_order_relaxed);
+  while (next <= cas &&
+         !next_cas_.compare_exchange_weak(next, cas + 1, std::memory_order_relaxed)) {
+  }
+}
+
 StoreStatus ItemStore::Restore(const RestoreRequest& req) {
   if (!ItemFits(req.key.size(), req.client_flags, req.value.size())) return StoreStatus::kTooLarge;
   const int64_t now_unix = config_.clock->UnixSeconds();
-  if (req.exptime_unix != 0 && req.exptime_unix <= now_unix) return StoreStatus::kNotStored;
+  // LookupLocked's rule: an item expired beyond the stale grace is gone.
+  if (req.exptime_unix != 0 && req.exptime_unix + int64_t{config_.stale_grace_s} <= now_unix) {
+    return StoreStatus::kNotStored;
+  }
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
-  if (req.cas != 0 && req.cas < kNarrowCasLimit) {
-    // Later stores must get CAS values no restored item has.
-    uint64_t next = next_cas_.load(std::memory_order_relaxed);
-    while (next <= req.cas &&
-           !next_cas_.compare_exchange_weak(next, req.cas + 1, std::memory_order_relaxed)) {
-    }
-  }
+  // Later stores must get CAS values no restored item has.
+  if (req.cas != 0) AdvanceCasPast(req.cas);
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
@@ -162,15 +180,21 @@ StoreStatus ItemStore::Restore(const RestoreRequest& req) {
     fields.key = req.key;
     fields.value_len = static_cast<uint32_t>(req.value.size());
     fields.client_flags = req.client_flags;
-    fields.exptime = req.exptime_unix == 0 ? 0 : ClampStoreTime(req.exptime_unix - now_unix + t.now_s);
+    if (req.exptime_unix != 0) {
+      // Store time may be near 0 just after a start: an expiry in the past
+      // (kept stale by the grace) must not become 0, which means "never".
+      const int64_t exptime = req.exptime_unix - now_unix + t.now_s;
+      fields.exptime = ClampStoreTime(exptime != 0 ? exptime : -1);
+    }
     fields.last_access = ClampStoreTime(
         req.last_access_unix == 0 ? t.now_s : std::min(req.last_access_unix - now_unix + t.now_s, t.now_s));
+    fields.delta_ms = req.delta_ms;
     fields.binary_key = req.binary_key;
     fields.cas = req.cas != 0 ? req.cas : 2;
     fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
     Placed placed;
     if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
-      if (!RoomToRetry(lock, attempt, ItemSize(fields))) return StoreStatus::kNoMemory;
+      if (!req.evict || !RoomToRetry(lock, attempt, ItemSize(fields))) return StoreStatus::kNoMemory;
       continue;
     }
     if (req.cas == 0) fields.cas = NextCas();

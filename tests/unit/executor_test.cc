@@ -586,7 +586,8 @@ TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
       "temp_lru", "temporary_ttl", "idle_timeout", "watcher_logbuf_size", "worker_logbuf_size",
       "read_buf_mem_limit", "track_sizes", "inline_ascii_response", "num_napi_ids",
       "memory_file", "lease_timeout", "xfetch_delta_ms", "xfetch_beta", "stale_grace",
-      "classic_stampede", "wait_timeout_ms", "stalled_client_timeout", "exact_threads"};
+      "classic_stampede", "wait_timeout_ms", "stalled_client_timeout", "exact_threads",
+      "snapshot_interval"};
   EXPECT_EQ(StatNames(reply), expected);
   EXPECT_EQ(reply.substr(reply.size() - 5), "END\r\n");
   EXPECT_EQ(StatValue(reply, "tcpport"), "11311");

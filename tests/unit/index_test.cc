@@ -185,6 +185,23 @@ TEST_F(IndexTest, WalkOfAnEmptyIndexEndsAtOnce) {
   EXPECT_EQ(index_.Walk(0, 1000000, [](uint64_t*) {}), 0u);
 }
 
+TEST_F(IndexTest, ReserveSizesAnEmptyIndexSoLoadingMovesNoBucket) {
+  index_.Reserve(20000);
+  const size_t buckets = index_.buckets();
+  EXPECT_GE(buckets * Index::kGrowAtItemsPerBucket, 20000u);
+  EXPECT_LT(buckets * Index::kGrowAtItemsPerBucket, 40000u);   // what growth would reach
+  for (uint64_t n = 0; n < 20000; n++) {
+    Add(n, Mix(n));
+    ASSERT_FALSE(index_.growing()) << n;
+  }
+  EXPECT_EQ(index_.buckets(), buckets);
+  for (uint64_t n = 0; n < 20000; n += 97) EXPECT_NE(FindN(n, Mix(n)), nullptr);
+  EXPECT_EQ(WalkAll().size(), 20000u);
+  index_.Reserve(1000000);   // in use: nothing changes
+  EXPECT_EQ(index_.buckets(), buckets);
+  for (Index::Retired& r : index_.TakeRetired()) r.Release();
+}
+
 TEST_F(IndexTest, GhostsAreFoundByTagUntilStaleAndGiveWayToItems) {
   Add(1, Mix(1));
   index_.EraseToGhost(FindN(1, Mix(1)), /*stamp=*/5);

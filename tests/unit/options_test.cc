@@ -338,7 +338,21 @@ TEST(OptionsTest, Transports) {
 
 TEST(OptionsTest, UnsupportedFeaturesAreRefusedNotIgnored) {
   EXPECT_FALSE(Parse({"-B", "carrier-pigeon"}).ok);
-  EXPECT_FALSE(Parse({"-e", "/dev/shm/x"}).ok);
+}
+
+// -e is memcached's restart file flag; herdless's file is a snapshot.
+TEST(OptionsTest, SnapshotFileAndInterval) {
+  Parsed p = Parse({"-e", "/var/lib/herdless/snapshot", "-o", "snapshot_interval=300"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.options.protocol.memory_file, "/var/lib/herdless/snapshot");
+  EXPECT_EQ(p.options.protocol.snapshot_interval_s, 300u);
+  EXPECT_EQ(Parse({"--memory-file=/x"}).options.protocol.memory_file, "/x");
+  EXPECT_EQ(Parse({}).options.protocol.snapshot_interval_s, 0u);
+  EXPECT_FALSE(Parse({"-e", ""}).ok);
+  EXPECT_FALSE(Parse({"-e", "/x", "-o", "snapshot_interval=soon"}).ok);
+  const Parsed without_file = Parse({"-o", "snapshot_interval=5"});
+  EXPECT_FALSE(without_file.ok);
+  EXPECT_NE(without_file.error.find("-e"), std::string::npos) << without_file.error;
 }
 
 #ifdef HERDLESS_TLS

@@ -1,0 +1,61 @@
+// Snapshotter: the daemon's side of warm restarts (-e <file>). Load() runs at
+// start, before any connection is accepted: a file that is not a valid
+// snapshot is moved to <file>.bad and the cache starts empty. With
+// -o snapshot_interval a background thread (at a lower CPU priority than the
+// workers) writes the file every interval, counted from the end of the last
+// write. At an orderly stop the server calls StopPeriodic() (a write in
+// progress is cancelled), stops its workers, then WriteFinal(). Every outcome
+// is logged and counted for `stats` (snapshot_*). The file format and the
+// write itself are storage/snapshot.h's. Thread-safe.
+#ifndef HERDLESS_DAEMON_SNAPSHOTTER_H_
+#define HERDLESS_DAEMON_SNAPSHOTTER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "protocol/server_info.h"
+
+namespace herdless {
+
+class ItemStore;
+
+class Snapshotter {
+ public:
+  // `store` must outlive it; `path` should be absolute (-d changes directory).
+  Snapshotter(ItemStore* store, std::string path, uint32_t interval_s, int load_threads);
+  ~Snapshotter();   // StopPeriodic()
+  Snapshotter(const Snapshotter&) = delete;
+  Snapshotter& operator=(const Snapshotter&) = delete;
+
+  void Load();
+  void StartPeriodic();   // no-op without an interval
+  void StopPeriodic();
+  // The last write, once nothing else changes the store. False if it failed.
+  bool WriteFinal();
+
+  SnapshotFigures Figures() const;
+
+ private:
+  void Periodic();
+  bool Write(const char* why);
+
+  ItemStore* const store_;
+  const std::string path_;
+  const uint32_t interval_s_;
+  const int load_threads_;
+
+  mutable std::mutex mu_;          // guards figures_ and stop_
+  std::condition_variable wake_;
+  bool stop_ = false;
+  SnapshotFigures figures_;
+  std::atomic<bool> cancel_{false};
+  std::thread thread_;
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_DAEMON_SNAPSHOTTER_H_

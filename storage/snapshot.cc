@@ -1,0 +1,740 @@
+// The snapshot file: its encoding, the writer (a walk of the store into
+// per-hotness block buffers), the reader (check everything, then hand out
+// blocks hottest first) and the loader (restore on a few threads). Reading
+// order: format, writer, reader, loader.
+#include "storage/snapshot.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "storage/item_store.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace herdless {
+
+static_assert(std::endian::native == std::endian::little,
+              "the snapshot format is little-endian and written with memcpy");
+
+namespace snapshot_format {
+namespace {
+
+void Put16(char* p, uint16_t v) { std::memcpy(p, &v, 2); }
+void Put32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void Put64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
+
+}  // namespace
+
+int HotnessClass(uint8_t frequency, int64_t seconds_since_access) {
+  const int age_step = seconds_since_access < 60     ? 0
+                       : seconds_since_access < 600  ? 1
+                       : seconds_since_access < 3600 ? 2
+                                                     : 3;
+  return (3 - std::min<int>(frequency, 3)) + age_step;
+}
+
+std::string EncodeHeader(const FileHeader& h) {
+  std::string out(kHeaderSize, '\0');
+  char* p = out.data();
+  std::memcpy(p, kMagic, sizeof(kMagic));
+  Put32(p + 8, h.version);
+  Put32(p + 12, static_cast<uint32_t>(kHeaderSize));
+  Put64(p + 16, h.memory_limit);
+  Put64(p + 24, h.item_size_max);
+  Put64(p + 32, static_cast<uint64_t>(h.written_unix));
+  Put32(p + 40, h.block_target);
+  Put32(p + 44, h.hotness_classes);
+  // bytes 48..55 reserved (zero)
+  Put64(p + 56, XXH3_64bits(p, 56));
+  return out;
+}
+
+size_t RecordSize(const Record& r) { return kRecordHeaderSize + r.key.size() + r.value.size(); }
+
+void EncodeRecordHead(char* p, const Record& r) {
+  p[0] = static_cast<char>(r.key.size());
+  p[1] = static_cast<char>((r.binary_key ? kRecordBinaryKey : 0) | (r.fetched ? kRecordFetched : 0) |
+                           (r.invalidated ? kRecordInvalidated : 0) |
+                           (std::min<uint8_t>(r.frequency, 3) << kRecordFrequencyShift));
+  Put16(p + 2, r.delta_ms);
+  Put32(p + 4, static_cast<uint32_t>(r.value.size()));
+  Put32(p + 8, r.client_flags);
+  Put32(p + 12, r.exptime_unix);
+  Put32(p + 16, r.last_access_unix);
+  Put64(p + 20, r.cas);
+  std::memcpy(p + kRecordHeaderSize, r.key.data(), r.key.size());
+}
+
+void AppendRecord(std::string* out, const Record& r) {
+  const size_t at = out->size();
+  out->resize(at + RecordSize(r));
+  char* p = out->data() + at;
+  EncodeRecordHead(p, r);
+  if (!r.value.empty()) std::memcpy(p + kRecordHeaderSize + r.key.size(), r.value.data(), r.value.size());
+}
+
+std::string EncodeEndPayload(const EndBlock& e) {
+  std::string out(kEndPayloadSize, '\0');
+  Put64(out.data(), e.items);
+  Put64(out.data() + 8, e.item_blocks);
+  Put64(out.data() + 16, e.cas_counter);
+  Put64(out.data() + 24, static_cast<uint64_t>(e.finished_unix));
+  return out;
+}
+
+void EncodeBlockHeader(char out[kBlockHeaderSize], uint32_t sequence, uint8_t kind, uint8_t hotness,
+                       uint32_t payload_len, uint32_t records,
+                       const std::vector<std::string_view>& payload_pieces) {
+  std::memset(out, 0, kBlockHeaderSize);
+  Put32(out, kBlockMagic);
+  Put32(out + 4, sequence);
+  out[8] = static_cast<char>(kind);
+  out[9] = static_cast<char>(hotness);
+  Put32(out + 12, payload_len);
+  Put32(out + 16, records);
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  XXH3_64bits_update(&state, out, 24);
+  for (std::string_view piece : payload_pieces) XXH3_64bits_update(&state, piece.data(), piece.size());
+  Put64(out + 24, XXH3_64bits_digest(&state));
+}
+
+}  // namespace snapshot_format
+
+using namespace snapshot_format;
+
+namespace {
+
+uint16_t Get16(const char* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+uint32_t Get32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+uint64_t Get64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+std::string Errno(const std::string& what, int err) { return what + ": " + std::strerror(err); }
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+uint32_t UnixTime32(int64_t t) { return static_cast<uint32_t>(std::clamp<int64_t>(t, 1, UINT32_MAX)); }
+
+// ---------------------------------------------------------------------------
+// Writer.
+
+// Writes numbered blocks to the temporary file; remembers the first error.
+class BlockWriter {
+ public:
+  BlockWriter(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+
+  bool WriteRaw(std::string_view bytes) { return WritePieces({bytes}); }
+
+  bool WriteBlock(uint8_t kind, uint8_t hotness, uint32_t records,
+                  const std::vector<std::string_view>& payload) {
+    size_t len = 0;
+    for (std::string_view piece : payload) len += piece.size();
+    char header[kBlockHeaderSize];
+    EncodeBlockHeader(header, sequence_++, kind, hotness, static_cast<uint32_t>(len), records, payload);
+    std::vector<std::string_view> pieces;
+    pieces.reserve(payload.size() + 1);
+    pieces.emplace_back(header, sizeof(header));
+    pieces.insert(pieces.end(), payload.begin(), payload.end());
+    return WritePieces(pieces);
+  }
+
+  uint32_t blocks() const { return sequence_; }
+  uint64_t bytes() const { return bytes_; }
+  bool failed() const { return !error_.empty(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool WritePieces(const std::vector<std::string_view>& pieces) {
+    if (failed()) return false;
+    std::vector<struct iovec> iov;
+    iov.reserve(pieces.size());
+    for (std::string_view piece : pieces) {
+      if (!piece.empty()) iov.push_back({const_cast<char*>(piece.data()), piece.size()});
+    }
+    size_t first = 0;
+    while (first < iov.size()) {
+      const int count = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
+      const ssize_t n = writev(fd_, &iov[first], count);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        error_ = Errno("writing " + path_, errno);
+        return false;
+      }
+      bytes_ += static_cast<uint64_t>(n);
+      size_t left = static_cast<size_t>(n);
+      while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+      if (left > 0) {
+        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+        iov[first].iov_len -= left;
+      }
+    }
+    return true;
+  }
+
+  int fd_;
+  std::string path_;
+  uint32_t sequence_ = 0;
+  uint64_t bytes_ = 0;
+  std::string error_;
+};
+
+// Records bigger than this are not copied under the shard's lock: the item is
+// pinned and copied after the walk step.
+constexpr size_t kCopyUnderLock = 1024;
+
+class SnapshotWalk {
+ public:
+  SnapshotWalk(ItemStore* store, BlockWriter* out, const SnapshotWriteOptions& options)
+      : store_(store), out_(out), options_(options), unix_offset_(store->ToUnixTime(0)) {
+    for (std::string& b : buffers_) b.reserve(options.block_bytes + kCopyUnderLock * 64);
+  }
+
+  // Walks the whole store; false when cancelled or a write failed.
+  bool Run() {
+    WalkCursor cursor;
+    while (!cursor.done) {
+      if (options_.cancel != nullptr && options_.cancel->load(std::memory_order_relaxed)) return false;
+      const int64_t now_s = store_->NowSeconds();
+      store_->Walk(&cursor, options_.buckets_per_step, [&](const WalkedItem& w) { Visit(w, now_s); });
+      for (Pending& p : pending_) Add(p.record, p.hotness);
+      pending_.clear();   // releases the pins
+      for (int c = 0; c < kHotnessClasses; c++) {
+        if (buffers_[c].size() >= options_.block_bytes) Flush(c);
+      }
+      if (out_->failed()) return false;
+    }
+    for (int c = 0; c < kHotnessClasses; c++) Flush(c);
+    return !out_->failed();
+  }
+
+  uint64_t items() const { return items_; }
+
+ private:
+  struct Pending {
+    Record record;   // points into the pinned item
+    ItemRef pin;
+    int hotness;
+  };
+
+  // Under the shard's lock: as little as possible.
+  void Visit(const WalkedItem& w, int64_t now_s) {
+    if (w.no_value) return;   // a lease stub: the next reader after a restart gets the lease
+    Record r;
+    r.key = w.key;
+    r.value = w.value;
+    r.client_flags = w.client_flags;
+    r.exptime_unix = w.exptime == 0 ? 0 : UnixTime32(w.exptime + unix_offset_);
+    r.last_access_unix = UnixTime32(w.last_access + unix_offset_);
+    r.cas = w.cas;
+    r.delta_ms = w.delta_ms;
+    r.frequency = w.frequency;
+    r.fetched = w.fetched;
+    r.invalidated = w.invalidated;
+    r.binary_key = w.binary_key;
+    const int hotness = HotnessClass(w.frequency, now_s - w.last_access);
+    items_++;
+    if (RecordSize(r) <= kCopyUnderLock) {
+      AppendRecord(&buffers_[hotness], r);
+      counts_[hotness]++;
+    } else {
+      pending_.push_back(Pending{r, w.Pin(), hotness});
+    }
+  }
+
+  // After the lock: a record too big for a shared block gets a block of its
+  // own, written from the item's memory.
+  void Add(const Record& r, int hotness) {
+    if (RecordSize(r) < options_.block_bytes) {
+      AppendRecord(&buffers_[hotness], r);
+      counts_[hotness]++;
+      return;
+    }
+    std::string head(kRecordHeaderSize + r.key.size(), '\0');
+    EncodeRecordHead(head.data(), r);
+    out_->WriteBlock(kBlockItems, static_cast<uint8_t>(hotness), 1, {head, r.value});
+  }
+
+  void Flush(int hotness) {
+    if (counts_[hotness] == 0) return;
+    out_->WriteBlock(kBlockItems, static_cast<uint8_t>(hotness), counts_[hotness], {buffers_[hotness]});
+    buffers_[hotness].clear();
+    counts_[hotness] = 0;
+  }
+
+  ItemStore* store_;
+  BlockWriter* out_;
+  const SnapshotWriteOptions& options_;
+  const int64_t unix_offset_;   // Unix time of store time 0
+  std::string buffers_[kHotnessClasses];
+  uint32_t counts_[kHotnessClasses] = {};
+  std::vector<Pending> pending_;
+  uint64_t items_ = 0;
+};
+
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+}  // namespace
+
+SnapshotWriteResult WriteSnapshot(ItemStore* store, const std::string& path,
+                                  const SnapshotWriteOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  SnapshotWriteResult result;
+  const std::string tmp = path + ".tmp";
+  // The cache's contents: readable by its owner only.
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    result.error = Errno("cannot create " + tmp, errno);
+    return result;
+  }
+  BlockWriter out(fd, tmp);
+  FileHeader header;
+  header.memory_limit = store->memory_limit();
+  header.item_size_max = store->item_size_max();
+  header.written_unix = store->config().clock->UnixSeconds();
+  header.block_target = static_cast<uint32_t>(options.block_bytes);
+  out.WriteRaw(EncodeHeader(header));
+
+  SnapshotWalk walk(store, &out, options);
+  const bool walked = !out.failed() && walk.Run();
+  bool ok = walked;
+  if (ok) {
+    EndBlock end;
+    end.items = walk.items();
+    end.item_blocks = out.blocks();
+    end.cas_counter = store->CasCounter();
+    end.finished_unix = store->config().clock->UnixSeconds();
+    ok = out.WriteBlock(kBlockEnd, 0, 0, {EncodeEndPayload(end)});
+  }
+  if (ok && options.sync && fsync(fd) != 0) {
+    result.error = Errno("fsync " + tmp, errno);
+    ok = false;
+  }
+  if (close(fd) != 0 && ok) {
+    result.error = Errno("closing " + tmp, errno);
+    ok = false;
+  }
+  if (ok && rename(tmp.c_str(), path.c_str()) != 0) {
+    result.error = Errno("renaming " + tmp + " to " + path, errno);
+    ok = false;
+  }
+  if (!ok) {
+    if (result.error.empty()) result.error = out.error();
+    result.cancelled = !walked && !out.failed();
+    if (result.cancelled) result.error = "cancelled";
+    unlink(tmp.c_str());
+    result.seconds = SecondsSince(start);
+    return result;
+  }
+  if (options.sync) {
+    // The rename itself must survive a power loss.
+    const int dir = open(DirectoryOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) {
+      fsync(dir);
+      close(dir);
+    }
+  }
+  result.ok = true;
+  result.items = walk.items();
+  result.bytes = out.bytes();
+  result.seconds = SecondsSince(start);
+  return result;
+}
+
+// ---------------------------------------------------------------------------
+// Reader.
+
+bool MemorySource::ReadAt(uint64_t offset, size_t n, char* dst) const {
+  if (offset > bytes_.size() || n > bytes_.size() - offset) return false;
+  if (n > 0) std::memcpy(dst, bytes_.data() + offset, n);
+  return true;
+}
+
+namespace {
+
+class FileSource final : public SnapshotSource {
+ public:
+  FileSource(int fd, uint64_t size) : fd_(fd), size_(size) {}
+  uint64_t Size() const override { return size_; }
+  bool ReadAt(uint64_t offset, size_t n, char* dst) const override {
+    while (n > 0) {
+      const ssize_t got = pread(fd_, dst, n, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      dst += got;
+      n -= static_cast<size_t>(got);
+      offset += static_cast<uint64_t>(got);
+    }
+    return true;
+  }
+
+ private:
+  int fd_;
+  uint64_t size_;
+};
+
+std::string At(const char* what, uint64_t number, uint64_t offset) {
+  return std::string(what) + " " + std::to_string(number) + " at byte " + std::to_string(offset);
+}
+
+// Walks the records of an item block's payload, checking each; visit (if
+// given) sees every record. False with *error at the first bad one.
+bool ParseRecords(std::string_view payload, uint32_t expected, uint64_t item_size_max,
+                  const std::function<void(const Record&)>* visit, std::string* error) {
+  size_t pos = 0;
+  uint32_t n = 0;
+  auto fail = [&](const std::string& why) {
+    *error = "record " + std::to_string(n) + " (byte " + std::to_string(pos) + " of the block): " + why;
+    return false;
+  };
+  while (pos < payload.size()) {
+    if (payload.size() - pos < kRecordHeaderSize) return fail("truncated");
+    const char* p = payload.data() + pos;
+    const size_t key_len = static_cast<uint8_t>(p[0]);
+    const uint8_t flags = static_cast<uint8_t>(p[1]);
+    const uint32_t value_len = Get32(p + 4);
+    if (key_len == 0 || key_len > kMaxKeyLength) return fail("key length " + std::to_string(key_len));
+    if (flags & ~kRecordKnownBits) return fail("unknown flag bits");
+    if (value_len > item_size_max) {
+      return fail("a " + std::to_string(value_len) + "-byte value, over the writer's -I");
+    }
+    const size_t size = kRecordHeaderSize + key_len + value_len;
+    if (size > payload.size() - pos) return fail("runs past the end of its block");
+    if (visit != nullptr) {
+      Record r;
+      r.key = std::string_view(p + kRecordHeaderSize, key_len);
+      r.value = std::string_view(p + kRecordHeaderSize + key_len, value_len);
+      r.delta_ms = Get16(p + 2);
+      r.client_flags = Get32(p + 8);
+      r.exptime_unix = Get32(p + 12);
+      r.last_access_unix = Get32(p + 16);
+      r.cas = Get64(p + 20);
+      r.binary_key = flags & kRecordBinaryKey;
+      r.fetched = flags & kRecordFetched;
+      r.invalidated = flags & kRecordInvalidated;
+      r.frequency = (flags >> kRecordFrequencyShift) & 3;
+      (*visit)(r);
+    }
+    pos += size;
+    n++;
+  }
+  if (n != expected) {
+    *error = "holds " + std::to_string(n) + " records, its header says " + std::to_string(expected);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool SnapshotReader::ReadBlock(uint64_t offset, BlockRef* ref, uint8_t* kind, std::string* payload,
+                               std::string* error) const {
+  const uint64_t size = source_->Size();
+  char h[kBlockHeaderSize];
+  if (size - offset < kBlockHeaderSize) {
+    *error = "truncated block header";
+    return false;
+  }
+  if (!source_->ReadAt(offset, kBlockHeaderSize, h)) {
+    *error = "read error";
+    return false;
+  }
+  if (Get32(h) != kBlockMagic) {
+    *error = "not a block header";
+    return false;
+  }
+  ref->offset = offset;
+  ref->sequence = Get32(h + 4);
+  *kind = static_cast<uint8_t>(h[8]);
+  ref->hotness = static_cast<uint8_t>(h[9]);
+  ref->payload_len = Get32(h + 12);
+  ref->records = Get32(h + 16);
+  if ((*kind != kBlockItems && *kind != kBlockEnd) || Get16(h + 10) != 0 || Get32(h + 20) != 0) {
+    *error = "unknown block kind or reserved bits set";
+    return false;
+  }
+  if (ref->payload_len > size - offset - kBlockHeaderSize) {
+    *error = "its " + std::to_string(ref->payload_len) + "-byte payload runs past the end of the file (truncated)";
+    return false;
+  }
+  payload->resize(ref->payload_len);
+  if (!source_->ReadAt(offset + kBlockHeaderSize, ref->payload_len, payload->data())) {
+    *error = "read error";
+    return false;
+  }
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  XXH3_64bits_update(&state, h, 24);
+  XXH3_64bits_update(&state, payload->data(), payload->size());
+  if (XXH3_64bits_digest(&state) != Get64(h + 24)) {
+    *error = "checksum mismatch";
+    return false;
+  }
+  return true;
+}
+
+bool SnapshotReader::Check(std::string* error) {
+  blocks_.clear();
+  const uint64_t size = source_->Size();
+  if (size == 0) {
+    *error = "empty file";
+    return false;
+  }
+  char h[kHeaderSize];
+  if (size < kHeaderSize || !source_->ReadAt(0, kHeaderSize, h)) {
+    *error = "not a herdless snapshot (" + std::to_string(size) + " bytes, shorter than a header)";
+    return false;
+  }
+  if (std::memcmp(h, kMagic, sizeof(kMagic)) != 0) {
+    *error = "not a herdless snapshot (no HRDLSNAP magic)";
+    return false;
+  }
+  header_.version = Get32(h + 8);
+  if (header_.version != kVersion) {
+    *error = "snapshot format version " + std::to_string(header_.version) + ", this herdless reads version " +
+             std::to_string(kVersion);
+    return false;
+  }
+  if (Get32(h + 12) != kHeaderSize || Get64(h + 48) != 0) {
+    *error = "bad header (size or reserved bytes)";
+    return false;
+  }
+  if (XXH3_64bits(h, 56) != Get64(h + 56)) {
+    *error = "header checksum mismatch";
+    return false;
+  }
+  header_.memory_limit = Get64(h + 16);
+  header_.item_size_max = Get64(h + 24);
+  header_.written_unix = static_cast<int64_t>(Get64(h + 32));
+  header_.block_target = Get32(h + 40);
+  header_.hotness_classes = Get32(h + 44);
+  if (header_.hotness_classes == 0 || header_.hotness_classes > 256) {
+    *error = "bad header (" + std::to_string(header_.hotness_classes) + " hotness classes)";
+    return false;
+  }
+
+  std::vector<std::vector<BlockRef>> by_hotness(header_.hotness_classes);
+  std::string payload;
+  uint64_t offset = kHeaderSize;
+  uint32_t sequence = 0;
+  uint64_t items = 0;
+  while (offset < size) {
+    BlockRef ref;
+    uint8_t kind = 0;
+    std::string why;
+    if (!ReadBlock(offset, &ref, &kind, &payload, &why)) {
+      *error = At("block", sequence, offset) + ": " + why;
+      return false;
+    }
+    if (ref.sequence != sequence) {
+      *error = At("block", sequence, offset) + ": numbered " + std::to_string(ref.sequence) +
+               " (blocks missing or out of order)";
+      return false;
+    }
+    const uint64_t next = offset + kBlockHeaderSize + ref.payload_len;
+    if (kind == kBlockEnd) {
+      if (ref.payload_len != kEndPayloadSize || ref.records != 0 || ref.hotness != 0) {
+        *error = At("end block", sequence, offset) + ": bad size";
+        return false;
+      }
+      end_.items = Get64(payload.data());
+      end_.item_blocks = Get64(payload.data() + 8);
+      end_.cas_counter = Get64(payload.data() + 16);
+      end_.finished_unix = static_cast<int64_t>(Get64(payload.data() + 24));
+      if (end_.items != items || end_.item_blocks != sequence) {
+        *error = At("end block", sequence, offset) + ": counts " + std::to_string(end_.items) + " items in " +
+                 std::to_string(end_.item_blocks) + " blocks, the file holds " + std::to_string(items) +
+                 " in " + std::to_string(sequence);
+        return false;
+      }
+      if (next != size) {
+        *error = std::to_string(size - next) + " bytes after the end block";
+        return false;
+      }
+      blocks_.clear();
+      for (const std::vector<BlockRef>& blocks : by_hotness) {
+        blocks_.insert(blocks_.end(), blocks.begin(), blocks.end());
+      }
+      return true;
+    }
+    if (ref.hotness >= header_.hotness_classes) {
+      *error = At("block", sequence, offset) + ": hotness class " + std::to_string(ref.hotness);
+      return false;
+    }
+    std::string why_record;
+    if (!ParseRecords(payload, ref.records, header_.item_size_max, nullptr, &why_record)) {
+      *error = At("block", sequence, offset) + ": " + why_record;
+      return false;
+    }
+    items += ref.records;
+    by_hotness[ref.hotness].push_back(ref);
+    offset = next;
+    sequence++;
+  }
+  *error = "no end block: the file is cut short (" + std::to_string(size) + " bytes, " +
+           std::to_string(sequence) + " whole blocks)";
+  return false;
+}
+
+bool SnapshotReader::VisitBlock(size_t i, std::string* buffer,
+                                const std::function<void(const Record&)>& visit,
+                                std::string* error) const {
+  const BlockRef& want = blocks_[i];
+  BlockRef ref;
+  uint8_t kind = 0;
+  std::string why;
+  bool ok = ReadBlock(want.offset, &ref, &kind, buffer, &why);
+  if (ok && (kind != kBlockItems || ref.sequence != want.sequence || ref.payload_len != want.payload_len)) {
+    why = "changed since it was checked";
+    ok = false;
+  }
+  // Checked again without visiting first: a block is restored whole or not at all.
+  ok = ok && ParseRecords(*buffer, ref.records, header_.item_size_max, nullptr, &why) &&
+       ParseRecords(*buffer, ref.records, header_.item_size_max, &visit, &why);
+  if (!ok) *error = At("block", want.sequence, want.offset) + ": " + why;
+  return ok;
+}
+
+// ---------------------------------------------------------------------------
+// Loader.
+
+SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& source,
+                                    const SnapshotLoadOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  SnapshotLoadResult result;
+  result.file_bytes = source.Size();
+  SnapshotReader reader(&source);
+  if (!reader.Check(&result.error)) {
+    result.status = SnapshotLoadResult::Status::kInvalid;
+    result.seconds = SecondsSince(start);
+    return result;
+  }
+  result.header = reader.header();
+  if (options.require_same_limits && (result.header.memory_limit != store->memory_limit() ||
+                                      result.header.item_size_max != store->item_size_max())) {
+    result.status = SnapshotLoadResult::Status::kInvalid;
+    result.error = "written with -m " + std::to_string(result.header.memory_limit >> 20) + " -I " +
+                   std::to_string(result.header.item_size_max) + ", this herdless runs -m " +
+                   std::to_string(store->memory_limit() >> 20) + " -I " +
+                   std::to_string(store->item_size_max());
+    result.seconds = SecondsSince(start);
+    return result;
+  }
+  // No CAS handed out before the restart is handed out again.
+  if (reader.end().cas_counter > 0) store->AdvanceCasPast(reader.end().cas_counter - 1);
+  store->ReserveItems(reader.end().items);
+
+  const int64_t now_unix = store->config().clock->UnixSeconds();
+  struct Counts {
+    uint64_t loaded = 0, expired = 0, too_large = 0, no_memory = 0, stale = 0;
+  };
+  std::atomic<size_t> next_block{0};
+  std::mutex error_mu;
+  auto restore_blocks = [&](Counts* counts) {
+    std::string buffer;
+    const std::function<void(const Record&)> restore = [&](const Record& r) {
+      RestoreRequest q;
+      q.key = r.key;
+      q.value = r.value;
+      q.client_flags = r.client_flags;
+      q.exptime_unix = r.exptime_unix;
+      q.last_access_unix = r.last_access_unix;
+      q.cas = r.cas;
+      q.delta_ms = r.delta_ms;
+      q.frequency = r.frequency;
+      q.fetched = r.fetched;
+      q.stale = r.invalidated;
+      q.binary_key = r.binary_key;
+      q.evict = false;
+      switch (store->Restore(q)) {
+        case StoreStatus::kStored:
+          counts->loaded++;
+          if (r.invalidated || (r.exptime_unix != 0 && r.exptime_unix <= now_unix)) counts->stale++;
+          break;
+        case StoreStatus::kTooLarge: counts->too_large++; break;
+        case StoreStatus::kNoMemory: counts->no_memory++; break;
+        default: counts->expired++; break;
+      }
+    };
+    for (size_t i; (i = next_block.fetch_add(1)) < reader.item_blocks();) {
+      std::string error;
+      if (!reader.VisitBlock(i, &buffer, restore, &error)) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (result.error.empty()) result.error = error;
+      }
+    }
+  };
+  const int threads = std::clamp(options.threads, 1, 16);
+  std::vector<Counts> counts(static_cast<size_t>(threads));
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < threads; t++) helpers.emplace_back(restore_blocks, &counts[static_cast<size_t>(t)]);
+  restore_blocks(&counts[0]);
+  for (std::thread& t : helpers) t.join();
+  for (const Counts& c : counts) {
+    result.loaded += c.loaded;
+    result.skipped_expired += c.expired;
+    result.skipped_too_large += c.too_large;
+    result.skipped_no_memory += c.no_memory;
+    result.stale += c.stale;
+  }
+  // A block that changed after the check was skipped whole; the rest stands.
+  result.status = result.error.empty() ? SnapshotLoadResult::Status::kLoaded
+                                       : SnapshotLoadResult::Status::kInvalid;
+  result.seconds = SecondsSince(start);
+  return result;
+}
+
+SnapshotLoadResult LoadSnapshot(ItemStore* store, const std::string& path,
+                                const SnapshotLoadOptions& options) {
+  SnapshotLoadResult result;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    result.status = errno == ENOENT ? SnapshotLoadResult::Status::kMissing
+                                    : SnapshotLoadResult::Status::kUnreadable;
+    result.error = Errno("cannot open " + path, errno);
+    return result;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    result.status = SnapshotLoadResult::Status::kUnreadable;
+    result.error = path + " is not a regular file";
+    close(fd);
+    return result;
+  }
+  FileSource source(fd, static_cast<uint64_t>(st.st_size));
+  result = LoadSnapshotFrom(store, source, options);
+  close(fd);
+  return result;
+}
+
+}  // namespace herdless

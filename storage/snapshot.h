@@ -1,0 +1,242 @@
+// Snapshot: the warm-restart file (-e). Every live item of an ItemStore with
+// the metadata a restart needs (flags, absolute expiry, CAS, last access,
+// access frequency, recompute time, invalidation), written while the store
+// keeps serving and loaded into a new store at start. docs/operations.md
+// documents the format byte by byte and its guarantees.
+//
+//   header  64 bytes: magic, version, the writer's -m and -I, write time, XXH3
+//   blocks  a 32-byte header (sequence number, kind, hotness class, payload
+//           length, record count, XXH3 of the header and the payload), then
+//           item records; a record never spans two blocks
+//   end     a last block: item and block counts, the writer's CAS counter
+//
+// WriteSnapshot walks the store a few index buckets at a time under each
+// shard's lock (ItemStore::Walk): small records are copied under the lock,
+// bigger items are pinned and copied after it. Records go to one buffer per
+// hotness class (recent and frequent first); a full buffer is written as one
+// block, so the writer holds about a block per class, never a copy of the
+// cache. It writes `<path>.tmp`, fsyncs it and renames it over `<path>`.
+//
+// LoadSnapshot checks the whole file (every checksum, every record's bounds,
+// the end block) before it restores a single item: a file that fails any
+// check is not used at all. Then it restores the blocks hottest class first,
+// on a few threads, without evicting: a smaller cache keeps the hottest items.
+//
+// The format functions below are shared by the writer, the reader, the tests
+// and the fuzz target. Everything here is thread-compatible; SnapshotReader's
+// VisitBlock may be called from several threads at once.
+#ifndef HERDLESS_STORAGE_SNAPSHOT_H_
+#define HERDLESS_STORAGE_SNAPSHOT_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace herdless {
+
+class ItemStore;
+
+namespace snapshot_format {
+
+constexpr char kMagic[8] = {'H', 'R', 'D', 'L', 'S', 'N', 'A', 'P'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kHeaderSize = 64;
+constexpr size_t kBlockHeaderSize = 32;
+constexpr size_t kRecordHeaderSize = 28;
+constexpr size_t kEndPayloadSize = 32;
+constexpr uint32_t kBlockMagic = 0x4b4c4248;   // "HBLK" little-endian
+constexpr uint8_t kBlockItems = 1;
+constexpr uint8_t kBlockEnd = 2;
+constexpr size_t kMaxKeyLength = 250;
+// Hotness classes: 0 is loaded first. HotnessClass() says how one is chosen.
+constexpr int kHotnessClasses = 7;
+
+// Record flag bits (byte 1 of a record).
+constexpr uint8_t kRecordBinaryKey = 1 << 0;
+constexpr uint8_t kRecordFetched = 1 << 1;
+constexpr uint8_t kRecordInvalidated = 1 << 2;
+constexpr int kRecordFrequencyShift = 3;       // bits 4..3: access frequency 0..3
+constexpr uint8_t kRecordKnownBits = 0x1f;
+
+struct FileHeader {
+  uint32_t version = kVersion;
+  uint64_t memory_limit = 0;    // the writer's -m, bytes
+  uint64_t item_size_max = 0;   // the writer's -I, bytes: no record's item is larger
+  int64_t written_unix = 0;     // when the write began
+  uint32_t block_target = 0;    // payload bytes after which a block is written
+  uint32_t hotness_classes = kHotnessClasses;
+};
+
+// One item. Times are Unix seconds (32 bits, as memcached's); 0 = never / unknown.
+struct Record {
+  std::string_view key;
+  std::string_view value;
+  uint32_t client_flags = 0;
+  uint32_t exptime_unix = 0;
+  uint32_t last_access_unix = 0;
+  uint64_t cas = 0;
+  uint16_t delta_ms = 0;
+  uint8_t frequency = 0;        // 0..3
+  bool fetched = false;
+  bool invalidated = false;
+  bool binary_key = false;
+};
+
+struct EndBlock {
+  uint64_t items = 0;           // records in the file
+  uint64_t item_blocks = 0;     // blocks before the end block
+  uint64_t cas_counter = 0;     // the writer's CAS counter when it finished
+  int64_t finished_unix = 0;
+};
+
+// Recent and frequently read items first: (3 - frequency) plus an age step
+// (0: read in the last minute, 1: ten minutes, 2: an hour, 3: older).
+int HotnessClass(uint8_t frequency, int64_t seconds_since_access);
+
+std::string EncodeHeader(const FileHeader& h);
+size_t RecordSize(const Record& r);
+// Appends the record (header, key, value) to `out`.
+void AppendRecord(std::string* out, const Record& r);
+// Writes the record's 28-byte header followed by its key to `out`
+// (kRecordHeaderSize + key size bytes); the value follows it in the file.
+void EncodeRecordHead(char* out, const Record& r);
+std::string EncodeEndPayload(const EndBlock& e);
+// A block header with its checksum over the header's first 24 bytes and the
+// payload, given in pieces (a big record is written from the item's memory).
+void EncodeBlockHeader(char out[kBlockHeaderSize], uint32_t sequence, uint8_t kind, uint8_t hotness,
+                       uint32_t payload_len, uint32_t records,
+                       const std::vector<std::string_view>& payload_pieces);
+
+}  // namespace snapshot_format
+
+// Where a snapshot's bytes come from: a file (pread) or memory (tests, fuzzing).
+class SnapshotSource {
+ public:
+  virtual ~SnapshotSource() = default;
+  virtual uint64_t Size() const = 0;
+  // Reads exactly n bytes at offset; false on an I/O error or past the end.
+  // Thread-safe.
+  virtual bool ReadAt(uint64_t offset, size_t n, char* dst) const = 0;
+};
+
+class MemorySource final : public SnapshotSource {
+ public:
+  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
+  uint64_t Size() const override { return bytes_.size(); }
+  bool ReadAt(uint64_t offset, size_t n, char* dst) const override;
+
+ private:
+  std::string_view bytes_;
+};
+
+// Checks a snapshot, then hands out its records block by block.
+class SnapshotReader {
+ public:
+  explicit SnapshotReader(const SnapshotSource* source) : source_(source) {}
+
+  // Reads and checks everything: the header, every block's checksum and
+  // records, the end block and the file's length. False with a one-line
+  // reason ("block 12 at byte 786528: checksum mismatch").
+  bool Check(std::string* error);
+
+  // After a successful Check.
+  const snapshot_format::FileHeader& header() const { return header_; }
+  const snapshot_format::EndBlock& end() const { return end_; }
+  size_t item_blocks() const { return blocks_.size(); }
+
+  // Reads the i-th item block in load order (hottest class first, then file
+  // order), checks its checksum again (the file may have changed since
+  // Check) and calls visit for each record; `buffer` is the caller's scratch
+  // space, and the records point into it. False with *error.
+  bool VisitBlock(size_t i, std::string* buffer,
+                  const std::function<void(const snapshot_format::Record&)>& visit,
+                  std::string* error) const;
+
+ private:
+  struct BlockRef {
+    uint64_t offset = 0;       // of the block header
+    uint32_t payload_len = 0;
+    uint32_t records = 0;
+    uint32_t sequence = 0;
+    uint8_t hotness = 0;
+  };
+  // Reads the block header at `offset` and its payload into *payload; checks
+  // the checksum. False with *error.
+  bool ReadBlock(uint64_t offset, BlockRef* ref, uint8_t* kind, std::string* payload,
+                 std::string* error) const;
+
+  const SnapshotSource* source_;
+  snapshot_format::FileHeader header_;
+  snapshot_format::EndBlock end_;
+  std::vector<BlockRef> blocks_;   // item blocks, in load order
+};
+
+struct SnapshotWriteOptions {
+  const std::atomic<bool>* cancel = nullptr;  // set: the write stops, <path> untouched
+  size_t buckets_per_step = 8;                // index buckets walked per lock hold
+  size_t block_bytes = 64 << 10;              // payload target of a block
+  bool sync = true;                           // fsync the file and its directory
+};
+
+struct SnapshotWriteResult {
+  bool ok = false;
+  bool cancelled = false;
+  std::string error;            // when !ok: what failed, with the path and errno's text
+  uint64_t items = 0;
+  uint64_t bytes = 0;           // of the file
+  double seconds = 0;
+};
+
+// Writes every live item (lease stubs without a value are left out) to
+// `<path>.tmp`, fsyncs it and renames it over `path`. On failure or cancel
+// the temporary file is removed and `path` is left as it was. Safe while the
+// store serves; each item is as its bucket was when walked.
+SnapshotWriteResult WriteSnapshot(ItemStore* store, const std::string& path,
+                                  const SnapshotWriteOptions& options);
+
+struct SnapshotLoadOptions {
+  int threads = 2;              // restoring threads (the store's shard locks let them share)
+  // A file written with another -m or -I is refused (kInvalid), as memcached
+  // refuses a restart file made with other settings. false: it is loaded
+  // into whatever the store is (hottest first, items over -I skipped).
+  bool require_same_limits = true;
+};
+
+struct SnapshotLoadResult {
+  enum class Status : uint8_t {
+    kLoaded,      // the file checked and its items were restored
+    kMissing,     // no file at the path
+    kUnreadable,  // it could not be opened or read (permissions, I/O): left where it is
+    kInvalid,     // not a valid snapshot, or one written with another -m or -I
+                  // (require_same_limits): nothing was restored (unless the
+                  // file changed during the load: then only its blocks that
+                  // were still whole, `loaded` says how many items)
+  };
+  Status status = Status::kMissing;
+  std::string error;            // why, for kUnreadable and kInvalid
+  snapshot_format::FileHeader header;   // of a checked file
+  uint64_t file_bytes = 0;
+  uint64_t loaded = 0;
+  uint64_t skipped_expired = 0;     // expired beyond the stale grace
+  uint64_t skipped_too_large = 0;   // over the current -I
+  uint64_t skipped_no_memory = 0;   // the cache was full (-m smaller than the writer's)
+  uint64_t stale = 0;               // restored as stale (expired within the grace, or invalidated)
+  double seconds = 0;
+};
+
+// Loads the file at `path` into `store` (meant to be empty). A file that
+// fails any check restores nothing (kInvalid); the caller decides what to do
+// with it (the daemon moves it to <path>.bad).
+SnapshotLoadResult LoadSnapshot(ItemStore* store, const std::string& path,
+                                const SnapshotLoadOptions& options);
+// The same from any source (tests, the fuzz target).
+SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& source,
+                                    const SnapshotLoadOptions& options);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_STORAGE_SNAPSHOT_H_

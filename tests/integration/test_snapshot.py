@@ -1,0 +1,420 @@
+"""Warm restarts (-e <file>): the cache comes back after a stop, a crash or a bad file.
+
+- SIGTERM, then SIGUSR1: 200 000 items with mixed TTLs, flags, binary values and CAS are
+  written at the stop and loaded at the next start; every item still alive comes back byte
+  for byte with its flags, its remaining TTL (within 1 s) and its CAS, which still validates
+  `cas` and `ms C`; items that expired meanwhile stay gone; new CAS values are above every
+  restored one.
+- `-o snapshot_interval=1`, then `kill -9`: every item stored before the last periodic
+  snapshot comes back; `stats` counts the writes.
+- Bad files (cut at every tenth of its length, a flipped byte in the header, a record and
+  a checksum, empty, random bytes, another -m or -I): herdless logs why, moves the file to
+  <file>.bad, starts empty and serves. A directory at the path and an unwritable directory:
+  it starts, serves, logs and counts the failed writes (`snapshot_failures`), the previous
+  file untouched.
+- Warm-up: a key that expired while herdless was down, within stale_grace, comes back
+  stale: of 200 concurrent readers exactly one gets the lease (W), none a miss.
+Counts and values only; waits are for events (a periodic write, an expiry), bounded.
+"""
+
+import os
+import random
+import re
+import shutil
+import signal
+import tempfile
+import time
+
+import harness
+
+WAIT = harness.TIMEOUT * 6
+N_ITEMS = 200000
+BATCH = 2000
+
+
+def make_state_dir():
+    """A directory the daemon (-u nobody when the tests run as root) can write."""
+    d = tempfile.mkdtemp(prefix="herdless-snapshot-")
+    os.chmod(d, 0o777)
+    return d
+
+
+def stop_with(d, signo):
+    """Sends signo, waits for the exit; (exit status, log text). The daemon is forgotten."""
+    d.proc.send_signal(signo)
+    try:
+        status = d.proc.wait(timeout=WAIT)
+    except Exception:
+        d.proc.kill()
+        d.proc.wait()
+        status = None
+    text = d.log_text()
+    if d in harness._running:
+        harness._running.remove(d)
+    os.unlink(d.log_file.name)
+    shutil.rmtree(d.port_dir, ignore_errors=True)
+    if any(m.decode() in text for m in harness.SANITIZER_MARKERS):
+        raise harness.DaemonError("sanitizer error; log:\n" + text)
+    return status, text
+
+
+def stats(conn, *names):
+    """{name: int} of the named `stats` lines (harness.stat each)."""
+    return {n: harness.stat(conn, n.encode()) for n in names}
+
+
+def wait_for(what, predicate):
+    deadline = time.monotonic() + WAIT
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.05)
+
+
+def parse_meta(buf, at):
+    """One mg reply in buf at offset `at`: (reply, next offset), or None if incomplete.
+    reply: None for EN, else (value, {flag letter: text})."""
+    eol = buf.find(b"\r\n", at)
+    if eol < 0:
+        return None
+    words = bytes(buf[at:eol]).split()
+    if words[0] == b"EN":
+        return None, eol + 2
+    if words[0] != b"VA":
+        raise AssertionError("mg: unexpected %r" % words)
+    end = eol + 2 + int(words[1]) + 2
+    if len(buf) < end:
+        return None
+    value = bytes(buf[eol + 2:end - 2])
+    return (value, {w[:1].decode(): w[1:].decode() for w in words[2:]}), end
+
+
+def parse_line(buf, at):
+    eol = buf.find(b"\r\n", at)
+    return None if eol < 0 else (bytes(buf[at:eol + 2]), eol + 2)
+
+
+def read_meta(conn):
+    """One mg reply on a harness.Conn (few replies; pipelined() parses many)."""
+    words = conn.recv_line().split()
+    if words[0] == b"EN":
+        return None
+    value = conn.recv_exact(int(words[1]) + 2)[:-2]
+    return value, {w[:1].decode(): w[1:].decode() for w in words[2:]}
+
+
+def pipelined(conn, commands, parse):
+    """Sends commands in batches and returns each reply as parse(buffer, offset) finds it."""
+    out = []
+    sock = conn.sock
+    sock.settimeout(WAIT)
+    for i in range(0, len(commands), BATCH):
+        chunk = commands[i:i + BATCH]
+        sock.sendall(b"".join(chunk))
+        buf = bytearray()
+        at = 0
+        while len(out) < i + len(chunk):
+            got = parse(buf, at) if at < len(buf) else None
+            if got is None:
+                data = sock.recv(1 << 20)
+                if not data:
+                    raise EOFError("connection closed mid-batch")
+                buf += data
+                continue
+            out.append(got[0])
+            at = got[1]
+    return out
+
+
+def fill(conn, items):
+    """items: {key: (value, flags, ttl)}; stores them with ms, checks every HD."""
+    cmds = [b"ms %s %d F%d T%d\r\n%s\r\n" % (k, len(v), f, t, v) for k, (v, f, t) in items.items()]
+    replies = pipelined(conn, cmds, parse_line)
+    return sum(1 for r in replies if r == b"HD\r\n")
+
+
+def read_all(conn, keys):
+    """{key: (value, flags, ttl, cas) or None}."""
+    cmds = [b"mg %s v f t c\r\n" % k for k in keys]
+    got = pipelined(conn, cmds, parse_meta)
+    out = {}
+    for k, r in zip(keys, got):
+        out[k] = None if r is None else (r[0], int(r[1]["f"]), int(r[1]["t"]), int(r[1]["c"]))
+    return out
+
+
+def make_items(rng, n, prefix=b"k", short_ttl=True):
+    """Mixed values (binary bytes, \\r\\n inside, empty, up to 2 KB), flags and TTLs
+    (with short_ttl, a sixth have a TTL of 2 s, to expire before they are checked)."""
+    items = {}
+    for i in range(n):
+        size = rng.choice((0, 1, 10, 100, 100, 300, 2000))
+        value = rng.randbytes(size) if i % 3 else (b"v%d\r\n" % i) * (size // 8 + 1)
+        flags = rng.choice((0, 1, 42, 0xFFFFFFFF, i))
+        ttl = rng.choice((0, 0, 100, 1000, 86400, 2 if short_ttl else 0))
+        items[prefix + b"%d" % i] = (value, flags & 0xFFFFFFFF, ttl)
+    return items
+
+
+def check_restored(res, label, conn, before, items, read_before_at):
+    """Every item alive before is back with value, flags, CAS and TTL; the T2 ones are gone.
+    read_before_at: monotonic time the read of `before` began (TTLs may have gone down by
+    the time since, and 1 s of clock granularity, no more)."""
+    after = read_all(conn, list(before))
+    elapsed = time.monotonic() - read_before_at
+    wrong, missing, back_from_dead, ttl_off = [], 0, 0, []
+    for k, b in before.items():
+        a = after[k]
+        if items[k][2] == 2:
+            back_from_dead += a is not None
+            continue
+        if b is None:
+            continue
+        if a is None:
+            missing += 1
+            continue
+        if a[:2] != b[:2] or a[3] != b[3]:
+            wrong.append(k)
+        if b[2] != -1 and not (b[2] - elapsed - 1 <= a[2] <= b[2]):
+            ttl_off.append((k, b[2], a[2]))
+        if b[2] == -1 and a[2] != -1:
+            ttl_off.append((k, b[2], a[2]))
+    alive = sum(1 for k, b in before.items() if b is not None and items[k][2] != 2)
+    res.equal(missing, 0, "%s: none of the %d live items is missing" % (label, alive))
+    res.equal(wrong[:5], [], "%s: values, flags and CAS are the same" % label)
+    res.equal(ttl_off[:5], [], "%s: remaining TTLs within 1 s" % label)
+    res.equal(back_from_dead, 0, "%s: items that expired while down stay gone" % label)
+    return after
+
+
+def roundtrip(res):
+    rng = random.Random(13)
+    state = make_state_dir()
+    path = os.path.join(state, "snapshot")
+    args = ["-v", "-m", "512", "-t", "2", "-e", path]
+    items = make_items(rng, N_ITEMS)
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(fill(c, items), N_ITEMS, "fill: every ms stored")
+        stored_at = time.monotonic()
+        before = read_all(c, list(items))
+    max_cas = max(b[3] for b in before.values() if b is not None)
+    status, log = stop_with(d, signal.SIGTERM)
+    res.equal(status, 0, "SIGTERM: exit 0")
+    # The T2 items may have expired before the write.
+    alive = sum(1 for k, b in before.items() if b is not None and items[k][2] != 2)
+    m = re.search(r"snapshot \(stop\): wrote (\d+) items", log)
+    res.check(m is not None and alive <= int(m.group(1)) <= N_ITEMS,
+              "SIGTERM: the write of every live item is logged", log[-2000:])
+    res.check(not os.path.exists(path + ".tmp"), "SIGTERM: no temporary file left")
+
+    # The T2 items must be past their expiry at the check (1 s clock granularity).
+    time.sleep(max(0.0, stored_at + 3.2 - time.monotonic()))
+    for label, signo in (("SIGTERM", signal.SIGUSR1), ("SIGUSR1", None)):
+        t0 = time.monotonic()
+        d = harness.start_herdless(args)
+        with harness.Conn(d.port, timeout=WAIT) as c:
+            check_restored(res, "after " + label, c, before, items, stored_at)
+            s = stats(c, "snapshot_loaded_items")
+            expect_loaded = sum(1 for k, b in before.items() if b is not None and items[k][2] != 2)
+            res.equal(s["snapshot_loaded_items"], expect_loaded,
+                      "after %s: stats snapshot_loaded_items" % label)
+            # CAS values still validate, and new ones are above every restored one.
+            live = [k for k, b in before.items() if b is not None and items[k][2] != 2]
+            k1, k2, k3 = live[10], live[20], live[30]
+            res.equal(c.call(b"cas %s 5 0 1 %d\r\nx\r\n" % (k1, before[k1][3])), b"STORED\r\n",
+                      "after %s: cas with the restored CAS" % label)
+            res.equal(c.call(b"ms %s 1 C%d\r\ny\r\n" % (k2, before[k2][3])), b"HD\r\n",
+                      "after %s: ms C with the restored CAS" % label)
+            res.equal(c.call(b"ms %s 1 C%d\r\ny\r\n" % (k3, before[k3][3] + 1)), b"EX\r\n",
+                      "after %s: ms C with a wrong CAS is refused" % label)
+            c.send(b"mg %s c\r\n" % k1)
+            new_cas = int(c.recv_line().split()[1][1:])
+            res.check(new_cas > max_cas, "after %s: a new CAS (%d) is above every restored one (%d)"
+                      % (label, new_cas, max_cas))
+            # The changed items are what the next restart must bring back.
+            stored_at = time.monotonic()
+            before = read_all(c, list(items))
+            max_cas = max(b[3] for b in before.values() if b is not None)
+            harness.log("%s: restart and check took %.1f s" % (label, time.monotonic() - t0))
+        if signo is None:
+            d.stop()
+            break
+        status, log = stop_with(d, signo)
+        res.equal(status, 0, "SIGUSR1: exit 0")
+        res.check("snapshot (stop): wrote %d items" % expect_loaded in log,
+                  "SIGUSR1: the write is logged", log[-2000:])
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def periodic_then_kill9(res):
+    state = make_state_dir()
+    path = os.path.join(state, "snapshot")
+    args = ["-v", "-m", "64", "-e", path, "-o", "snapshot_interval=1"]
+    items = make_items(random.Random(7), 20000, b"p", short_ttl=False)
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(fill(c, items), len(items), "periodic: every ms stored")
+        read_at = time.monotonic()
+        before = read_all(c, list(items))
+        # A write that began after the last store: two more completed writes.
+        writes = harness.stat(c, b"snapshot_writes")
+        wait_for("two periodic writes", lambda: harness.stat(c, b"snapshot_writes") >= writes + 2)
+        s = stats(c, "snapshot_failures", "snapshot_last_bytes", "snapshot_last_items",
+                  "snapshot_last_duration_ms")
+        res.equal(s["snapshot_failures"], 0, "periodic: no failed write")
+        res.check(s["snapshot_last_bytes"] > 20000 * 28, "periodic: snapshot_last_bytes")
+        res.equal(s["snapshot_last_items"], len(items), "periodic: snapshot_last_items")
+        res.check(s["snapshot_last_duration_ms"] is not None, "periodic: snapshot_last_duration_ms")
+        res.equal(c.call(b"set after 0 0 1\r\nz\r\n"), b"STORED\r\n", "periodic: a later set")
+    d.kill_hard()
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        check_restored(res, "after kill -9", c, before, items, read_at)
+    d.stop()
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def serves(res, label, d):
+    with harness.Conn(d.port) as c:
+        res.equal(c.call(b"set x 0 0 2\r\nok\r\n"), b"STORED\r\n", label + ": serves sets")
+        res.equal(c.call(b"get x\r\n", b"END\r\n"), b"VALUE x 0 2\r\nok\r\nEND\r\n",
+                  label + ": serves gets")
+        return stats(c, "curr_items", "snapshot_loaded_items", "snapshot_writes")
+
+
+def bad_files(res):
+    state = make_state_dir()
+    path = os.path.join(state, "snapshot")
+    args = ["-v", "-m", "64", "-e", path]
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        fill(c, make_items(random.Random(3), 3000, b"b", short_ttl=False))
+    stop_with(d, signal.SIGTERM)
+    with open(path, "rb") as f:
+        good = f.read()
+    res.check(len(good) > 100000, "bad files: a good snapshot of %d bytes" % len(good))
+
+    def flipped(at):
+        b = bytearray(good)
+        b[at] ^= 0x40
+        return bytes(b)
+
+    variants = [("cut at %d/10" % t, good[:len(good) * t // 10]) for t in range(1, 10)]
+    variants += [
+        ("empty", b""),
+        ("flip in the header", flipped(20)),
+        ("flip in a record", flipped(64 + 32 + 40)),
+        ("flip in a checksum", flipped(64 + 26)),
+        ("random bytes", random.Random(5).randbytes(len(good))),
+        ("text", b"this is not a snapshot\n"),
+    ]
+    for label, data in variants:
+        with open(path, "wb") as f:
+            f.write(data)
+        d = harness.start_herdless(args)
+        s = serves(res, label, d)
+        res.equal(s["curr_items"], 1, label + ": started empty")
+        res.check(os.path.exists(path + ".bad") and not os.path.exists(path),
+                  label + ": moved to <file>.bad")
+        _, log = stop_with(d, signal.SIGTERM)
+        res.check("is not a usable snapshot" in log, label + ": the log says why", log[-1500:])
+        os.unlink(path + ".bad")
+
+    for label, other in (("another -m", ["-m", "65"]), ("another -I", ["-I", "2m"])):
+        with open(path, "wb") as f:
+            f.write(good)
+        d = harness.start_herdless(args + other)
+        s = serves(res, label, d)
+        res.equal(s["curr_items"], 1, label + ": started empty")
+        res.check(os.path.exists(path + ".bad"), label + ": moved to <file>.bad")
+        _, log = stop_with(d, signal.SIGTERM)
+        res.check("written with -m 64 -I 1048576" in log, label + ": the log says why",
+                  log[-1500:])
+        os.unlink(path + ".bad")
+
+    # A directory where the file should be: left alone, the writes fail and are counted.
+    os.unlink(path)   # (the last stop wrote a snapshot there)
+    os.mkdir(path)
+    d = harness.start_herdless(args + ["-o", "snapshot_interval=1"])
+    with harness.Conn(d.port) as c:
+        wait_for("a failed write", lambda: harness.stat(c, b"snapshot_failures") >= 1)
+    serves(res, "a directory", d)
+    _, log = stop_with(d, signal.SIGTERM)
+    res.check("not a regular file" in log, "a directory: the log says why", log[-1500:])
+    res.check("failed: " in log and "the previous snapshot is kept" in log,
+              "a directory: the failed write is logged", log[-1500:])
+    os.rmdir(path)
+
+    # An unwritable directory holding a good snapshot: loaded, then every write fails
+    # and the file stays as it was.
+    locked = os.path.join(state, "locked")
+    os.mkdir(locked)
+    locked_path = os.path.join(locked, "snapshot")
+    with open(locked_path, "wb") as f:
+        f.write(good)
+    os.chmod(locked_path, 0o644)
+    os.chmod(locked, 0o555)
+    d = harness.start_herdless(["-v", "-m", "64", "-e", locked_path, "-o", "snapshot_interval=1"])
+    with harness.Conn(d.port) as c:
+        wait_for("a failed write", lambda: harness.stat(c, b"snapshot_failures") >= 2)
+        s = serves(res, "unwritable directory", d)
+        res.equal(s["snapshot_loaded_items"], 3000, "unwritable directory: the snapshot loaded")
+        res.equal(s["snapshot_writes"], 0, "unwritable directory: no write succeeded")
+    _, log = stop_with(d, signal.SIGTERM)
+    res.check("Permission denied" in log, "unwritable directory: the log says why", log[-1500:])
+    with open(locked_path, "rb") as f:
+        res.check(f.read() == good, "unwritable directory: the previous snapshot is kept")
+    os.chmod(locked, 0o755)
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def stale_warm_up(res):
+    state = make_state_dir()
+    path = os.path.join(state, "snapshot")
+    args = ["-t", "4", "-e", path, "-o", "stale_grace=600"]
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port) as c:
+        res.equal(c.call(b"ms hot 5 T2\r\nvalue\r\n"), b"HD\r\n", "warm-up: the hot key")
+        stored_at = time.monotonic()
+    stop_with(d, signal.SIGTERM)
+    time.sleep(max(0.0, stored_at + 3.2 - time.monotonic()))   # it expires while down
+    d = harness.start_herdless(args)
+    n = 200
+    conns = [harness.Conn(d.port, timeout=WAIT) for _ in range(n)]
+    for c in conns:
+        c.send(b"mg hot s v c N30\r\n")
+    replies = [read_meta(c) for c in conns]
+    misses = sum(1 for r in replies if r is None)
+    winners = [r for r in replies if r is not None and "W" in r[1]]
+    res.equal(misses, 0, "warm-up: no miss among %d readers" % n)
+    res.equal(len(winners), 1, "warm-up: exactly one reader gets the lease (W)")
+    res.equal(sum(1 for r in replies if r is not None and r[0] == b"value" and "X" in r[1]), n,
+              "warm-up: every reader gets the stale value (X)")
+    res.equal(sum(1 for r in replies if r is not None and "Z" in r[1]), n - 1,
+              "warm-up: the others see the lease is taken (Z)")
+    if winners:
+        token = int(winners[0][1]["c"])
+        res.equal(conns[0].call(b"ms hot 5 T60 C%d\r\nfresh\r\n" % token), b"HD\r\n",
+                  "warm-up: the one recompute is stored")
+    for c in conns:
+        c.send(b"mg hot v\r\n")
+    fresh = [read_meta(c) for c in conns]
+    res.equal(sum(1 for r in fresh if r is not None and r[0] == b"fresh" and not r[1]), n,
+              "warm-up: then everyone reads the fresh value")
+    res.equal(harness.stat(conns[0], b"lease_grants"), 1, "warm-up: one lease granted")
+    for c in conns:
+        c.close()
+    d.stop()
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def body(res):
+    roundtrip(res)
+    periodic_then_kill9(res)
+    bad_files(res)
+    stale_warm_up(res)
+
+
+if __name__ == "__main__":
+    harness.run("test_snapshot", body)

@@ -1,0 +1,384 @@
+#include "storage/snapshot.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/item_store.h"
+
+namespace herdless {
+namespace {
+
+using snapshot_format::kBlockHeaderSize;
+using snapshot_format::kHeaderSize;
+using snapshot_format::kRecordHeaderSize;
+
+constexpr int64_t kUnixStart = 1700000000;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+// A store with its own clock, as a process would have.
+struct TestStore {
+  explicit TestStore(StoreConfig config, int64_t unix_start = kUnixStart)
+      : clock(unix_start), random(7) {
+    clock.AdvanceSeconds(100);   // store time 100: far from the "0 = never" edge
+    config.clock = &clock;
+    config.random = &random;
+    config.shard_bits = 2;
+    store = std::make_unique<ItemStore>(config);
+  }
+  ManualClock clock;
+  DefaultRandom random;
+  std::unique_ptr<ItemStore> store;
+
+  StoreResult Put(std::string_view key, std::string_view value, int64_t exptime = 0,
+                  uint32_t flags = 0, bool binary_key = false) {
+    StoreRequest req;
+    req.key = key;
+    req.value = value;
+    req.exptime = exptime;
+    req.client_flags = flags;
+    req.binary_key = binary_key;
+    return store->Store(req);
+  }
+  // A meta read that changes nothing (no bump), to look at an item.
+  ReadResult Peek(std::string_view key) {
+    ReadOptions opts;
+    opts.kind = ReadKind::kMeta;
+    opts.bump = false;
+    return store->Read(key, opts);
+  }
+  void Bump(std::string_view key, int times) {
+    for (int i = 0; i < times; i++) store->Read(key, ReadOptions());
+  }
+};
+
+class SnapshotTest : public ::testing::Test {
+ protected:
+  SnapshotTest() {
+    char dir[] = "/tmp/herdless-snapshot-test-XXXXXX";
+    dir_ = mkdtemp(dir);
+    path_ = dir_ + "/snapshot";
+  }
+  ~SnapshotTest() override {
+    for (const char* suffix : {"", ".tmp"}) unlink((path_ + suffix).c_str());
+    rmdir(dir_.c_str());
+  }
+
+  SnapshotWriteResult Write(ItemStore* store, SnapshotWriteOptions options = {}) {
+    options.sync = false;   // tests need no durability
+    return WriteSnapshot(store, path_, options);
+  }
+
+  std::string dir_;
+  std::string path_;
+};
+
+TEST_F(SnapshotTest, EveryItemComesBackWithItsMetadata) {
+  StoreConfig config;
+  config.memory_limit = 16 << 20;
+  TestStore a(config);
+  std::map<std::string, std::string> values;
+  for (int i = 0; i < 2000; i++) {
+    const std::string key = "key" + std::to_string(i);
+    std::string value(static_cast<size_t>(i % 300), static_cast<char>(i));
+    if (i % 100 == 7) value.assign(3000 + i, 'b');    // pinned, copied after the lock
+    if (i % 500 == 9) value.assign(100000, 'j');      // a block of its own
+    ASSERT_EQ(a.Put(key, value, i % 3 == 0 ? 0 : 1000 + i, static_cast<uint32_t>(i * 7919)).status,
+              StoreStatus::kStored);
+    values[key] = value;
+  }
+  a.Put("b64key", "binary", 0, 0, /*binary_key=*/true);
+  values["b64key"] = "binary";
+  a.Bump("key5", 3);
+  a.Bump("key6", 1);
+  DeleteRequest invalidate;
+  invalidate.key = "key8";
+  invalidate.invalidate = true;
+  ASSERT_EQ(a.store->Delete(invalidate), DeleteStatus::kDeleted);
+  RestoreRequest measured;   // an item whose recompute time was measured
+  measured.key = "measured";
+  measured.value = "m";
+  measured.delta_ms = 250;
+  ASSERT_EQ(a.store->Restore(measured), StoreStatus::kStored);
+  values["measured"] = "m";
+
+  a.clock.AdvanceSeconds(30);
+  SnapshotWriteOptions options;
+  options.block_bytes = 16 << 10;
+  const SnapshotWriteResult w = Write(a.store.get(), options);
+  ASSERT_TRUE(w.ok) << w.error;
+  EXPECT_EQ(w.items, values.size());
+  EXPECT_EQ(static_cast<uint64_t>(ReadFile(path_).size()), w.bytes);
+  EXPECT_FALSE(Exists(path_ + ".tmp"));
+
+  // Restarted 10 s later.
+  TestStore b(config, kUnixStart + 40);
+  const SnapshotLoadResult l = LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions());
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  EXPECT_EQ(l.loaded, values.size());
+  EXPECT_EQ(l.skipped_expired + l.skipped_no_memory + l.skipped_too_large, 0u);
+  EXPECT_EQ(l.stale, 1u);
+  EXPECT_EQ(l.header.memory_limit, config.memory_limit);
+  uint64_t max_cas = 0;
+  for (const auto& [key, value] : values) {
+    const ReadResult before = a.Peek(key);
+    const ReadResult after = b.Peek(key);
+    ASSERT_EQ(after.status, ReadStatus::kHit) << key;
+    ASSERT_EQ(after.value, value) << key;
+    EXPECT_EQ(after.client_flags, before.client_flags) << key;
+    EXPECT_EQ(after.cas, before.cas) << key;
+    // Both read 10 s apart in Unix time: the same absolute expiry.
+    EXPECT_EQ(after.ttl_before, before.ttl_before == -1 ? -1 : before.ttl_before - 10) << key;
+    EXPECT_EQ(after.seconds_since_access, before.seconds_since_access + 10) << key;
+    EXPECT_EQ(after.frequency, before.frequency) << key;
+    EXPECT_EQ(after.fetched_before, before.fetched_before) << key;
+    EXPECT_EQ(after.stale, before.stale) << key;
+    EXPECT_EQ(after.binary_key, before.binary_key) << key;
+    EXPECT_EQ(after.recompute_ms, before.recompute_ms) << key;
+    max_cas = std::max(max_cas, after.cas);
+  }
+  EXPECT_EQ(b.Peek("key5").frequency, 3);
+  EXPECT_TRUE(b.Peek("key8").stale);
+  EXPECT_TRUE(b.Peek("b64key").binary_key);
+  EXPECT_EQ(b.Peek("measured").recompute_ms, 250);
+  // New CAS values are above every CAS handed out before the restart.
+  const uint64_t a_next = a.Put("later", "x").cas;
+  EXPECT_GT(b.Put("new", "x").cas, std::max(max_cas, a_next - 1));
+}
+
+TEST_F(SnapshotTest, ASmallerCacheKeepsTheHottestItems) {
+  StoreConfig big;
+  big.memory_limit = 16 << 20;
+  TestStore a(big);
+  const std::string value(1000, 'v');
+  for (int i = 0; i < 8000; i++) a.Put("cold" + std::to_string(i), value);
+  a.clock.AdvanceSeconds(4000);   // the cold ones were last read over an hour ago
+  for (int i = 0; i < 300; i++) {
+    a.Put("hot" + std::to_string(i), value);
+    a.Bump("hot" + std::to_string(i), 3);
+  }
+  ASSERT_TRUE(Write(a.store.get()).ok);
+
+  StoreConfig small;
+  small.memory_limit = 2 << 20;
+  TestStore b(small, kUnixStart + 4000);
+  SnapshotLoadOptions refuse;
+  EXPECT_EQ(LoadSnapshot(b.store.get(), path_, refuse).status, SnapshotLoadResult::Status::kInvalid);
+  EXPECT_EQ(b.store->Stats().curr_items, 0u);
+  SnapshotLoadOptions any_size;
+  any_size.require_same_limits = false;
+  const SnapshotLoadResult l = LoadSnapshot(b.store.get(), path_, any_size);
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  for (int i = 0; i < 300; i++) EXPECT_EQ(b.Peek("hot" + std::to_string(i)).status, ReadStatus::kHit) << i;
+  EXPECT_GT(l.skipped_no_memory, 4000u);
+  EXPECT_EQ(l.loaded + l.skipped_no_memory, 8300u);
+  EXPECT_EQ(b.store->Stats().evictions, 0u);
+}
+
+TEST_F(SnapshotTest, ExpiredItemsAreSkippedUnlessTheStaleGraceKeepsThem) {
+  StoreConfig config;
+  TestStore a(config);
+  a.Put("short", "s", 10);
+  a.Put("long", "l", 1000);
+  ASSERT_TRUE(Write(a.store.get()).ok);
+
+  TestStore b(config, kUnixStart + 20);   // 20 s later: "short" expired 10 s ago
+  SnapshotLoadResult l = LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions());
+  EXPECT_EQ(l.loaded, 1u);
+  EXPECT_EQ(l.skipped_expired, 1u);
+  EXPECT_EQ(b.Peek("short").status, ReadStatus::kMiss);
+
+  config.stale_grace_s = 60;
+  TestStore c(config, kUnixStart + 20);
+  l = LoadSnapshot(c.store.get(), path_, SnapshotLoadOptions());
+  EXPECT_EQ(l.loaded, 2u);
+  EXPECT_EQ(l.stale, 1u);
+  const ReadResult first = c.Peek("short");
+  EXPECT_EQ(first.status, ReadStatus::kHit);
+  EXPECT_TRUE(first.stale);
+  EXPECT_EQ(first.lease, LeaseVerdict::kWin);    // one reader recomputes
+  EXPECT_EQ(c.Peek("short").lease, LeaseVerdict::kHeld);   // the next gets the stale value
+  // Beyond the grace it is gone.
+  c.clock.AdvanceSeconds(60);
+  EXPECT_EQ(c.Peek("short").status, ReadStatus::kMiss);
+}
+
+TEST_F(SnapshotTest, ItemsOverTheCurrentItemSizeLimitAreSkippedAndCounted) {
+  StoreConfig config;
+  config.memory_limit = 16 << 20;
+  TestStore a(config);
+  a.Put("big", std::string(200000, 'x'));
+  a.Put("small", "s");
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  config.item_size_max = 64 << 10;
+  TestStore b(config);
+  const SnapshotLoadResult refused = LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions());
+  EXPECT_EQ(refused.status, SnapshotLoadResult::Status::kInvalid);
+  EXPECT_NE(refused.error.find("-I 1048576, this herdless runs"), std::string::npos) << refused.error;
+  SnapshotLoadOptions any_size;
+  any_size.require_same_limits = false;
+  const SnapshotLoadResult l = LoadSnapshot(b.store.get(), path_, any_size);
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  EXPECT_EQ(l.loaded, 1u);
+  EXPECT_EQ(l.skipped_too_large, 1u);
+  EXPECT_EQ(b.Peek("small").value, "s");
+}
+
+// Every damaged variant of a good file is refused whole: nothing is restored.
+TEST_F(SnapshotTest, ADamagedFileRestoresNothing) {
+  StoreConfig config;
+  TestStore a(config);
+  for (int i = 0; i < 3000; i++) a.Put("k" + std::to_string(i), "value" + std::to_string(i), 0, 5);
+  a.Bump("k1", 2);   // two hotness classes: blocks of both
+  SnapshotWriteOptions options;
+  options.block_bytes = 4096;
+  ASSERT_TRUE(Write(a.store.get(), options).ok);
+  const std::string good = ReadFile(path_);
+  ASSERT_GT(good.size(), 20000u);
+
+  std::vector<std::pair<std::string, std::string>> damaged;
+  for (int tenth = 0; tenth < 10; tenth++) {
+    damaged.emplace_back("cut at " + std::to_string(tenth) + "/10", good.substr(0, good.size() * tenth / 10));
+  }
+  damaged.emplace_back("last byte missing", good.substr(0, good.size() - 1));
+  damaged.emplace_back("a byte too many", good + "x");
+  auto flipped = [&](size_t at) {
+    std::string s = good;
+    s[at] = static_cast<char>(s[at] ^ 0x40);
+    return s;
+  };
+  damaged.emplace_back("flip in the header magic", flipped(2));
+  damaged.emplace_back("flip in the header's -m", flipped(17));
+  damaged.emplace_back("flip in the version", flipped(8));
+  damaged.emplace_back("flip in a block header", flipped(kHeaderSize + 13));
+  damaged.emplace_back("flip in a checksum", flipped(kHeaderSize + 25));
+  damaged.emplace_back("flip in a record's key", flipped(kHeaderSize + kBlockHeaderSize + kRecordHeaderSize));
+  damaged.emplace_back("flip in the last block", flipped(good.size() - 3));
+  std::mt19937 rng(42);
+  std::string random_bytes(good.size(), '\0');
+  for (char& c : random_bytes) c = static_cast<char>(rng());
+  damaged.emplace_back("random bytes", random_bytes);
+  damaged.emplace_back("random bytes after a good header", good.substr(0, kHeaderSize) + random_bytes);
+  damaged.emplace_back("empty", "");
+  damaged.emplace_back("text", "this is not a snapshot\n");
+  // Two blocks swapped (each with a right checksum).
+  const size_t first_block_len = kBlockHeaderSize + [&] {
+    uint32_t len;
+    std::memcpy(&len, good.data() + kHeaderSize + 12, 4);
+    return len;
+  }();
+  {
+    std::string s = good;
+    std::string dup = good.substr(kHeaderSize, first_block_len);
+    s.insert(kHeaderSize + first_block_len, dup);
+    damaged.emplace_back("a block repeated", s);
+  }
+
+  for (const auto& [what, bytes] : damaged) {
+    TestStore b(config);
+    MemorySource source(bytes);
+    const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), source, SnapshotLoadOptions());
+    EXPECT_EQ(l.status, SnapshotLoadResult::Status::kInvalid) << what;
+    EXPECT_FALSE(l.error.empty()) << what;
+    EXPECT_EQ(l.loaded, 0u) << what;
+    EXPECT_EQ(b.store->Stats().curr_items, 0u) << what << ": " << l.error;
+  }
+  // The good one loads.
+  TestStore b(config);
+  MemorySource source(good);
+  EXPECT_EQ(LoadSnapshotFrom(b.store.get(), source, SnapshotLoadOptions()).loaded, 3000u);
+}
+
+TEST_F(SnapshotTest, AFailedOrCancelledWriteLeavesThePreviousFile) {
+  StoreConfig config;
+  TestStore a(config);
+  for (int i = 0; i < 1000; i++) a.Put("k" + std::to_string(i), "v");
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  const std::string before = ReadFile(path_);
+
+  a.Put("extra", "e");
+  std::atomic<bool> cancel{true};
+  SnapshotWriteOptions options;
+  options.cancel = &cancel;
+  SnapshotWriteResult w = Write(a.store.get(), options);
+  EXPECT_FALSE(w.ok);
+  EXPECT_TRUE(w.cancelled);
+  EXPECT_EQ(ReadFile(path_), before);
+  EXPECT_FALSE(Exists(path_ + ".tmp"));
+
+  w = WriteSnapshot(a.store.get(), dir_ + "/no/such/dir/snapshot", SnapshotWriteOptions());
+  EXPECT_FALSE(w.ok);
+  EXPECT_FALSE(w.cancelled);
+  EXPECT_NE(w.error.find("No such file or directory"), std::string::npos) << w.error;
+}
+
+TEST_F(SnapshotTest, MissingAndNonRegularFiles) {
+  StoreConfig config;
+  TestStore b(config);
+  SnapshotLoadResult l = LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions());
+  EXPECT_EQ(l.status, SnapshotLoadResult::Status::kMissing);
+  l = LoadSnapshot(b.store.get(), dir_, SnapshotLoadOptions());
+  EXPECT_EQ(l.status, SnapshotLoadResult::Status::kUnreadable);
+  EXPECT_NE(l.error.find("not a regular file"), std::string::npos) << l.error;
+}
+
+// A periodic snapshot walks while clients store and delete: every item that
+// was there the whole time is in it.
+TEST_F(SnapshotTest, WritingWhileClientsStoreAndDelete) {
+  StoreConfig config;
+  config.memory_limit = 32 << 20;
+  TestStore a(config);
+  for (int i = 0; i < 20000; i++) a.Put("k" + std::to_string(i), "value" + std::to_string(i));
+  std::atomic<bool> stop{false};
+  std::thread clients([&] {
+    for (int n = 0; !stop.load(); n++) {
+      a.Put("n" + std::to_string(n), std::string(static_cast<size_t>(n % 2000), 'n'));
+      if (n % 3 == 0) {
+        DeleteRequest del;
+        const std::string key = "n" + std::to_string(n / 2);
+        del.key = key;
+        a.store->Delete(del);
+      }
+      a.Bump("k" + std::to_string(n % 20000), 1);
+    }
+  });
+  SnapshotWriteOptions options;
+  options.buckets_per_step = 2;
+  const SnapshotWriteResult w = Write(a.store.get(), options);
+  stop = true;
+  clients.join();
+  ASSERT_TRUE(w.ok) << w.error;
+
+  TestStore b(config);
+  const SnapshotLoadResult l = LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions());
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  for (int i = 0; i < 20000; i++) {
+    ASSERT_EQ(b.Peek("k" + std::to_string(i)).value, "value" + std::to_string(i)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace herdless
