@@ -28,6 +28,13 @@ int ProtocolVersion(int min_version) {
   }
 }
 
+// Empties this thread's OpenSSL error queue. ERR_clear_error() frees 32 string
+// slots even when the queue is empty (most of a small request's OpenSSL cost
+// outside the cipher, counted with callgrind), so look first.
+void ClearErrorQueue() {
+  if (ERR_peek_error() != 0) ERR_clear_error();
+}
+
 // The oldest error OpenSSL queued for this thread (then the queue is empty).
 std::string TakeSslError() {
   char text[256] = "";
@@ -175,7 +182,7 @@ TlsSession::~TlsSession() {
 TlsSession::Status TlsSession::Classify(int ret) {
   const int saved_errno = errno;
   const int err = SSL_get_error(ssl_, ret);
-  ERR_clear_error();   // a stale error must not mislead the next call on this thread
+  ClearErrorQueue();   // a stale error must not mislead the next call on this thread
   switch (err) {
     case SSL_ERROR_WANT_READ:
       return Status::kWantRead;
@@ -194,7 +201,7 @@ TlsSession::Status TlsSession::Classify(int ret) {
 }
 
 TlsSession::Status TlsSession::Handshake() {
-  ERR_clear_error();
+  ClearErrorQueue();
   errno = 0;
   const int ret = SSL_do_handshake(ssl_);
   if (ret == 1) {
@@ -208,7 +215,7 @@ TlsSession::Status TlsSession::Handshake() {
 
 size_t TlsSession::Read(char* buf, size_t len, Status* status) {
   const int want = len > INT32_MAX ? INT32_MAX : static_cast<int>(len);
-  ERR_clear_error();
+  ClearErrorQueue();
   errno = 0;
   const int ret = SSL_read(ssl_, buf, want);
   if (ret > 0) return static_cast<size_t>(ret);
@@ -234,7 +241,7 @@ size_t TlsSession::Write(const struct iovec* iov, int count, Status* status) {
     }
     data = buffer;
   }
-  ERR_clear_error();
+  ClearErrorQueue();
   errno = 0;
   const int ret = SSL_write(ssl_, data, static_cast<int>(len));
   if (ret > 0) return static_cast<size_t>(ret);
