@@ -457,10 +457,9 @@ bool ParseRecords(std::string_view payload, uint32_t expected, uint64_t item_siz
 
 }  // namespace
 
-bool SnapshotReader::ReadBlock(uint64_t offset, BlockRef* ref, uint8_t* kind, std::string* payload,
-                               std::string* error) const {
+bool SnapshotReader::ReadBlockHeader(uint64_t offset, BlockRef* ref, uint8_t* kind, char h[kBlockHeaderSize],
+                                     std::string* error) const {
   const uint64_t size = source_->Size();
-  char h[kBlockHeaderSize];
   if (size - offset < kBlockHeaderSize) {
     *error = "truncated block header";
     return false;
@@ -487,6 +486,13 @@ bool SnapshotReader::ReadBlock(uint64_t offset, BlockRef* ref, uint8_t* kind, st
     *error = "its " + std::to_string(ref->payload_len) + "-byte payload runs past the end of the file (truncated)";
     return false;
   }
+  return true;
+}
+
+bool SnapshotReader::ReadBlock(uint64_t offset, BlockRef* ref, uint8_t* kind, std::string* payload,
+                               std::string* error) const {
+  char h[kBlockHeaderSize];
+  if (!ReadBlockHeader(offset, ref, kind, h, error)) return false;
   payload->resize(ref->payload_len);
   if (!source_->ReadAt(offset + kBlockHeaderSize, ref->payload_len, payload->data())) {
     *error = "read error";
@@ -503,7 +509,7 @@ bool SnapshotReader::ReadBlock(uint64_t offset, BlockRef* ref, uint8_t* kind, st
   return true;
 }
 
-bool SnapshotReader::Check(std::string* error) {
+bool SnapshotReader::Check(std::string* error, int threads) {
   blocks_.clear();
   const uint64_t size = source_->Size();
   if (size == 0) {
@@ -543,16 +549,18 @@ bool SnapshotReader::Check(std::string* error) {
     return false;
   }
 
-  std::vector<std::vector<BlockRef>> by_hotness(header_.hotness_classes);
-  std::string payload;
+  // First the chain of block headers, in file order (32 bytes read per block)...
+  std::vector<BlockRef> in_file_order;
   uint64_t offset = kHeaderSize;
   uint32_t sequence = 0;
   uint64_t items = 0;
+  bool ended = false;
   while (offset < size) {
     BlockRef ref;
     uint8_t kind = 0;
+    char bh[kBlockHeaderSize];
     std::string why;
-    if (!ReadBlock(offset, &ref, &kind, &payload, &why)) {
+    if (!ReadBlockHeader(offset, &ref, &kind, bh, &why)) {
       *error = At("block", sequence, offset) + ": " + why;
       return false;
     }
@@ -563,6 +571,11 @@ bool SnapshotReader::Check(std::string* error) {
     }
     const uint64_t next = offset + kBlockHeaderSize + ref.payload_len;
     if (kind == kBlockEnd) {
+      std::string payload;
+      if (!ReadBlock(offset, &ref, &kind, &payload, &why)) {
+        *error = At("end block", sequence, offset) + ": " + why;
+        return false;
+      }
       if (ref.payload_len != kEndPayloadSize || ref.records != 0 || ref.hotness != 0) {
         *error = At("end block", sequence, offset) + ": bad size";
         return false;
@@ -581,29 +594,61 @@ bool SnapshotReader::Check(std::string* error) {
         *error = std::to_string(size - next) + " bytes after the end block";
         return false;
       }
-      blocks_.clear();
-      for (const std::vector<BlockRef>& blocks : by_hotness) {
-        blocks_.insert(blocks_.end(), blocks.begin(), blocks.end());
-      }
-      return true;
+      ended = true;
+      break;
     }
     if (ref.hotness >= header_.hotness_classes) {
       *error = At("block", sequence, offset) + ": hotness class " + std::to_string(ref.hotness);
       return false;
     }
-    std::string why_record;
-    if (!ParseRecords(payload, ref.records, header_.item_size_max, nullptr, &why_record)) {
-      *error = At("block", sequence, offset) + ": " + why_record;
-      return false;
-    }
     items += ref.records;
-    by_hotness[ref.hotness].push_back(ref);
+    in_file_order.push_back(ref);
     offset = next;
     sequence++;
   }
-  *error = "no end block: the file is cut short (" + std::to_string(size) + " bytes, " +
-           std::to_string(sequence) + " whole blocks)";
-  return false;
+  if (!ended) {
+    *error = "no end block: the file is cut short (" + std::to_string(size) + " bytes, " +
+             std::to_string(sequence) + " whole block headers)";
+    return false;
+  }
+
+  // ...then every item block's checksum and records, on a few threads. The
+  // error reported is the first bad block's in file order.
+  std::atomic<size_t> next_block{0};
+  std::mutex error_mu;
+  size_t first_bad = in_file_order.size();
+  std::string first_error;
+  auto check_blocks = [&] {
+    std::string payload;
+    for (size_t i; (i = next_block.fetch_add(1)) < in_file_order.size();) {
+      const BlockRef& want = in_file_order[i];
+      BlockRef ref;
+      uint8_t kind = 0;
+      std::string why;
+      const bool ok = ReadBlock(want.offset, &ref, &kind, &payload, &why) &&
+                      ParseRecords(payload, ref.records, header_.item_size_max, nullptr, &why);
+      if (!ok) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (i < first_bad) {
+          first_bad = i;
+          first_error = At("block", want.sequence, want.offset) + ": " + why;
+        }
+      }
+    }
+  };
+  const int n = std::clamp(threads, 1, 16);
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < n; t++) helpers.emplace_back(check_blocks);
+  check_blocks();
+  for (std::thread& t : helpers) t.join();
+  if (first_bad < in_file_order.size()) {
+    *error = first_error;
+    return false;
+  }
+  std::vector<std::vector<BlockRef>> by_hotness(header_.hotness_classes);
+  for (const BlockRef& ref : in_file_order) by_hotness[ref.hotness].push_back(ref);
+  for (const std::vector<BlockRef>& blocks : by_hotness) blocks_.insert(blocks_.end(), blocks.begin(), blocks.end());
+  return true;
 }
 
 bool SnapshotReader::VisitBlock(size_t i, std::string* buffer,
@@ -634,7 +679,7 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
   SnapshotLoadResult result;
   result.file_bytes = source.Size();
   SnapshotReader reader(&source);
-  if (!reader.Check(&result.error)) {
+  if (!reader.Check(&result.error, options.threads)) {
     result.status = SnapshotLoadResult::Status::kInvalid;
     result.seconds = SecondsSince(start);
     return result;

@@ -138,10 +138,11 @@ class SnapshotReader {
  public:
   explicit SnapshotReader(const SnapshotSource* source) : source_(source) {}
 
-  // Reads and checks everything: the header, every block's checksum and
-  // records, the end block and the file's length. False with a one-line
-  // reason ("block 12 at byte 786528: checksum mismatch").
-  bool Check(std::string* error);
+  // Reads and checks everything: the header, the chain of block headers,
+  // the end block and the file's length, then every block's checksum and
+  // records (on `threads` threads). False with a one-line reason ("block 12
+  // at byte 786528: checksum mismatch").
+  bool Check(std::string* error, int threads = 1);
 
   // After a successful Check.
   const snapshot_format::FileHeader& header() const { return header_; }
@@ -164,6 +165,10 @@ class SnapshotReader {
     uint32_t sequence = 0;
     uint8_t hotness = 0;
   };
+  // Reads and checks the block header at `offset` (not the checksum) into
+  // *ref, *kind and h. False with *error.
+  bool ReadBlockHeader(uint64_t offset, BlockRef* ref, uint8_t* kind, char h[snapshot_format::kBlockHeaderSize],
+                       std::string* error) const;
   // Reads the block header at `offset` and its payload into *payload; checks
   // the checksum. False with *error.
   bool ReadBlock(uint64_t offset, BlockRef* ref, uint8_t* kind, std::string* payload,
