@@ -2,8 +2,8 @@
 # The whole test gate: release build + `make check` (unit + integration tests) + a check that
 # the release tarball carries every file of the checkout, then an
 # ASan/UBSan build (no jemalloc) running the same tests against the instrumented daemon plus
-# a 20 s soak; a ThreadSanitizer build running the unit tests, the concurrency, stampede and TLS
-# tests and a 20 s soak; then every libFuzzer target for 15 s (scripts/fuzz.sh; scripts/soak.sh and
+# a 20 s soak; a ThreadSanitizer build running the unit tests, the concurrency, stampede,
+# snapshot and TLS tests and a 20 s soak; then every libFuzzer target for 15 s (scripts/fuzz.sh; scripts/soak.sh and
 # scripts/fuzz.sh run longer). Stops at the first failing stage. The last line is always
 # "N passed, N failed", counting test programs (unit_tests, each tests/integration/test_*.py,
 # each soak, each fuzz target) per build.
@@ -134,6 +134,8 @@ run_counted "tsan: test_concurrency.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROO
   "$PYTHON" tests/integration/test_concurrency.py || stage_failed "tsan concurrency test"
 run_counted "tsan: test_stampede.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
   "$PYTHON" tests/integration/test_stampede.py || stage_failed "tsan stampede test"
+run_counted "tsan: test_snapshot.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
+  "$PYTHON" tests/integration/test_snapshot.py || stage_failed "tsan snapshot test"
 run_counted "tsan: test_tls.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
   "$PYTHON" tests/integration/test_tls.py || stage_failed "tsan tls test"
 run_counted "tsan: soak, 20 s" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \

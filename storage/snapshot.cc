@@ -1,6 +1,6 @@
 // The snapshot file: its encoding, the writer (a walk of the store into
 // per-hotness block buffers), the reader (check everything, then hand out
-// blocks hottest first) and the loader (restore on a few threads). Reading
+// blocks hottest first) and the loader (one thread reads ahead, one restores). Reading
 // order: format, writer, reader, loader.
 #include "storage/snapshot.h"
 
@@ -14,7 +14,9 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <thread>
 
@@ -651,27 +653,92 @@ bool SnapshotReader::Check(std::string* error, int threads) {
   return true;
 }
 
-bool SnapshotReader::VisitBlock(size_t i, std::string* buffer,
-                                const std::function<void(const Record&)>& visit,
-                                std::string* error) const {
+bool SnapshotReader::ReadCheckedBlock(size_t i, std::string* buffer, std::string* error) const {
   const BlockRef& want = blocks_[i];
   BlockRef ref;
   uint8_t kind = 0;
   std::string why;
   bool ok = ReadBlock(want.offset, &ref, &kind, buffer, &why);
-  if (ok && (kind != kBlockItems || ref.sequence != want.sequence || ref.payload_len != want.payload_len)) {
+  if (ok && (kind != kBlockItems || ref.sequence != want.sequence || ref.payload_len != want.payload_len ||
+             ref.records != want.records)) {
     why = "changed since it was checked";
     ok = false;
   }
-  // Checked again without visiting first: a block is restored whole or not at all.
-  ok = ok && ParseRecords(*buffer, ref.records, header_.item_size_max, nullptr, &why) &&
-       ParseRecords(*buffer, ref.records, header_.item_size_max, &visit, &why);
+  // Checked again without visiting: a block is restored whole or not at all.
+  ok = ok && ParseRecords(*buffer, ref.records, header_.item_size_max, nullptr, &why);
   if (!ok) *error = At("block", want.sequence, want.offset) + ": " + why;
   return ok;
 }
 
+void SnapshotReader::VisitCheckedBlock(size_t i, const std::string& buffer,
+                                       const std::function<void(const Record&)>& visit) const {
+  std::string unused;
+  ParseRecords(buffer, blocks_[i].records, header_.item_size_max, &visit, &unused);
+}
+
+bool SnapshotReader::VisitBlock(size_t i, std::string* buffer,
+                                const std::function<void(const Record&)>& visit,
+                                std::string* error) const {
+  if (!ReadCheckedBlock(i, buffer, error)) return false;
+  VisitCheckedBlock(i, *buffer, visit);
+  return true;
+}
+
 // ---------------------------------------------------------------------------
 // Loader.
+
+namespace {
+
+// A few block buffers passed between the thread that reads and checks blocks
+// and the one that restores them, in block order.
+class BlockPipeline {
+ public:
+  BlockPipeline() {
+    for (std::string& b : buffers_) free_.push_back(&b);
+  }
+  std::string* TakeFree() {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [this] { return !free_.empty(); });
+    std::string* b = free_.back();
+    free_.pop_back();
+    return b;
+  }
+  void PutFree(std::string* b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(b);
+    changed_.notify_all();
+  }
+  void PutReady(size_t block, std::string* b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ready_.emplace_back(block, b);
+    changed_.notify_all();
+  }
+  void Finish() {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
+    changed_.notify_all();
+  }
+  // The next ready buffer and its block number; nullptr once all are done.
+  std::string* TakeReady(size_t* block) {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [this] { return !ready_.empty() || finished_; });
+    if (ready_.empty()) return nullptr;
+    std::string* b = ready_.front().second;
+    *block = ready_.front().first;
+    ready_.pop_front();
+    return b;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::string buffers_[4];
+  std::vector<std::string*> free_;
+  std::deque<std::pair<size_t, std::string*>> ready_;
+  bool finished_ = false;
+};
+
+}  // namespace
 
 SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& source,
                                     const SnapshotLoadOptions& options) {
@@ -703,55 +770,69 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
   struct Counts {
     uint64_t loaded = 0, expired = 0, too_large = 0, no_memory = 0, stale = 0;
   };
-  std::atomic<size_t> next_block{0};
-  std::mutex error_mu;
-  auto restore_blocks = [&](Counts* counts) {
-    std::string buffer;
-    const std::function<void(const Record&)> restore = [&](const Record& r) {
-      RestoreRequest q;
-      q.key = r.key;
-      q.value = r.value;
-      q.client_flags = r.client_flags;
-      q.exptime_unix = r.exptime_unix;
-      q.last_access_unix = r.last_access_unix;
-      q.cas = r.cas;
-      q.delta_ms = r.delta_ms;
-      q.frequency = r.frequency;
-      q.fetched = r.fetched;
-      q.stale = r.invalidated;
-      q.binary_key = r.binary_key;
-      q.evict = false;
-      switch (store->Restore(q)) {
-        case StoreStatus::kStored:
-          counts->loaded++;
-          if (r.invalidated || (r.exptime_unix != 0 && r.exptime_unix <= now_unix)) counts->stale++;
-          break;
-        case StoreStatus::kTooLarge: counts->too_large++; break;
-        case StoreStatus::kNoMemory: counts->no_memory++; break;
-        default: counts->expired++; break;
-      }
-    };
-    for (size_t i; (i = next_block.fetch_add(1)) < reader.item_blocks();) {
-      std::string error;
-      if (!reader.VisitBlock(i, &buffer, restore, &error)) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (result.error.empty()) result.error = error;
-      }
+  Counts counts;
+  const std::function<void(const Record&)> restore = [&](const Record& r) {
+    RestoreRequest q;
+    q.key = r.key;
+    q.value = r.value;
+    q.client_flags = r.client_flags;
+    q.exptime_unix = r.exptime_unix;
+    q.last_access_unix = r.last_access_unix;
+    q.cas = r.cas;
+    q.delta_ms = r.delta_ms;
+    q.frequency = r.frequency;
+    q.fetched = r.fetched;
+    q.stale = r.invalidated;
+    q.binary_key = r.binary_key;
+    q.evict = false;
+    switch (store->Restore(q)) {
+      case StoreStatus::kStored:
+        counts.loaded++;
+        if (r.invalidated || (r.exptime_unix != 0 && r.exptime_unix <= now_unix)) counts.stale++;
+        break;
+      case StoreStatus::kTooLarge: counts.too_large++; break;
+      case StoreStatus::kNoMemory: counts.no_memory++; break;
+      default: counts.expired++; break;
     }
   };
-  const int threads = std::clamp(options.threads, 1, 16);
-  std::vector<Counts> counts(static_cast<size_t>(threads));
-  std::vector<std::thread> helpers;
-  for (int t = 1; t < threads; t++) helpers.emplace_back(restore_blocks, &counts[static_cast<size_t>(t)]);
-  restore_blocks(&counts[0]);
-  for (std::thread& t : helpers) t.join();
-  for (const Counts& c : counts) {
-    result.loaded += c.loaded;
-    result.skipped_expired += c.expired;
-    result.skipped_too_large += c.too_large;
-    result.skipped_no_memory += c.no_memory;
-    result.stale += c.stale;
+  // Every item goes through the store's one append point, so a second
+  // restoring thread would only wait on it: one thread restores while
+  // another reads and checks the next blocks.
+  if (options.threads <= 1) {
+    std::string buffer;
+    for (size_t i = 0; i < reader.item_blocks(); i++) {
+      std::string error;
+      if (!reader.VisitBlock(i, &buffer, restore, &error) && result.error.empty()) result.error = error;
+    }
+  } else {
+    BlockPipeline pipeline;
+    std::string read_error;
+    std::thread read_ahead([&] {
+      for (size_t i = 0; i < reader.item_blocks(); i++) {
+        std::string* buffer = pipeline.TakeFree();
+        std::string error;
+        if (reader.ReadCheckedBlock(i, buffer, &error)) {
+          pipeline.PutReady(i, buffer);
+        } else {
+          if (read_error.empty()) read_error = error;
+          pipeline.PutFree(buffer);
+        }
+      }
+      pipeline.Finish();
+    });
+    size_t i;
+    for (std::string* buffer; (buffer = pipeline.TakeReady(&i)) != nullptr;) {
+      reader.VisitCheckedBlock(i, *buffer, restore);
+      pipeline.PutFree(buffer);
+    }
+    read_ahead.join();
+    result.error = read_error;
   }
+  result.loaded = counts.loaded;
+  result.skipped_expired = counts.expired;
+  result.skipped_too_large = counts.too_large;
+  result.skipped_no_memory = counts.no_memory;
+  result.stale = counts.stale;
   // A block that changed after the check was skipped whole; the rest stands.
   result.status = result.error.empty() ? SnapshotLoadResult::Status::kLoaded
                                        : SnapshotLoadResult::Status::kInvalid;

@@ -18,9 +18,11 @@
 // cache. It writes `<path>.tmp`, fsyncs it and renames it over `<path>`.
 //
 // LoadSnapshot checks the whole file (every checksum, every record's bounds,
-// the end block) before it restores a single item: a file that fails any
-// check is not used at all. Then it restores the blocks hottest class first,
-// on a few threads, without evicting: a smaller cache keeps the hottest items.
+// the end block; the blocks' payloads on a few threads) before it restores a
+// single item: a file that fails any check is not used at all. Then it
+// restores the blocks hottest class first, without evicting (a smaller cache
+// keeps the hottest items), on one thread while another reads and checks the
+// blocks that come next.
 //
 // The format functions below are shared by the writer, the reader, the tests
 // and the fuzz target. Everything here is thread-compatible; SnapshotReader's
@@ -156,6 +158,11 @@ class SnapshotReader {
   bool VisitBlock(size_t i, std::string* buffer,
                   const std::function<void(const snapshot_format::Record&)>& visit,
                   std::string* error) const;
+  // VisitBlock in two steps, for two threads: read and check the i-th block
+  // into *buffer, then visit the records of a buffer that passed.
+  bool ReadCheckedBlock(size_t i, std::string* buffer, std::string* error) const;
+  void VisitCheckedBlock(size_t i, const std::string& buffer,
+                         const std::function<void(const snapshot_format::Record&)>& visit) const;
 
  private:
   struct BlockRef {
@@ -204,7 +211,9 @@ SnapshotWriteResult WriteSnapshot(ItemStore* store, const std::string& path,
                                   const SnapshotWriteOptions& options);
 
 struct SnapshotLoadOptions {
-  int threads = 2;              // restoring threads (the store's shard locks let them share)
+  // Threads that check the blocks; from 2, restoring also reads the next
+  // blocks on a second thread while the calling thread restores.
+  int threads = 2;
   // A file written with another -m or -I is refused (kInvalid), as memcached
   // refuses a restart file made with other settings. false: it is loaded
   // into whatever the store is (hottest first, items over -I skipped).
