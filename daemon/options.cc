@@ -499,6 +499,32 @@ bool Parser::ApplySubopt(std::string_view key, std::string_view value, bool has_
     if (!ParseU32(value, 0, 1u << 30, &p.snapshot_interval_s)) return bad("seconds, 0 = off");
     return true;
   }
+  if (key == "refresh_ahead") {
+    if (!has_value) return need("on|off");
+    if (value == "on") {
+      p.refresh_ahead = true;
+    } else if (value == "off") {
+      p.refresh_ahead = false;
+    } else {
+      return bad("on or off");
+    }
+    return true;
+  }
+  if (key == "refresh_hot") {
+    if (!has_value) return need("numeric");
+    if (!ParseDouble(value, 0.001, 1e9, &p.refresh_hot)) return bad("reads per second, > 0");
+    return true;
+  }
+  if (key == "refresh_epsilon") {
+    if (!has_value) return need("numeric");
+    if (!ParseDouble(value, 1e-9, 0.5, &p.refresh_epsilon)) return bad("a probability, 0 < e <= 0.5");
+    return true;
+  }
+  if (key == "refresh_max_fraction") {
+    if (!has_value) return need("numeric");
+    if (!ParseDouble(value, 0.001, 1, &p.refresh_max_fraction)) return bad("a fraction of the TTL, 0 < f <= 1");
+    return true;
+  }
   if (key == "exact_threads") {
     if (has_value) return Fail("-o exact_threads takes no value");
     p.exact_threads = true;
@@ -761,6 +787,13 @@ std::string UsageText() {
   line("                          (default: off)");
   line("   - wait_timeout_ms:     longest a parked reader waits in wait mode");
   line("                          (default: lease_timeout, or 5000 when that is 0)");
+  line("   - refresh_ahead:       on|off: adaptive refresh-ahead for lease-get and classic");
+  line("                          stale/wait mode (default: off; meta clients ask with mg Yr)");
+  line("   - refresh_hot:         reads per second from which a key is refreshed ahead");
+  line("                          (default: 2)");
+  line("   - refresh_epsilon:     chance a hot key is not read in its window (default: 0.01)");
+  line("   - refresh_max_fraction: largest refresh window, as a fraction of the TTL");
+  line("                          (default: 0.25)");
   line("   - exact_threads:       run -t worker threads even when fewer CPUs are allowed");
   line("   - snapshot_interval:   also write the -e snapshot every <num> seconds, in the");
   line("                          background (default: 0, only at an orderly stop)");

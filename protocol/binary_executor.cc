@@ -259,7 +259,7 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
   const bool with_key = req.command == kGetK || req.command == kGatK;
   const bool with_value = req.command != kTouch;
   const ProtocolSettings& settings = server_->Settings();
-  const ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, park_);
+  const ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, park_, with_value);
   ReadResult r = store_->Read(req.key, opts);
   if (r.parked) {
     outcome->parked = true;

@@ -145,6 +145,7 @@ void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
   ReadOptions opts;
   opts.kind = ReadKind::kLeaseGet;
   opts.lease.xfetch_beta = settings.xfetch_beta;
+  opts.lease.refresh_ahead = settings.refresh_ahead;
   ReadResult r = store->Read(req.key, opts);
   stats->CountMissCause(r.miss_expired, r.miss_flushed);
   const bool has_value = r.status == ReadStatus::kHit && !r.no_value;
@@ -154,7 +155,9 @@ void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
     out->Append("END\r\n");   // no memory for the lease's placeholder: a miss without a token
     return;
   }
-  if (r.lease == LeaseVerdict::kNone) {
+  // A fresh value whose lease another client holds (an early refresh under
+  // way) is a plain hit: only stale values and misses are "hot misses".
+  if (r.lease == LeaseVerdict::kNone || (r.lease == LeaseVerdict::kHeld && has_value && !r.stale)) {
     AppendValueLine(req.key, r.client_flags, r.value.size(), false, 0, out);
   } else {
     out->Append("LVALUE ");
@@ -513,6 +516,9 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("lease_timeouts", ss.lease_timeouts);
   w->Add("lease_sets_refused", ss.lease_sets_refused);
   w->Add("xfetch_grants", ss.xfetch_grants);
+  w->Add("refresh_grants", ss.refresh_grants);
+  w->Add("hot_keys", ss.hot_keys);
+  w->Add("tracked_keys", ss.rated_keys);
   w->Add("stale_hits", ss.stale_hits);
   w->Add("waits_parked", t.waits_parked);
   w->Add("waits_woken", t.waits_woken);
@@ -637,6 +643,10 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("stale_grace", uint64_t{s.stale_grace_s});
   w->Add("classic_stampede", StampedeModeName(s.classic_stampede));
   w->Add("wait_timeout_ms", uint64_t{s.wait_timeout_ms});
+  w->AddBool("refresh_ahead", s.refresh_ahead);
+  w->AddFixed("refresh_hot", s.refresh_hot, 2);
+  w->AddFixed("refresh_epsilon", s.refresh_epsilon, 4);
+  w->AddFixed("refresh_max_fraction", s.refresh_max_fraction, 2);
   w->AddSigned("stalled_client_timeout", s.stalled_client_timeout);
   w->AddBool("exact_threads", s.exact_threads);
   w->Add("snapshot_interval", uint64_t{s.snapshot_interval_s});
@@ -774,15 +784,17 @@ bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view grou
 }
 
 ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int64_t exptime,
-                               const WaitTicket* park) {
+                               const WaitTicket* park, bool with_value) {
   ReadOptions opts;
   opts.kind = ReadKind::kClassic;
   if (touch) {
     opts.has_touch = true;
     opts.touch_exptime = exptime;
-  } else if (settings.classic_stampede != ClassicStampedeMode::kOff) {
+  }
+  if (with_value && settings.classic_stampede != ClassicStampedeMode::kOff) {
     opts.kind = ReadKind::kClassicLease;
     opts.lease.xfetch_beta = settings.xfetch_beta;
+    opts.lease.refresh_ahead = settings.refresh_ahead;
     if (settings.classic_stampede == ClassicStampedeMode::kWait) opts.park = park;
   }
   return opts;

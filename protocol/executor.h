@@ -35,16 +35,18 @@ struct ProcessOutcome {
 };
 
 // A classic read of one key (text get/gets/gat/gats; binary Get, GetK, GAT,
-// GATK and their quiet variants). In a classic stampede mode a read without
-// touch is a lease read: the reader that wins the key's lease (on a miss, a
-// stale value or an XFetch draw) is answered with a miss, its cue to
-// recompute and set; the others get the stale value, or a miss when there is
-// none. In wait mode a read of a key with no value whose lease is held parks
-// on `park` (the caller passes nullptr where a reply could be left half
-// written: multi-key gets). A touch read ignores the modes: touching a stale
-// value would make it look fresh.
+// GATK and their quiet variants; binary Touch, `with_value` false). In a
+// classic stampede mode a read that returns a value is a lease read: the
+// reader that wins the key's lease (on a miss, a stale value, an XFetch draw
+// or a refresh-ahead window) is answered with a miss, its cue to recompute and
+// set; the others get the stale value, or a miss when there is none. A touch
+// read (gat) touches only a fresh value it returns: touching a stale value
+// would make it look fresh, and the winner's miss touches nothing. In wait
+// mode a read of a key with no value whose lease is held parks on `park` (the
+// caller passes nullptr where a reply could be left half written: multi-key
+// gets). A read without a value (binary Touch) ignores the modes, as `touch`.
 ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int64_t exptime,
-                               const WaitTicket* park);
+                               const WaitTicket* park, bool with_value = true);
 // Counts a classic read as memcached does (cmd_get/get_hits/get_misses, or
 // cmd_touch/touch_hits/touch_misses for a touch, plus get_expired/get_flushed)
 // and returns whether the client is given the value.

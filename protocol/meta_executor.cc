@@ -146,6 +146,7 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   opts.lease.has_recache = flags.Has('R');
   opts.lease.recache_below_s = args.R;
   opts.lease.xfetch_beta = flags.Has('Y') ? args.Y : 0;
+  opts.lease.refresh_ahead = flags.Has('Y') && args.Y_refresh;
   // memcached applies the flags in order: with T before R, R judges the new TTL.
   opts.recache_after_touch = touch && FlagIndex(flags, 'T') < FlagIndex(flags, 'R');
   ReadResult r = store->Read(req.key, opts);
@@ -191,6 +192,11 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
       case 'f': AppendNumberFlag('f', r.client_flags, out); break;
       case 'l': AppendNumberFlag('l', static_cast<uint64_t>(r.seconds_since_access), out); break;
       case 'h': out->Append(r.fetched_before ? " h1" : " h0"); break;
+      case 'r': {   // herdless: the read rate before this read
+        char rate[2 + kMaxRateChars] = {' ', 'r'};
+        out->Append(std::string_view(rate, FormatReadRate(r.reads_per_s, rate + 2) - rate));
+        break;
+      }
       case 'O': AppendOpaqueFlag(flag, out); break;
       case 'k': AppendKeyFlag(req.key, r.binary_key, out); break;
       default: break;   // b q u v R P L Y: no return value

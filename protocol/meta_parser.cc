@@ -38,8 +38,8 @@ LineVerdict Error(std::string_view message, uint64_t swallow = 0) {
 // Reads flag tokens [first, count) into out->meta / out->meta_args, the way
 // memcached's _meta_flag_preparse does: an unknown or repeated flag stops at
 // once; a bad token is remembered (the last message wins; a bad F token has
-// none and leaves "bad command line format") and parsing goes on. Y is
-// herdless's, for mg only. Returns the error, or an empty view.
+// none and leaves "bad command line format") and parsing goes on. Y and r
+// are herdless's, for mg only. Returns the error, or an empty view.
 std::string_view ParseMetaFlags(const CommandLine& line, int first, bool allow_y,
                                 Request* out) {
   bool seen[128] = {};
@@ -114,12 +114,22 @@ std::string_view ParseMetaFlags(const CommandLine& line, int first, bool allow_y
       case 'O':
         args.O = value;
         break;
-      case 'Y':
+      case 'Y': {
+        // Y<beta>, Yr or Yr<beta>: an XFetch draw, refresh-ahead, or both.
         if (!allow_y) return "CLIENT_ERROR invalid flag";
-        if (!ParseDouble(value, &args.Y) || !(args.Y > 0)) {
+        std::string_view beta = value;
+        if (!beta.empty() && beta[0] == 'r') {
+          args.Y_refresh = true;
+          beta.remove_prefix(1);
+        }
+        if ((!args.Y_refresh || !beta.empty()) && (!ParseDouble(beta, &args.Y) || !(args.Y > 0))) {
           error = kBadToken;
           ok = false;
         }
+        break;
+      }
+      case 'r':   // herdless: the key's read rate, mg only
+        if (!allow_y) return "CLIENT_ERROR invalid flag";
         break;
       case 'c': case 'f': case 'h': case 'k': case 'l': case 'q': case 's':
       case 't': case 'u': case 'v': case 'I': case 'P': case 'L':

@@ -114,4 +114,15 @@ char* FormatUint64(uint64_t v, char* out) {
   return out + n;
 }
 
+char* FormatReadRate(double reads_per_s, char* out) {
+  // Two decimals, rounded; at most 20 integer digits (rates are far below).
+  const double v = reads_per_s > 0 ? reads_per_s : 0;
+  const uint64_t hundredths = v < 1e17 ? static_cast<uint64_t>(v * 100 + 0.5) : UINT64_MAX / 10;
+  out = FormatUint64(hundredths / 100, out);
+  *out++ = '.';
+  *out++ = static_cast<char>('0' + hundredths / 10 % 10);
+  *out++ = static_cast<char>('0' + hundredths % 10);
+  return out;
+}
+
 }  // namespace herdless

@@ -36,6 +36,12 @@ inline constexpr int kMaxUint64Digits = 20;
 // out must have room for kMaxUint64Digits bytes.
 char* FormatUint64(uint64_t v, char* out);
 
+// A key's read rate as herdless shows it (mg r, lru_crawler metadump): reads
+// per second with two decimals ("0.00" for a key without an estimate).
+// out must have room for kMaxRateChars bytes; returns one past the last one.
+inline constexpr int kMaxRateChars = 24;
+char* FormatReadRate(double reads_per_s, char* out);
+
 }  // namespace herdless
 
 #endif  // HERDLESS_PROTOCOL_NUMBERS_H_

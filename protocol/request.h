@@ -59,7 +59,8 @@ struct MetaArgs {
   uint32_t F = 0;         // client flags (ms)
   uint64_t D = 1;         // delta (ma)
   uint64_t J = 0;         // initial value (ma)
-  double Y = 0;           // XFetch beta (mg, herdless extension)
+  double Y = 0;           // XFetch beta (mg Y<beta>, herdless extension), 0 = none
+  bool Y_refresh = false; // mg Yr[<beta>]: refresh-ahead (herdless extension)
   char M = 0;             // mode (ms: E A P R S; ma: I + D -), 0 = default
   std::string_view O;     // opaque
 };

@@ -81,6 +81,12 @@ struct ProtocolSettings {
   // Warm restart (-e, -o snapshot_interval)
   std::string memory_file;         // -e: the snapshot file, "" = none
   uint32_t snapshot_interval_s = 0;  // 0 = only at an orderly stop
+  // Refresh-ahead (docs/protocol.md): on for lease-get and the classic modes;
+  // meta clients ask with mg Yr. The other three shape the window.
+  bool refresh_ahead = false;
+  double refresh_hot = 2.0;            // reads/s from which a key is hot
+  double refresh_epsilon = 0.01;
+  double refresh_max_fraction = 0.25;  // of the key's TTL
 };
 
 // One connection as `stats conns` shows it.

@@ -46,6 +46,7 @@ enum ItemState : uint8_t {
   kItemTokenSent = 1 << 2,    // a lease (recache right, memcached's W) is out
   kItemNeedsValue = 1 << 3,   // a stub made by vivify/lease-get: waiting for its value
   kItemPlaceholder = 1 << 4,  // lease-only stub: invisible to get/gets/mg without N
+  kItemBinaryKey = 1 << 5,    // stored by a meta command with a base64 key (`b`)
 };
 
 namespace slot {

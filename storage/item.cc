@@ -12,8 +12,8 @@ uint8_t FormatFor(const ItemFields& f) {
   if (f.exptime != 0) fmt |= kFmtExptime;
   if (f.client_flags != 0) fmt |= kFmtClientFlags;
   if (f.delta_ms != 0) fmt |= kFmtDelta;
-  if (f.binary_key) fmt |= kFmtBinaryKey;
-  if (f.full_header) fmt |= kFmtWideCas | kFmtExptime | kFmtDelta;
+  if (f.read_rate.present()) fmt |= kFmtReadRate;
+  if (f.full_header) fmt |= kFmtWideCas | kFmtExptime | kFmtDelta | kFmtReadRate;
   return fmt;
 }
 
@@ -38,6 +38,7 @@ ItemView WriteItem(char* dst, const ItemFields& f) {
   view.set_exptime(f.exptime);
   if (fmt & kFmtClientFlags) item_detail::Store32(dst + ItemView::LayoutOf(fmt).flags, f.client_flags);
   view.set_delta_ms(f.delta_ms);
+  view.set_read_rate(f.read_rate);
   std::memcpy(dst + ItemView::LayoutOf(fmt).key, f.key.data(), f.key.size());
   return view;
 }
@@ -51,7 +52,7 @@ ItemFields ItemView::Fields() const {
   f.exptime = exptime();
   f.client_flags = client_flags();
   f.delta_ms = delta_ms();
-  f.binary_key = binary_key();
+  f.read_rate = read_rate();
   return f;
 }
 

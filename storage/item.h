@@ -12,6 +12,9 @@
 //   exptime   4 bytes with kFmtExptime (without: 0, never expires)
 //   flags     4 bytes with kFmtClientFlags (without: 0)
 //   delta     2 bytes with kFmtDelta: smoothed recompute time, ms (XFetch's Δ)
+//   rate      3 bytes with kFmtReadRate: the key's read-rate estimate, its TTL
+//             and hot mark (storage/read_rate.h); only keys read more than
+//             once in a second get it
 //   key, value (no trailing "\r\n": the reply writer adds it)
 //
 // 13 bytes of header for a value under 1 KiB with no TTL and no client flags,
@@ -20,7 +23,7 @@
 // rare states (a live lease's grant time, parked readers).
 //
 // The key, the value and the format of an item never change once written.
-// cas, time, exptime and delta may change in place, under the owning shard's
+// cas, time, exptime, delta and rate may change in place, under the owning shard's
 // lock, when their field is present and wide enough (CanHold*); otherwise the
 // store writes a new copy of the item. Readers see item bytes only through an
 // ItemRef, which pins the segment the item lives in.
@@ -32,12 +35,14 @@
 #include <cstring>
 #include <string_view>
 
+#include "storage/read_rate.h"
+
 namespace herdless {
 
 enum ItemFormat : uint8_t {
   kFmtShortLenMask = 0x03,  // bits 9..8 of a short value length
   kFmtDelta = 1 << 2,
-  kFmtBinaryKey = 1 << 3,   // stored by a meta command with a base64 key (`b`)
+  kFmtReadRate = 1 << 3,
   kFmtWideCas = 1 << 4,
   kFmtExptime = 1 << 5,
   kFmtClientFlags = 1 << 6,
@@ -59,9 +64,9 @@ struct ItemFields {
   int32_t exptime = 0;        // store seconds, 0 = never
   uint32_t client_flags = 0;
   uint16_t delta_ms = 0;      // 0 = unmeasured (no field)
-  bool binary_key = false;
+  ReadRateState read_rate;    // count 0 = no estimate (no field)
   // Every field that can change in place is present (wide CAS, exptime,
-  // delta): for jumbo items, so that no change ever needs a copy.
+  // delta, rate): for jumbo items, so that no change ever needs a copy.
   bool full_header = false;
 };
 
@@ -76,7 +81,7 @@ inline void Store32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
 // Where each field starts, for every format byte (a table: no arithmetic on
 // the read path).
 struct Layout {
-  uint8_t cas, time, exptime, flags, delta, key;
+  uint8_t cas, time, exptime, flags, delta, rate, key;
 };
 constexpr Layout LayoutOf(unsigned fmt) {
   Layout l{};
@@ -85,7 +90,8 @@ constexpr Layout LayoutOf(unsigned fmt) {
   l.exptime = static_cast<uint8_t>(l.time + 4);
   l.flags = static_cast<uint8_t>(l.exptime + ((fmt & kFmtExptime) ? 4 : 0));
   l.delta = static_cast<uint8_t>(l.flags + ((fmt & kFmtClientFlags) ? 4 : 0));
-  l.key = static_cast<uint8_t>(l.delta + ((fmt & kFmtDelta) ? 2 : 0));
+  l.rate = static_cast<uint8_t>(l.delta + ((fmt & kFmtDelta) ? 2 : 0));
+  l.key = static_cast<uint8_t>(l.rate + ((fmt & kFmtReadRate) ? 3 : 0));
   return l;
 }
 struct LayoutTable {
@@ -117,7 +123,6 @@ class ItemView {
   std::string_view value() const { return {p_ + header_size() + key_len(), value_len()}; }
   char* value_data() const { return p_ + header_size() + key_len(); }
 
-  bool binary_key() const { return format() & kFmtBinaryKey; }
   uint32_t client_flags() const {
     return (format() & kFmtClientFlags) ? item_detail::Load32(p_ + layout().flags) : 0;
   }
@@ -161,6 +166,24 @@ class ItemView {
   bool CanHoldDelta(uint16_t delta) const { return delta == 0 || (format() & kFmtDelta); }
   void set_delta_ms(uint16_t delta) {
     if (format() & kFmtDelta) std::memcpy(p_ + layout().delta, &delta, 2);
+  }
+
+  // The read-rate estimate: {0, 0} without the field.
+  bool CanHoldReadRate() const { return format() & kFmtReadRate; }
+  ReadRateState read_rate() const {
+    ReadRateState r;
+    if (!(format() & kFmtReadRate)) return r;
+    const char* p = p_ + layout().rate;
+    std::memcpy(&r.count, p, 2);
+    r.aux = static_cast<uint8_t>(p[2]);
+    return r;
+  }
+  // Sets the estimate; the field must be there (CanHoldReadRate).
+  void set_read_rate(ReadRateState r) {
+    if (!(format() & kFmtReadRate)) return;
+    char* p = p_ + layout().rate;
+    std::memcpy(p, &r.count, 2);
+    p[2] = static_cast<char>(r.aux);
   }
 
   // Everything but the value, to build a copy with some fields changed.

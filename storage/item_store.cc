@@ -203,6 +203,7 @@ uint64_t ItemStore::LinkLocked(Shard& shard, uint64_t hash, const Placed& placed
     c.total_items++;
   }
   if (state & kItemTokenSent) shard.leases_out++;
+  CountRateLocked(shard, item.read_rate(), +1);
   WakeLocked(shard, item.key());
   Segment* seg = placed.segment;
   seg->live_items.fetch_add(1, std::memory_order_relaxed);
@@ -229,6 +230,7 @@ void ItemStore::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost) {
     shard.leases_out--;
     DropLeaseLocked(shard, s);
   }
+  CountRateLocked(shard, item.read_rate(), -1);
   if (leave_ghost) shard.index.EraseToGhost(slot, queues_->NextGhostStamp());
   else shard.index.Erase(slot);
   WakeLocked(shard, item.key());
@@ -277,6 +279,83 @@ void ItemStore::DropLeaseLocked(Shard& shard, uint64_t s) {
 }
 
 // ---------------------------------------------------------------------------
+// Read rates. Every linked item with an estimate is counted in rated_items,
+// and in hot_items when its hot mark is set; the counts follow the item bytes
+// (LinkLocked, UnlinkLocked, RepointLocked, SetRateLocked).
+
+void ItemStore::CountRateLocked(Shard& shard, ReadRateState rate, int sign) {
+  if (!rate.present()) return;
+  if (sign > 0) {
+    shard.rated_items++;
+    if (rate.hot()) shard.hot_items++;
+  } else {
+    shard.rated_items--;
+    if (rate.hot()) shard.hot_items--;
+  }
+}
+
+void ItemStore::SetRateLocked(Shard& shard, ItemView item, ReadRateState rate) {
+  if (!rate.present()) rate.set_hot(false);
+  CountRateLocked(shard, item.read_rate(), -1);
+  item.set_read_rate(rate);
+  CountRateLocked(shard, rate, +1);
+}
+
+ReadRateState ItemStore::CarriedRateLocked(Shard& shard, ItemView old, int64_t now_s, int32_t exptime) {
+  ReadRateState rate = old.read_rate();
+  if (!rate.present()) return ReadRateState{};
+  const int64_t since_s = std::max<int64_t>(0, now_s - old.last_access());
+  rate.count = ReadRate::Decayed(rate.count, since_s, NextRandom(&shard.random));
+  if (ReadRate::CountOf(rate.count) < ReadRate::kDropBelowReads) return ReadRateState{};
+  rate.set_ttl_code(ReadRate::TtlCode(TtlOf(exptime, now_s)));
+  return rate;
+}
+
+void ItemStore::RememberRateLocked(Shard& shard, uint64_t hash, ReadRateState rate, int64_t now_s) {
+  if (rate.present()) shard.remembered_rates[hash % Shard::kRememberedRates] = {hash, rate.count, now_s};
+}
+
+ReadRateState ItemStore::RecalledRateLocked(Shard& shard, uint64_t hash, int64_t now_s) {
+  const Shard::RememberedRate& e = shard.remembered_rates[hash % Shard::kRememberedRates];
+  ReadRateState rate;
+  if (e.hash != hash || e.count == 0) return rate;
+  rate.count = ReadRate::Decayed(e.count, std::max<int64_t>(0, now_s - e.at_s), NextRandom(&shard.random));
+  return rate;
+}
+
+void ItemStore::MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t now_s) {
+  ReadRateState rate = item.read_rate();
+  if (rate.present() && now_s > item.last_access()) {
+    rate.count = ReadRate::Decayed(rate.count, now_s - item.last_access(), NextRandom(&shard.random));
+    SetRateLocked(shard, item, rate);
+  }
+  item.set_last_access(ClampStoreTime(now_s));
+}
+
+// A key read again within the second of its last access (and read before:
+// a store followed by one read does not count) gets an estimate, starting
+// from that earlier read. Keys read less often than that never pay for one.
+// When the item has no room for it, the estimate is remembered for the key's
+// next item (its next store): copying the item here would make a hit
+// allocate.
+void ItemStore::TrackIfHotLocked(Shard& shard, uint64_t* slot, int64_t now_s) {
+  const ItemView item = ItemAt(*slot);
+  if (item.read_rate().present() || item.last_access() != now_s || !Has(*slot, kItemFetched)) return;
+  ReadRateState rate;
+  rate.count = ReadRate::Encode(ReadRate::kTrackedAfterReads);
+  rate.set_ttl_code(ReadRate::TtlCode(TtlOf(item.exptime(), now_s)));
+  if (item.CanHoldReadRate()) {
+    SetRateLocked(shard, item, rate);
+    return;
+  }
+  const uint64_t hash = HashKey(item.key());
+  if (shard.remembered_rates[hash % Shard::kRememberedRates].hash != hash) {
+    rate.count = ReadRate::Encode(ReadRate::kTrackedAfterReads + 1);   // this read too
+    RememberRateLocked(shard, hash, rate, now_s);
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Lookup with lazy expiry and delayed flush.
 
 bool ItemStore::IsFlushed(ItemView item, int64_t now_s) const {
@@ -291,7 +370,10 @@ ItemStore::Found ItemStore::LookupLocked(Shard& shard, std::string_view key, uin
                                          int64_t now_s) {
   Found f;
   uint64_t* slot = shard.index.Find(hash, [&](uint64_t s) { return ItemAt(s).key() == key; });
-  if (slot == nullptr) return f;
+  if (slot == nullptr) {
+    f.carried_rate = RecalledRateLocked(shard, hash, now_s);
+    return f;
+  }
   const ItemView item = ItemAt(*slot);
   if (IsFlushed(item, now_s)) {
     UnlinkLocked(shard, slot);
@@ -301,6 +383,10 @@ ItemStore::Found ItemStore::LookupLocked(Shard& shard, std::string_view key, uin
   if (IsExpired(item, now_s)) {
     const bool stub = Has(*slot, kItemPlaceholder | kItemNeedsValue);
     if (stub || int64_t{item.exptime()} + config_.stale_grace_s <= now_s) {
+      if (!stub) {
+        f.carried_rate = CarriedRateLocked(shard, item, now_s, 0);
+        RememberRateLocked(shard, hash, f.carried_rate, now_s);
+      }
       CountRemovalLocked(shard, *slot, item, now_s, /*evicted=*/false);
       UnlinkLocked(shard, slot);
       f.removed_expired = !stub;
@@ -393,6 +479,10 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
       if (opts.bump) state |= kItemFetched;
     }
     fields.cas = 2;   // narrow: the real one is drawn once there is room
+    fields.read_rate = f.carried_rate;
+    if (fields.read_rate.present()) {
+      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlOf(fields.exptime, t.now_s)));
+    }
     Placed placed;
     if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
       if (!RoomToRetry(lock, attempt, ItemSize(fields))) return r;  // a miss without a lease
@@ -421,33 +511,56 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
 
 void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
                           int64_t touch_exptime, const Times& t, double u, ReadResult* r) {
+  const bool stub = Has(*slot, kItemPlaceholder | kItemNeedsValue);
+  if (opts.bump && !stub) TrackIfHotLocked(shard, slot, t.now_s);   // may copy the item
   ItemView item = ItemAt(*slot);
   const int32_t exptime_before = item.exptime();
+  const int64_t since_access_s = std::max<int64_t>(0, t.now_s - item.last_access());
+  ReadRateState rate = item.read_rate();
+  const int64_t ttl_before_s = ReadRate::TtlOfCode(rate.ttl_code());
+  r->reads_per_s = rate.present() ? ReadRate::PerSecond(rate.count, since_access_s) : 0;
+
+  // The touch. A classic-mode read (kClassicLease) touches only a fresh value
+  // it is given, after the lease decision: touching a stale value would make
+  // it look fresh, and the reader chosen to recompute is answered a miss.
+  const bool touch_later = opts.has_touch && opts.kind == ReadKind::kClassicLease;
+  auto touch = [&] {
+    item.set_exptime(static_cast<int32_t>(touch_exptime));
+    rate.set_ttl_code(ReadRate::TtlCode(TtlOf(touch_exptime, t.now_s)));
+  };
   r->ttl_before = TtlOf(exptime_before, t.now_s);
-  if (opts.has_touch) item.set_exptime(static_cast<int32_t>(touch_exptime));
+  if (opts.has_touch && !touch_later) touch();
   r->ttl_after = TtlOf(item.exptime(), t.now_s);
   r->fetched_before = Has(*slot, kItemFetched);
   r->seconds_since_access = t.now_s - item.last_access();
   r->frequency = slot::Freq(*slot);
   if (opts.bump) {
+    if (rate.present()) {
+      rate.count = ReadRate::AfterRead(rate.count, since_access_s, NextRandom(&shard.random));
+      rate.set_hot(r->reads_per_s >= config_.lease.refresh_hot_per_s);
+    }
     // A hit only counts: no list to move (storage/eviction.h).
     const uint8_t freq = std::min<uint8_t>(slot::Freq(*slot) + 1, S3Fifo::kMaxFrequency);
     *slot = slot::WithFreq(slot::WithState(*slot, slot::State(*slot) | kItemFetched), freq);
     item.set_last_access(ClampStoreTime(t.now_s));
   }
+  if (rate.present()) SetRateLocked(shard, item, rate);
 
   const bool classic = opts.kind == ReadKind::kClassic;
   // Classic reads ignore staleness entirely (memcached §1.7.11).
   const bool stale =
       !classic && (found.presence == Found::kExpiredInGrace || Has(*slot, kItemStale));
   if (!classic) {
+    const bool judge_new_ttl = opts.recache_after_touch || !opts.has_touch || touch_later;
     LeaseView view;
     view.stale = stale;
     view.token_sent = Has(*slot, kItemTokenSent);
     view.needs_value = Has(*slot, kItemNeedsValue);
-    view.exptime = (opts.recache_after_touch || !opts.has_touch) ? item.exptime() : exptime_before;
+    view.exptime = judge_new_ttl ? item.exptime() : exptime_before;
     view.lease_granted_ms = view.token_sent ? LeaseGrantedLocked(shard, *slot) : 0;
     view.delta_ms = item.delta_ms();
+    view.reads_per_s = r->reads_per_s;
+    view.ttl_s = judge_new_ttl ? ReadRate::TtlOfCode(rate.ttl_code()) : ttl_before_s;
     const LeaseDecision d = DecideRead(config_.lease, view, opts.lease, t.now_us, u);
     if (d.verdict == LeaseVerdict::kWin) {
       if (!view.token_sent) {
@@ -465,9 +578,16 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
       }
       shard.counters.lease_grants++;
       if (d.by_xfetch) shard.counters.xfetch_grants++;
+      if (d.by_refresh) shard.counters.refresh_grants++;
     }
     r->lease = d.verdict;
     r->lease_by_xfetch = d.by_xfetch;
+    r->lease_by_refresh = d.by_refresh;
+  }
+  if (touch_later && !stale && !stub && r->lease != LeaseVerdict::kWin) {
+    touch();
+    if (rate.present()) item.set_read_rate(rate);   // the TTL code only: counts unchanged
+    r->ttl_after = TtlOf(item.exptime(), t.now_s);
   }
 
   Segment* seg = SegmentOf(*slot);
@@ -480,8 +600,8 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
   r->recompute_ms = item.delta_ms();
   r->stale = stale;
   r->placeholder = Has(*slot, kItemPlaceholder);
-  r->no_value = Has(*slot, kItemPlaceholder | kItemNeedsValue);
-  r->binary_key = item.binary_key();
+  r->no_value = stub;
+  r->binary_key = Has(*slot, kItemBinaryKey);
   // A classic-mode winner is answered with a miss: it does not see the stale value.
   if (stale && !(opts.kind == ReadKind::kClassicLease && r->lease == LeaseVerdict::kWin)) {
     shard.counters.stale_hits++;
@@ -548,7 +668,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
         ItemView old_item = ItemAt(old_slot);
         *f.slot = slot::WithFreq(old_slot, std::min<uint8_t>(slot::Freq(old_slot) + 1, S3Fifo::kMaxFrequency));
         if (old_item.last_access() < t.now_s - kAddBumpInterval) {
-          old_item.set_last_access(ClampStoreTime(t.now_s));
+          MoveAccessTimeLocked(shard, old_item, t.now_s);
         }
         res.status = StoreStatus::kNotStored;
       } else {
@@ -570,9 +690,8 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
     fields.client_flags = req.client_flags;
     fields.exptime = ClampStoreTime(exptime);
     fields.last_access = ClampStoreTime(t.now_s);
-    fields.binary_key = req.binary_key;
     fields.cas = req.new_cas != 0 ? req.new_cas : 2;
-    uint8_t state = 0;
+    uint8_t state = req.binary_key ? kItemBinaryKey : 0;
     uint32_t granted = 0;
     bool fulfilled = false;
     if (f.slot != nullptr) {
@@ -581,13 +700,22 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
       if (action == Action::kStale) {
         // Keeps the old TTL, is marked stale and keeps any outstanding lease.
         fields.exptime = old_item.exptime();
-        state = kItemStale | (slot::State(old_slot) & kItemTokenSent);
+        state |= kItemStale | (slot::State(old_slot) & kItemTokenSent);
         if (state & kItemTokenSent) granted = LeaseGrantedLocked(shard, old_slot);
       } else if (Has(old_slot, kItemTokenSent)) {
         fulfilled = true;
         const int64_t took_ms = static_cast<uint32_t>(t.now_ms - LeaseGrantedLocked(shard, old_slot));
         fields.delta_ms = SmoothDelta(old_item.delta_ms(), took_ms);
       }
+      // The key's read rate goes on with its new value.
+      fields.read_rate = CarriedRateLocked(shard, old_item, t.now_s, fields.exptime);
+      if (!fields.read_rate.present()) {
+        fields.read_rate = RecalledRateLocked(shard, hash, t.now_s);
+        fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlOf(fields.exptime, t.now_s)));
+      }
+    } else if (f.carried_rate.present()) {
+      fields.read_rate = f.carried_rate;
+      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlOf(fields.exptime, t.now_s)));
     }
     fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
     Placed placed;
@@ -669,6 +797,7 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
         const int64_t took_ms = static_cast<uint32_t>(t.now_ms - LeaseGrantedLocked(shard, s));
         fields.delta_ms = SmoothDelta(fields.delta_ms, took_ms);
       }
+      fields.read_rate = CarriedRateLocked(shard, ItemAt(s), t.now_s, fields.exptime);
     }
     fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
     Placed placed;
@@ -764,7 +893,12 @@ bool ItemStore::Touch(std::string_view key, int64_t exptime) {
     // memcached: touch fetches with an LRU bump (marking the item fetched); the CAS stays.
     ItemView item = ItemAt(*f.slot);
     item.set_exptime(new_exptime);
-    item.set_last_access(ClampStoreTime(t.now_s));
+    MoveAccessTimeLocked(shard, item, t.now_s);
+    ReadRateState rate = item.read_rate();
+    if (rate.present()) {
+      rate.set_ttl_code(ReadRate::TtlCode(TtlOf(new_exptime, t.now_s)));
+      item.set_read_rate(rate);
+    }
     const uint64_t s = *f.slot;
     *f.slot = slot::WithFreq(slot::WithState(s, slot::State(s) | kItemFetched),
                              std::min<uint8_t>(slot::Freq(s) + 1, S3Fifo::kMaxFrequency));
@@ -813,7 +947,7 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
       else value = req.delta > current ? 0 : current - req.delta;
       // Looks like memcached's in-place update: same flags, TTL and state bits.
       fields = old_item.Fields();
-      state = slot::State(*f.slot) & (kItemFetched | kItemStale | kItemTokenSent);
+      state = slot::State(*f.slot) & (kItemFetched | kItemStale | kItemTokenSent | kItemBinaryKey);
       freq = slot::Freq(*f.slot);
     } else {
       value = req.initial;  // ma N J: created with the initial value, no delta applied

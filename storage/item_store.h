@@ -8,7 +8,8 @@
 // move to the main queue, the others are evicted (storage/eviction.h).
 // Expiry is lazy (checked on access) plus ReclaimExpired(), which a
 // maintenance timer calls. The per-key lease (memcached's W/X/Z, lease-get,
-// classic stampede modes, XFetch) is decided by storage/lease.h. Readers
+// classic stampede modes, XFetch, refresh-ahead) is decided by
+// storage/lease.h, with each hot key's read rate (storage/read_rate.h). Readers
 // parked in classic wait mode (ReadOptions::park) are woken through
 // StoreConfig::wake_sink when their key changes. Thread-safe; knows no wire
 // format.
@@ -32,6 +33,7 @@
 #include "storage/lease.h"
 #include "storage/parked.h"
 #include "storage/random.h"
+#include "storage/read_rate.h"
 
 namespace herdless {
 
@@ -57,7 +59,7 @@ struct StoreConfig {
 // How a read treats stale items and misses.
 enum class ReadKind : uint8_t {
   kClassic,     // get/gets/gat/gats: stale = miss, placeholders = miss, no leases
-  kClassicLease,// get/gets in classic_stampede stale|wait mode
+  kClassicLease,// get/gets/gat/gats in classic_stampede stale|wait mode
   kMeta,        // mg: memcached's semantics (X/W/Z), herdless's Y
   kLeaseGet,    // mcrouter lease-get
 };
@@ -65,11 +67,12 @@ enum class ReadKind : uint8_t {
 struct ReadOptions {
   ReadKind kind = ReadKind::kClassic;
   bool bump = true;               // false = mg u: no LRU bump, not marked fetched
-  bool has_touch = false;         // gat / mg T: new exptime on hit
+  bool has_touch = false;         // gat / mg T: new exptime on hit (kClassicLease:
+                                  // only on a fresh value this reader is given)
   int64_t touch_exptime = 0;
   bool has_vivify = false;        // mg N<ttl>: a miss creates a 0-byte item and wins
   int64_t vivify_exptime = 0;
-  LeaseAsk lease;                 // mg R / mg Y / -o xfetch_beta
+  LeaseAsk lease;                 // mg R / mg Y / -o xfetch_beta / -o refresh_ahead
   // memcached applies mg flags in order: with T before R, R judges the new TTL.
   // false (default): R judges the TTL the item had before this read's touch.
   bool recache_after_touch = false;
@@ -95,6 +98,7 @@ struct ReadResult {
   bool stale = false;             // memcached's X
   LeaseVerdict lease = LeaseVerdict::kNone;  // kWin = W, kHeld = Z
   bool lease_by_xfetch = false;
+  bool lease_by_refresh = false;  // the win came from the refresh-ahead window
   bool vivified = false;          // this read created the item
   bool placeholder = false;       // the hit is a lease-only stub with no value
   bool binary_key = false;        // the item was stored with a base64 key
@@ -104,6 +108,7 @@ struct ReadResult {
   bool miss_flushed = false;      // a miss because this read found the item flushed
   uint8_t frequency = 0;          // the eviction's access count before this read (0..3)
   uint16_t recompute_ms = 0;      // smoothed recompute time (XFetch's delta), 0 = unmeasured
+  double reads_per_s = 0;         // the key's estimated read rate before this read, 0 = untracked
 };
 
 enum class StoreMode : uint8_t { kSet, kAdd, kReplace, kAppend, kPrepend, kCas };
@@ -192,6 +197,9 @@ struct StoreStats {
   uint64_t lease_timeouts = 0;
   uint64_t lease_sets_refused = 0;
   uint64_t xfetch_grants = 0;
+  uint64_t refresh_grants = 0;    // leases won in a refresh-ahead window (early refreshes)
+  uint64_t hot_keys = 0;          // items counted hot (read rate >= refresh_hot) now
+  uint64_t rated_keys = 0;        // items carrying a read-rate estimate now
   uint64_t stale_hits = 0;
   uint64_t hash_buckets = 0;      // index slots (8 per bucket) in the newest tables
   uint64_t hash_bytes = 0;        // the index's memory
@@ -246,6 +254,7 @@ struct WalkedItem {
   bool no_value = false;         // a lease stub still waiting for its value
   bool placeholder = false;      // a lease-get placeholder (invisible to plain gets)
   bool lease_out = false;
+  double reads_per_s = 0;        // the read-rate estimate now, 0 = untracked
   int slab_class = 0;            // MemcachedSlabClass of the item
   Segment* segment = nullptr;
   ItemRef Pin() const;
@@ -387,6 +396,23 @@ class ItemStore {
                             size_t* needed);
   void HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
                  int64_t touch_exptime, const Times& t, double u, ReadResult* r);
+  // Read rates (storage/read_rate.h). A key read twice within one second
+  // gets an estimate (from its next store when the item has no room).
+  void TrackIfHotLocked(Shard& shard, uint64_t* slot, int64_t now_s);
+  // The estimate a new item of the key gets at `now_s` with `exptime`:
+  // `old`'s decayed, or none once it has decayed below one read.
+  ReadRateState CarriedRateLocked(Shard& shard, ItemView old, int64_t now_s, int32_t exptime);
+  // Remembers the estimate (decayed to now_s) of a key removed on expiry, and
+  // recalls it, decayed to now, when the key is not in the index
+  // (Shard::expired_rates); none if not remembered.
+  static void RememberRateLocked(Shard& shard, uint64_t hash, ReadRateState rate, int64_t now_s);
+  ReadRateState RecalledRateLocked(Shard& shard, uint64_t hash, int64_t now_s);
+  // Sets the item's last access to now (an access that is not a read),
+  // decaying its estimate to it first.
+  void MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t now_s);
+  // Rewrites the estimate in place, keeping the shard's counts.
+  void SetRateLocked(Shard& shard, ItemView item, ReadRateState rate);
+  static void CountRateLocked(Shard& shard, ReadRateState rate, int sign);
   void RemoveKey(std::string_view key);
   size_t SweepAll(int64_t flushed_before);
   StoreResult StoreConcat(const StoreRequest& req);

@@ -72,6 +72,14 @@ size_t ItemStore::ReclaimExpired(size_t budget) {
       shard.reclaim_position = shard.index.Walk(shard.reclaim_position, kBucketsPerLock, [&](uint64_t* slot) {
         if (removed >= budget) return;
         const ItemView item = ItemAt(*slot);
+        // A key that is no longer read stops counting as hot here (reads
+        // re-judge the keys that are).
+        ReadRateState rate = item.read_rate();
+        if (rate.hot() && ReadRate::PerSecond(rate.count, now_s - item.last_access()) <
+                              config_.lease.refresh_hot_per_s) {
+          rate.set_hot(false);
+          SetRateLocked(shard, item, rate);
+        }
         // LookupLocked's rule: flushed, or expired beyond the stale grace.
         if (IsFlushed(item, now_s)) {
           UnlinkLocked(shard, slot);
@@ -79,6 +87,9 @@ size_t ItemStore::ReclaimExpired(size_t budget) {
         } else if (IsExpired(item, now_s) &&
                    (Has(*slot, kItemPlaceholder | kItemNeedsValue) ||
                     int64_t{item.exptime()} + config_.stale_grace_s <= now_s)) {
+          if (item.read_rate().present() && !Has(*slot, kItemPlaceholder | kItemNeedsValue)) {
+            RememberRateLocked(shard, HashKey(item.key()), CarriedRateLocked(shard, item, now_s, 0), now_s);
+          }
           CountRemovalLocked(shard, *slot, item, now_s, /*evicted=*/false);
           UnlinkLocked(shard, slot);
           removed++;
@@ -126,10 +137,14 @@ size_t ItemStore::Walk(WalkCursor* cursor, size_t max_buckets,
       w.fetched = Has(s, kItemFetched);
       w.stale = Has(s, kItemStale) || expired;
       w.invalidated = Has(s, kItemStale);
-      w.binary_key = item.binary_key();
+      w.binary_key = Has(s, kItemBinaryKey);
       w.no_value = Has(s, kItemPlaceholder | kItemNeedsValue);
       w.placeholder = Has(s, kItemPlaceholder);
       w.lease_out = Has(s, kItemTokenSent);
+      const ReadRateState rate = item.read_rate();
+      w.reads_per_s = rate.present()
+                          ? ReadRate::PerSecond(rate.count, std::max<int64_t>(0, now_s - item.last_access()))
+                          : 0;
       w.slab_class = SlabClassOf(item);
       w.segment = SegmentOf(s);
       visit(w);
@@ -189,7 +204,6 @@ StoreStatus ItemStore::Restore(const RestoreRequest& req) {
     fields.last_access = ClampStoreTime(
         req.last_access_unix == 0 ? t.now_s : std::min(req.last_access_unix - now_unix + t.now_s, t.now_s));
     fields.delta_ms = req.delta_ms;
-    fields.binary_key = req.binary_key;
     fields.cas = req.cas != 0 ? req.cas : 2;
     fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
     Placed placed;
@@ -201,7 +215,8 @@ StoreStatus ItemStore::Restore(const RestoreRequest& req) {
     const ItemView item = WriteItem(placed.segment->At(placed.offset), fields);
     CopyBytes(item.value_data(), req.value);
     if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
-    const uint8_t state = (req.fetched ? kItemFetched : 0) | (req.stale ? kItemStale : 0);
+    const uint8_t state = (req.fetched ? kItemFetched : 0) | (req.stale ? kItemStale : 0) |
+                          (req.binary_key ? kItemBinaryKey : 0);
     LinkLocked(shard, hash, placed, item, state, std::min(req.frequency, S3Fifo::kMaxFrequency),
                /*new_key=*/false);
     return StoreStatus::kStored;
@@ -217,6 +232,8 @@ StoreStats ItemStore::Stats() const {
     s.curr_items += shard.index.items();
     s.bytes += shard.bytes;
     s.curr_leases += shard.leases_out;
+    s.hot_keys += shard.hot_items;
+    s.rated_keys += shard.rated_items;
     s.hash_buckets += shard.index.buckets() * Index::kSlotsPerBucket;
     s.hash_bytes += shard.index.MemoryBytes();
     s.total_items += c.total_items;
@@ -229,6 +246,7 @@ StoreStats ItemStore::Stats() const {
     s.lease_timeouts += c.lease_timeouts;
     s.lease_sets_refused += c.lease_sets_refused;
     s.xfetch_grants += c.xfetch_grants;
+    s.refresh_grants += c.refresh_grants;
     s.stale_hits += c.stale_hits;
     s.moved_to_main += c.moved_to_main;
     s.main_reinserted += c.main_reinserted;

@@ -52,6 +52,17 @@ inline int SlabClassOf(ItemView item) {
   return MemcachedSlabClass(MemcachedItemSize(item.key_len(), item.value_len(), item.client_flags()));
 }
 
+// 32 bits from a shard's generator (xorshift64*; the shard's lock guards its
+// state): only to round read-rate updates without bias.
+inline uint32_t NextRandom(uint64_t* state) {
+  uint64_t x = *state;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  *state = x;
+  return static_cast<uint32_t>((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
 }  // namespace store_internal
 
 // ---------------------------------------------------------------------------
@@ -77,6 +88,9 @@ struct ItemStore::Found {
   // (memcached's get_expired / get_flushed).
   bool removed_expired = false;
   bool removed_flushed = false;
+  // The read-rate estimate of an expired item the lookup removed, decayed to
+  // now, for the key's next item (a lease stub, or the new value).
+  ReadRateState carried_rate;
 };
 
 // Where a new item goes: a segment (jumbo or the small queue's open one) and
@@ -96,6 +110,22 @@ struct ItemStore::Shard {
   StoreStats counters;    // only the event counters and classes are used here
   LeaseTable leases;      // live leases' grant times, by LocationKey of the item's slot
   ParkedReaders parked;   // woken tickets are delivered by ShardLock::unlock
+  size_t rated_items = 0; // linked items with a read-rate estimate
+  size_t hot_items = 0;   // ... of which counted hot (ReadRateState::hot)
+  uint64_t random = 0x9E3779B97F4A7C15ull;  // rounding bits for read-rate updates
+  // Read-rate estimates of keys whose item cannot hold one: items removed on
+  // expiry (a hot key without refresh-ahead expires every TTL and would
+  // otherwise start counting again each time), and items without room for
+  // the field when their key turned hot. The key's next item takes its
+  // estimate from here (Store, a vivified stub). A direct-mapped table by
+  // hash, overwritten freely.
+  struct RememberedRate {
+    uint64_t hash = 0;
+    uint16_t count = 0;   // ReadRateState::count, as of at_s
+    int64_t at_s = 0;
+  };
+  static constexpr size_t kRememberedRates = 16;
+  RememberedRate remembered_rates[kRememberedRates];
 };
 
 // Hashes a slot's item (the index rehashes buckets as it grows).

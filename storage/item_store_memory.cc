@@ -154,6 +154,8 @@ void ItemStore::RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed
   const size_t new_size = copy.size();
   shard.bytes += new_size - old_size;
   shard.counters.classes[SlabClassOf(copy)].bytes += new_size - old_size;
+  CountRateLocked(shard, old_item.read_rate(), -1);
+  CountRateLocked(shard, copy.read_rate(), +1);
   const uint64_t moved = slot::WithFreq(slot::WithLocation(s, placed.segment->id, placed.offset), freq);
   if (Has(s, kItemTokenSent)) shard.leases.Move(slot::LocationKey(s), slot::LocationKey(moved));
   *slot = moved;

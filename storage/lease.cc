@@ -19,6 +19,14 @@ bool XFetchDraw(int64_t now_us, int64_t expiry_us, double delta_ms, double beta,
   return static_cast<double>(now_us) + gap_us >= static_cast<double>(expiry_us);
 }
 
+int64_t RefreshWindowUs(const LeaseSettings& s, double reads_per_s, double delta_ms, int64_t ttl_s) {
+  if (!(reads_per_s >= s.refresh_hot_per_s) || reads_per_s <= 0) return 0;
+  const double epsilon = std::clamp(s.refresh_epsilon, 1e-9, 1.0);
+  double window_s = delta_ms / 1000.0 + std::log(1.0 / epsilon) / reads_per_s;
+  if (ttl_s > 0) window_s = std::min(window_s, s.refresh_max_fraction * static_cast<double>(ttl_s));
+  return static_cast<int64_t>(window_s * 1e6);
+}
+
 LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const LeaseAsk& ask,
                          int64_t now_us, double u) {
   LeaseDecision d;
@@ -39,8 +47,17 @@ LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const Lease
     const int64_t now_s = now_us / 1000000;
     win = int64_t{v.exptime} - now_s < ask.recache_below_s;
   }
+  const double delta_ms = v.delta_ms != 0 ? v.delta_ms : s.default_delta_ms;
+  if (!win && ask.refresh_ahead && v.exptime != 0 && !v.just_vivified) {
+    // Deterministic, so it comes before XFetch's draw: a win it gives is
+    // counted as a refresh-ahead grant.
+    const int64_t remaining_us = int64_t{v.exptime} * 1000000 - now_us;
+    if (remaining_us < RefreshWindowUs(s, v.reads_per_s, delta_ms, v.ttl_s)) {
+      win = true;
+      d.by_refresh = true;
+    }
+  }
   if (!win && ask.xfetch_beta > 0 && v.exptime != 0 && !v.just_vivified) {
-    const double delta_ms = v.delta_ms != 0 ? v.delta_ms : s.default_delta_ms;
     if (XFetchDraw(now_us, int64_t{v.exptime} * 1000000, delta_ms, ask.xfetch_beta, u)) {
       win = true;
       d.by_xfetch = true;

@@ -1,6 +1,7 @@
 // The lease state machine, as pure functions over one item's state, so every
-// protocol path (meta W/X/Z, lease-get, classic stale/wait modes, XFetch) takes
-// the same decision and tests can drive it with a fixed clock and random draw.
+// protocol path (meta W/X/Z, lease-get, classic stale/wait modes, XFetch,
+// refresh-ahead) takes the same decision and tests can drive it with a fixed
+// clock and random draw.
 // ItemStore calls these under the shard lock; nothing here locks or allocates,
 // except LeaseTable, the side table of live leases' grant times.
 #ifndef HERDLESS_STORAGE_LEASE_H_
@@ -15,6 +16,12 @@ namespace herdless {
 struct LeaseSettings {
   uint32_t lease_timeout_ms = 5000;    // 0 = never (memcached's behaviour)
   uint32_t default_delta_ms = 100;     // XFetch's delta before any measurement
+  // Refresh-ahead (RefreshWindowUs): keys read at least this often are hot.
+  double refresh_hot_per_s = 2.0;
+  // The chance that a hot key is not read inside its window before it expires.
+  double refresh_epsilon = 0.01;
+  // The window is at most this fraction of the key's TTL.
+  double refresh_max_fraction = 0.25;
 };
 
 // What a reader asked for, beyond a plain read.
@@ -22,6 +29,7 @@ struct LeaseAsk {
   bool has_recache = false;  // memcached mg R<t>
   int64_t recache_below_s = 0;
   double xfetch_beta = 0;    // 0 = no draw
+  bool refresh_ahead = false;  // adaptive refresh-ahead window (mg Yr, -o refresh_ahead)
 };
 
 // What the item looks like to the decision (copied out of the header).
@@ -33,6 +41,8 @@ struct LeaseView {
   int32_t exptime = 0;       // store seconds, 0 = never
   uint32_t lease_granted_ms = 0;
   uint16_t delta_ms = 0;
+  double reads_per_s = 0;    // the key's read rate (storage/read_rate.h), 0 = untracked
+  int64_t ttl_s = 0;         // the TTL the key was stored with, 0 = unknown
 };
 
 enum class LeaseVerdict : uint8_t {
@@ -44,6 +54,7 @@ enum class LeaseVerdict : uint8_t {
 struct LeaseDecision {
   LeaseVerdict verdict = LeaseVerdict::kNone;
   bool by_xfetch = false;     // the win came from an XFetch draw
+  bool by_refresh = false;    // the win came from the refresh-ahead window
   bool regrant = false;       // the previous holder's lease had timed out
 };
 
@@ -53,6 +64,15 @@ bool LeaseLive(const LeaseSettings& s, uint32_t granted_ms, uint32_t now_ms);
 // XFetch (Vattani et al., Fig. 3): recompute early iff
 //   now - delta * beta * ln(u) >= expiry,  u uniform on (0, 1].
 bool XFetchDraw(int64_t now_us, int64_t expiry_us, double delta_ms, double beta, double u);
+
+// Refresh-ahead: the window before expiry in which a hot key's next reader
+// refreshes it, for a key read `reads_per_s` times a second with recompute
+// time `delta_ms` and TTL `ttl_s` (0 = unknown: no bound):
+//   min(delta + ln(1/epsilon) / rate, max_fraction * ttl)
+// — the recompute time, plus the time within which the key is read again
+// with probability 1 - epsilon (reads as a Poisson process). 0 for a key
+// read less often than refresh_hot_per_s: it is never refreshed early.
+int64_t RefreshWindowUs(const LeaseSettings& s, double reads_per_s, double delta_ms, int64_t ttl_s);
 
 // Decides the lease outcome of one read of an existing item.
 // `u` is consumed only when an XFetch draw is needed.

@@ -9,7 +9,11 @@
 - classic wait mode with a dead holder: after lease_timeout exactly one parked reader takes the
   lease over (a miss), the rest keep waiting and get the value it stores.
 - binary clients in stale and wait mode: a binary Get is a classic read (the winner gets Not
-  found, the others the stale value, or wait for the Set).
+  found, the others the stale value, or wait for the Set); so is GAT/GATK, which touches only a
+  fresh value it returns; Touch stays memcached's.
+- refresh-ahead (mg Yr): keys read at about 100, 10 and under 1 reads/s through a read-through
+  client: each value is refreshed early at most once, while still fresh; the hot key is; the
+  cold key never is; `mg r`, refresh_grants and hot_keys agree with what the client saw.
 Counts and values only; waits are for events (or for a lease timeout to pass), bounded.
 Against memcached (TEST_AGAINST=memcached) only the meta part applies; the rest is skipped.
 """
@@ -18,7 +22,7 @@ import select
 import time
 
 import harness
-from binproto import BinConn, get as bin_get, set_ as bin_set
+from binproto import BinConn, exp_extras, get as bin_get, packet as bin_packet, set_ as bin_set
 
 N = 300
 TIMEOUT = harness.TIMEOUT * 4
@@ -306,6 +310,111 @@ def binary_clients_in_the_classic_modes(res):
             c.close()
 
 
+def bin_gat(key, exptime, opaque=0, op="GAT"):
+    return bin_packet(op, key, exp_extras(exptime), opaque=opaque)
+
+
+def binary_gat_in_the_classic_modes(res):
+    n = 50
+    with harness.start_herdless(["-t", "4", "-o", "classic_stampede=stale,stale_grace=30"]) as d:
+        control = BinConn(d.port, timeout=TIMEOUT)
+        text = harness.Conn(d.port, timeout=TIMEOUT)
+        res.equal(control.call(bin_set("hot", "old", exptime=1)).status, 0, "binary GAT stale: set")
+        time.sleep(2.1)   # expire (TTLs count whole seconds) into the stale grace
+        readers = [BinConn(d.port, timeout=TIMEOUT) for _ in range(n)]
+        replies = [c.call(bin_gat("hot", 100, i, "GATK" if i % 2 else "GAT"))
+                   for i, c in enumerate(readers)]
+        res.equal(sum(1 for r in replies if r.status == 1), 1,
+                  "binary GAT stale: exactly one reader gets Not found (recompute)")
+        res.equal(sum(1 for r in replies if r.status == 0 and r.value == b"old"), n - 1,
+                  "binary GAT stale: every other reader gets the stale value")
+        res.equal(control.call(bin_packet("TOUCH", "hot", exp_extras(100))).status, 1,
+                  "binary Touch of a stale value: Not found, as memcached")
+        res.equal(text.call(b"mg hot t\r\n"), b"HD t-1 Z X\r\n",
+                  "binary GAT stale: the stale value was not touched")
+        res.equal(control.call(bin_set("hot", "new", exptime=5)).status, 0, "binary GAT stale: set")
+        r = control.call(bin_gat("hot", 100))
+        res.check(r.status == 0 and r.value == b"new", "binary GAT stale: the fresh value")
+        ttl = int(text.call(b"mg hot t\r\n").split()[1][1:])
+        res.check(ttl > 50, "binary GAT stale: the fresh value is touched", "t%d" % ttl)
+        for c in readers + [control, text]:
+            c.close()
+    with harness.start_herdless(["-t", "4", "-o", "classic_stampede=wait,lease_timeout=30"]) as d:
+        control = BinConn(d.port, timeout=TIMEOUT)
+        res.equal(control.call(bin_gat("hot", 100)).status, 1, "binary GAT wait: the winner's miss")
+        readers = [BinConn(d.port, timeout=TIMEOUT) for _ in range(n)]
+        for i, c in enumerate(readers):
+            c.send(bin_gat("hot", 100, i, "GATK"))
+        text = harness.Conn(d.port, timeout=TIMEOUT)
+        res.equal(wait_for_stat(text, "waits_parked", n), n, "binary GAT wait: every reader is parked")
+        res.equal(readable(readers, 0), [], "binary GAT wait: no parked reader has been answered")
+        res.equal(control.call(bin_set("hot", "fresh", exptime=5)).status, 0, "binary GAT wait: the set")
+        values = [c.recv_packet() for c in readers]
+        res.equal(sum(1 for v in values if v.status == 0 and v.key == b"hot" and
+                      v.value == b"fresh"), n, "binary GAT wait: every parked reader gets the value")
+        ttl = int(text.call(b"mg hot t\r\n").split()[1][1:])
+        res.check(ttl > 50, "binary GAT wait: the woken readers touched the value", "t%d" % ttl)
+        for c in readers + [control, text]:
+            c.close()
+
+
+def refresh_ahead_by_read_rate(res):
+    ttl = 3
+    duration = 10.0
+    keys = {"hot": 0.01, "warm": 0.1, "cold": 1.3}   # seconds between reads
+    with harness.start_herdless(["-t", "2"]) as d:
+        conn = harness.Conn(d.port, timeout=TIMEOUT)
+        seen = {k: {"reads": 0, "misses": 0, "early": 0, "late": 0, "wins_per_cas": {}}
+                for k in keys}
+        last = {k: 0.0 for k in keys}
+        start = time.monotonic()
+        while time.monotonic() - start < duration:
+            now = time.monotonic()
+            for key, gap in keys.items():
+                if now - last[key] < gap:
+                    continue
+                last[key] = now
+                s = seen[key]
+                conn.send(b"mg %s s v c Yr\r\n" % key.encode())
+                code, flags, _ = read_mg(conn)
+                s["reads"] += 1
+                if code == b"EN":
+                    s["misses"] += 1
+                    conn.call(b"ms %s 1 T%d\r\nv\r\n" % (key.encode(), ttl))
+                elif b"W" in flags:
+                    cas = int([f for f in flags if f.startswith(b"c")][0][1:])
+                    s["wins_per_cas"][cas] = s["wins_per_cas"].get(cas, 0) + 1
+                    s["late" if b"X" in flags else "early"] += 1
+                    # The recompute (instant here), stored with the lease's token.
+                    res.equal(conn.call(b"ms %s 1 T%d C%d\r\nv\r\n" % (key.encode(), ttl, cas)),
+                              b"HD\r\n", "refresh-ahead: the holder's store (%s)" % key)
+            time.sleep(0.005)
+        for key, s in seen.items():
+            harness.log("refresh-ahead %s: %s" % (key, {k: v for k, v in s.items()
+                                                        if k != "wins_per_cas"}))
+            res.check(all(n == 1 for n in s["wins_per_cas"].values()),
+                      "refresh-ahead: at most one hint per value (%s)" % key)
+            res.equal(s["late"], 0, "refresh-ahead: no hint on an expired value (%s)" % key)
+            # A value lives ttl - 1 s at least (whole-second expiry): at most one
+            # early refresh per such period.
+            res.check(s["early"] <= duration / (ttl - 1) + 1,
+                      "refresh-ahead: at most one early refresh per TTL (%s)" % key,
+                      str(s["early"]))
+        res.check(seen["hot"]["early"] >= 1, "refresh-ahead: the hot key is refreshed early",
+                  str(seen["hot"]))
+        res.equal(seen["cold"]["early"], 0, "refresh-ahead: the cold key never is")
+        res.check(seen["cold"]["misses"] >= 2, "refresh-ahead: the cold key expires as usual",
+                  str(seen["cold"]))
+        rate = float(conn.call(b"mg hot r\r\n").split()[1][1:])
+        res.check(rate > 2, "refresh-ahead: mg r shows the hot key's rate", str(rate))
+        res.check(conn.call(b"mg cold r\r\n") in (b"HD r0.00\r\n", b"EN\r\n"),
+                  "refresh-ahead: mg r shows no rate for the cold key")
+        st = stats(conn)
+        res.equal(int(st["refresh_grants"]), sum(s["early"] for s in seen.values()),
+                  "stats: refresh_grants counts the early hints the client saw")
+        res.check(int(st["hot_keys"]) >= 1, "stats: hot_keys counts the hot key", st["hot_keys"])
+        conn.close()
+
 def body(res):
     meta_one_winner_per_lease_period(res)
     if harness.target_name() != "herdless":
@@ -316,6 +425,8 @@ def body(res):
     wait_mode_with_a_crashed_holder(res)
     wait_mode_woken_by_a_delayed_flush(res)
     binary_clients_in_the_classic_modes(res)
+    binary_gat_in_the_classic_modes(res)
+    refresh_ahead_by_read_rate(res)
 
 
 if __name__ == "__main__":

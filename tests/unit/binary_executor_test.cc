@@ -377,8 +377,29 @@ TEST_F(BinaryExecutorTest, StaleModeGivesOneReaderTheMissAndOthersTheStaleValue)
   EXPECT_TRUE(Run(Packet(kGetQ, "k")).size() == 1);          // others: the stale value
   EXPECT_EQ(One(Packet(kGetK, "k")).value, "old");
   EXPECT_EQ(store_->Stats().lease_grants, 1u);
-  // A touch is never a lease read.
-  EXPECT_EQ(One(Packet(kGat, "k", Be(10, 4))).status, kKeyNotFound);
+  // GAT is a lease read like Get, and touches only a fresh value it returns;
+  // Touch returns no value and stays memcached's (an expired item is not found).
+  EXPECT_EQ(One(Packet(kGat, "k", Be(100, 4))).value, "old");
+  EXPECT_EQ(One(Packet(kGatK, "k", Be(100, 4))).value, "old");
+  EXPECT_EQ(One(Packet(kTouch, "k", Be(100, 4))).status, kKeyNotFound);
+  EXPECT_EQ(store_->Stats().lease_grants, 1u);
+  One(Set(kSet, "k", "new", 0, 10));
+  EXPECT_EQ(One(Packet(kGat, "k", Be(100, 4))).value, "new");
+  clock_.AdvanceSeconds(50);
+  EXPECT_EQ(One(Packet(kGet, "k")).value, "new");   // the GAT gave it 100 s
+}
+
+TEST_F(BinaryExecutorTest, StaleModeGatWinnerGetsTheMissAndTouchesNothing) {
+  config_.stale_grace_s = 30;
+  Reset();
+  server_.settings.classic_stampede = ClassicStampedeMode::kStale;
+  One(Set(kSet, "k", "old", 0, 10));
+  clock_.AdvanceSeconds(11);
+  EXPECT_EQ(One(Packet(kGatK, "k", Be(100, 4))).status, kKeyNotFound);   // the recompute hint
+  EXPECT_TRUE(Run(Packet(kGatQ, "k", Be(100, 4))).size() == 1);          // stale value
+  EXPECT_EQ(Run(Packet(kGatKQ, "k", Be(100, 4))).size(), 1u);
+  clock_.AdvanceSeconds(30);   // the stale grace ends: nobody touched the value
+  EXPECT_EQ(Run(Packet(kGetQ, "k")).size(), 0u);
 }
 
 TEST_F(BinaryExecutorTest, WaitModeParksABinaryGetUntilTheSet) {

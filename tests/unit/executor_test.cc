@@ -545,7 +545,7 @@ TEST_F(ExecutorTest, StatsListsMemcachedNamesInOrderThenLeaseCounters) {
       "crawler_reclaimed", "crawler_items_checked", "lrutail_reflocked", "moves_to_cold",
       "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped",
       "curr_leases", "lease_grants", "lease_fulfilled", "lease_timeouts", "lease_sets_refused",
-      "xfetch_grants", "stale_hits", "waits_parked", "waits_woken", "waits_timed_out"};
+      "xfetch_grants", "refresh_grants", "hot_keys", "tracked_keys", "stale_hits", "waits_parked", "waits_woken", "waits_timed_out"};
   EXPECT_EQ(StatNames(reply), expected);
   EXPECT_EQ(StatValue(reply, "pid"), "42");
   EXPECT_EQ(StatValue(reply, "version"), "1.6.18-herdless");
@@ -586,8 +586,8 @@ TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
       "temp_lru", "temporary_ttl", "idle_timeout", "watcher_logbuf_size", "worker_logbuf_size",
       "read_buf_mem_limit", "track_sizes", "inline_ascii_response", "num_napi_ids",
       "memory_file", "lease_timeout", "xfetch_delta_ms", "xfetch_beta", "stale_grace",
-      "classic_stampede", "wait_timeout_ms", "stalled_client_timeout", "exact_threads",
-      "snapshot_interval"};
+      "classic_stampede", "wait_timeout_ms", "refresh_ahead", "refresh_hot", "refresh_epsilon",
+      "refresh_max_fraction", "stalled_client_timeout", "exact_threads", "snapshot_interval"};
   EXPECT_EQ(StatNames(reply), expected);
   EXPECT_EQ(reply.substr(reply.size() - 5), "END\r\n");
   EXPECT_EQ(StatValue(reply, "tcpport"), "11311");

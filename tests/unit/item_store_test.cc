@@ -1023,11 +1023,12 @@ TEST_F(ItemStoreTest, ATouchGivesATtlToAnItemStoredWithoutOne) {
   Put("k", "value");   // no TTL: no room for one in the item
   ReadResult held = Read("k");
   EXPECT_TRUE(store_->Touch("k", 10));
+  clock_.AdvanceSeconds(1);   // a read in the touch's second would start a read rate
   ReadOptions gat;
   gat.has_touch = true;
   gat.touch_exptime = 20;
   ReadResult r = store_->Read("k", gat);
-  EXPECT_EQ(r.ttl_before, 10);
+  EXPECT_EQ(r.ttl_before, 9);
   EXPECT_EQ(r.ttl_after, 20);
   EXPECT_EQ(r.value, "value");
   EXPECT_EQ(r.cas, held.cas);          // the CAS stays

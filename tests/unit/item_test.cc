@@ -45,7 +45,8 @@ TEST(ItemFormatTest, EveryFieldRoundTrips) {
     f.exptime = 123456;
     f.client_flags = 0xFFFFFFFFu;
     f.delta_ms = 250;
-    f.binary_key = true;
+    f.read_rate.count = 0x8123;
+    f.read_rate.aux = 0x9f;
     const std::vector<char> mem = Encode(f, std::string(value_len, 'x'));
     ItemView v(mem.data());
     EXPECT_EQ(v.value_len(), value_len);
@@ -56,7 +57,8 @@ TEST(ItemFormatTest, EveryFieldRoundTrips) {
     EXPECT_EQ(v.exptime(), 123456);
     EXPECT_EQ(v.client_flags(), 0xFFFFFFFFu);
     EXPECT_EQ(v.delta_ms(), 250);
-    EXPECT_TRUE(v.binary_key());
+    EXPECT_EQ(v.read_rate().count, 0x8123);
+    EXPECT_EQ(v.read_rate().aux, 0x9f);
     const ItemFields back = v.Fields();
     EXPECT_EQ(ItemSize(back), mem.size());
   }

@@ -143,6 +143,97 @@ TEST_F(DecideReadTest, XFetchUsesTheMeasuredDeltaOrTheDefault) {
   EXPECT_EQ(Decide(1e-300).verdict, LeaseVerdict::kHeld);
 }
 
+// --- Refresh-ahead: the window and the decision -----------------------------------
+
+TEST(RefreshWindowTest, RecomputeTimePlusTheTimeToTheNextReadBoundedByTheTtl) {
+  LeaseSettings s;   // hot from 2 reads/s, epsilon 1%, at most a quarter of the TTL
+  struct Case {
+    double rate, delta_ms;
+    int64_t ttl_s;
+    double window_s;
+  };
+  const Case cases[] = {
+      {5, 100, 10, 0.1 + std::log(100.0) / 5},      // 1.02 s
+      {25, 100, 10, 0.1 + std::log(100.0) / 25},    // 0.28 s
+      {500, 100, 10, 0.1 + std::log(100.0) / 500},  // Δ dominates
+      {2, 100, 10, 0.1 + std::log(100.0) / 2},      // 2.4 s < 2.5 s
+      {2, 100, 4, 1.0},                             // a quarter of the TTL
+      {5, 2000, 0, 2.0 + std::log(100.0) / 5},      // no TTL known: no bound
+      {1.99, 100, 10, 0},                           // below the threshold: never
+      {0, 100, 10, 0},                              // untracked: never
+  };
+  for (const Case& c : cases) {
+    EXPECT_NEAR(RefreshWindowUs(s, c.rate, c.delta_ms, c.ttl_s) / 1e6, c.window_s, 1e-5)
+        << c.rate << " " << c.delta_ms << " " << c.ttl_s;
+  }
+  s.refresh_epsilon = 0.001;   // ln(1000)/5 = 1.38 s
+  EXPECT_NEAR(RefreshWindowUs(s, 5, 100, 100) / 1e6, 0.1 + std::log(1000.0) / 5, 1e-5);
+  s.refresh_hot_per_s = 10;
+  EXPECT_EQ(RefreshWindowUs(s, 5, 100, 100), 0);
+}
+
+TEST(RefreshDecisionTest, WinsInsideTheWindowOnlyWhenAskedAndNoLeaseIsLive) {
+  LeaseSettings s;
+  LeaseView v;
+  v.exptime = 101;
+  v.reads_per_s = 25;   // window 0.284 s with the default delta
+  v.ttl_s = 10;
+  LeaseAsk ask;
+  ask.refresh_ahead = true;
+  EXPECT_EQ(DecideRead(s, v, ask, 100700000, 1).verdict, LeaseVerdict::kNone);   // 0.3 s left
+  LeaseDecision d = DecideRead(s, v, ask, 100720000, 1);                         // 0.28 s left
+  EXPECT_EQ(d.verdict, LeaseVerdict::kWin);
+  EXPECT_TRUE(d.by_refresh);
+  EXPECT_FALSE(d.by_xfetch);
+  ask.refresh_ahead = false;
+  EXPECT_EQ(DecideRead(s, v, ask, 100720000, 1).verdict, LeaseVerdict::kNone);
+  ask.refresh_ahead = true;
+  v.token_sent = true;   // one lease at a time
+  v.lease_granted_ms = 100700;
+  EXPECT_EQ(DecideRead(s, v, ask, 100720000, 1).verdict, LeaseVerdict::kHeld);
+  v.lease_granted_ms = 100720 - s.lease_timeout_ms;   // its holder died: passes on
+  d = DecideRead(s, v, ask, 100720000, 1);
+  EXPECT_EQ(d.verdict, LeaseVerdict::kWin);
+  EXPECT_TRUE(d.regrant);
+  v.token_sent = false;
+  v.reads_per_s = 1;     // a cold key: never early, even at the last moment
+  EXPECT_EQ(DecideRead(s, v, ask, 100999999, 1).verdict, LeaseVerdict::kNone);
+  v.exptime = 0;         // no TTL: nothing to refresh ahead of
+  v.reads_per_s = 25;
+  EXPECT_EQ(DecideRead(s, v, ask, 100999999, 1).verdict, LeaseVerdict::kNone);
+  v.exptime = 101;
+  v.just_vivified = true;
+  EXPECT_EQ(DecideRead(s, v, ask, 100999999, 1).verdict, LeaseVerdict::kNone);
+}
+
+TEST(RefreshDecisionTest, RecacheAndXFetchKeepTheirOwnWins) {
+  LeaseSettings s;
+  LeaseView v;
+  v.exptime = 101;
+  v.reads_per_s = 25;
+  v.ttl_s = 10;
+  LeaseAsk ask;
+  ask.refresh_ahead = true;
+  ask.xfetch_beta = 1;
+  // Outside the window an XFetch draw can still win, counted as XFetch's.
+  LeaseDecision d = DecideRead(s, v, ask, 100500000, 1e-9);
+  EXPECT_TRUE(d.by_xfetch);
+  EXPECT_FALSE(d.by_refresh);
+  // Inside it the window decides first (no draw needed).
+  d = DecideRead(s, v, ask, 100800000, 1.0);
+  EXPECT_TRUE(d.by_refresh);
+  // memcached's R wins on its own terms (not counted as refresh-ahead).
+  ask.has_recache = true;
+  ask.recache_below_s = 3;
+  d = DecideRead(s, v, ask, 100800000, 1.0);
+  EXPECT_EQ(d.verdict, LeaseVerdict::kWin);
+  EXPECT_FALSE(d.by_refresh);
+  // A stale value wins as always.
+  ask = LeaseAsk{};
+  v.stale = true;
+  EXPECT_EQ(DecideRead(s, v, ask, 100000000, 1.0).verdict, LeaseVerdict::kWin);
+}
+
 // --- Leases through the store ---------------------------------------------------
 
 // Replays the draws a test scripts; 1.0 (no look-ahead) once they run out.
@@ -527,6 +618,174 @@ TEST_F(LeaseStoreTest, ExpiredValueInGraceIsServedStaleWhileOneReaderRecomputes)
   EXPECT_EQ(held.value, "v");
   EXPECT_EQ(LeaseSet("k", "v2", win.cas).status, StoreStatus::kStored);
   EXPECT_EQ(store_->Read("k", opts).lease, LeaseVerdict::kNone);
+}
+
+// --- Refresh-ahead through the store (driven clock) -------------------------------
+
+class RefreshStoreTest : public LeaseStoreTest {
+ protected:
+  ReadOptions RefreshRead() {
+    ReadOptions opts;
+    opts.kind = ReadKind::kMeta;
+    opts.lease.refresh_ahead = true;
+    return opts;
+  }
+  struct Tally {
+    int reads = 0, misses = 0, stale = 0, wins = 0, refresh_wins = 0;
+  };
+  // Reads `key` every `gap_us` for `seconds` as a read-through client with a
+  // 100 ms recompute: a win stores the new value (TTL 10 s) 100 ms later with
+  // the token; a miss stores at once.
+  Tally ReadThrough(std::string_view key, int64_t gap_us, int64_t seconds) {
+    Tally t;
+    int64_t pending_at_us = -1;
+    uint64_t token = 0;
+    const int64_t end_us = clock_.NowMicros() + seconds * 1000000;
+    while (clock_.NowMicros() < end_us) {
+      if (pending_at_us >= 0 && clock_.NowMicros() >= pending_at_us) {
+        SetWithCas(key, "v", token, false, 10);
+        pending_at_us = -1;
+      }
+      ReadResult r = store_->Read(key, RefreshRead());
+      t.reads++;
+      if (r.status != ReadStatus::kHit) {
+        t.misses++;
+        Set(key, "v", 10);
+      } else {
+        if (r.stale) t.stale++;
+        if (r.lease == LeaseVerdict::kWin) {
+          t.wins++;
+          if (r.lease_by_refresh) t.refresh_wins++;
+          token = r.cas;
+          pending_at_us = clock_.NowMicros() + 100000;
+        }
+      }
+      clock_.AdvanceMicros(gap_us);
+    }
+    return t;
+  }
+};
+
+TEST_F(RefreshStoreTest, AHotKeyIsRefreshedOncePerValueAndNeverMisses) {
+  Set("hot", "v", 10);
+  ReadThrough("hot", 40000, 60);                    // 25 reads/s: the estimate settles
+  const uint64_t stores_before = store_->Stats().lease_fulfilled;
+  const Tally t = ReadThrough("hot", 40000, 200);   // then 200 s
+  EXPECT_EQ(t.misses, 0);
+  EXPECT_EQ(t.stale, 0);
+  EXPECT_EQ(t.wins, t.refresh_wins);
+  // Every value but the last is refreshed exactly once: the refresh lands
+  // ~0.2 s before the old expiry, in the second before it, and expiry times
+  // are whole seconds (as memcached's), so each value lives 9 s: 200 s hold
+  // 22-23 of them.
+  const uint64_t fulfilled = store_->Stats().lease_fulfilled - stores_before;
+  EXPECT_GE(fulfilled + 1, static_cast<uint64_t>(t.refresh_wins));
+  EXPECT_LE(fulfilled, static_cast<uint64_t>(t.refresh_wins));
+  EXPECT_GE(t.refresh_wins, 22);
+  EXPECT_LE(t.refresh_wins, 23);
+  const StoreStats s = store_->Stats();
+  EXPECT_EQ(s.hot_keys, 1u);
+  EXPECT_EQ(s.rated_keys, 1u);
+  EXPECT_EQ(s.refresh_grants, s.lease_grants);
+}
+
+TEST_F(RefreshStoreTest, AKeyKeepsItsRateWhenItExpiresAndIsFilledAgain) {
+  // Without refresh-ahead a hot key expires every TTL; the reader that finds
+  // it expired fills it again, and the estimate goes on from where it was.
+  for (int i = 0; i < 25 * 60; i++) {
+    if (Mg("k").status != ReadStatus::kHit) Set("k", "v", 3);
+    clock_.AdvanceMicros(40000);
+  }
+  if (Mg("k").status != ReadStatus::kHit) Set("k", "v", 3);
+  EXPECT_GT(Mg("k").reads_per_s, 15);
+  // So does a key the maintenance reclaim removed.
+  clock_.AdvanceSeconds(4);
+  size_t reclaimed = 0;
+  for (int i = 0; i < 100 && reclaimed == 0; i++) reclaimed = store_->ReclaimExpired(100);
+  EXPECT_EQ(reclaimed, 1u);
+  Set("k", "v", 3);
+  EXPECT_GT(Mg("k").reads_per_s, 10);
+  EXPECT_EQ(Mg("other").reads_per_s, 0);
+}
+
+TEST_F(RefreshStoreTest, AHitNeverCopiesTheItemTheEstimateStartsWithTheKeysNextItem) {
+  Set("k", "v", 100);
+  const StoreStats before = store_->Stats();
+  for (int i = 0; i < 50; i++) {
+    EXPECT_EQ(Mg("k").reads_per_s, 0);
+    clock_.AdvanceMicros(40000);
+  }
+  const StoreStats after = store_->Stats();
+  EXPECT_EQ(after.bytes, before.bytes);   // no copy with room for the field
+  EXPECT_EQ(after.rated_keys, 0u);
+  Set("k", "v", 100);
+  EXPECT_EQ(store_->Stats().rated_keys, 1u);
+  EXPECT_GT(Mg("k").reads_per_s, 0);
+}
+
+TEST_F(RefreshStoreTest, AColdKeyIsNeverRefreshedEarly) {
+  Set("cold", "v", 10);
+  const Tally t = ReadThrough("cold", 2000000, 300);   // 0.5 reads/s
+  EXPECT_EQ(t.refresh_wins, 0);
+  EXPECT_EQ(t.wins, 0);
+  EXPECT_GT(t.misses, 20);      // it expires as with plain expiry
+  EXPECT_EQ(store_->Stats().refresh_grants, 0u);
+  EXPECT_EQ(store_->Stats().hot_keys, 0u);
+}
+
+TEST_F(RefreshStoreTest, OneLeaseOthersGetTheFreshValueAndTheRateIsReported) {
+  Set("k", "v", 10);
+  for (int i = 0; i < 25 * 60; i++) {   // 25 reads/s without asking for refresh-ahead
+    Mg("k");
+    clock_.AdvanceMicros(40000);
+    if (i % 250 == 0) Set("k", "v", 100);   // a new value now and then: the rate goes on
+  }
+  ReadResult r = Mg("k");
+  EXPECT_GT(r.reads_per_s, 20);
+  EXPECT_LT(r.reads_per_s, 30);
+  // Move into the last 0.2 s of the TTL.
+  Set("k", "v", 10);
+  clock_.AdvanceMicros(9800000);
+  random_.Push(1e-300);   // an XFetch draw that would win: the window decides first
+  ReadOptions both = RefreshRead();
+  both.lease.xfetch_beta = 1;
+  ReadResult win = store_->Read("k", both);
+  EXPECT_EQ(win.lease, LeaseVerdict::kWin);
+  EXPECT_TRUE(win.lease_by_refresh);
+  EXPECT_FALSE(win.stale);
+  EXPECT_EQ(win.value, "v");
+  for (int i = 0; i < 3; i++) {
+    ReadResult other = store_->Read("k", both);
+    EXPECT_EQ(other.lease, LeaseVerdict::kHeld);
+    EXPECT_FALSE(other.stale);
+    EXPECT_EQ(other.value, "v");
+  }
+  EXPECT_EQ(store_->Stats().refresh_grants, 1u);
+  EXPECT_EQ(store_->Stats().xfetch_grants, 0u);
+  EXPECT_EQ(SetWithCas("k", "v2", win.cas, false, 10).status, StoreStatus::kStored);
+  EXPECT_EQ(store_->Stats().lease_fulfilled, 1u);
+}
+
+TEST_F(RefreshStoreTest, ADeadHolderCostsAtMostTheLeaseTimeoutThenStaleGraceServes) {
+  config_.stale_grace_s = 30;
+  Reset();
+  Set("k", "v", 10);
+  ReadThrough("k", 40000, 60);
+  // Now never fulfil: read on until the refresh lease is won, then keep reading.
+  int wins = 0, misses = 0, stale = 0;
+  for (int i = 0; i < 25 * 20; i++) {
+    ReadResult r = store_->Read("k", RefreshRead());
+    if (r.status != ReadStatus::kHit) misses++;
+    if (r.stale) stale++;
+    if (r.lease == LeaseVerdict::kWin) wins++;
+    clock_.AdvanceMicros(40000);
+  }
+  EXPECT_EQ(misses, 0);          // stale_grace keeps the value
+  EXPECT_GT(stale, 0);
+  // The refresh lease, then one more per lease timeout (5 s) while stale.
+  EXPECT_GE(wins, 2);
+  EXPECT_LE(wins, 5);
+  EXPECT_GE(store_->Stats().lease_timeouts, 1u);
 }
 
 // The paper's per-request probability at r = delta*beta before expiry is e^-1.

@@ -111,6 +111,29 @@ TEST_F(MetaParserTest, YIsHerdlessOnlyOnMg) {
   EXPECT_EQ(ErrorOf("md foo Y1\r\n"), "CLIENT_ERROR invalid or duplicate flag");
 }
 
+TEST_F(MetaParserTest, YrAsksForRefreshAheadWithOrWithoutXFetch) {
+  const Request& a = Ok("mg foo Yr v\r\n");
+  EXPECT_TRUE(a.meta_args.Y_refresh);
+  EXPECT_EQ(a.meta_args.Y, 0.0);
+  const Request& b = Ok("mg foo Yr1.5\r\n");
+  EXPECT_TRUE(b.meta_args.Y_refresh);
+  EXPECT_EQ(b.meta_args.Y, 1.5);
+  const Request& c = Ok("mg foo Y2\r\n");
+  EXPECT_FALSE(c.meta_args.Y_refresh);
+  EXPECT_EQ(ErrorOf("mg foo Yr0\r\n"), "CLIENT_ERROR bad token in command line format");
+  EXPECT_EQ(ErrorOf("mg foo Yrr\r\n"), "CLIENT_ERROR bad token in command line format");
+  EXPECT_EQ(ErrorOf("mg foo Y1r\r\n"), "CLIENT_ERROR bad token in command line format");
+  EXPECT_EQ(ErrorOf("mg foo Yr Yr\r\n"), "CLIENT_ERROR duplicate flag");
+}
+
+TEST_F(MetaParserTest, RateFlagIsHerdlessOnlyOnMg) {
+  const Request& r = Ok("mg foo r v\r\n");
+  EXPECT_TRUE(r.meta.Has('r'));
+  EXPECT_EQ(ErrorOf("ms foo 1 r\r\nx\r\n"), "CLIENT_ERROR invalid flag");
+  EXPECT_EQ(ErrorOf("md foo r\r\n"), "CLIENT_ERROR invalid or duplicate flag");
+  EXPECT_EQ(ErrorOf("ma foo r\r\n"), "CLIENT_ERROR invalid or duplicate flag");
+}
+
 TEST_F(MetaParserTest, EIsNotA1618Flag) {
   EXPECT_EQ(ErrorOf("mg foo E5\r\n"), "CLIENT_ERROR invalid flag");
 }

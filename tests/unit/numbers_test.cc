@@ -123,6 +123,21 @@ TEST(NumbersTest, FormatUint64WritesDecimalAndReturnsEnd) {
   }
 }
 
+TEST(NumbersTest, FormatReadRateHasTwoDecimalsRounded) {
+  const struct {
+    double rate;
+    const char* text;
+  } cases[] = {{0, "0.00"}, {-1, "0.00"}, {0.004, "0.00"}, {0.005, "0.01"}, {1, "1.00"},
+               {23.714, "23.71"}, {99.999, "100.00"}, {12345.678, "12345.68"}};
+  for (const auto& c : cases) {
+    char buf[kMaxRateChars];
+    char* end = FormatReadRate(c.rate, buf);
+    EXPECT_EQ(std::string(buf, end), c.text) << c.rate;
+  }
+  char buf[kMaxRateChars];
+  EXPECT_LE(FormatReadRate(1e300, buf) - buf, kMaxRateChars);
+}
+
 TEST(NumbersTest, FormatThenParseRoundTrips) {
   for (uint64_t v = 1; v != 0 && v < UINT64_MAX / 3; v = v * 3 + 1) {
     char buf[kMaxUint64Digits];

@@ -208,6 +208,30 @@ TEST(OptionsTest, HerdlessExtendedOptions) {
   EXPECT_EQ(s.wait_timeout_ms, 7000u);   // follows lease_timeout when not given
 }
 
+TEST(OptionsTest, RefreshAheadOptions) {
+  const ProtocolSettings defaults = Parse({}).options.protocol;
+  EXPECT_FALSE(defaults.refresh_ahead);
+  EXPECT_DOUBLE_EQ(defaults.refresh_hot, 2.0);
+  EXPECT_DOUBLE_EQ(defaults.refresh_epsilon, 0.01);
+  EXPECT_DOUBLE_EQ(defaults.refresh_max_fraction, 0.25);
+  Parsed p = Parse({"-o", "refresh_ahead=on,refresh_hot=0.5,refresh_epsilon=0.001",
+                    "-o", "refresh_max_fraction=0.1"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_TRUE(p.options.protocol.refresh_ahead);
+  EXPECT_DOUBLE_EQ(p.options.protocol.refresh_hot, 0.5);
+  EXPECT_DOUBLE_EQ(p.options.protocol.refresh_epsilon, 0.001);
+  EXPECT_DOUBLE_EQ(p.options.protocol.refresh_max_fraction, 0.1);
+  EXPECT_FALSE(Parse({"-o", "refresh_ahead=off"}).options.protocol.refresh_ahead);
+  EXPECT_FALSE(Parse({"-o", "refresh_ahead=yes"}).ok);
+  EXPECT_FALSE(Parse({"-o", "refresh_ahead"}).ok);
+  EXPECT_FALSE(Parse({"-o", "refresh_hot=0"}).ok);
+  EXPECT_FALSE(Parse({"-o", "refresh_hot=fast"}).ok);
+  EXPECT_FALSE(Parse({"-o", "refresh_epsilon=0"}).ok);
+  EXPECT_FALSE(Parse({"-o", "refresh_epsilon=0.9"}).ok);
+  EXPECT_FALSE(Parse({"-o", "refresh_max_fraction=1.5"}).ok);
+  EXPECT_FALSE(Parse({"-o", "refresh_max_fraction=0"}).ok);
+}
+
 TEST(OptionsTest, WaitTimeoutDefaultFollowsLeaseTimeoutWhereverItAppears) {
   EXPECT_EQ(Parse({"-o", "wait_timeout_ms=250,lease_timeout=9"}).options.protocol.wait_timeout_ms, 250u);
   EXPECT_EQ(Parse({"-o", "lease_timeout=9"}).options.protocol.wait_timeout_ms, 9000u);

@@ -216,8 +216,9 @@ TEST_F(StampedeTest, XFetchWinOnLeaseGetCarriesTheTokenAndTheFreshValue) {
   const std::string won = Run("lease-get k\r\n");
   const uint64_t token = TokenOf(won);
   EXPECT_EQ(won, "LVALUE k " + std::to_string(token) + " 0 5\r\nfresh\r\nEND\r\n");
-  random_.draws = {1e-6};       // a second winning draw while the lease is out
-  EXPECT_EQ(Run("lease-get k\r\n"), "LVALUE k 1 0 5\r\nfresh\r\nEND\r\n");
+  random_.draws = {1e-6};       // a second winning draw while the lease is out:
+  // a fresh value is a plain hit (only stale values and misses are hot misses)
+  EXPECT_EQ(Run("lease-get k\r\n"), "VALUE k 0 5\r\nfresh\r\nEND\r\n");
   EXPECT_EQ(store_->Stats().xfetch_grants, 1u);
   EXPECT_EQ(stats_.get_hits.Get(), 3u);
 }
@@ -287,9 +288,90 @@ TEST_F(StampedeTest, OffModeLeavesGetAsMemcached) {
   EXPECT_EQ(store_->Stats().lease_grants, 0u);
 }
 
-TEST_F(StampedeTest, GatIgnoresTheClassicMode) {
+TEST_F(StampedeTest, GatIsALeaseReadThatTouchesOnlyTheFreshValueItGives) {
+  config_.stale_grace_s = 30;
+  Reset();
   server_.settings.classic_stampede = ClassicStampedeMode::kStale;
-  EXPECT_EQ(Run("gat 10 k\r\n"), "END\r\n");
+  EXPECT_EQ(Run("gat 10 k\r\n"), "END\r\n");   // a miss: this reader holds the lease
+  EXPECT_EQ(store_->Stats().lease_grants, 1u);
+  EXPECT_EQ(Run("gat 10 k\r\n"), "END\r\n");   // no value yet, lease held elsewhere
+  Run("set k 0 10 3\r\nold\r\n");
+  clock_.AdvanceSeconds(11);
+  EXPECT_EQ(Run("gat 100 k\r\n"), "END\r\n");           // stale: the winner's miss
+  EXPECT_EQ(Run("gat 100 k\r\n"), "VALUE k 0 3\r\nold\r\nEND\r\n");   // others: stale
+  EXPECT_EQ(Run("mg k t\r\n"), "HD t-1 Z X\r\n");   // neither touched the stale value
+  Run("set k 0 10 3\r\nnew\r\n");
+  EXPECT_EQ(Run("gat 100 k\r\n"), "VALUE k 0 3\r\nnew\r\nEND\r\n");
+  EXPECT_EQ(Run("mg k t\r\n"), "HD t100\r\n");  // a fresh value is touched
+  EXPECT_EQ(store_->Stats().lease_grants, 2u);
+}
+
+// --- refresh-ahead on every protocol ----------------------------------------------
+
+TEST_F(StampedeTest, MgYrGivesOneReaderTheRefreshHintWithTheFreshValue) {
+  Run("set k 0 100 1\r\nv\r\n");
+  for (int i = 0; i < 25 * 40; i++) {
+    Run("mg k v\r\n");
+    clock_.AdvanceMicros(40000);
+    // The estimate starts with the key's next item (this one has no room).
+    if (i == 25) Run("set k 0 100 1\r\nv\r\n");
+  }
+  // The rate flag: reads per second, two decimals.
+  const std::string rate = Run("mg k r\r\n");
+  ASSERT_EQ(rate.rfind("HD r", 0), 0u) << rate;
+  EXPECT_NEAR(std::stod(rate.substr(4)), 25, 5) << rate;
+  EXPECT_EQ(Run("mg nothing r\r\n"), "EN\r\n");
+  Run("set k 0 10 1\r\nv\r\n");
+  EXPECT_EQ(Run("mg k v Yr\r\n"), "VA 1\r\nv\r\n");    // 10 s left: nothing to do
+  clock_.AdvanceMicros(9800000);                         // 0.2 s left: inside the window
+  EXPECT_EQ(Run("mg k v\r\n"), "VA 1\r\nv\r\n");         // without Yr: memcached's mg
+  EXPECT_EQ(Run("mg k v Yr\r\n"), "VA 1 W\r\nv\r\n");    // the refresh hint, fresh value
+  EXPECT_EQ(Run("mg k v Yr\r\n"), "VA 1 Z\r\nv\r\n");    // one lease at a time
+  EXPECT_EQ(Run("mg k v\r\n"), "VA 1 Z\r\nv\r\n");
+  const std::string stats = Run("stats\r\n");
+  EXPECT_NE(stats.find("STAT refresh_grants 1\r\n"), std::string::npos);
+  EXPECT_NE(stats.find("STAT hot_keys 1\r\n"), std::string::npos);
+  EXPECT_NE(stats.find("STAT tracked_keys 1\r\n"), std::string::npos);
+  EXPECT_EQ(store_->Stats().xfetch_grants, 0u);
+}
+
+TEST_F(StampedeTest, ServerOptionRefreshesAheadForLeaseGetAndTheClassicModes) {
+  server_.settings.refresh_ahead = true;
+  Run("set k 0 100 5\r\nfresh\r\n");
+  for (int i = 0; i < 25 * 40; i++) {
+    Run("get k\r\n");
+    clock_.AdvanceMicros(40000);
+    if (i == 25) Run("set k 0 100 5\r\nfresh\r\n");
+  }
+  Run("set k 0 10 5\r\nfresh\r\n");
+  clock_.AdvanceMicros(9800000);
+  const std::string won = Run("lease-get k\r\n");
+  const uint64_t token = TokenOf(won);
+  EXPECT_EQ(won, "LVALUE k " + std::to_string(token) + " 0 5\r\nfresh\r\nEND\r\n");
+  EXPECT_EQ(Run("lease-get k\r\n"), "VALUE k 0 5\r\nfresh\r\nEND\r\n");
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 5\r\nfresh\r\nEND\r\n");   // classic off: a plain get
+  EXPECT_EQ(Run("lease-set k " + std::to_string(token) + " 0 10 3\r\nnew\r\n"), "STORED\r\n");
+
+  server_.settings.classic_stampede = ClassicStampedeMode::kStale;
+  clock_.AdvanceMicros(9000000);   // stored at 49.8 s: expires at 59 s; now 58.8 s
+  EXPECT_EQ(Run("get k\r\n"), "END\r\n");                            // the chosen reader
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 3\r\nnew\r\nEND\r\n");      // the others
+  EXPECT_EQ(store_->Stats().refresh_grants, 2u);
+  EXPECT_EQ(store_->Stats().lease_grants, 2u);
+}
+
+TEST_F(StampedeTest, WithoutTheOptionOrYrNothingIsRefreshedAhead) {
+  Run("set k 0 100 1\r\nv\r\n");
+  for (int i = 0; i < 25 * 40; i++) {
+    Run("get k\r\n");
+    clock_.AdvanceMicros(40000);
+  }
+  Run("set k 0 10 1\r\nv\r\n");
+  clock_.AdvanceMicros(9800000);
+  EXPECT_EQ(Run("lease-get k\r\n"), "VALUE k 0 1\r\nv\r\nEND\r\n");
+  EXPECT_EQ(Run("mg k v\r\n"), "VA 1\r\nv\r\n");
+  server_.settings.classic_stampede = ClassicStampedeMode::kStale;
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 1\r\nv\r\nEND\r\n");
   EXPECT_EQ(store_->Stats().lease_grants, 0u);
 }
 
