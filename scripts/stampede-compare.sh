@@ -16,6 +16,15 @@
 # recomputes over time to docs/stampede.png (gnuplot).
 #
 # Usage: scripts/stampede-compare.sh [stampede-bench options, e.g. --duration 10]
+#
+# With --rates first, the multi-rate scenario instead (scripts/stampede-bench-rates:
+# keys read 0.2 to 500 times a second, TTL 10 s, 100 ms recompute, read-through
+# meta clients), one fresh server per line:
+#   memcached                          plain expiry (mg N30), R3 (mg N30 R3)
+#   herdless -o stale_grace=30         xfetch (mg N30 Y1), adaptive (mg N30 Yr)
+# Table: $OUT/rates.md; chart of misses + stale reads per rate band:
+# docs/stampede-rates.png.
+#   scripts/stampede-compare.sh --rates [stampede-bench-rates options, e.g. --duration 30]
 # OUT defaults to build/stampede; HERDLESS=<binary> uses that daemon instead of
 # building one. Servers run with -t 4, as the bench's clients
 # and the servers share this machine's cores.
@@ -82,6 +91,53 @@ run() {
     --json "$OUT/$name.json" "$@" "${BENCH_ARGS[@]}" | tee -a "$OUT/table.md"
   stop_server
 }
+
+if [ "${1:-}" = "--rates" ]; then
+  shift
+  RATES="$REPO_ROOT/scripts/stampede-bench-rates"
+  TABLE="$OUT/rates.md"
+  rm -f "$OUT/rates.json"
+  RATES_ARGS=("$@")
+  # rates_run <label> <mode> <server command...>: one mode against a fresh server.
+  rates_run() {
+    local label="$1" mode="$2"
+    shift 2
+    start_server "$@"
+    echo "# ${*##*/} -- $mode" >&2
+    /usr/bin/python3 "$RATES" --port "$port" --label "$label" --mode "$mode" --no-header \
+      --json "$OUT/rates.json" "${RATES_ARGS[@]}" | tee -a "$TABLE"
+    stop_server
+  }
+  {
+    echo "scripts/stampede-bench-rates ${RATES_ARGS[*]:-} (defaults: TTL 10 s, 100 ms recompute, 30 s warm-up, 60 s measured)"
+    echo
+    /usr/bin/python3 -c 'import runpy, sys; print(runpy.run_path(sys.argv[1], run_name="bench")["HEADER"])' "$RATES"
+  } | tee "$TABLE"
+  rates_run memcached plain memcached -U 0
+  rates_run memcached R3 memcached -U 0
+  rates_run herdless xfetch "$HERDLESS" -o stale_grace=30
+  rates_run herdless adaptive "$HERDLESS" -o stale_grace=30
+  # Chart: misses + stale reads per band (log scale; 0 drawn at the floor).
+  /usr/bin/python3 "$RATES" --chart-data "$OUT/rates.json" >"$OUT/rates.dat"
+  cols="$(head -1 "$OUT/rates.dat" | wc -w)"
+  gnuplot <<EOF
+set terminal pngcairo size 900,520 font ",10"
+set output '$REPO_ROOT/docs/stampede-rates.png'
+set title "Reads that saw a miss or a stale value, per read-rate band (TTL 10 s, 100 ms recompute)"
+set xlabel "reads per second per key"
+set ylabel "% of reads (log scale; 0 drawn at 0.001)"
+set logscale y
+set yrange [0.001:100]
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set key top right
+set grid ytics
+plot for [i=2:$cols] '$OUT/rates.dat' using i:xtic(1) title columnheader(i)
+EOF
+  echo "table: $TABLE, chart: docs/stampede-rates.png"
+  exit 0
+fi
 
 BENCH_ARGS=("$@")
 header() {
