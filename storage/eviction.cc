@@ -70,10 +70,15 @@ void S3Fifo::RemoveLocked(Segment* s) {
 }
 
 // A full (or abandoned) open segment: queued, unless nothing in it is linked
-// any more (its items were all deleted while it was open).
+// any more (its items were all deleted while it was open). `written` is read
+// first: an appender counts its link in live_items before it publishes its
+// bytes in `written` (release), so once every reservation is written a
+// live_items of 0 is not an appender's link still on its way. (Read the
+// other way round, a link made between the two reads retired a segment an
+// index slot pointed into.)
 void S3Fifo::SealLocked(Segment* s) {
-  if (s->live_items.load(std::memory_order_acquire) == 0 &&
-      s->written.load(std::memory_order_acquire) == s->reserved) {
+  if (s->written.load(std::memory_order_acquire) == s->reserved &&
+      s->live_items.load(std::memory_order_acquire) == 0) {
     pool_->Retire(s);
     return;
   }
@@ -147,6 +152,10 @@ void S3Fifo::RequeueToMain(Segment* s) {
 void S3Fifo::OnEmptied(Segment* s) {
   std::lock_guard<std::mutex> lock(mu_);
   if (s->state.load(std::memory_order_relaxed) != SegmentState::kQueued) return;
+  // A sealed segment may still have room reserved by an appender that has
+  // not linked its item yet: that link will come (and OnEmptied again when
+  // it goes). `written` first, as in SealLocked.
+  if (!s->jumbo && s->written.load(std::memory_order_acquire) != s->reserved) return;
   if (s->live_items.load(std::memory_order_acquire) != 0) return;   // relinked meanwhile
   RemoveLocked(s);
   pool_->Retire(s);
