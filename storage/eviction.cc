@@ -181,7 +181,7 @@ size_t S3Fifo::SegmentsIn(SegmentQueue q) const {
   size_t n = 0;
   {
     const Appender& a = appenders_[static_cast<int>(q)];
-    std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(a.mu));
+    std::lock_guard<std::mutex> lock(a.mu);
     n += a.open != nullptr;
   }
   std::lock_guard<std::mutex> lock(mu_);

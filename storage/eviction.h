@@ -84,6 +84,10 @@ class S3Fifo {
 
   // Queued and open segments per queue (stats, tests).
   size_t SegmentsIn(SegmentQueue q) const;
+  // Calls visit(segment) for every open and queued segment (stats), under
+  // the lock that keeps it there: visit must be quick and take no lock.
+  template <typename Visitor>
+  void ForEachSegment(Visitor&& visit) const;
 
  private:
   struct List {
@@ -92,7 +96,7 @@ class S3Fifo {
     size_t count = 0;
   };
   struct Appender {
-    std::mutex mu;
+    mutable std::mutex mu;
     Segment* open = nullptr;
   };
   static constexpr int kGhostShift = 4;   // a ghost tick is 16 evictions from S
@@ -108,6 +112,18 @@ class S3Fifo {
   List lists_[2];
   std::atomic<uint64_t> ghost_clock_{0};
 };
+
+template <typename Visitor>
+void S3Fifo::ForEachSegment(Visitor&& visit) const {
+  for (const Appender& a : appenders_) {
+    std::lock_guard<std::mutex> lock(a.mu);
+    if (a.open != nullptr) visit(*a.open);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const List& l : lists_) {
+    for (const Segment* s = l.head; s != nullptr; s = s->next) visit(*s);
+  }
+}
 
 }  // namespace herdless
 

@@ -194,7 +194,8 @@ uint64_t ItemStore::LinkLocked(Shard& shard, uint64_t hash, const Placed& placed
   shard.index.Insert(hash, s, *hasher_);
   const size_t size = item.size();
   shard.bytes += size;
-  StoreStats::Class& c = shard.counters.classes[SlabClassOf(item)];
+  const int slab_class = SlabClassOf(item);
+  StoreStats::Class& c = shard.counters.classes[slab_class];
   c.items++;
   c.bytes += size;
   c.mem_requested += MemcachedItemSize(item.key_len(), item.value_len(), item.client_flags());
@@ -204,8 +205,10 @@ uint64_t ItemStore::LinkLocked(Shard& shard, uint64_t hash, const Placed& placed
   }
   if (state & kItemTokenSent) shard.leases_out++;
   CountRateLocked(shard, item.read_rate(), +1);
+  if (shard.track_sizes) CountSizeLocked(shard, size, +1);
   WakeLocked(shard, item.key());
   Segment* seg = placed.segment;
+  NoteClassIn(seg, slab_class);
   seg->live_items.fetch_add(1, std::memory_order_relaxed);
   seg->live_bytes.fetch_add(size, std::memory_order_relaxed);
   // Published last: an evictor waiting for the segment's bytes then sees the link.
@@ -231,6 +234,7 @@ void ItemStore::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost) {
     DropLeaseLocked(shard, s);
   }
   CountRateLocked(shard, item.read_rate(), -1);
+  if (shard.track_sizes) CountSizeLocked(shard, size, -1);
   if (leave_ghost) shard.index.EraseToGhost(slot, queues_->NextGhostStamp());
   else shard.index.Erase(slot);
   WakeLocked(shard, item.key());
@@ -238,18 +242,37 @@ void ItemStore::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost) {
   if (seg->live_items.fetch_sub(1, std::memory_order_acq_rel) == 1) queues_->OnEmptied(seg);
 }
 
-// Counts an item that is about to be removed for expiry or eviction.
+// Counts an item of a victim segment that is about to be removed: evicted,
+// or (expired, flushed) reclaimed. memcached counts these where its LRU tail
+// is pulled; an item that expires on access counts only as get_expired.
 void ItemStore::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, int64_t now_s,
                                    bool evicted) {
   const bool fetched = Has(s, kItemFetched);
-  StoreStats::Class& c = shard.counters.classes[SlabClassOf(item)];
+  const int slab_class = SlabClassOf(item);
+  StoreStats::Class& c = shard.counters.classes[slab_class];
   if (evicted && !IsExpired(item, now_s) && !IsFlushed(item, now_s)) {
     shard.counters.evictions++;
     c.evicted++;
     c.evicted_time = static_cast<uint64_t>(std::max<int64_t>(0, now_s - item.last_access()));
+    if (item.exptime() != 0) c.evicted_nonzero++;
     if (!fetched) {
       shard.counters.evicted_unfetched++;
       c.evicted_unfetched++;
+    }
+    if (slot::Freq(s) > 0) {
+      shard.counters.evicted_active++;
+      c.evicted_active++;
+    }
+    if (Watching(StoreEventKind::kEviction)) {
+      StoreEvent e;
+      e.kind = StoreEventKind::kEviction;
+      e.key = item.key();
+      e.slab_class = slab_class;
+      e.value_len = item.value_len();
+      e.ttl_s = TtlOf(item.exptime(), now_s);
+      e.fetched = fetched;
+      e.idle_s = now_s - item.last_access();
+      config_.events->OnEvent(e);
     }
   } else {
     shard.counters.reclaimed++;
@@ -259,6 +282,22 @@ void ItemStore::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, int6
       c.expired_unfetched++;
     }
   }
+}
+
+// A new value of the key ended the live lease `token` after `took_ms`.
+void ItemStore::CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
+                                     int64_t now_s) {
+  shard.counters.lease_fulfilled++;
+  if (!Watching(StoreEventKind::kLeaseFulfilled)) return;
+  StoreEvent e;
+  e.kind = StoreEventKind::kLeaseFulfilled;
+  e.key = fresh.key();
+  e.slab_class = SlabClassOf(fresh);
+  e.value_len = fresh.value_len();
+  e.ttl_s = TtlOf(fresh.exptime(), now_s);
+  e.token = token;
+  e.held_ms = took_ms;
+  config_.events->OnEvent(e);
 }
 
 // Ends the waits of the key's parked readers (see ShardLock).
@@ -387,7 +426,7 @@ ItemStore::Found ItemStore::LookupLocked(Shard& shard, std::string_view key, uin
         f.carried_rate = CarriedRateLocked(shard, item, now_s, 0);
         RememberRateLocked(shard, hash, f.carried_rate, now_s);
       }
-      CountRemovalLocked(shard, *slot, item, now_s, /*evicted=*/false);
+      // memcached's get_expired (the caller's), not reclaimed.
       UnlinkLocked(shard, slot);
       f.removed_expired = !stub;
       return f;
@@ -493,6 +532,16 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
     const uint64_t s = LinkLocked(shard, hash, placed, stub, state, 0, /*new_key=*/true);
     SetLeaseLocked(shard, s, t.now_ms);
     shard.counters.lease_grants++;
+    if (Watching(StoreEventKind::kLeaseGranted)) {
+      StoreEvent e;
+      e.kind = StoreEventKind::kLeaseGranted;
+      e.key = key;
+      e.slab_class = SlabClassOf(stub);
+      e.ttl_s = TtlOf(fields.exptime, t.now_s);
+      e.token = fields.cas;
+      e.reason = LeaseReason::kMiss;
+      config_.events->OnEvent(e);
+    }
     placed.segment->Pin();
     r.status = ReadStatus::kHit;
     r.item = ItemRef(placed.segment);
@@ -533,6 +582,10 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
   r->ttl_after = TtlOf(item.exptime(), t.now_s);
   r->fetched_before = Has(*slot, kItemFetched);
   r->seconds_since_access = t.now_s - item.last_access();
+  if (!Has(*slot, kItemPlaceholder | kItemNeedsValue)) {
+    StoreStats::Class& c = shard.counters.classes[SlabClassOf(item)];
+    (opts.has_touch ? c.touch_hits : c.get_hits)++;
+  }
   r->frequency = slot::Freq(*slot);
   if (opts.bump) {
     if (rate.present()) {
@@ -568,17 +621,46 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
         shard.leases_out++;
       }
       SetLeaseLocked(shard, *slot, t.now_ms);
+      LeaseReason reason = d.by_xfetch     ? LeaseReason::kXFetch
+                           : view.stale    ? LeaseReason::kStale
+                           : view.needs_value ? LeaseReason::kMiss
+                                              : LeaseReason::kRecache;
       if (d.regrant) {
         // A new CAS supersedes the dead holder's token: its fenced store fails.
+        const uint64_t dead_token = item.cas();
         item.set_cas(NextCas());
         if (Has(*slot, kItemPlaceholder)) item.set_exptime(PlaceholderExptime(t.now_us));
         shard.counters.lease_timeouts++;
         // Readers parked on the dead lease wait for the new one instead.
         WakeLocked(shard, item.key());
+        reason = LeaseReason::kTakeover;
+        if (Watching(StoreEventKind::kLeaseTimedOut)) {
+          StoreEvent e;
+          e.kind = StoreEventKind::kLeaseTimedOut;
+          e.key = item.key();
+          e.slab_class = SlabClassOf(item);
+          e.value_len = item.value_len();
+          e.ttl_s = TtlOf(item.exptime(), t.now_s);
+          e.token = item.cas();
+          e.previous_token = dead_token;
+          e.held_ms = t.now_ms - view.lease_granted_ms;
+          config_.events->OnEvent(e);
+        }
       }
       shard.counters.lease_grants++;
       if (d.by_xfetch) shard.counters.xfetch_grants++;
       if (d.by_refresh) shard.counters.refresh_grants++;
+      if (Watching(StoreEventKind::kLeaseGranted)) {
+        StoreEvent e;
+        e.kind = StoreEventKind::kLeaseGranted;
+        e.key = item.key();
+        e.slab_class = SlabClassOf(item);
+        e.value_len = item.value_len();
+        e.ttl_s = TtlOf(item.exptime(), t.now_s);
+        e.token = item.cas();
+        e.reason = reason;
+        config_.events->OnEvent(e);
+      }
     }
     r->lease = d.verdict;
     r->lease_by_xfetch = d.by_xfetch;
@@ -605,6 +687,16 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
   // A classic-mode winner is answered with a miss: it does not see the stale value.
   if (stale && !(opts.kind == ReadKind::kClassicLease && r->lease == LeaseVerdict::kWin)) {
     shard.counters.stale_hits++;
+    if (Watching(StoreEventKind::kStaleServed)) {
+      StoreEvent e;
+      e.kind = StoreEventKind::kStaleServed;
+      e.key = item.key();
+      e.slab_class = SlabClassOf(item);
+      e.value_len = item.value_len();
+      e.ttl_s = TtlOf(item.exptime(), t.now_s);
+      e.token = item.cas();
+      config_.events->OnEvent(e);
+    }
   }
 }
 
@@ -634,9 +726,13 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
                          (req.mode == StoreMode::kSet || req.mode == StoreMode::kReplace));
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
+  // memcached counts a store's per-class stats in the new item's class.
+  StoreStats::Class& counts = shard.counters.classes[MemcachedSlabClass(
+      MemcachedItemSize(req.key.size(), req.value.size(), req.client_flags))];
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
+    if (attempt == 0) counts.set_cmds++;
     const Found f = LookupLocked(shard, req.key, hash, t.now_s);
     const uint64_t old_slot = f.slot != nullptr ? *f.slot : 0;
     const bool live = f.presence == Found::kLive;
@@ -657,10 +753,12 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
         res.status = StoreStatus::kNotFound;
       } else if (req.compare_cas != 0 && req.compare_cas == ItemAt(old_slot).cas()) {
         action = Action::kPlain;
+        if (attempt == 0) counts.cas_hits++;
       } else if (req.invalidate && req.compare_cas != 0 && req.compare_cas < ItemAt(old_slot).cas()) {
         action = Action::kStale;  // memcached's ms I: an older CAS stores a stale value
       } else {
         res.status = StoreStatus::kExists;
+        counts.cas_badval++;
       }
     } else if (req.mode == StoreMode::kAdd) {
       if (live) {
@@ -694,6 +792,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
     uint8_t state = req.binary_key ? kItemBinaryKey : 0;
     uint32_t granted = 0;
     bool fulfilled = false;
+    uint32_t took_ms = 0;
     if (f.slot != nullptr) {
       const ItemView old_item = ItemAt(old_slot);
       fields.delta_ms = old_item.delta_ms();
@@ -704,7 +803,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
         if (state & kItemTokenSent) granted = LeaseGrantedLocked(shard, old_slot);
       } else if (Has(old_slot, kItemTokenSent)) {
         fulfilled = true;
-        const int64_t took_ms = static_cast<uint32_t>(t.now_ms - LeaseGrantedLocked(shard, old_slot));
+        took_ms = t.now_ms - LeaseGrantedLocked(shard, old_slot);
         fields.delta_ms = SmoothDelta(old_item.delta_ms(), took_ms);
       }
       // The key's read rate goes on with its new value.
@@ -721,6 +820,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
     Placed placed;
     if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
       if (!RoomToRetry(lock, attempt, ItemSize(fields))) {
+        counts.outofmemory++;
         if (remove_on_failure) RemoveKey(req.key);
         res.status = StoreStatus::kNoMemory;
         return res;
@@ -732,7 +832,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
     CopyBytes(item.value_data(), req.value);
     // The new value's frequency carries the key's reads: it is the same key.
     const uint8_t freq = f.slot != nullptr ? slot::Freq(old_slot) : 0;
-    if (fulfilled) shard.counters.lease_fulfilled++;
+    if (fulfilled) CountFulfilledLocked(shard, ItemAt(old_slot).cas(), item, took_ms, t.now_s);
     if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
     const uint64_t s = LinkLocked(shard, hash, placed, item, state, freq, /*new_key=*/f.slot == nullptr);
     if (state & kItemTokenSent) SetLeaseLocked(shard, s, granted);
@@ -789,12 +889,13 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
     // A new value of the key (whatever it held: a value in stale grace, a
     // stub) ends its lease, and measures the recompute time when it does.
     bool fulfilled = false;
+    uint32_t took_ms = 0;
     if (f.slot != nullptr) {
       const uint64_t s = *f.slot;
       fields.delta_ms = ItemAt(s).delta_ms();
       if (Has(s, kItemTokenSent)) {
         fulfilled = true;
-        const int64_t took_ms = static_cast<uint32_t>(t.now_ms - LeaseGrantedLocked(shard, s));
+        took_ms = t.now_ms - LeaseGrantedLocked(shard, s);
         fields.delta_ms = SmoothDelta(fields.delta_ms, took_ms);
       }
       fields.read_rate = CarriedRateLocked(shard, ItemAt(s), t.now_s, fields.exptime);
@@ -815,7 +916,7 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
     CopyBytes(item.value_data(), first);
     CopyBytes(item.value_data() + first.size(), second);
     const uint8_t freq = f.slot != nullptr ? slot::Freq(*f.slot) : 0;
-    if (fulfilled) shard.counters.lease_fulfilled++;
+    if (fulfilled) CountFulfilledLocked(shard, ItemAt(*f.slot).cas(), item, took_ms, t.now_s);
     if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
     LinkLocked(shard, hash, placed, item, 0, freq, /*new_key=*/f.slot == nullptr);
     res.status = StoreStatus::kStored;
@@ -846,6 +947,7 @@ DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
       return DeleteStatus::kNotFound;
     }
     if (req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) return DeleteStatus::kExists;
+    shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].delete_hits++;
     if (!req.invalidate) {
       UnlinkLocked(shard, f.slot);
       return DeleteStatus::kDeleted;
@@ -885,6 +987,7 @@ bool ItemStore::Touch(std::string_view key, int64_t exptime) {
     ShardLock lock(this, shard);
     const Found f = LookupLocked(shard, key, hash, t.now_s);
     if (f.presence != Found::kLive) return false;
+    if (attempt == 0) shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].touch_hits++;
     size_t needed = 0;
     if (!RoomForExptimeLocked(shard, f.slot, new_exptime, t.now_s, &needed)) {
       if (!RoomToRetry(lock, attempt, needed)) return false;
@@ -945,6 +1048,10 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
       }
       if (req.incr) value = current + req.delta;  // wraps mod 2^64
       else value = req.delta > current ? 0 : current - req.delta;
+      if (attempt == 0) {
+        StoreStats::Class& c = shard.counters.classes[SlabClassOf(old_item)];
+        (req.incr ? c.incr_hits : c.decr_hits)++;
+      }
       // Looks like memcached's in-place update: same flags, TTL and state bits.
       fields = old_item.Fields();
       state = slot::State(*f.slot) & (kItemFetched | kItemStale | kItemTokenSent | kItemBinaryKey);

@@ -11,8 +11,9 @@
 // classic stampede modes, XFetch, refresh-ahead) is decided by
 // storage/lease.h, with each hot key's read rate (storage/read_rate.h). Readers
 // parked in classic wait mode (ReadOptions::park) are woken through
-// StoreConfig::wake_sink when their key changes. Thread-safe; knows no wire
-// format.
+// StoreConfig::wake_sink when their key changes; evictions and lease events
+// are reported to StoreConfig::events (storage/store_events.h) while someone
+// watches. Thread-safe; knows no wire format.
 //
 // Times from clients are memcached "exptime" values: 0 = never, negative =
 // already expired, <= 30 days = relative seconds, larger = Unix time.
@@ -26,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "storage/clock.h"
@@ -34,6 +36,7 @@
 #include "storage/parked.h"
 #include "storage/random.h"
 #include "storage/read_rate.h"
+#include "storage/store_events.h"
 
 namespace herdless {
 
@@ -54,6 +57,7 @@ struct StoreConfig {
   Clock* clock = nullptr;            // not owned; required
   RandomSource* random = nullptr;    // not owned; required
   LeaseWakeSink* wake_sink = nullptr;  // not owned; required for ReadOptions::park
+  StoreEventSink* events = nullptr;    // not owned; nullptr = nobody watches
 };
 
 // How a read treats stale items and misses.
@@ -188,9 +192,17 @@ struct StoreStats {
   uint64_t bytes = 0;             // memory charged for items
   uint64_t total_malloced = 0;    // what the -m budget counts: slab pages + malloc'd items
   uint64_t evictions = 0;
-  uint64_t reclaimed = 0;         // expired items removed (lazily or by the reaper)
-  uint64_t expired_unfetched = 0;
+  // Expired or flushed items whose memory eviction reused (still linked in
+  // the segment being evicted), as memcached's reclaimed. Items that expire
+  // on access count nowhere here (the protocol's get_expired); the expiry
+  // crawl's count as crawler_reclaimed.
+  uint64_t reclaimed = 0;
+  uint64_t expired_unfetched = 0; // reclaimed (by eviction or the crawl) never read
   uint64_t evicted_unfetched = 0;
+  uint64_t evicted_active = 0;    // evicted although read since the last eviction decision
+  uint64_t crawler_reclaimed = 0; // expired items the expiry crawl removed
+  uint64_t crawler_items_checked = 0;  // items the expiry crawl looked at
+  uint64_t crawler_passes = 0;    // times the background crawl started over the whole index
   uint64_t curr_leases = 0;
   uint64_t lease_grants = 0;
   uint64_t lease_fulfilled = 0;
@@ -212,6 +224,8 @@ struct StoreStats {
   uint64_t moved_to_main = 0;     // items copied from the small queue to the main one
   uint64_t main_reinserted = 0;   // items read while in the main queue, copied to its tail
   uint64_t ghost_hits = 0;        // keys stored again while their ghost was fresh
+  uint64_t segments_recycled = 0; // fixed segments back in the free pool (evicted or emptied)
+  uint64_t segments_free = 0;     // fixed segments mapped and free: any size class takes them
 
   // Per memcached slab class (item size as memcached would count it, see
   // MemcachedSlabClass): index 1..kMemcachedClasses.
@@ -221,12 +235,38 @@ struct StoreStats {
     uint64_t mem_requested = 0;   // memcached's bytes for them
     uint64_t total_items = 0;     // stored
     uint64_t evicted = 0;
+    uint64_t evicted_nonzero = 0; // evicted with a TTL
     uint64_t evicted_unfetched = 0;
+    uint64_t evicted_active = 0;
     uint64_t evicted_time = 0;    // seconds since the last evicted item's last access
     uint64_t reclaimed = 0;
     uint64_t expired_unfetched = 0;
+    uint64_t crawler_reclaimed = 0;
+    uint64_t crawler_items_checked = 0;
+    uint64_t outofmemory = 0;     // stores refused for want of memory (new item's class)
+    // memcached's per-class command counters (`stats slabs`): a store of an
+    // item of this class, a read or touch that found one, and so on.
+    uint64_t set_cmds = 0;
+    uint64_t get_hits = 0;
+    uint64_t touch_hits = 0;
+    uint64_t delete_hits = 0;
+    uint64_t incr_hits = 0;
+    uint64_t decr_hits = 0;
+    uint64_t cas_hits = 0;
+    uint64_t cas_badval = 0;
   };
   Class classes[kMemcachedClasses + 1];
+};
+
+// Which items an expiry crawl looks at (Crawl): size classes (bit c for class
+// c), and at most `per_class_limit` items of each (0 = all), memcached's
+// lru_crawler_tocrawl. `checked` counts what the crawl looked at so far.
+struct CrawlScope {
+  uint64_t classes = ~uint64_t{0};
+  uint64_t per_class_limit = 0;
+  uint64_t checked[kMemcachedClasses + 1] = {};
+  uint64_t checked_total = 0;
+  uint64_t reclaimed = 0;
 };
 
 // A position in a walk over every item (Walk). Starts at the beginning.
@@ -256,6 +296,7 @@ struct WalkedItem {
   bool lease_out = false;
   double reads_per_s = 0;        // the read-rate estimate now, 0 = untracked
   int slab_class = 0;            // MemcachedSlabClass of the item
+  uint32_t size = 0;             // bytes the item takes in memory
   Segment* segment = nullptr;
   ItemRef Pin() const;
 };
@@ -302,6 +343,13 @@ class ItemStore {
   // items removed, their parked readers woken). The daemon calls it on a timer.
   size_t ReclaimExpired(size_t budget);
 
+  // One step of an expiry crawl (memcached's `lru_crawler crawl`): looks at
+  // the items of up to `max_buckets` index buckets of one shard that are in
+  // `scope`, removes the expired and flushed ones, and moves the cursor on.
+  // Counted as crawler_items_checked / crawler_reclaimed. Returns the items
+  // removed.
+  size_t Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope);
+
   // cache_memlimit: a smaller limit evicts down to it lazily.
   void SetMemoryLimit(size_t bytes);
   size_t memory_limit() const;
@@ -313,6 +361,21 @@ class ItemStore {
 
   StoreStats Stats() const;
   void ResetStats();   // stats reset: counters only, not curr_items/bytes
+
+  // Per size class, seconds since the oldest segment holding (or having held)
+  // items of the class was opened: the age of the class's next eviction
+  // candidates, memcached's `age`. 0 for a class with no segment. Walks the
+  // segment queues: O(segments).
+  void ClassAges(uint64_t ages[kMemcachedClasses + 1]) const;
+
+  // memcached's `stats sizes`: a histogram of item sizes (herdless's bytes)
+  // in 32-byte buckets, kept while enabled. Enabling counts the items already
+  // stored (one pass over the index); disabling drops the histogram.
+  void TrackSizes(bool on);
+  bool tracking_sizes() const;
+  // (bucket upper bound in bytes, items) for every non-empty bucket, in
+  // increasing size; empty when not tracking.
+  std::vector<std::pair<uint64_t, uint64_t>> SizeHistogram() const;
 
   // Visits the items of a few index buckets of one shard, at most
   // `max_buckets`, under that shard's lock (visit must be quick and must not
@@ -384,7 +447,20 @@ class ItemStore {
   uint64_t LinkLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemView item,
                       uint8_t state, uint8_t freq, bool new_key, bool counts_as_new = true);
   void UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost = false);
+  // Counts an item evicted (a victim segment's item that leaves), or
+  // reclaimed by eviction (`evicted` false: it had expired or was flushed).
   void CountRemovalLocked(Shard& shard, uint64_t slot, ItemView item, int64_t now_s, bool evicted);
+  void CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
+                            int64_t now_s);
+  // The expiry crawl's rule for one item: removes it when flushed, or expired
+  // beyond the stale grace (a stub when expired at all), counting it as
+  // crawler_reclaimed. True when removed.
+  bool CrawlItemLocked(Shard& shard, uint64_t* slot, int64_t now_s);
+  // The size histogram (TrackSizes): an item of `bytes` joins (+1) or leaves (-1).
+  void CountSizeLocked(const Shard& shard, size_t bytes, int delta);
+  bool Watching(StoreEventKind kind) const {
+    return config_.events != nullptr && config_.events->Wants(kind);
+  }
   // Writes a copy of the slot's item with `fields` (the same key and value)
   // and points the slot at it (the slot pointer stays valid). False when
   // there is no room.
@@ -433,6 +509,12 @@ class ItemStore {
   std::atomic<size_t> reclaim_cursor_{0};   // shard the expiry crawler visits next
   std::atomic<int64_t> flush_deadline_{0};  // pending delayed flush (store seconds), 0 = none
   std::atomic<int64_t> flush_swept_{0};     // the deadline ReclaimExpired already applied
+  std::atomic<uint64_t> crawler_passes_{0};
+  // Size histogram (TrackSizes): 32-byte buckets; a shard counts its items
+  // into it while its track_sizes is set (both changed under its lock).
+  mutable std::mutex sizes_mu_;             // serialises TrackSizes
+  std::unique_ptr<std::atomic<uint32_t>[]> sizes_;
+  size_t size_buckets_ = 0;
 };
 
 }  // namespace herdless

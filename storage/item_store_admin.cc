@@ -80,26 +80,68 @@ size_t ItemStore::ReclaimExpired(size_t budget) {
           rate.set_hot(false);
           SetRateLocked(shard, item, rate);
         }
-        // LookupLocked's rule: flushed, or expired beyond the stale grace.
-        if (IsFlushed(item, now_s)) {
-          UnlinkLocked(shard, slot);
-          removed++;
-        } else if (IsExpired(item, now_s) &&
-                   (Has(*slot, kItemPlaceholder | kItemNeedsValue) ||
-                    int64_t{item.exptime()} + config_.stale_grace_s <= now_s)) {
-          if (item.read_rate().present() && !Has(*slot, kItemPlaceholder | kItemNeedsValue)) {
-            RememberRateLocked(shard, HashKey(item.key()), CarriedRateLocked(shard, item, now_s, 0), now_s);
-          }
-          CountRemovalLocked(shard, *slot, item, now_s, /*evicted=*/false);
-          UnlinkLocked(shard, slot);
-          removed++;
-        }
+        if (CrawlItemLocked(shard, slot, now_s)) removed++;
       });
       scanned += kBucketsPerLock;
       shard_done = shard.reclaim_position == 0;
     }
-    if (shard_done) reclaim_cursor_.fetch_add(1, std::memory_order_relaxed);
+    if (shard_done && (reclaim_cursor_.fetch_add(1, std::memory_order_relaxed) + 1) % shard_count_ == 0) {
+      crawler_passes_.fetch_add(1, std::memory_order_relaxed);
+    }
   }
+  return removed;
+}
+
+// LookupLocked's rule: flushed, or expired beyond the stale grace (a stub as
+// soon as it expires). memcached's crawler counts flushed items as reclaimed
+// too, and only expired ones as expired_unfetched.
+bool ItemStore::CrawlItemLocked(Shard& shard, uint64_t* slot, int64_t now_s) {
+  const uint64_t s = *slot;
+  const ItemView item = ItemAt(s);
+  StoreStats::Class& c = shard.counters.classes[SlabClassOf(item)];
+  shard.counters.crawler_items_checked++;
+  c.crawler_items_checked++;
+  const bool flushed = IsFlushed(item, now_s);
+  if (!flushed && !(IsExpired(item, now_s) &&
+                    (Has(s, kItemPlaceholder | kItemNeedsValue) ||
+                     int64_t{item.exptime()} + config_.stale_grace_s <= now_s))) {
+    return false;
+  }
+  shard.counters.crawler_reclaimed++;
+  c.crawler_reclaimed++;
+  if (!flushed && !Has(s, kItemFetched)) {
+    shard.counters.expired_unfetched++;
+    c.expired_unfetched++;
+  }
+  // An expired hot key keeps its read rate for its next value (read_rate.h).
+  if (!flushed && item.read_rate().present() && !Has(s, kItemPlaceholder | kItemNeedsValue)) {
+    RememberRateLocked(shard, HashKey(item.key()), CarriedRateLocked(shard, item, now_s, 0), now_s);
+  }
+  UnlinkLocked(shard, slot);
+  return true;
+}
+
+size_t ItemStore::Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope) {
+  if (cursor->done) return 0;
+  size_t removed = 0;
+  Shard& shard = shards_[cursor->shard];
+  {
+    ShardLock lock(this, shard);
+    const int64_t now_s = NowSeconds();
+    cursor->position = shard.index.Walk(cursor->position, max_buckets, [&](uint64_t* slot) {
+      const int slab_class = SlabClassOf(ItemAt(*slot));
+      if ((scope->classes & (uint64_t{1} << slab_class)) == 0) return;
+      if (scope->per_class_limit != 0 && scope->checked[slab_class] >= scope->per_class_limit) return;
+      scope->checked[slab_class]++;
+      scope->checked_total++;
+      if (CrawlItemLocked(shard, slot, now_s)) removed++;
+    });
+  }
+  if (cursor->position == 0) {
+    cursor->shard++;
+    cursor->done = cursor->shard == shard_count_;
+  }
+  scope->reclaimed += removed;
   return removed;
 }
 
@@ -146,6 +188,7 @@ size_t ItemStore::Walk(WalkCursor* cursor, size_t max_buckets,
                           ? ReadRate::PerSecond(rate.count, std::max<int64_t>(0, now_s - item.last_access()))
                           : 0;
       w.slab_class = SlabClassOf(item);
+      w.size = static_cast<uint32_t>(item.size());
       w.segment = SegmentOf(s);
       visit(w);
       visited++;
@@ -241,6 +284,9 @@ StoreStats ItemStore::Stats() const {
     s.reclaimed += c.reclaimed;
     s.expired_unfetched += c.expired_unfetched;
     s.evicted_unfetched += c.evicted_unfetched;
+    s.evicted_active += c.evicted_active;
+    s.crawler_reclaimed += c.crawler_reclaimed;
+    s.crawler_items_checked += c.crawler_items_checked;
     s.lease_grants += c.lease_grants;
     s.lease_fulfilled += c.lease_fulfilled;
     s.lease_timeouts += c.lease_timeouts;
@@ -259,12 +305,28 @@ StoreStats ItemStore::Stats() const {
       to.mem_requested += from.mem_requested;
       to.total_items += from.total_items;
       to.evicted += from.evicted;
+      to.evicted_nonzero += from.evicted_nonzero;
       to.evicted_unfetched += from.evicted_unfetched;
+      to.evicted_active += from.evicted_active;
       to.evicted_time = std::max(to.evicted_time, from.evicted_time);
       to.reclaimed += from.reclaimed;
       to.expired_unfetched += from.expired_unfetched;
+      to.crawler_reclaimed += from.crawler_reclaimed;
+      to.crawler_items_checked += from.crawler_items_checked;
+      to.outofmemory += from.outofmemory;
+      to.set_cmds += from.set_cmds;
+      to.get_hits += from.get_hits;
+      to.touch_hits += from.touch_hits;
+      to.delete_hits += from.delete_hits;
+      to.incr_hits += from.incr_hits;
+      to.decr_hits += from.decr_hits;
+      to.cas_hits += from.cas_hits;
+      to.cas_badval += from.cas_badval;
     }
   }
+  s.crawler_passes = crawler_passes_.load(std::memory_order_relaxed);
+  s.segments_recycled = pool_->FixedRecycled();
+  s.segments_free = pool_->FixedFree();
   s.total_malloced = pool_->used();
   s.segment_size = pool_->segment_size();
   s.segments_small = queues_->SegmentsIn(SegmentQueue::kSmall);
@@ -288,6 +350,77 @@ void ItemStore::ResetStats() {
     shard.counters = fresh;
   }
   evicted_segments_.store(0, std::memory_order_relaxed);
+  crawler_passes_.store(0, std::memory_order_relaxed);
+}
+
+// ---------------------------------------------------------------------------
+// Class ages and the size histogram.
+
+void ItemStore::ClassAges(uint64_t ages[kMemcachedClasses + 1]) const {
+  int64_t oldest[kMemcachedClasses + 1];
+  for (int k = 0; k <= kMemcachedClasses; k++) oldest[k] = INT64_MAX;
+  queues_->ForEachSegment([&](const Segment& seg) {
+    uint64_t mask = seg.classes.load(std::memory_order_relaxed);
+    while (mask != 0) {
+      const int k = __builtin_ctzll(mask);
+      mask &= mask - 1;
+      if (k <= kMemcachedClasses && seg.created_s < oldest[k]) oldest[k] = seg.created_s;
+    }
+  });
+  const int64_t now_s = NowSeconds();
+  for (int k = 0; k <= kMemcachedClasses; k++) {
+    ages[k] = oldest[k] == INT64_MAX ? 0 : static_cast<uint64_t>(std::max<int64_t>(0, now_s - oldest[k]));
+  }
+}
+
+namespace {
+constexpr size_t kSizeBucketBytes = 32;   // memcached's `stats sizes` granularity
+size_t SizeBucket(size_t bytes) { return (bytes + kSizeBucketBytes - 1) / kSizeBucketBytes; }
+}  // namespace
+
+void ItemStore::CountSizeLocked(const Shard&, size_t bytes, int delta) {
+  const size_t bucket = std::min(SizeBucket(bytes), size_buckets_ - 1);
+  sizes_[bucket].fetch_add(static_cast<uint32_t>(delta), std::memory_order_relaxed);
+}
+
+void ItemStore::TrackSizes(bool on) {
+  std::lock_guard<std::mutex> guard(sizes_mu_);
+  if (on == (sizes_ != nullptr)) return;
+  if (on) {
+    // Items are at most item_size_max plus herdless's header (smaller than memcached's).
+    size_buckets_ = SizeBucket(config_.item_size_max) + 2;
+    sizes_ = std::make_unique<std::atomic<uint32_t>[]>(size_buckets_);
+    for (size_t b = 0; b < size_buckets_; b++) sizes_[b].store(0, std::memory_order_relaxed);
+  }
+  for (size_t i = 0; i < shard_count_; i++) {
+    Shard& shard = shards_[i];
+    ShardLock lock(this, shard);
+    shard.track_sizes = on;
+    if (!on) continue;
+    uint64_t cursor = 0;
+    do {
+      cursor = shard.index.Walk(cursor, 64, [&](uint64_t* slot) {
+        CountSizeLocked(shard, ItemAt(*slot).size(), +1);
+      });
+    } while (cursor != 0);
+  }
+  if (!on) sizes_.reset();
+}
+
+bool ItemStore::tracking_sizes() const {
+  std::lock_guard<std::mutex> guard(sizes_mu_);
+  return sizes_ != nullptr;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> ItemStore::SizeHistogram() const {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  std::lock_guard<std::mutex> guard(sizes_mu_);
+  if (sizes_ == nullptr) return out;
+  for (size_t b = 0; b < size_buckets_; b++) {
+    const uint32_t n = sizes_[b].load(std::memory_order_relaxed);
+    if (n != 0) out.emplace_back(uint64_t{b} * kSizeBucketBytes, n);
+  }
+  return out;
 }
 
 }  // namespace herdless

@@ -63,6 +63,14 @@ inline uint32_t NextRandom(uint64_t* state) {
   return static_cast<uint32_t>((x * 0x2545F4914F6CDD1Dull) >> 32);
 }
 
+// Marks the segment as holding items of the item's class (ClassAges).
+inline void NoteClassIn(Segment* seg, int slab_class) {
+  const uint64_t bit = uint64_t{1} << slab_class;
+  if ((seg->classes.load(std::memory_order_relaxed) & bit) == 0) {
+    seg->classes.fetch_or(bit, std::memory_order_relaxed);
+  }
+}
+
 }  // namespace store_internal
 
 // ---------------------------------------------------------------------------
@@ -126,6 +134,7 @@ struct ItemStore::Shard {
   };
   static constexpr size_t kRememberedRates = 16;
   RememberedRate remembered_rates[kRememberedRates];
+  bool track_sizes = false;        // count linked items in ItemStore::sizes_
 };
 
 // Hashes a slot's item (the index rehashes buckets as it grows).

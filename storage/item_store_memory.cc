@@ -153,9 +153,15 @@ void ItemStore::RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed
   const size_t old_size = old_item.size();
   const size_t new_size = copy.size();
   shard.bytes += new_size - old_size;
-  shard.counters.classes[SlabClassOf(copy)].bytes += new_size - old_size;
+  const int slab_class = SlabClassOf(copy);
+  shard.counters.classes[slab_class].bytes += new_size - old_size;
   CountRateLocked(shard, old_item.read_rate(), -1);
   CountRateLocked(shard, copy.read_rate(), +1);
+  if (shard.track_sizes && new_size != old_size) {
+    CountSizeLocked(shard, old_size, -1);
+    CountSizeLocked(shard, new_size, +1);
+  }
+  NoteClassIn(placed.segment, slab_class);
   const uint64_t moved = slot::WithFreq(slot::WithLocation(s, placed.segment->id, placed.offset), freq);
   if (Has(s, kItemTokenSent)) shard.leases.Move(slot::LocationKey(s), slot::LocationKey(moved));
   *slot = moved;

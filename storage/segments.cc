@@ -147,6 +147,7 @@ Segment* SegmentPool::TakeFixed(int64_t now_s, bool beyond_limit) {
   s->live_items.store(0, std::memory_order_relaxed);
   s->live_bytes.store(0, std::memory_order_relaxed);
   s->pins.store(0, std::memory_order_relaxed);
+  s->classes.store(0, std::memory_order_relaxed);
   s->state.store(SegmentState::kOpen, std::memory_order_relaxed);
   s->prev = s->next = nullptr;
   return s;
@@ -190,6 +191,7 @@ void SegmentPool::Recycle(Segment* s) {
     free_fixed_.push_back(s);
   }
   used_.fetch_sub(segment_size_, std::memory_order_relaxed);
+  recycled_.fetch_add(1, std::memory_order_relaxed);
 }
 
 // ---------------------------------------------------------------------------

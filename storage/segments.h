@@ -57,6 +57,9 @@ class Segment {
   std::atomic<uint64_t> live_bytes{0};
   // Readers' pins, plus kRetiredBit once it is retired.
   std::atomic<uint64_t> pins{0};
+  // Bit c: an item of size class c was linked here since it was taken (for
+  // the classes' ages: ItemStore::ClassAges). Never cleared while in use.
+  std::atomic<uint64_t> classes{0};
 
   // Where the segment is. Changed by its owner of the moment (the pool, its
   // appender, the queues' lock, its evictor); atomic because a late
@@ -128,6 +131,7 @@ class SegmentPool {
   // Introspection (stats, tests).
   size_t FixedInUse() const;     // fixed segments not free
   size_t FixedFree() const;      // mapped and free
+  uint64_t FixedRecycled() const { return recycled_.load(std::memory_order_relaxed); }
   size_t JumboCount() const;
   bool AnyPinned() const;
 
@@ -143,6 +147,7 @@ class SegmentPool {
   const size_t segment_size_;
   std::atomic<size_t> used_{0};
   std::atomic<size_t> limit_;
+  std::atomic<uint64_t> recycled_{0};       // fixed segments put back on the free list
 
   mutable std::mutex mu_;
   std::vector<Segment*> free_fixed_;        // guarded by mu_
