@@ -170,7 +170,11 @@ def cases():
     add("stat_sizes_disable", [stat(b"sizes_disable", 1)])
     add("stat_reset_prefix", [get("m"), stat(b"resetting", 1), stat()])
     add("stat_body_is_next_request", [packet("STAT", bodylen=24) + packet("NOOP", opaque=77)])
-    add("stat_text_crossed", [set_("a", "1"), get("a"), ("t", 1, b"get a b\r\n"), SYNC, stat()])
+    # Its own keys too: with "a" (which earlier cases store), memcached's `set a` counted
+    # get_flushed whenever its LRU maintainer had not yet reclaimed the flushed "a" of an
+    # earlier case (about 2 runs in 40), and herdless, whose flush is eager, never does.
+    add("stat_text_crossed", [set_("xa", "1"), get("xa"), ("t", 1, b"get xa xb\r\n"), SYNC,
+                              stat()])
     # --- SASL without -S, unknown opcodes
     add("sasl_unknown", [packet("SASL_LIST", opaque=1), packet("SASL_AUTH", "PLAIN", value=b"\0u\0p"),
                          packet("SASL_STEP", "PLAIN", value=b"x"), packet("NOOP", opaque=2)])
