@@ -4,10 +4,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string_view>
 
 #include "daemon/log.h"
@@ -15,6 +17,7 @@
 #include "daemon/worker.h"
 #include "protocol/auth.h"
 #include "protocol/executor.h"
+#include "protocol/metadump.h"
 
 namespace herdless {
 
@@ -29,8 +32,22 @@ constexpr int kTlsIovecs = 64;   // enough to fill one ssl_wbuf_size write
 // default wait_timeout_ms = lease_timeout the slack makes sure a reader whose
 // wait ends finds the lease it waited for dead, and takes it over.
 constexpr int kWaitSlackMs = 10;
+// A metadump pass: at most this many walk steps (each one shard lock over a
+// few index buckets) before other connections get their turn.
+constexpr int kDumpStepsPerPass = 8;
+// A watcher's lines move from its hub buffer to its output every tick, while
+// less than kWatchOutputBound is unsent: a watcher that does not read keeps
+// at most this plus its hub buffer (the rest is skipped, never queued).
+constexpr int kWatchTickMs = 10;
+constexpr size_t kWatchOutputBound = 64 * 1024;
 
 std::atomic<uint64_t> next_connection_id{1};
+
+int64_t MonotonicMs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
 
 }  // namespace
 
@@ -122,6 +139,8 @@ Connection::~Connection() {
   if (write_event_ != nullptr) event_free(write_event_);
   if (resume_event_ != nullptr) event_free(resume_event_);
   if (wait_timer_ != nullptr) event_free(wait_timer_);
+  if (watch_timer_ != nullptr) event_free(watch_timer_);
+  if (watcher_ != nullptr) worker_->config().watch_hub->Remove(watcher_);
   if (parked_) worker_->SetParked(id_, nullptr);
   tls_.reset();   // its close_notify goes out before the descriptor is closed
   close(fd_);
@@ -135,6 +154,7 @@ bool Connection::Start() {
   if (read_event_ == nullptr || write_event_ == nullptr || resume_event_ == nullptr) return false;
   SetReading(true);
   state_.store(ConnState::kWaiting, std::memory_order_relaxed);
+  if (reading_) LogConnEvent(/*open=*/true);
   return reading_;
 }
 
@@ -146,6 +166,7 @@ void Connection::OnReadable(int, short, void* arg) {
   }
   switch (c->ReadInput()) {
     case ReadStatus::kError:
+      c->close_reason_ = CloseReason::kError;
       c->Close();
       return;
     case ReadStatus::kEof:
@@ -229,6 +250,7 @@ void Connection::NoteWait(const ProcessOutcome& outcome, bool expired) {
   ThreadStats& stats = worker_->stats();
   if (waiting_ && outcome.consumed > 0) {
     (expired ? stats.waits_timed_out : stats.waits_woken).Add();
+    LogWait(expired ? WaitEvent::kTimedOut : WaitEvent::kWoken);
     waiting_ = false;
     wait_expired_ = false;
     if (wait_timer_ != nullptr) event_del(wait_timer_);
@@ -242,6 +264,14 @@ void Connection::NoteWait(const ProcessOutcome& outcome, bool expired) {
   waiting_ = true;
   wait_expired_ = false;
   park_token_ = outcome.park_token;
+  WatchHub* hub = worker_->config().watch_hub;
+  if (hub != nullptr && hub->Wants(kWatchStampede)) {
+    wait_key_.assign(outcome.park_key);
+    wait_started_ms_ = MonotonicMs();
+    LogWait(WaitEvent::kParked);
+  } else {
+    wait_key_.clear();
+  }
   if (wait_timer_ == nullptr) {
     wait_timer_ = event_new(worker_->base(), -1, 0, &Connection::OnWaitTimeout, this);
   }
@@ -254,6 +284,15 @@ void Connection::NoteWait(const ProcessOutcome& outcome, bool expired) {
     wait_expired_ = true;
     event_active(resume_event_, EV_TIMEOUT, 0);
   }
+}
+
+void Connection::LogWait(WaitEvent event) {
+  WatchHub* hub = worker_->config().watch_hub;
+  if (hub == nullptr || !hub->Wants(kWatchStampede) || wait_key_.empty()) return;
+  const int64_t waited = event == WaitEvent::kParked ? 0 : MonotonicMs() - wait_started_ms_;
+  LogLine line;
+  FormatWait(&line, event, wait_key_, park_token_, static_cast<uint32_t>(waited), fd_);
+  hub->Write(kWatchStampede, line.view());
 }
 
 void Connection::BeginDrain() {
@@ -314,6 +353,7 @@ void Connection::DiscardSwallowed() {
 void Connection::Run() {
   bool more = Execute();
   if (!Flush()) {
+    close_reason_ = CloseReason::kError;
     Close();
     return;
   }
@@ -353,8 +393,59 @@ bool Connection::Authenticate() {
   return authenticated_ && !close_after_write_ && !input_->empty();
 }
 
+bool Connection::ContinueDump() {
+  if (close_after_write_ || draining_) {
+    dump_.reset();
+    return false;
+  }
+  const size_t bound = worker_->config().max_output;
+  if (output_.pending_bytes() >= bound) return true;   // a write brings us back
+  state_.store(ConnState::kParseCmd, std::memory_order_relaxed);
+  if (!dump_->Fill(&output_, bound, kDumpStepsPerPass)) return true;
+  dump_.reset();
+  return false;
+}
+
+void Connection::StartWatch(uint32_t kinds) {
+  WatchHub* hub = worker_->config().watch_hub;
+  if (hub == nullptr) {
+    output_.Append("WATCHER_FAILED failed to add log watcher\r\n");
+    return;
+  }
+  watch_timer_ = event_new(worker_->base(), -1, EV_PERSIST, &Connection::OnWatchTick, this);
+  const struct timeval tick = {0, kWatchTickMs * 1000};
+  if (watch_timer_ == nullptr || event_add(watch_timer_, &tick) != 0) {
+    output_.Append("WATCHER_FAILED failed to add log watcher\r\n");
+    return;
+  }
+  watcher_ = hub->Add(kinds);
+  if (watcher_ == nullptr) {
+    event_free(watch_timer_);
+    watch_timer_ = nullptr;
+    output_.Append("WATCHER_TOO_MANY log watcher limit reached\r\n");
+    return;
+  }
+  output_.Append("OK\r\n");
+  input_->Drop(input_->size());
+}
+
+void Connection::OnWatchTick(int, short, void* arg) {
+  Connection* c = static_cast<Connection*>(arg);
+  if (c->output_.pending_bytes() < kWatchOutputBound) {
+    std::string lines;
+    c->worker_->config().watch_hub->Drain(c->watcher_.get(), &lines);
+    if (!lines.empty()) c->output_.Append(lines);
+  }
+  c->Run();
+}
+
 bool Connection::Execute() {
   DiscardSwallowed();
+  if (watcher_ != nullptr) {
+    input_->Drop(input_->size());   // a watcher's input is not commands (memcached ignores it)
+    return false;
+  }
+  if (dump_ != nullptr && ContinueDump()) return true;
   if (close_after_write_ || draining_ || swallow_ > 0 || input_->empty() || parked_) return false;
   const WorkerConfig& config = worker_->config();
   if (output_.pending_bytes() >= config.max_output) return true;   // back-pressure: resume after a write
@@ -388,6 +479,14 @@ bool Connection::Execute() {
     swallow_ = outcome.swallow;
     DiscardSwallowed();
   }
+  if (outcome.stream == ProcessOutcome::Stream::kMetadump) {
+    dump_ = std::make_unique<MetadumpStream>(worker_->store(), outcome.stream_arg);
+    return true;
+  }
+  if (outcome.stream == ProcessOutcome::Stream::kWatch) {
+    StartWatch(static_cast<uint32_t>(outcome.stream_arg));
+    return false;
+  }
   // Progress with input left over: Process() stopped at -R or at the output
   // bound, or the rest is incomplete. Another pass tells which.
   bool progressed = outcome.consumed > 0 || outcome.swallow > 0;
@@ -406,6 +505,7 @@ ProcessOutcome Connection::RunExecutor(int max_requests, const WaitTicket* park)
     return worker_->binary_executor().Process(input_->view(), &output_, config.max_output,
                                               max_requests, park, &binary_session_);
   }
+  worker_->executor().set_client_fd(fd_);
   return worker_->executor().Process(input_->view(), &output_, config.max_output, max_requests,
                                      park);
 }
@@ -519,7 +619,38 @@ ConnectionInfo Connection::Info(int64_t now_s) const {
   return info;
 }
 
+// watch connevents: memcached's conn_new / conn_close lines. The peer is
+// "tcp:<ip>:<port>" (tcp6:[<ip>]:<port>) or "unix:<path>" (rip=unix rport=0).
+void Connection::LogConnEvent(bool open) {
+  WatchHub* hub = worker_->config().watch_hub;
+  if (hub == nullptr || !hub->Wants(kWatchConnEvents)) return;
+  std::string_view ip = peer_;
+  uint16_t port = 0;
+  ConnTransport transport = ConnTransport::kTcp;
+  if (ip.substr(0, 5) == "unix:") {
+    ip = "unix";
+    transport = ConnTransport::kLocal;
+  } else {
+    ip.remove_prefix(std::min(ip.size(), ip.find(':') + 1));
+    const size_t colon = ip.rfind(':');
+    if (colon != std::string_view::npos) {
+      for (char ch : ip.substr(colon + 1)) port = static_cast<uint16_t>(port * 10 + (ch - '0'));
+      ip = ip.substr(0, colon);
+    }
+    if (ip.size() >= 2 && ip.front() == '[') ip = ip.substr(1, ip.size() - 2);
+  }
+  LogLine line;
+  if (open) {
+    FormatConnNew(&line, ip, port, transport, fd_);
+  } else {
+    FormatConnClose(&line, ip, port, transport, close_reason_, fd_);
+  }
+  hub->Write(kWatchConnEvents, line.view());
+}
+
 void Connection::Close() {
+  if (draining_) close_reason_ = CloseReason::kShutdown;
+  LogConnEvent(/*open=*/false);
   state_.store(ConnState::kClosing, std::memory_order_relaxed);
   worker_->CloseConnection(this);   // deletes this
 }

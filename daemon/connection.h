@@ -13,6 +13,12 @@
 // reads and writes through the session (writes gathered into one bounded
 // buffer per SSL_write, not sendmsg). With -Y nothing is executed until the
 // connection passes ASCII authentication (protocol/auth.h).
+// `watch` turns the connection into a log stream: its input is read (to
+// see the client leave) and ignored, and a timer moves its watcher's lines
+// (daemon/watch_hub.h) into the output while little is unsent.
+// `lru_crawler metadump` streams its dump a few walk steps per pass, within
+// the output bound, between other connections' turns; requests after it wait
+// for its END.
 // The first byte picks the protocol (-B auto: 0x80 is binary, as memcached);
 // the connection keeps it. Only state() and secs_since_last_cmd() may be read
 // by other threads.
@@ -25,6 +31,7 @@
 #include <memory>
 #include <string>
 
+#include "daemon/watch_hub.h"
 #include "protocol/binary_executor.h"
 #include "protocol/reply.h"
 #include "protocol/server_info.h"
@@ -33,6 +40,7 @@ struct event;
 
 namespace herdless {
 
+class MetadumpStream;
 class TlsSession;
 class Worker;
 struct ProcessOutcome;
@@ -94,6 +102,7 @@ class Connection {
   static void OnWritable(int fd, short what, void* arg);
   static void OnResume(int fd, short what, void* arg);
   static void OnWaitTimeout(int fd, short what, void* arg);
+  static void OnWatchTick(int fd, short what, void* arg);
 
   // The protocol a connection speaks: -B's, or (auto) its first byte's.
   enum class Wire : uint8_t { kUndecided, kText, kBinary };
@@ -104,6 +113,10 @@ class Connection {
   bool Authenticate();        // -Y: true once authenticated with input left to execute
   void Run();                 // execute, write, then decide what to wait for
   bool Execute();             // true: input remains that may hold more requests
+  bool ContinueDump();        // true: the metadump goes on (come back)
+  void StartWatch(uint32_t kinds);
+  void LogWait(WaitEvent event);   // watch stampede: a parked reader's wait
+  void LogConnEvent(bool open);    // watch connevents
   ProcessOutcome RunExecutor(int max_requests, const WaitTicket* park);
   bool Flush();               // false: the socket failed
   bool FlushTls();
@@ -138,6 +151,12 @@ class Connection {
 
   std::unique_ptr<InputBuffer> input_;
   ReplyBuffer output_;
+  std::unique_ptr<MetadumpStream> dump_;   // lru_crawler metadump under way
+  std::shared_ptr<WatchHub::Watcher> watcher_;   // set once the connection watches
+  event* watch_timer_ = nullptr;
+  int64_t wait_started_ms_ = 0;   // watch stampede: when the head request parked
+  std::string wait_key_;          // watch stampede: its key (kept only while watched)
+  CloseReason close_reason_ = CloseReason::kNormal;   // watch connevents
   uint64_t swallow_ = 0;          // input bytes still to discard
   bool peer_closed_ = false;      // EOF read: finish what is buffered, then close
   bool close_after_write_ = false;

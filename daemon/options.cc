@@ -363,9 +363,13 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
       o_.ignored.push_back(std::string("-") + flag.short_name + " " + std::string(value) +
                            " (no slab allocator / per-prefix stats / NAPI in herdless)");
       return true;
-    case 'L':
     case 'X':
+      p.dump_enabled = false;
+      return true;
     case 'W':
+      p.watch_enabled = false;
+      return true;
+    case 'L':
       o_.ignored.push_back(std::string("-") + flag.short_name);
       return true;
     case 't':
@@ -763,6 +767,8 @@ std::string UsageText() {
   line("-S, --enable-sasl         turn on Sasl authentication (binary protocol, PLAIN;");
   line("                          user:password lines in the file $MEMCACHED_SASL_PWDB names)");
   line("-F, --disable-flush-all   disable flush_all command");
+  line("-X, --disable-dumping     disable stats cachedump and lru_crawler metadump");
+  line("-W, --disable-watch       disable watch commands (live logging)");
   line("-Y, --auth-file=<file>    enable ASCII protocol authentication. format:");
   line("                          user:pass\\nuser2:pass2\\n");
   line("-e, --memory-file=<file>  warm restart: load the cache from this snapshot file at");
@@ -825,8 +831,6 @@ std::string UsageText() {
   line("-n, --slab-min-size=<bytes>");
   line("-D <char>");
   line("-L, --enable-largepages");
-  line("-X, --disable-dumping");
-  line("-W, --disable-watch");
   line("-N, --napi-ids=<num>");
   return s;
 }

@@ -328,6 +328,7 @@ int Server::Run() {
   store_config.clock = &clock_;
   store_config.random = &random_;
   store_config.wake_sink = this;   // readers park only once every worker runs
+  store_config.events = watch_hub_.store_events();
   store_ = std::make_unique<ItemStore>(store_config);
   const WorkerPlan plan = PlanWorkers(p);
   if (!p.memory_file.empty()) {
@@ -360,6 +361,7 @@ int Server::Run() {
   worker_config.handshake_timeout_s = p.tls.handshake_timeout_s;
   worker_config.auth = auth_.get();
   worker_config.sasl_pwdb = sasl_pwdb_.get();
+  worker_config.watch_hub = &watch_hub_;
 
   // Workers start with every signal blocked, so signals reach the main loop.
   sigset_t all, previous;
@@ -543,10 +545,46 @@ void Server::OnStopRequest(int fd, short, void* arg) {
 
 void Server::OnMaintenance(int, short, void* arg) {
   Server* s = static_cast<Server*>(arg);
-  s->store_->ReclaimExpired(kReclaimPerTick);
+  // `lru_crawler disable` stops the background expiry crawl too, as memcached's.
+  if (s->operators().lru_crawler.load(std::memory_order_relaxed)) {
+    s->store_->ReclaimExpired(kReclaimPerTick);
+    s->RunCrawl();
+  }
   if (++s->maintenance_ticks_ % kTicksPerIdleSweep == 0) {
     for (auto& w : s->workers_) w->SweepIdle();
   }
+}
+
+CrawlStart Server::StartCrawl(uint64_t classes, uint32_t per_class_limit) {
+  std::lock_guard<std::mutex> lock(crawl_mu_);
+  if (crawl_running_.load(std::memory_order_relaxed)) return CrawlStart::kRunning;
+  crawl_cursor_ = WalkCursor();
+  crawl_scope_ = CrawlScope();
+  crawl_scope_.classes = classes;
+  crawl_scope_.per_class_limit = per_class_limit;
+  crawl_running_.store(true, std::memory_order_relaxed);
+  crawl_starts_.fetch_add(1, std::memory_order_relaxed);
+  return CrawlStart::kOk;
+}
+
+// memcached's crawler checks 1000 items, then sleeps lru_crawler_sleep
+// microseconds. A tick (kMaintenanceTickMs) does the walk steps that pace
+// allows, in steps of kCrawlBuckets index buckets (one shard lock each), and
+// never more than kCrawlStepsPerTick of them, so the main thread stays brief.
+void Server::RunCrawl() {
+  constexpr size_t kCrawlBuckets = 64;
+  constexpr uint64_t kCrawlStepsPerTick = 256;
+  if (!crawl_running_.load(std::memory_order_relaxed)) return;
+  std::lock_guard<std::mutex> lock(crawl_mu_);
+  const uint64_t sleep_us = operators().lru_crawler_sleep.load(std::memory_order_relaxed);
+  // Items a tick may check: 1000 per sleep period (unbounded with sleep 0).
+  const uint64_t budget = sleep_us == 0 ? UINT64_MAX : 1000 * (kMaintenanceTickMs * 1000 / sleep_us + 1);
+  const uint64_t checked_before = crawl_scope_.checked_total;
+  for (uint64_t step = 0; step < kCrawlStepsPerTick && !crawl_cursor_.done; step++) {
+    store_->Crawl(&crawl_cursor_, kCrawlBuckets, &crawl_scope_);
+    if (crawl_scope_.checked_total - checked_before >= budget) break;
+  }
+  if (crawl_cursor_.done) crawl_running_.store(false, std::memory_order_relaxed);
 }
 
 void Server::BeginShutdown() {
@@ -593,6 +631,9 @@ ServerSnapshot Server::Snapshot() {
   }
   for (const auto& w : workers_) s.totals.Add(w->stats());
   if (snapshotter_ != nullptr) s.snapshot = snapshotter_->Figures();
+  s.log_watchers = watch_hub_.watchers();
+  s.log_watcher_sent = watch_hub_.sent();
+  s.log_watcher_skipped = watch_hub_.skipped();
   return s;
 }
 

@@ -15,10 +15,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "daemon/options.h"
+#include "daemon/watch_hub.h"
 #include "daemon/worker.h"
 #include "protocol/server_info.h"
 #include "storage/clock.h"
@@ -71,6 +73,10 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   int Verbosity() const override;
   void Shutdown(bool graceful) override;
   bool RefreshCerts(std::string* error) override;
+  CrawlStart StartCrawl(uint64_t classes, uint32_t per_class_limit) override;
+  WatchLog* watch_log() override { return &watch_hub_; }
+  bool CrawlRunning() const override { return crawl_running_.load(std::memory_order_relaxed); }
+  uint64_t CrawlStarts() const override { return crawl_starts_.load(std::memory_order_relaxed); }
 
   // LeaseWakeSink (any thread)
   void Wake(const WaitTicket& ticket) override;
@@ -96,6 +102,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   void PauseAccepting();
   void SetAccepting(bool on);
   void BeginShutdown();
+  void RunCrawl();   // a maintenance tick's share of an lru_crawler crawl
 
   Options options_;
   std::unique_ptr<TlsContext> tls_;    // -Z
@@ -103,6 +110,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   std::unique_ptr<AuthFile> sasl_pwdb_;  // -S: MEMCACHED_SASL_PWDB
   SystemClock clock_;
   DefaultRandom random_;
+  WatchHub watch_hub_;                 // before the store, which reports to it
   std::unique_ptr<ItemStore> store_;
   std::unique_ptr<Snapshotter> snapshotter_;   // -e
   std::vector<std::unique_ptr<Worker>> workers_;
@@ -118,6 +126,12 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   std::vector<event*> events_;         // signals and the stop request
   event* maintenance_event_ = nullptr;
   uint64_t maintenance_ticks_ = 0;
+  // lru_crawler crawl: started by a worker, run by the maintenance timer.
+  std::mutex crawl_mu_;
+  WalkCursor crawl_cursor_;     // guarded by crawl_mu_
+  CrawlScope crawl_scope_;      // guarded by crawl_mu_
+  std::atomic<bool> crawl_running_{false};
+  std::atomic<uint64_t> crawl_starts_{0};
   event* resume_accept_event_ = nullptr;
   int stop_fd_ = -1;                   // eventfd: Shutdown() from a worker wakes the main loop
   bool accepting_ = false;

@@ -26,6 +26,7 @@ Worker::Worker(int id, const WorkerConfig& config, ItemStore* store, ServerInfo*
                ConnectionCounters* counters)
     : id_(id),
       config_(config),
+      store_(store),
       server_(server),
       counters_(counters),
       executor_(store, server, &stats_),

@@ -32,6 +32,7 @@ namespace herdless {
 class AuthFile;
 class Connection;
 class TlsContext;
+class WatchHub;
 class UdpEndpoint;
 
 // Process-wide connection counters (memcached's names), shared by the
@@ -55,6 +56,7 @@ struct WorkerConfig {
   int handshake_timeout_s = 10;   // close a TLS handshake unfinished after this
   const AuthFile* auth = nullptr; // -Y: connections must authenticate first
   const AuthFile* sasl_pwdb = nullptr;  // -S: binary connections must pass SASL first
+  WatchHub* watch_hub = nullptr;  // `watch`: where watchers attach (nullptr: refused)
 };
 
 // Monotonic seconds, cheap (coarse clock): connection idle times.
@@ -110,6 +112,7 @@ class Worker {
   event_base* base() { return base_; }
   Executor& executor() { return executor_; }
   BinaryExecutor& binary_executor() { return binary_executor_; }
+  ItemStore* store() { return store_; }
   const WorkerConfig& config() const { return config_; }
   void CloseConnection(Connection* conn);
   // A connection with a parked request registers while it waits.
@@ -125,6 +128,7 @@ class Worker {
 
   const int id_;
   const WorkerConfig config_;
+  ItemStore* const store_;
   ServerInfo* const server_;
   ConnectionCounters* const counters_;
   ThreadStats stats_;

@@ -264,6 +264,7 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
   if (r.parked) {
     outcome->parked = true;
     outcome->park_token = r.cas;
+    outcome->park_key = req.key;
     return;
   }
   if (!CountClassicRead(stats_, opts, r)) {

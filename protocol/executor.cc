@@ -24,7 +24,9 @@
 #include <utility>
 
 #include "protocol/meta_executor.h"
+#include "protocol/metadump.h"
 #include "protocol/numbers.h"
+#include "protocol/watch.h"
 #include "protocol/stat_writer.h"
 
 namespace herdless {
@@ -69,6 +71,63 @@ class WordIterator {
 };
 
 // ---------------------------------------------------------------------------
+// watch fetchers / mutations: memcached's item_get and item_store lines. The
+// Wants() check is one relaxed load: nothing is formatted while nobody watches.
+
+struct WatchContext {
+  WatchLog* log = nullptr;
+  int fd = -1;
+  bool wants(uint32_t kind) const { return log != nullptr && log->Wants(kind); }
+};
+
+int ClassOf(std::string_view key, size_t value_len, uint32_t flags) {
+  return MemcachedSlabClass(MemcachedItemSize(key.size(), value_len, flags));
+}
+
+void LogFetch(const WatchContext& w, std::string_view key, const ReadResult& r, bool hit) {
+  if (!w.wants(kWatchFetchers)) return;
+  const FetchStatus status = hit              ? FetchStatus::kFound
+                             : r.miss_flushed ? FetchStatus::kFlushed
+                             : r.miss_expired ? FetchStatus::kExpired
+                                              : FetchStatus::kNotFound;
+  LogLine line;
+  FormatItemGet(&line, key, status, hit ? ClassOf(key, r.value.size(), r.client_flags) : 0, w.fd,
+                hit ? r.value.size() : 0);
+  w.log->Write(kWatchFetchers, line.view());
+}
+
+// memcached logs a store once do_store_item ran: not for a value refused as
+// too large or for want of memory (its allocation failed before).
+void LogStore(const WatchContext& w, ItemStore* store, const Request& req, StoreMode mode,
+              StoreStatus status) {
+  if (!w.wants(kWatchMutations)) return;
+  StoreLogStatus logged;
+  switch (status) {
+    case StoreStatus::kStored: logged = StoreLogStatus::kStored; break;
+    case StoreStatus::kExists: logged = StoreLogStatus::kExists; break;
+    case StoreStatus::kNotFound: logged = StoreLogStatus::kNotFound; break;
+    case StoreStatus::kNotStored: logged = StoreLogStatus::kNotStored; break;
+    default: return;
+  }
+  StoreLogCommand cmd = StoreLogCommand::kSet;
+  switch (mode) {
+    case StoreMode::kAdd: cmd = StoreLogCommand::kAdd; break;
+    case StoreMode::kReplace: cmd = StoreLogCommand::kReplace; break;
+    case StoreMode::kAppend: cmd = StoreLogCommand::kAppend; break;
+    case StoreMode::kPrepend: cmd = StoreLogCommand::kPrepend; break;
+    case StoreMode::kCas: cmd = StoreLogCommand::kCas; break;
+    default: break;
+  }
+  // memcached's ttl: seconds left (0 = never; a past one wraps as its %u does).
+  const int64_t exptime = req.exptime == 0 ? 0 : store->ToStoreTime(req.exptime);
+  const uint32_t ttl = exptime == 0 ? 0 : static_cast<uint32_t>(exptime - store->NowSeconds());
+  LogLine line;
+  FormatItemStore(&line, req.key, logged, cmd, ttl,
+                  ClassOf(req.key, req.value.size(), req.client_flags), w.fd, req.value.size());
+  w.log->Write(kWatchMutations, line.view());
+}
+
+// ---------------------------------------------------------------------------
 // get / gets / gat / gats
 
 // "VALUE <key> <flags> <bytes>[ <cas>]\r\n" built in one piece, so a hit costs
@@ -103,8 +162,8 @@ bool IsSingleKey(std::string_view keys) {
 // A multi-key get never parks (see ClassicReadOptions), so no reply is ever
 // half written.
 void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
-              const WaitTicket* park, const Request& req, ReplyBuffer* out,
-              ProcessOutcome* outcome) {
+              const WaitTicket* park, const WatchContext& watch, const Request& req,
+              ReplyBuffer* out, ProcessOutcome* outcome) {
   const bool with_cas = req.command == Command::kGets || req.command == Command::kGats;
   const bool touch = req.command == Command::kGat || req.command == Command::kGats;
   const ReadOptions opts =
@@ -119,10 +178,13 @@ void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
     ReadResult r = store->Read(key, opts);
     if (r.parked) {
       outcome->parked = true;
+      outcome->park_key = key;
       outcome->park_token = r.cas;
       return;
     }
-    if (!CountClassicRead(stats, opts, r)) continue;
+    const bool hit = CountClassicRead(stats, opts, r);
+    LogFetch(watch, key, r, hit);
+    if (!hit) continue;
     // With -C memcached keeps no CAS and `gets` shows 0.
     AppendValueLine(key, r.client_flags, r.value.size(), with_cas,
                     settings.cas_enabled ? r.cas : 0, out);
@@ -190,7 +252,8 @@ StoreMode ModeOf(Command c) {
 
 // lease-set is a set that only the key's lease holder may make. A refused one
 // leaves the key alone: a superseded holder must never remove a newer value.
-void Update(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
+            ReplyBuffer* out) {
   const StoreMode mode = ModeOf(req.command);
   const bool concat = mode == StoreMode::kAppend || mode == StoreMode::kPrepend;
   const bool lease_set = req.command == Command::kLeaseSet;
@@ -220,6 +283,7 @@ void Update(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffe
     sr.lease_token = req.cas_unique;
   }
   const StoreResult r = store->Store(sr);
+  LogStore(watch, store, req, mode, r.status);
 
   // memcached allocates the new item before it looks at the old one: a set,
   // add, replace or cas that does not fit fails with SERVER_ERROR. append and
@@ -483,15 +547,22 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("hash_power_level", uint64_t(HashPowerLevel(ss.hash_buckets)));
   w->Add("hash_bytes", ss.hash_bytes);
   w->Add("hash_is_expanding", uint64_t{0});
-  // No slab rebalancer, LRU crawler or maintainer thread: memcached's names, zero.
+  // No slab rebalancer or LRU maintainer thread: memcached's names, zero.
+  // A segment back in the free pool is a page any class takes: slabs_moved.
   Zeros(w, {"slab_reassign_rescues", "slab_reassign_chunk_rescues",
             "slab_reassign_evictions_nomem", "slab_reassign_inline_reclaim",
-            "slab_reassign_busy_items", "slab_reassign_busy_deletes", "slab_reassign_running",
-            "slabs_moved", "lru_crawler_running", "lru_crawler_starts",
-            "lru_maintainer_juggles"});
+            "slab_reassign_busy_items", "slab_reassign_busy_deletes", "slab_reassign_running"});
+  w->Add("slabs_moved", ss.segments_recycled);
+  w->Add("lru_crawler_running", uint64_t{server->CrawlRunning() ? 1u : 0u});
+  w->Add("lru_crawler_starts", server->CrawlStarts());
+  w->Add("lru_maintainer_juggles", uint64_t{0});
   w->Add("malloc_fails", uint64_t{0});
-  Zeros(w, {"log_worker_dropped", "log_worker_written", "log_watcher_skipped",
-            "log_watcher_sent", "log_watchers"});
+  // herdless's workers write log lines straight into the watchers' buffers:
+  // nothing is dropped or written on the way (log_worker_*).
+  Zeros(w, {"log_worker_dropped", "log_worker_written"});
+  w->Add("log_watcher_skipped", snap.log_watcher_skipped);
+  w->Add("log_watcher_sent", snap.log_watcher_sent);
+  w->Add("log_watchers", snap.log_watchers);
   if (settings.tls.enabled) {
     if (settings.tls.session_cache) w->Add("ssl_new_sessions", snap.ssl_new_sessions);
     w->Add("ssl_handshake_errors", t.ssl_handshake_errors);
@@ -504,11 +575,13 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("slab_global_page_pool", uint64_t{0});
   w->Add("expired_unfetched", ss.expired_unfetched);
   w->Add("evicted_unfetched", ss.evicted_unfetched);
-  w->Add("evicted_active", uint64_t{0});
+  w->Add("evicted_active", ss.evicted_active);
   w->Add("evictions", ss.evictions);
   w->Add("reclaimed", ss.reclaimed);
-  Zeros(w, {"crawler_reclaimed", "crawler_items_checked", "lrutail_reflocked", "moves_to_cold",
-            "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped"});
+  w->Add("crawler_reclaimed", ss.crawler_reclaimed);
+  w->Add("crawler_items_checked", ss.crawler_items_checked);
+  Zeros(w, {"lrutail_reflocked", "moves_to_cold", "moves_to_warm", "moves_within_lru",
+            "direct_reclaims", "lru_bumps_dropped"});
   // herdless
   w->Add("curr_leases", ss.curr_leases);
   w->Add("lease_grants", ss.lease_grants);
@@ -607,17 +680,18 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("item_size_max", s.item_size_max);
   w->AddBool("maxconns_fast", true);
   w->Add("hashpower_init", uint64_t{0});
-  w->AddBool("slab_reassign", false);
-  w->Add("slab_automove", uint64_t{0});
-  w->Add("slab_automove_ratio", "0.80");
+  OperatorSettings& ops = server->operators();
+  w->AddBool("slab_reassign", true);
+  w->Add("slab_automove", uint64_t{ops.slab_automove.load(std::memory_order_relaxed)});
+  w->AddFixed("slab_automove_ratio", ops.slab_automove_ratio.load(std::memory_order_relaxed), 2);
   w->Add("slab_automove_window", uint64_t{30});
   w->Add("slab_chunk_max", s.item_size_max / 2);
-  w->AddBool("lru_crawler", false);
-  w->Add("lru_crawler_sleep", uint64_t{100});
-  w->Add("lru_crawler_tocrawl", uint64_t{0});
+  w->AddBool("lru_crawler", ops.lru_crawler.load(std::memory_order_relaxed));
+  w->Add("lru_crawler_sleep", uint64_t{ops.lru_crawler_sleep.load(std::memory_order_relaxed)});
+  w->Add("lru_crawler_tocrawl", uint64_t{ops.lru_crawler_tocrawl.load(std::memory_order_relaxed)});
   w->Add("tail_repair_time", uint64_t{0});
   w->AddBool("flush_enabled", s.flush_enabled);
-  w->AddBool("dump_enabled", false);
+  w->AddBool("dump_enabled", s.dump_enabled);
   w->Add("hash_algorithm", "xxh3");
   w->AddBool("lru_maintainer_thread", false);
   w->AddBool("lru_segmented", false);
@@ -631,7 +705,7 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("watcher_logbuf_size", uint64_t{262144});
   w->Add("worker_logbuf_size", uint64_t{65536});
   w->Add("read_buf_mem_limit", uint64_t{0});
-  w->AddBool("track_sizes", false);
+  w->AddBool("track_sizes", store->tracking_sizes());
   w->AddBool("inline_ascii_response", false);
   if (s.tls.available) TlsSettingsStats(s.tls, w);
   w->Add("num_napi_ids", "(null)");
@@ -653,54 +727,106 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   if (s.tls.available) w->AddSigned("ssl_handshake_timeout", s.tls.handshake_timeout_s);
 }
 
-// herdless has no slab classes. `stats items` and `stats slabs` describe the
-// whole cache as one class, numbered 1, so tools that walk classes (e.g.
-// memcached-tool) see every item once; as memcached, a class without items
-// is not listed. The slab class's chunk size is the mean charged item size,
-// so total_chunks * chunk_size is the memory in use.
-void ItemsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
-  const StoreStats ss = store->Stats();
-  if (ss.curr_items == 0) return;
-  const ThreadStatsTotals t = server->Snapshot().totals;
-  w->Add("items:1:number", ss.curr_items);
-  w->Add("items:1:age", uint64_t{0});   // the store does not expose its LRU tail's age
-  w->Add("items:1:mem_requested", ss.bytes);
-  w->Add("items:1:evicted", ss.evictions);
-  w->Add("items:1:evicted_nonzero", uint64_t{0});
-  w->Add("items:1:evicted_time", uint64_t{0});
-  w->Add("items:1:outofmemory", t.store_no_memory);
-  w->Add("items:1:tailrepairs", uint64_t{0});
-  w->Add("items:1:reclaimed", ss.reclaimed);
-  w->Add("items:1:expired_unfetched", ss.expired_unfetched);
-  w->Add("items:1:evicted_unfetched", ss.evicted_unfetched);
-  w->Add("items:1:crawler_reclaimed", uint64_t{0});
-  w->Add("items:1:crawler_items_checked", uint64_t{0});
-  w->Add("items:1:lrutail_reflocked", uint64_t{0});
+// `stats items` and `stats slabs`: one entry per size class that holds
+// items. herdless stores items in segments, not slabs: a "class" is the
+// memcached slab class an item of that size would occupy (StoreStats::classes,
+// storage/item.h MemcachedSlabClass), so tools and dashboards see the same
+// class numbers as memcached's. docs/operations.md says what each field
+// means here.
+void AddClassStat(StatWriter* w, std::string_view prefix, int cls, std::string_view name,
+                  uint64_t value) {
+  char key[64];
+  const int n = std::snprintf(key, sizeof(key), "%.*s%d:%.*s", static_cast<int>(prefix.size()),
+                              prefix.data(), cls, static_cast<int>(name.size()), name.data());
+  w->Add(std::string_view(key, static_cast<size_t>(n)), value);
 }
 
-void SlabsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
+void ItemsStats(ItemStore* store, StatWriter* w) {
   const StoreStats ss = store->Stats();
-  const bool active = ss.curr_items > 0;
-  if (active) {
-    const ThreadStatsTotals t = server->Snapshot().totals;
-    w->Add("1:chunk_size", ss.bytes / ss.curr_items);
-    w->Add("1:chunks_per_page", uint64_t{1});
-    w->Add("1:total_pages", ss.curr_items);
-    w->Add("1:total_chunks", ss.curr_items);
-    w->Add("1:used_chunks", ss.curr_items);
-    w->Add("1:free_chunks", uint64_t{0});
-    w->Add("1:free_chunks_end", uint64_t{0});
-    w->Add("1:get_hits", t.get_hits);
-    w->Add("1:cmd_set", t.cmd_set);
-    w->Add("1:delete_hits", t.delete_hits);
-    w->Add("1:incr_hits", t.incr_hits);
-    w->Add("1:decr_hits", t.decr_hits);
-    w->Add("1:cas_hits", t.cas_hits);
-    w->Add("1:cas_badval", t.cas_badval);
-    w->Add("1:touch_hits", t.touch_hits);
+  uint64_t ages[kMemcachedClasses + 1];
+  store->ClassAges(ages);
+  for (int k = 1; k <= kMemcachedClasses; k++) {
+    const StoreStats::Class& c = ss.classes[k];
+    if (c.items == 0) continue;
+    auto add = [&](std::string_view name, uint64_t v) { AddClassStat(w, "items:", k, name, v); };
+    add("number", c.items);
+    // No segmented LRU (lru_segmented no): every item counts as cold, as memcached's
+    // without segmentation.
+    add("number_hot", 0);
+    add("number_warm", 0);
+    add("number_cold", c.items);
+    add("age_hot", 0);
+    add("age_warm", 0);
+    add("age", ages[k]);
+    add("mem_requested", c.mem_requested);
+    add("evicted", c.evicted);
+    add("evicted_nonzero", c.evicted_nonzero);
+    add("evicted_time", c.evicted_time);
+    add("outofmemory", c.outofmemory);
+    add("tailrepairs", 0);
+    add("reclaimed", c.reclaimed);
+    add("expired_unfetched", c.expired_unfetched);
+    add("evicted_unfetched", c.evicted_unfetched);
+    add("evicted_active", c.evicted_active);
+    add("crawler_reclaimed", c.crawler_reclaimed);
+    add("crawler_items_checked", c.crawler_items_checked);
+    add("lrutail_reflocked", 0);
+    add("moves_to_cold", 0);
+    add("moves_to_warm", 0);
+    add("moves_within_lru", 0);
+    add("direct_reclaims", 0);
+    add("hits_to_hot", 0);
+    add("hits_to_warm", 0);
+    add("hits_to_cold", c.get_hits + c.touch_hits);
+    add("hits_to_temp", 0);
   }
-  w->Add("active_slabs", uint64_t{active ? 1u : 0u});
-  w->Add("total_malloced", ss.bytes);
+}
+
+void SlabsStats(ItemStore* store, StatWriter* w) {
+  const StoreStats ss = store->Stats();
+  uint64_t active = 0;
+  for (int k = 1; k <= kMemcachedClasses; k++) {
+    const StoreStats::Class& c = ss.classes[k];
+    if (c.items == 0) continue;
+    active++;
+    auto add = [&](std::string_view name, uint64_t v) { AddClassStat(w, "", k, name, v); };
+    const uint64_t chunk = MemcachedChunkSize(k);
+    // The class's items in segment units, rounded up: segments are shared by
+    // every class, so this is the memory its items take, not pages it owns.
+    const uint64_t pages = ss.segment_size == 0 ? 0 : (c.bytes + ss.segment_size - 1) / ss.segment_size;
+    add("chunk_size", chunk);
+    add("chunks_per_page", ss.segment_size / chunk);
+    add("total_pages", pages);
+    // Items are not kept in chunks: one "chunk" per item, none free (free
+    // room is in the segments being filled, shared by every class).
+    add("total_chunks", c.items);
+    add("used_chunks", c.items);
+    add("free_chunks", 0);
+    add("free_chunks_end", 0);
+    add("get_hits", c.get_hits);
+    add("cmd_set", c.set_cmds);
+    add("delete_hits", c.delete_hits);
+    add("incr_hits", c.incr_hits);
+    add("decr_hits", c.decr_hits);
+    add("cas_hits", c.cas_hits);
+    add("cas_badval", c.cas_badval);
+    add("touch_hits", c.touch_hits);
+  }
+  w->Add("active_slabs", active);
+  w->Add("total_malloced", ss.total_malloced);
+}
+
+// `stats sizes`: the histogram of item sizes while sizes_enable is on.
+void SizesStats(ItemStore* store, StatWriter* w) {
+  if (!store->tracking_sizes()) {
+    w->Add("sizes_status", "disabled");
+    return;
+  }
+  for (const auto& [bytes, count] : store->SizeHistogram()) {
+    char name[24];
+    const int n = std::snprintf(name, sizeof(name), "%llu", static_cast<unsigned long long>(bytes));
+    w->Add(std::string_view(name, static_cast<size_t>(n)), count);
+  }
 }
 
 void ConnsStats(ServerInfo* server, StatWriter* w) {
@@ -711,6 +837,168 @@ void ConnsStats(ServerInfo* server, StatWriter* w) {
     w->Add(prefix + "state", std::string_view(c.state));
     w->AddSigned(prefix + "secs_since_last_cmd", c.secs_since_last_cmd);
   }
+}
+
+// The words of a command's arguments (memcached's tokens after the command).
+struct Words {
+  static constexpr int kMax = 8;
+  std::string_view word[kMax];
+  int count = 0;
+  explicit Words(std::string_view args) {
+    WordIterator it(args);
+    std::string_view w;
+    while (it.Next(&w)) {
+      if (count == kMax) {
+        count = kMax + 1;   // more than any operator command takes
+        break;
+      }
+      word[count++] = w;
+    }
+  }
+};
+
+// lru_crawler <crawl|metadump|tocrawl|sleep> <arg> | <enable|disable>, with
+// memcached 1.6.18's replies (process_lru_crawler_command). crawl runs in the
+// background (ServerInfo::StartCrawl); metadump turns the connection into a
+// stream (ProcessOutcome::stream).
+void LruCrawler(ServerInfo* server, const Request& req, bool pipelined, ReplyBuffer* out,
+                ProcessOutcome* outcome) {
+  const Words w(req.args);
+  OperatorSettings& ops = server->operators();
+  const bool enabled = ops.lru_crawler.load(std::memory_order_relaxed);
+  if (w.count == 2 && (w.word[0] == "crawl" || w.word[0] == "metadump")) {
+    const bool dump = w.word[0] == "metadump";
+    if (!enabled) {
+      out->Append("CLIENT_ERROR lru crawler disabled\r\n");
+      return;
+    }
+    if (dump && !server->Settings().dump_enabled) {
+      out->Append("ERROR metadump not allowed\r\n");
+      return;
+    }
+    if (dump && pipelined) {
+      out->Append("ERROR cannot pipeline other commands before metadump\r\n");
+      return;
+    }
+    uint64_t classes = 0;
+    // "hash" walks the hash table in memcached: herdless's dump always does.
+    if (!(dump && w.word[1] == "hash") && !ParseCrawlerClasses(w.word[1], &classes)) {
+      out->Append("BADCLASS invalid class id\r\n");
+      return;
+    }
+    if (dump) {
+      outcome->stream = ProcessOutcome::Stream::kMetadump;
+      outcome->stream_arg = w.word[1] == "hash" ? kAllCrawlerClasses : classes;
+      return;
+    }
+    switch (server->StartCrawl(classes, ops.lru_crawler_tocrawl.load(std::memory_order_relaxed))) {
+      case CrawlStart::kOk: out->Append("OK\r\n"); return;
+      case CrawlStart::kRunning: out->Append("BUSY currently processing crawler request\r\n"); return;
+      case CrawlStart::kError: break;
+    }
+    out->Append("ERROR an unknown error happened\r\n");
+    return;
+  }
+  if (w.count == 2 && (w.word[0] == "tocrawl" || w.word[0] == "sleep")) {
+    uint32_t n;
+    if (!ParseUint32(w.word[1], &n)) {
+      out->Append("CLIENT_ERROR bad command line format\r\n");
+      return;
+    }
+    if (w.word[0] == "tocrawl") {
+      ops.lru_crawler_tocrawl.store(n, std::memory_order_relaxed);
+    } else if (n > 1000000) {
+      out->Append("CLIENT_ERROR sleep must be one second or less\r\n");
+      return;
+    } else {
+      ops.lru_crawler_sleep.store(n, std::memory_order_relaxed);
+    }
+    out->Append("OK\r\n");
+    return;
+  }
+  if (w.count == 1 && (w.word[0] == "enable" || w.word[0] == "disable")) {
+    // memcached fails to start a running crawler thread; stopping a stopped one is OK.
+    const bool on = w.word[0] == "enable";
+    if (ops.lru_crawler.exchange(on, std::memory_order_relaxed) && on) {
+      out->Append("ERROR failed to start lru crawler thread\r\n");
+    } else {
+      out->Append("OK\r\n");
+    }
+    return;
+  }
+  out->Append("ERROR\r\n");
+}
+
+// slabs automove <0|1|2> | automove ratio <r> | reassign <src> <dst>
+// (process_slabs_command). herdless has no slabs to move: every segment
+// returns to one free pool that every class takes from, which is what
+// automove asks for; the setting is kept and shown. reassign is answered as
+// memcached answers a source class with no spare page, which is always true
+// here (a class never holds a free segment).
+void Slabs(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  const Words w(req.args);
+  OperatorSettings& ops = server->operators();
+  const bool noreply = w.count > 0 && w.count <= Words::kMax && w.word[w.count - 1] == "noreply";
+  auto reply = [&](std::string_view line) {
+    if (!noreply) out->Append(line);
+  };
+  if (w.count == 3 && w.word[0] == "reassign") {
+    int32_t src, dst;
+    if (!ParseInt32(w.word[1], &src) || !ParseInt32(w.word[2], &dst)) {
+      out->Append("CLIENT_ERROR bad command line format\r\n");
+    } else if (src == dst) {
+      out->Append("SAME src and dst class are identical\r\n");
+    } else if (src < -1 || src > kMemcachedClasses || dst < 0 || dst > kMemcachedClasses) {
+      out->Append("BADCLASS invalid src or dst class id\r\n");
+    } else {
+      out->Append("NOSPARE source class has no spare pages\r\n");
+    }
+    return;
+  }
+  if (w.count >= 2 && w.count <= Words::kMax && w.word[0] == "automove") {
+    if (w.word[1] == "ratio") {
+      double ratio;
+      if (w.count < 3 || !ParseDouble(w.word[2], &ratio)) {
+        reply("ERROR\r\n");
+        return;
+      }
+      ops.slab_automove_ratio.store(ratio, std::memory_order_relaxed);
+    } else {
+      uint32_t level;
+      if (!ParseUint32(w.word[1], &level)) {
+        reply("CLIENT_ERROR bad command line format\r\n");
+        return;
+      }
+      if (level > 2) {
+        reply("ERROR\r\n");
+        return;
+      }
+      ops.slab_automove.store(level, std::memory_order_relaxed);
+    }
+    reply("OK\r\n");
+    return;
+  }
+  out->Append("ERROR\r\n");
+}
+
+// watch [kinds]: memcached's process_watch_command.
+void Watch(ServerInfo* server, const Request& req, bool pipelined, ReplyBuffer* out,
+           ProcessOutcome* outcome) {
+  if (!server->Settings().watch_enabled) {
+    out->Append("CLIENT_ERROR watch commands not allowed\r\n");
+    return;
+  }
+  if (pipelined) {
+    out->Append("ERROR cannot pipeline other commands before watch\r\n");
+    return;
+  }
+  uint32_t kinds;
+  if (!ParseWatchKinds(req.args, &kinds)) {
+    out->Append("ERROR\r\n");
+    return;
+  }
+  outcome->stream = ProcessOutcome::Stream::kWatch;
+  outcome->stream_arg = kinds;
 }
 
 // First space-separated word of `args` and what follows it.
@@ -763,18 +1051,16 @@ bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view grou
   } else if (group == "settings") {
     SettingsStats(store, server, w);
   } else if (group == "items") {
-    ItemsStats(store, server, w);
+    ItemsStats(store, w);
   } else if (group == "slabs") {
-    SlabsStats(store, server, w);
+    SlabsStats(store, w);
   } else if (group == "sizes") {
-    w->Add("sizes_status", "disabled");
-  } else if (group == "sizes_disable") {
+    SizesStats(store, w);
+  } else if (group == "sizes_disable" || group == "sizes_enable") {
     // memcached writes these two without an end marker.
-    w->Add("sizes_status", "disabled");
-    return true;
-  } else if (group == "sizes_enable") {
-    w->Add("sizes_status", "error");
-    w->Add("sizes_error", "not_supported");
+    const bool on = group == "sizes_enable";
+    store->TrackSizes(on);
+    w->Add("sizes_status", on ? "enabled" : "disabled");
     return true;
   } else {
     return false;
@@ -815,7 +1101,7 @@ bool CountClassicRead(ThreadStats* stats, const ReadOptions& opts, const ReadRes
 }
 
 Executor::Executor(ItemStore* store, ServerInfo* server, ThreadStats* stats)
-    : store_(store), server_(server), stats_(stats) {
+    : store_(store), server_(server), stats_(stats), watch_(server->watch_log()) {
   limits_.max_value_length = &MaxValueLengthOf;
   limits_.ctx = store_;
 }
@@ -825,12 +1111,14 @@ ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_
   ProcessOutcome outcome;
   int handled = 0;
   park_ = park;
+  batch_output_ = out->pending_bytes();
   while (outcome.consumed < input.size()) {
     if (max_requests > 0 && handled >= max_requests) {
       stats_->conn_yields.Add();   // -R: give other connections a turn
       break;
     }
     if (out->pending_bytes() > max_output) break;
+    if (outcome.stream != ProcessOutcome::Stream::kNone) break;
     const ParseResult r = ParseRequest(input.data() + outcome.consumed,
                                        input.size() - outcome.consumed, limits_, &request_);
     if (r.status == ParseStatus::kNeedMore) break;
@@ -877,7 +1165,8 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
     case Command::kGets:
     case Command::kGat:
     case Command::kGats:
-      Retrieve(store_, stats_, server_->Settings(), park_, req, out, outcome);
+      Retrieve(store_, stats_, server_->Settings(), park_, WatchContext{watch_, client_fd_}, req,
+               out, outcome);
       return;
     case Command::kSet:
     case Command::kAdd:
@@ -886,7 +1175,7 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
     case Command::kPrepend:
     case Command::kCas:
     case Command::kLeaseSet:
-      Update(store_, stats_, req, out);
+      Update(store_, stats_, WatchContext{watch_, client_fd_}, req, out);
       return;
     case Command::kDelete:
       Delete(store_, stats_, req, out);
@@ -926,6 +1215,15 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
       return;
     case Command::kRefreshCerts:
       RefreshCerts(server_, req, out);
+      return;
+    case Command::kLruCrawler:
+      LruCrawler(server_, req, out->pending_bytes() > batch_output_, out, outcome);
+      return;
+    case Command::kSlabs:
+      Slabs(server_, req, out);
+      return;
+    case Command::kWatch:
+      Watch(server_, req, out->pending_bytes() > batch_output_, out, outcome);
       return;
     case Command::kMetaGet:
     case Command::kMetaSet:

@@ -32,6 +32,14 @@ struct ProcessOutcome {
   // Process(); then call Process() again, which re-runs it.
   bool parked = false;
   uint64_t park_token = 0; // the lease it waits for (a new one = a new wait)
+  std::string_view park_key;  // its key (in the input, which still holds the request)
+  // lru_crawler metadump, watch: the connection streams from here on (the
+  // dump until its END, log lines until it closes); Process() stopped after
+  // the command. The connection runs the stream (protocol/metadump.h,
+  // daemon/watch_hub.h).
+  enum class Stream : uint8_t { kNone, kMetadump, kWatch };
+  Stream stream = Stream::kNone;
+  uint64_t stream_arg = 0; // metadump: size classes (bit c = class c); watch: kinds
 };
 
 // A classic read of one key (text get/gets/gat/gats; binary Get, GetK, GAT,
@@ -72,6 +80,10 @@ class Executor {
                          size_t max_output, int max_requests,
                          const WaitTicket* park = nullptr);
 
+  // The descriptor of the connection whose requests Process() runs next
+  // (the cfd of `watch` lines).
+  void set_client_fd(int fd) { client_fd_ = fd; }
+
   // Executes one parsed request (exposed for tests).
   void Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome);
 
@@ -82,6 +94,9 @@ class Executor {
   ParserLimits limits_;
   Request request_;   // reused: Request is large (meta flags, decoded key)
   const WaitTicket* park_ = nullptr;   // set for the duration of Process()
+  size_t batch_output_ = 0;            // output pending when Process() began
+  WatchLog* watch_;                    // the server's, or nullptr
+  int client_fd_ = -1;
 };
 
 }  // namespace herdless

@@ -92,4 +92,22 @@ size_t Base64Encode(std::string_view in, char* out, size_t cap) {
   return static_cast<size_t>(o - out);
 }
 
+size_t UriEncode(std::string_view key, char* out) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  char* p = out;
+  for (char ch : key) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '.' || c == '_' || c == '~';
+    if (plain) {
+      *p++ = static_cast<char>(c);
+    } else {
+      *p++ = '%';
+      *p++ = kHex[c >> 4];
+      *p++ = kHex[c & 15];
+    }
+  }
+  return static_cast<size_t>(p - out);
+}
+
 }  // namespace herdless

@@ -1,4 +1,5 @@
-// Keys: the one key validator, and the base64 codec used by meta `b` keys.
+// Keys: the one key validator, the base64 codec used by meta `b` keys, and
+// the URI encoding of keys in dumps and log lines.
 #ifndef HERDLESS_PROTOCOL_KEY_H_
 #define HERDLESS_PROTOCOL_KEY_H_
 
@@ -24,6 +25,12 @@ size_t Base64Decode(std::string_view in, char* out, size_t cap);
 // Encodes `in` with padding, no line breaks, no terminator. Returns the
 // encoded length (4 * ceil(n / 3)), or 0 when it would not fit in `cap`.
 size_t Base64Encode(std::string_view in, char* out, size_t cap);
+
+// memcached's uriencode (lru_crawler metadump, watch): bytes other than
+// ASCII letters, digits and "-._~" become "%XX" (upper-case hex). Writes at
+// most 3 * key.size() bytes to `out` and returns how many.
+inline constexpr size_t kMaxUriEncodedKey = 3 * 250;
+size_t UriEncode(std::string_view key, char* out);
 
 }  // namespace herdless
 

@@ -18,6 +18,8 @@ enum class Command : uint8_t {
   kDelete, kIncr, kDecr, kTouch,
   kFlushAll, kStats, kVersion, kVerbosity, kQuit, kShutdown, kCacheMemlimit,
   kRefreshCerts,
+  // operator commands (docs/operations.md): the words after the command in args
+  kLruCrawler, kSlabs, kWatch,
   // meta protocol
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop, kMetaDebug,
   // mcrouter leases
@@ -90,7 +92,8 @@ struct Request {
   bool has_number = false;
   int64_t number = 0;
 
-  // stats <args> (e.g. "settings", "items"); shutdown's "graceful".
+  // stats <args> (e.g. "settings", "items"); shutdown's "graceful";
+  // lru_crawler, slabs and watch arguments.
   std::string_view args;
 
   // Meta commands.

@@ -5,6 +5,7 @@
 #ifndef HERDLESS_PROTOCOL_SERVER_INFO_H_
 #define HERDLESS_PROTOCOL_SERVER_INFO_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "protocol/thread_stats.h"
 
 namespace herdless {
+
+class WatchLog;
 
 enum class ClassicStampedeMode : uint8_t { kOff, kStale, kWait };
 
@@ -87,7 +90,23 @@ struct ProtocolSettings {
   double refresh_hot = 2.0;            // reads/s from which a key is hot
   double refresh_epsilon = 0.01;
   double refresh_max_fraction = 0.25;  // of the key's TTL
+  bool dump_enabled = true;        // -X turns off lru_crawler metadump and stats cachedump
+  bool watch_enabled = true;       // -W turns off watch
 };
+
+// Operator switches set at run time (lru_crawler, slabs automove), with
+// memcached 1.6.18's defaults; shown by `stats settings`. Shared by the
+// workers and the maintenance timer, hence atomic.
+struct OperatorSettings {
+  std::atomic<bool> lru_crawler{true};          // lru_crawler enable|disable
+  std::atomic<uint32_t> lru_crawler_sleep{100}; // microseconds per 1000 items checked
+  std::atomic<uint32_t> lru_crawler_tocrawl{0}; // items per class a crawl checks, 0 = all
+  std::atomic<uint32_t> slab_automove{1};       // 0 = off, 1 and 2 = on
+  std::atomic<double> slab_automove_ratio{0.8};
+};
+
+// Starting `lru_crawler crawl`, memcached's CRAWLER_* results.
+enum class CrawlStart : uint8_t { kOk, kRunning, kError };
 
 // One connection as `stats conns` shows it.
 struct ConnectionInfo {
@@ -134,6 +153,9 @@ struct ServerSnapshot {
   int64_t ssl_cert_refresh_time = 0;  // Unix seconds of the last certificate (re)load
   ThreadStatsTotals totals;         // summed over every worker
   SnapshotFigures snapshot;
+  uint64_t log_watchers = 0;        // `watch` connections
+  uint64_t log_watcher_sent = 0;    // lines handed to them
+  uint64_t log_watcher_skipped = 0; // lines lost to full watcher buffers
 };
 
 class ServerInfo {
@@ -152,6 +174,22 @@ class ServerInfo {
     *error = "Error TLS not enabled";
     return false;
   }
+  // lru_crawler crawl: starts a crawl that removes the expired and flushed
+  // items of the size classes set in `classes` (bit c = class c), looking at
+  // most at `per_class_limit` items of each (0 = all), in the background.
+  virtual CrawlStart StartCrawl(uint64_t classes, uint32_t per_class_limit) {
+    return CrawlStart::kError;
+  }
+  // Where the protocol logs events for `watch` (nullptr: nobody can watch).
+  virtual WatchLog* watch_log() { return nullptr; }
+  // Whether a crawl started by StartCrawl is still running (stats).
+  virtual bool CrawlRunning() const { return false; }
+  virtual uint64_t CrawlStarts() const { return 0; }
+
+  OperatorSettings& operators() { return operators_; }
+
+ private:
+  OperatorSettings operators_;
 };
 
 }  // namespace herdless

@@ -264,6 +264,10 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
         out->args = ArgsAfterCommand(l);
         return Simple(Command::kShutdown, out);
       }
+      if (word == "slabs") {
+        out->args = ArgsAfterCommand(l);
+        return Simple(Command::kSlabs, out);
+      }
       return Error(kUnknown);
     case 'a':
       if (word == "add") return ParseStorage(l, Command::kAdd, out);
@@ -294,6 +298,10 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
   if (word == "quit") return Simple(Command::kQuit, out);
   if (word == "verbosity") return ParseNumberCommand(l, Command::kVerbosity, out);
   if (word == "lease-get") return ParseLeaseGet(l, out);
+  if (word == "lru_crawler" || word == "watch") {
+    out->args = ArgsAfterCommand(l);
+    return Simple(word == "watch" ? Command::kWatch : Command::kLruCrawler, out);
+  }
   if (word == "lease-set") return ParseLeaseSet(l, out);
   if (word == "refresh_certs") {
     // memcached: any words may follow; a last "noreply" hides only the OK.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/watch.h"
 #include "storage/clock.h"
 #include "storage/item_store.h"
 #include "storage/random.h"
@@ -604,29 +605,130 @@ TEST_F(ExecutorTest, StatsItemsIsEmptyWithoutItems) {
   EXPECT_EQ(Run("stats items\r\n"), "END\r\n");
 }
 
-TEST_F(ExecutorTest, StatsItemsDescribesOneClass) {
-  Run("set a 0 0 1\r\n1\r\nset b 0 0 1\r\n2\r\n");
+// Items land in memcached's slab class for their size: a 1-byte value is
+// class 1 (96-byte chunks), a 300-byte one class 7 (384), as in memcached.
+TEST_F(ExecutorTest, StatsItemsListsEachSizeClass) {
+  Run("set a 0 0 1\r\n1\r\nset b 0 0 1\r\n2\r\nset c 0 100 300\r\n" + std::string(300, 'x') +
+      "\r\nget a\r\n");
   const std::string reply = Run("stats items\r\n");
   EXPECT_EQ(StatValue(reply, "items:1:number"), "2");
-  EXPECT_NE(StatValue(reply, "items:1:mem_requested"), "0");
+  EXPECT_EQ(StatValue(reply, "items:1:number_cold"), "2");
+  EXPECT_EQ(StatValue(reply, "items:1:hits_to_cold"), "1");
+  EXPECT_EQ(StatValue(reply, "items:7:number"), "1");
+  EXPECT_EQ(StatValue(reply, "items:1:mem_requested"), "122");   // memcached's 2 x 61 bytes
+  EXPECT_EQ(StatValue(reply, "items:2:number"), "<absent>");
   EXPECT_EQ(StatNames(reply).front(), "items:1:number");
+  EXPECT_EQ(StatNames(reply).size(), 2u * 28u);   // memcached 1.6.18's 28 fields a class
   EXPECT_EQ(reply.substr(reply.size() - 5), "END\r\n");
 }
 
-TEST_F(ExecutorTest, StatsSlabsShowsTotals) {
+TEST_F(ExecutorTest, StatsSlabsListsEachSizeClass) {
   EXPECT_EQ(Run("stats slabs\r\n"), "STAT active_slabs 0\r\nSTAT total_malloced 0\r\nEND\r\n");
-  Run("set a 0 0 1\r\n1\r\nget a\r\n");
+  Run("set a 0 0 1\r\n1\r\nget a\r\nset c 0 0 300\r\n" + std::string(300, 'x') +
+      "\r\ncas c 0 0 1 1\r\nx\r\ndelete a\r\nset n 0 0 2\r\n10\r\nincr n 1\r\n");
   const std::string reply = Run("stats slabs\r\n");
-  EXPECT_EQ(StatValue(reply, "1:used_chunks"), "1");
+  EXPECT_EQ(StatValue(reply, "1:chunk_size"), "96");
+  EXPECT_EQ(StatValue(reply, "1:used_chunks"), "1");   // n
   EXPECT_EQ(StatValue(reply, "1:get_hits"), "1");
-  EXPECT_EQ(StatValue(reply, "1:cmd_set"), "1");
-  EXPECT_EQ(StatValue(reply, "active_slabs"), "1");
-  EXPECT_EQ(StatValue(reply, "total_malloced"), StatValue(Run("stats\r\n"), "bytes"));
+  EXPECT_EQ(StatValue(reply, "1:cmd_set"), "3");       // a, the cas, n
+  EXPECT_EQ(StatValue(reply, "1:cas_badval"), "1");
+  EXPECT_EQ(StatValue(reply, "1:delete_hits"), "1");
+  EXPECT_EQ(StatValue(reply, "1:incr_hits"), "1");
+  EXPECT_EQ(StatValue(reply, "1:total_pages"), "1");
+  EXPECT_EQ(StatValue(reply, "7:chunk_size"), "384");
+  EXPECT_EQ(StatValue(reply, "7:cmd_set"), "1");
+  EXPECT_EQ(StatValue(reply, "active_slabs"), "2");
+  EXPECT_NE(StatValue(reply, "total_malloced"), "0");
 }
 
-TEST_F(ExecutorTest, StatsSizesIsDisabled) {
+TEST_F(ExecutorTest, StatsSizesCountsItemsWhileEnabled) {
   EXPECT_EQ(Run("stats sizes\r\n"), "STAT sizes_status disabled\r\nEND\r\n");
+  Run("set a 0 0 1\r\n1\r\n");
+  EXPECT_EQ(Run("stats sizes_enable\r\n"), "STAT sizes_status enabled\r\n");
+  Run("set b 0 0 1\r\n1\r\n");
+  const std::string reply = Run("stats sizes\r\n");
+  ASSERT_EQ(StatNames(reply).size(), 1u) << reply;   // both in one 32-byte bucket
+  EXPECT_EQ(StatValue(reply, StatNames(reply).front()), "2");
+  EXPECT_EQ(StatValue(Run("stats settings\r\n"), "track_sizes"), "yes");
   EXPECT_EQ(Run("stats sizes_disable\r\n"), "STAT sizes_status disabled\r\n");
+  EXPECT_EQ(Run("stats sizes\r\n"), "STAT sizes_status disabled\r\nEND\r\n");
+}
+
+// memcached 1.6.18's process_lru_crawler_command replies.
+TEST_F(ExecutorTest, LruCrawlerRepliesAsMemcached) {
+  struct Case {
+    const char* line;
+    const char* reply;
+  } cases[] = {
+      {"lru_crawler metadump 0\r\n", "BADCLASS invalid class id\r\n"},
+      {"lru_crawler metadump 64\r\n", "BADCLASS invalid class id\r\n"},
+      {"lru_crawler metadump 1,x\r\n", "BADCLASS invalid class id\r\n"},
+      {"lru_crawler crawl 0\r\n", "BADCLASS invalid class id\r\n"},
+      {"lru_crawler crawl all\r\n", "ERROR an unknown error happened\r\n"},   // FakeServer
+      {"lru_crawler sleep 2000000\r\n", "CLIENT_ERROR sleep must be one second or less\r\n"},
+      {"lru_crawler sleep x\r\n", "CLIENT_ERROR bad command line format\r\n"},
+      {"lru_crawler sleep 50\r\n", "OK\r\n"},
+      {"lru_crawler tocrawl x\r\n", "CLIENT_ERROR bad command line format\r\n"},
+      {"lru_crawler tocrawl 5\r\n", "OK\r\n"},
+      {"lru_crawler enable\r\n", "ERROR failed to start lru crawler thread\r\n"},
+      {"lru_crawler disable\r\n", "OK\r\n"},
+      {"lru_crawler disable\r\n", "OK\r\n"},
+      {"lru_crawler metadump all\r\n", "CLIENT_ERROR lru crawler disabled\r\n"},
+      {"lru_crawler crawl all\r\n", "CLIENT_ERROR lru crawler disabled\r\n"},
+      {"lru_crawler enable\r\n", "OK\r\n"},
+      {"lru_crawler foo\r\n", "ERROR\r\n"},
+      {"lru_crawler\r\n", "ERROR\r\n"},
+      {"lru_crawler crawl 1 2\r\n", "ERROR\r\n"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(Run(c.line), c.reply) << c.line;
+  const std::string settings = Run("stats settings\r\n");
+  EXPECT_EQ(StatValue(settings, "lru_crawler_sleep"), "50");
+  EXPECT_EQ(StatValue(settings, "lru_crawler_tocrawl"), "5");
+  EXPECT_EQ(StatValue(settings, "lru_crawler"), "yes");
+}
+
+TEST_F(ExecutorTest, MetadumpTurnsTheConnectionIntoAStream) {
+  Run("lru_crawler metadump 1,2\r\nget a\r\n");
+  EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kMetadump);
+  EXPECT_EQ(outcome_.stream_arg, 6u);
+  EXPECT_EQ(outcome_.consumed, std::string_view("lru_crawler metadump 1,2\r\n").size());
+  EXPECT_EQ(Run("version\r\nlru_crawler metadump all\r\n"),
+            "VERSION " + std::string(kServerVersion) +
+                "\r\nERROR cannot pipeline other commands before metadump\r\n");
+  EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kNone);
+}
+
+TEST_F(ExecutorTest, SlabsRepliesAsMemcached) {
+  struct Case {
+    const char* line;
+    const char* reply;
+  } cases[] = {
+      {"slabs automove 3\r\n", "ERROR\r\n"},
+      {"slabs automove x\r\n", "CLIENT_ERROR bad command line format\r\n"},
+      {"slabs automove 0\r\n", "OK\r\n"},
+      {"slabs automove 2 noreply\r\n", ""},
+      {"slabs automove ratio\r\n", "ERROR\r\n"},
+      {"slabs automove ratio 0.5\r\n", "OK\r\n"},
+      {"slabs reassign a 2\r\n", "CLIENT_ERROR bad command line format\r\n"},
+      {"slabs reassign 3 3\r\n", "SAME src and dst class are identical\r\n"},
+      {"slabs reassign 1 99\r\n", "BADCLASS invalid src or dst class id\r\n"},
+      {"slabs reassign 1 2\r\n", "NOSPARE source class has no spare pages\r\n"},
+      {"slabs foo\r\n", "ERROR\r\n"},
+      {"slabs automove\r\n", "ERROR\r\n"},
+  };
+  for (const Case& c : cases) EXPECT_EQ(Run(c.line), c.reply) << c.line;
+  const std::string settings = Run("stats settings\r\n");
+  EXPECT_EQ(StatValue(settings, "slab_automove"), "2");
+  EXPECT_EQ(StatValue(settings, "slab_automove_ratio"), "0.50");
+}
+
+TEST_F(ExecutorTest, WatchParsesItsKinds) {
+  EXPECT_EQ(Run("watch foo\r\n"), "ERROR\r\n");
+  EXPECT_EQ(Run("watch mutations stampede\r\n"), "");
+  EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kWatch);
+  EXPECT_EQ(outcome_.stream_arg, uint64_t{kWatchMutations | kWatchStampede});
+  EXPECT_EQ(Run("watch\r\n"), "");
+  EXPECT_EQ(outcome_.stream_arg, uint64_t{kWatchFetchers});
 }
 
 TEST_F(ExecutorTest, StatsConnsListsEveryConnection) {

@@ -266,9 +266,20 @@ TEST(OptionsTest, MemcachedTuningSuboptionsAreAcceptedAndNoted) {
 }
 
 TEST(OptionsTest, MemcachedTuningFlagsAreAcceptedAndNoted) {
-  Parsed p = Parse({"-f", "1.25", "-n", "48", "-L", "-X", "-W", "-D", ":", "-B", "ascii"});
+  Parsed p = Parse({"-f", "1.25", "-n", "48", "-L", "-D", ":", "-B", "ascii"});
   ASSERT_TRUE(p.ok) << p.error;
-  EXPECT_EQ(p.options.ignored.size(), 6u);
+  EXPECT_EQ(p.options.ignored.size(), 4u);
+}
+
+TEST(OptionsTest, DumpAndWatchCanBeDisabled) {
+  Parsed on = Parse({});
+  ASSERT_TRUE(on.ok) << on.error;
+  EXPECT_TRUE(on.options.protocol.dump_enabled);
+  EXPECT_TRUE(on.options.protocol.watch_enabled);
+  Parsed off = Parse({"-X", "--disable-watch"});
+  ASSERT_TRUE(off.ok) << off.error;
+  EXPECT_FALSE(off.options.protocol.dump_enabled);
+  EXPECT_FALSE(off.options.protocol.watch_enabled);
 }
 
 TEST(OptionsTest, UnknownOrMalformedSuboptionsAreErrors) {

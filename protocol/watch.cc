@@ -1,0 +1,177 @@
+#include "protocol/watch.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "protocol/key.h"
+#include "protocol/numbers.h"
+
+namespace herdless {
+
+namespace {
+
+struct KindName {
+  std::string_view name;
+  uint32_t kind;
+};
+
+// memcached 1.6.18's process_watch_command, plus herdless's stampede.
+constexpr KindName kKindNames[] = {
+    {"rawcmds", kWatchRawCmds},         {"evictions", kWatchEvictions},
+    {"fetchers", kWatchFetchers},       {"mutations", kWatchMutations},
+    {"sysevents", kWatchSysEvents},     {"connevents", kWatchConnEvents},
+    {"proxyreqs", kWatchProxyReqs},     {"proxyevents", kWatchProxyEvents},
+    {"proxyuser", kWatchProxyUser},     {"stampede", kWatchStampede},
+};
+
+constexpr const char* kFetchStatus[] = {"not_found", "found", "flushed", "expired"};
+constexpr const char* kStoreStatus[] = {"not_stored", "stored",    "exists",
+                                        "not_found",  "too_large", "no_memory"};
+constexpr const char* kStoreCommand[] = {"null", "add", "set", "replace", "append", "prepend", "cas"};
+constexpr const char* kTransport[] = {"local", "tcp", "udp"};
+constexpr const char* kCloseReason[] = {"error", "normal", "idle_timeout", "shutdown"};
+constexpr const char* kLeaseReason[] = {"miss", "stale", "xfetch", "recache", "takeover"};
+
+}  // namespace
+
+bool ParseWatchKinds(std::string_view args, uint32_t* kinds) {
+  uint32_t set = 0;
+  bool any = false;
+  while (!args.empty()) {
+    const size_t space = args.find(' ');
+    const std::string_view word = args.substr(0, space);
+    args = space == std::string_view::npos ? std::string_view() : args.substr(space + 1);
+    if (word.empty()) continue;
+    any = true;
+    bool known = false;
+    for (const KindName& k : kKindNames) {
+      if (word == k.name) {
+        set |= k.kind;
+        known = true;
+        break;
+      }
+    }
+    if (!known) return false;
+  }
+  *kinds = any ? set : kWatchFetchers;
+  return true;
+}
+
+LogLine& LogLine::Text(std::string_view s) {
+  const size_t n = std::min(s.size(), sizeof(buf_) - len_);
+  std::memcpy(buf_ + len_, s.data(), n);
+  len_ += n;
+  return *this;
+}
+
+LogLine& LogLine::Key(std::string_view key) {
+  char encoded[kMaxUriEncodedKey];
+  return Text(std::string_view(encoded, UriEncode(key.substr(0, 250), encoded)));
+}
+
+LogLine& LogLine::Number(uint64_t v) {
+  char digits[kMaxUint64Digits];
+  return Text(std::string_view(digits, FormatUint64(v, digits) - digits));
+}
+
+LogLine& LogLine::Signed(int64_t v) {
+  if (v < 0) {
+    Text("-");
+    return Number(0 - static_cast<uint64_t>(v));
+  }
+  return Number(static_cast<uint64_t>(v));
+}
+
+void FormatItemGet(LogLine* line, std::string_view key, FetchStatus status, int slab_class, int fd,
+                   size_t value_len) {
+  line->Text("type=item_get key=").Key(key).Text(" status=").Text(kFetchStatus[static_cast<int>(status)])
+      .Text(" clsid=").Number(static_cast<uint64_t>(slab_class)).Text(" cfd=").Signed(fd)
+      .Text(" size=").Number(value_len);
+}
+
+void FormatItemStore(LogLine* line, std::string_view key, StoreLogStatus status,
+                     StoreLogCommand cmd, uint32_t ttl, int slab_class, int fd, size_t value_len) {
+  line->Text("type=item_store key=").Key(key).Text(" status=")
+      .Text(kStoreStatus[static_cast<int>(status)]).Text(" cmd=")
+      .Text(kStoreCommand[static_cast<int>(cmd)]).Text(" ttl=").Number(ttl).Text(" clsid=")
+      .Number(static_cast<uint64_t>(slab_class)).Text(" cfd=").Signed(fd).Text(" size=")
+      .Number(value_len);
+}
+
+void FormatConnNew(LogLine* line, std::string_view ip, uint16_t port, ConnTransport transport, int fd) {
+  line->Text("type=conn_new rip=").Text(ip).Text(" rport=").Number(port).Text(" transport=")
+      .Text(kTransport[static_cast<int>(transport)]).Text(" cfd=").Signed(fd);
+}
+
+void FormatConnClose(LogLine* line, std::string_view ip, uint16_t port, ConnTransport transport,
+                     CloseReason reason, int fd) {
+  line->Text("type=conn_close rip=").Text(ip).Text(" rport=").Number(port).Text(" transport=")
+      .Text(kTransport[static_cast<int>(transport)]).Text(" reason=")
+      .Text(kCloseReason[static_cast<int>(reason)]).Text(" cfd=").Signed(fd);
+}
+
+uint32_t FormatStoreEvent(LogLine* line, const StoreEvent& e) {
+  switch (e.kind) {
+    case StoreEventKind::kEviction:
+      line->Text("type=eviction key=").Key(e.key).Text(e.fetched ? " fetch=yes" : " fetch=no")
+          .Text(" ttl=").Signed(e.ttl_s).Text(" la=").Signed(e.idle_s).Text(" clsid=")
+          .Number(static_cast<uint64_t>(e.slab_class)).Text(" size=").Number(e.value_len);
+      return kWatchEvictions;
+    case StoreEventKind::kLeaseGranted:
+      line->Text("type=lease_granted key=").Key(e.key).Text(" token=").Number(e.token)
+          .Text(" reason=").Text(kLeaseReason[static_cast<int>(e.reason)]).Text(" ttl=")
+          .Signed(e.ttl_s).Text(" clsid=").Number(static_cast<uint64_t>(e.slab_class));
+      return kWatchStampede;
+    case StoreEventKind::kLeaseFulfilled:
+      line->Text("type=lease_fulfilled key=").Key(e.key).Text(" token=").Number(e.token)
+          .Text(" held_ms=").Number(e.held_ms).Text(" ttl=").Signed(e.ttl_s).Text(" clsid=")
+          .Number(static_cast<uint64_t>(e.slab_class)).Text(" size=").Number(e.value_len);
+      return kWatchStampede;
+    case StoreEventKind::kLeaseTimedOut:
+      line->Text("type=lease_timeout key=").Key(e.key).Text(" token=").Number(e.previous_token)
+          .Text(" new_token=").Number(e.token).Text(" held_ms=").Number(e.held_ms);
+      return kWatchStampede;
+    case StoreEventKind::kStaleServed:
+      line->Text("type=stale_served key=").Key(e.key).Text(" cas=").Number(e.token).Text(" ttl=")
+          .Signed(e.ttl_s).Text(" clsid=").Number(static_cast<uint64_t>(e.slab_class))
+          .Text(" size=").Number(e.value_len);
+      return kWatchStampede;
+  }
+  return 0;
+}
+
+void FormatWait(LogLine* line, WaitEvent event, std::string_view key, uint64_t token,
+                uint32_t waited_ms, int fd) {
+  switch (event) {
+    case WaitEvent::kParked:
+      line->Text("type=reader_parked key=").Key(key).Text(" token=").Number(token);
+      break;
+    case WaitEvent::kWoken:
+      line->Text("type=reader_woken key=").Key(key).Text(" token=").Number(token)
+          .Text(" waited_ms=").Number(waited_ms);
+      break;
+    case WaitEvent::kTimedOut:
+      line->Text("type=reader_timed_out key=").Key(key).Text(" token=").Number(token)
+          .Text(" waited_ms=").Number(waited_ms);
+      break;
+  }
+  line->Text(" cfd=").Signed(fd);
+}
+
+void StoreEventLog::Sync(uint32_t watched_kinds) {
+  uint32_t wanted = 0;
+  if (watched_kinds & kWatchEvictions) wanted |= Bit(StoreEventKind::kEviction);
+  if (watched_kinds & kWatchStampede) {
+    wanted |= Bit(StoreEventKind::kLeaseGranted) | Bit(StoreEventKind::kLeaseFulfilled) |
+              Bit(StoreEventKind::kLeaseTimedOut) | Bit(StoreEventKind::kStaleServed);
+  }
+  SetWanted(wanted);
+}
+
+void StoreEventLog::OnEvent(const StoreEvent& event) {
+  LogLine line;
+  const uint32_t kind = FormatStoreEvent(&line, event);
+  if (kind != 0) log_->Write(kind, line.view());
+}
+
+}  // namespace herdless

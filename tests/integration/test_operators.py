@@ -1,0 +1,476 @@
+#!/usr/bin/env python3
+"""The operators' view (docs/operations.md), against Debian's memcached 1.6.18 side by side.
+
+- Debian's memcached-tool (the memcached package's script): display, stats, settings and dump of
+  10 000 keys against herdless; dump lists every key once with its flags and expiry.
+- lru_crawler metadump: memcached's line format (URI-encoded keys, exp, fetch, cls) compared
+  line by line with memcached's for the same keys; herdless's stale/lease fields after them; a
+  dump while 50 connections write lists every key that was present throughout, exactly once.
+- lru_crawler crawl/enable/disable/sleep/tocrawl, slabs automove/reassign: the same replies as
+  memcached for the same commands; crawl reclaims expired items (crawler_reclaimed), and with the
+  crawler off an expired item's memory reused by eviction counts as reclaimed.
+- stats items / stats slabs: memcached's field names per class, the same classes for the same
+  item sizes, items per class adding up to curr_items, pages x page size within -m.
+- watch: mutations and fetchers lines as memcached's for another connection's set and get;
+  connevents; the stampede stream (lease granted, timed out, fulfilled); a watcher that never
+  reads keeps the server's memory bounded and its lost lines are counted (log_watcher_skipped).
+- -X refuses metadump, -W refuses watch, with memcached's errors.
+"""
+
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+
+import harness
+from harness import Conn
+
+MEMCACHED_TOOL = "/usr/share/memcached/scripts/memcached-tool"
+KEYS = 10000
+SLOW = harness.SANITIZED
+
+
+def call_lines(conn, command, end=b"END\r\n"):
+    conn.send(command)
+    return conn.recv_until(end).split(b"\r\n")
+
+
+def stats(conn, group=b""):
+    out = {}
+    for line in call_lines(conn, b"stats " + group + b"\r\n" if group else b"stats\r\n"):
+        f = line.split(b" ", 2)
+        if len(f) == 3 and f[0] == b"STAT":
+            out[f[1].decode()] = f[2].decode()
+    return out
+
+
+def metadump(conn, classes=b"all"):
+    """The dump's lines (without END), as dicts of field -> value."""
+    conn.send(b"lru_crawler metadump " + classes + b"\r\n")
+    data = conn.recv_until(b"END\r\n")
+    lines = data[:-len(b"END\r\n")].split(b"\n")
+    return [dict(f.split(b"=", 1) for f in line.split(b" ")) for line in lines if line]
+
+
+def tool(daemon, mode, timeout=120):
+    r = subprocess.run(["perl", MEMCACHED_TOOL, "127.0.0.1:%d" % daemon.port, mode],
+                       capture_output=True, timeout=timeout)
+    return r.returncode, r.stdout, r.stderr
+
+
+def fill(conn, count, prefix=b"key", value=b"v" * 20, exptime=b"0", flags=b"3"):
+    batch = []
+    for i in range(count):
+        key = b"%s%05d" % (prefix, i)
+        batch.append(b"set %s %s %s %d noreply\r\n%s\r\n" % (key, flags, exptime, len(value), value))
+        if len(batch) == 500:
+            conn.send(b"".join(batch))
+            batch = []
+    conn.send(b"".join(batch))
+    conn.call(b"version\r\n")   # every set above is done once this is answered
+
+
+def test_memcached_tool(results, hl, mc):
+    with Conn(hl.port) as c:
+        fill(c, KEYS, exptime=b"3600")
+        c.call(b"set %ABC 0 0 1\r\nx\r\n")   # a key with '%': encoded as %25ABC
+        now = int(time.time())
+    code, out, err = tool(hl, "dump")
+    results.equal(code, 0, "memcached-tool dump exits 0")
+    adds = re.findall(rb"^add (\S+) (\d+) (-?\d+) (\d+)\r$", out, re.M)
+    keys = [a[0] for a in adds if re.match(rb"key\d{5}$", a[0]) or a[0] == b"%ABC"]
+    results.equal(len(keys), KEYS + 1, "memcached-tool dump lists every key")
+    results.equal(len(set(keys)), len(keys), "memcached-tool dump lists each key once")
+    results.check(b"%ABC" in keys, "the %-key comes back decoded")
+    exps = {int(a[2]) for a in adds if a[0].startswith(b"key")}
+    results.check(all(now + 3600 - 2 <= e <= now + 3600 + 2 for e in exps),
+                  "dump's expiry is the Unix time of the TTL", repr(sorted(exps)[:3]))
+    results.check(all(a[1] == b"3" for a in adds if a[0].startswith(b"key")), "dump keeps the flags")
+    harness.log("memcached-tool dump: %d keys, stderr %r" % (len(keys), err.strip()))
+
+    code, out, _ = tool(hl, "display")
+    results.equal(code, 0, "memcached-tool display exits 0")
+    lines = out.decode().splitlines()
+    harness.log("memcached-tool display against herdless:\n" + out.decode())
+    results.check(lines and lines[0].split()[:3] == ["#", "Item_Size", "Max_age"],
+                  "display prints its header", out.decode()[:200])
+    rows = [l.split() for l in lines[1:]]
+    with Conn(hl.port) as c:
+        items = int(stats(c)["curr_items"])
+    results.equal(sum(int(r[4]) for r in rows), items, "display's counts add up to curr_items")
+    for mode, field in (("stats", "curr_items"), ("settings", "maxbytes")):
+        code, out, _ = tool(hl, mode)
+        results.equal(code, 0, "memcached-tool %s exits 0" % mode)
+        results.check(re.search(rb"^\s+%s\s+\d+\r?$" % field.encode(), out, re.M) is not None,
+                      "memcached-tool %s shows %s" % (mode, field), out.decode()[:300])
+    # memcached, the same way, for the record (the note compares them).
+    with Conn(mc.port) as c:
+        fill(c, 100, exptime=b"3600")
+    _, out, _ = tool(mc, "display")
+    harness.log("memcached-tool display against memcached (100 keys):\n" + out.decode())
+
+
+KEY_CASES = [b"plain", b"with%percent", b"a:b/c?d=e&f", b"tilde~dash-dot.under_", b"UPPER"]
+
+
+def test_format_against_memcached(results, hl, mc):
+    """The same items in both; every memcached field compared (la and cas normalised)."""
+    dumps = []
+    for d in (mc, hl):
+        with Conn(d.port) as c:
+            c.call(b"flush_all\r\n")
+            for i, key in enumerate(KEY_CASES):
+                value = b"x" * (10 + 200 * i)
+                c.call(b"set %s 0 %d %d\r\n%s\r\n" % (key, 0 if i % 2 else 1000, len(value), value))
+            c.call(b"get plain\r\n", b"END\r\n")
+            # a binary key, through meta's base64 (b): herdless URI-encodes its bytes too
+            c.call(b"ms AAEC/w== 1 b T0\r\nz\r\n")
+            lines = metadump(c)
+            dumps.append({l[b"key"]: l for l in lines})
+    mc_dump, hl_dump = dumps
+    results.equal(sorted(hl_dump), sorted(mc_dump), "the dump lists the same encoded keys")
+    results.check(b"%00%01%02%FF" in hl_dump, "a binary key is URI-encoded byte by byte",
+                  repr(sorted(hl_dump)))
+    for key, m in mc_dump.items():
+        h = hl_dump.get(key, {})
+        for field in (b"fetch", b"cls"):
+            results.equal(h.get(field), m.get(field), "%s of %r" % (field.decode(), key))
+        results.equal(h.get(b"exp") == b"-1", m.get(b"exp") == b"-1", "exp -1 of %r" % key)
+        if m.get(b"exp") != b"-1":
+            results.check(abs(int(h[b"exp"]) - int(m[b"exp"])) <= 2, "exp of %r" % key)
+        results.equal(list(h)[:7], list(m), "memcached's fields in its order for %r" % key)
+        results.equal(list(h)[7:], [b"stale", b"lease"], "herdless's fields after them")
+
+
+def test_dump_under_writes(results, hl):
+    """A dump while 50 connections write: every key present throughout is listed, once."""
+    with Conn(hl.port) as c:
+        fill(c, 20000, prefix=b"stable")
+    stop = threading.Event()
+    worst = [0.0]
+    errors = []
+
+    def writer(n):
+        try:
+            with Conn(hl.port, timeout=30) as w:
+                i = 0
+                while not stop.is_set():
+                    t0 = time.monotonic()
+                    w.call(b"set churn%d_%d 0 0 100\r\n%s\r\n" % (n, i % 200, b"c" * 100))
+                    worst[0] = max(worst[0], time.monotonic() - t0)
+                    i += 1
+        except Exception as e:  # reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(50)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    with Conn(hl.port, timeout=60) as c:
+        lines = metadump(c)
+    stop.set()
+    for t in threads:
+        t.join()
+    results.equal(errors, [], "every writer kept being served")
+    stable = [l[b"key"] for l in lines if l[b"key"].startswith(b"stable")]
+    results.equal(len(stable), 20000, "every key present throughout is listed")
+    results.equal(len(set(stable)), len(stable), "no key is listed twice")
+    # Measured, not asserted (timing belongs to scripts/bench_operators.sh).
+    harness.log("dump under 50 writers: %d lines; slowest set %.1f ms" % (len(lines), worst[0] * 1000))
+
+
+def replies(port, commands):
+    out = []
+    with Conn(port) as c:
+        for cmd in commands:
+            c.send(cmd)
+            out.append(c.recv_until(b"\r\n", at_line_start=False))
+    return out
+
+
+CRAWLER_COMMANDS = [b"lru_crawler metadump 0\r\n", b"lru_crawler metadump 64\r\n",
+                    b"lru_crawler crawl 0\r\n", b"lru_crawler crawl 1,2,3\r\n",
+                    b"lru_crawler sleep 2000000\r\n", b"lru_crawler sleep x\r\n",
+                    b"lru_crawler sleep 100\r\n", b"lru_crawler tocrawl x\r\n",
+                    b"lru_crawler tocrawl 0\r\n", b"lru_crawler enable\r\n",
+                    b"lru_crawler bogus\r\n", b"lru_crawler\r\n",
+                    b"slabs automove 3\r\n", b"slabs automove x\r\n", b"slabs automove 1\r\n",
+                    b"slabs automove ratio 0.8\r\n", b"slabs reassign a 1\r\n",
+                    b"slabs reassign 2 2\r\n", b"slabs reassign 1 99\r\n",
+                    b"slabs reassign 1 2\r\n", b"slabs bogus\r\n", b"watch bogus\r\n"]
+
+
+# After `lru_crawler disable` memcached 1.6.18 answers crawl and metadump "ERROR an unknown
+# error happened" and can never be enabled again (its `enable` fails: settings.lru_crawler
+# stays set). herdless answers "CLIENT_ERROR lru crawler disabled", memcached's reply when
+# started without a crawler, and `enable` works (docs/operations.md).
+DISABLED = [(b"lru_crawler disable\r\n", b"OK\r\n"),
+            (b"lru_crawler crawl all\r\n", b"CLIENT_ERROR lru crawler disabled\r\n"),
+            (b"lru_crawler metadump all\r\n", b"CLIENT_ERROR lru crawler disabled\r\n"),
+            (b"lru_crawler disable\r\n", b"OK\r\n"),
+            (b"lru_crawler enable\r\n", b"OK\r\n"),
+            (b"lru_crawler enable\r\n", b"ERROR failed to start lru crawler thread\r\n")]
+
+
+def test_replies_against_memcached(results, hl, mc):
+    got = replies(hl.port, CRAWLER_COMMANDS)
+    want = replies(mc.port, CRAWLER_COMMANDS)
+    for cmd, g, w in zip(CRAWLER_COMMANDS, got, want):
+        results.equal(g, w, "reply to %r" % cmd.strip())
+    got = replies(hl.port, [cmd for cmd, _ in DISABLED])
+    for (cmd, want), g in zip(DISABLED, got):
+        results.equal(g, want, "reply to %r (crawler disabled)" % cmd.strip())
+
+
+def wait_for(predicate, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def test_crawl(results):
+    with harness.start_herdless(["-m", "64"]) as d, Conn(d.port) as c:
+        results.equal(c.call(b"lru_crawler disable\r\n"), b"OK\r\n", "crawler off")
+        fill(c, 1000, prefix=b"short", exptime=b"1")
+        fill(c, 100, prefix=b"long")
+        time.sleep(2.1)
+        results.equal(c.call(b"lru_crawler crawl all\r\n"), b"CLIENT_ERROR lru crawler disabled\r\n",
+                      "crawl refused while disabled")
+        results.equal(c.call(b"lru_crawler enable\r\n"), b"OK\r\n", "crawler on")
+        # The background expiry crawl may take some first: either way they are crawler_reclaimed.
+        results.equal(c.call(b"lru_crawler crawl all\r\n"), b"OK\r\n", "crawl started")
+        done = wait_for(lambda: stats(c).get("lru_crawler_running") == "0"
+                        and stats(c)["curr_items"] == "100", 30)
+        s = stats(c)
+        results.check(done, "the crawl ends with the expired items gone", repr(s.get("curr_items")))
+        results.equal(s["crawler_reclaimed"], "1000", "crawler_reclaimed counts them")
+        results.check(int(s["crawler_items_checked"]) >= 1000, "crawler_items_checked moves")
+        results.check(int(s["lru_crawler_starts"]) >= 1, "lru_crawler_starts moves")
+        results.equal(s["expired_unfetched"], "1000", "expired_unfetched: never read")
+        items = stats(c, b"items")
+        results.equal(sum(int(v) for k, v in items.items() if k.endswith(":crawler_reclaimed")),
+                      1000, "per-class crawler_reclaimed adds up")
+
+
+def test_reclaimed_on_reuse(results):
+    """With the crawler off, eviction that reuses an expired item's memory counts reclaimed."""
+    with harness.start_herdless(["-m", "8"]) as d, Conn(d.port, timeout=30) as c:
+        results.equal(c.call(b"lru_crawler disable\r\n"), b"OK\r\n", "crawler off")
+        value = b"e" * 1000
+        fill(c, 4000, prefix=b"exp", value=value, exptime=b"1")
+        time.sleep(2.1)
+        fill(c, 12000, prefix=b"new", value=value)
+        s = stats(c)
+        harness.log("after refill: reclaimed %s evictions %s slabs_moved %s" %
+                    (s["reclaimed"], s["evictions"], s["slabs_moved"]))
+        results.check(int(s["reclaimed"]) > 0, "reclaimed moves when expired memory is reused")
+        results.check(int(s["slabs_moved"]) > 0, "slabs_moved counts segments back in the pool")
+        items = stats(c, b"items")
+        results.equal(sum(int(v) for k, v in items.items() if k.endswith(":reclaimed")),
+                      int(s["reclaimed"]), "per-class reclaimed adds up to reclaimed")
+
+
+SIZES = [1, 50, 100, 300, 700, 1500, 3000, 9000, 30000, 100000]
+
+
+def class_fields(st, pattern):
+    classes = {}
+    for k in st:
+        m = re.match(pattern, k)
+        if m:
+            classes.setdefault(int(m.group(1)), []).append(m.group(2))
+    return classes
+
+
+def test_class_stats(results, hl, mc):
+    per = []
+    for d in (mc, hl):
+        with Conn(d.port) as c:
+            c.call(b"flush_all\r\n")
+            for n, size in enumerate(SIZES):
+                for i in range(3):
+                    c.call(b"set c%d_%d 0 0 %d\r\n%s\r\n" % (n, i, size, b"s" * size))
+            time.sleep(1.1)   # memcached's flush hides items of the flush's second: let it pass
+            c.call(b"set after 0 0 1\r\nz\r\n")
+            per.append((stats(c, b"items"), stats(c, b"slabs"), stats(c)))
+    (mi, ms, _), (hi, hs, hg) = per
+    mic, hic = class_fields(mi, r"items:(\d+):(\w+)"), class_fields(hi, r"items:(\d+):(\w+)")
+    # memcached keeps flushed items in its classes until they are touched: compare the classes
+    # of the items stored after the flush only, by name, and the field names of every class.
+    results.check(set(hic) <= set(mic), "herdless's classes are memcached's for these sizes",
+                  "%r vs %r" % (sorted(hic), sorted(mic)))
+    some = next(iter(mic.values()))
+    for k, names in hic.items():
+        results.equal(names, some, "stats items field names of class %d" % k)
+    msc = class_fields(ms, r"(\d+):(\w+)")
+    hsc = class_fields(hs, r"(\d+):(\w+)")
+    some = next(iter(msc.values()))
+    for k, names in hsc.items():
+        results.equal(names, some, "stats slabs field names of class %d" % k)
+    results.equal([k for k in hs if not re.match(r"\d+:", k)],
+                  [k for k in ms if not re.match(r"\d+:", k)], "stats slabs totals' names")
+    total = sum(int(hi["items:%d:number" % k]) for k in hic)
+    results.equal(total, int(hg["curr_items"]), "items per class add up to curr_items")
+    results.equal(total, 3 * len(SIZES) + 1, "every item is in a class")
+    page = max(int(hs["%d:chunk_size" % k]) * int(hs["%d:chunks_per_page" % k]) for k in hsc)
+    pages = sum(int(hs["%d:total_pages" % k]) for k in hsc)
+    results.check(pages * page <= int(hg["limit_maxbytes"]), "pages x page size within -m",
+                  "%d x %d" % (pages, page))
+    results.equal(int(hs["active_slabs"]), len(hsc), "active_slabs counts the classes listed")
+
+
+def test_disabled(results):
+    with harness.start_herdless(["-X", "-W"]) as d:
+        got = replies(d.port, [b"lru_crawler metadump all\r\n", b"watch\r\n",
+                               b"stats cachedump 1 1\r\n"])
+    with harness.start_memcached(["-X", "-W"]) as m:
+        want = replies(m.port, [b"lru_crawler metadump all\r\n", b"watch\r\n",
+                                b"stats cachedump 1 1\r\n"])
+    results.equal(got, want, "-X and -W refuse as memcached's")
+
+
+def watch_lines(conn, count, seconds=5):
+    """The next `count` lines of a watch stream, without their ts= and gid= fields."""
+    out = []
+    deadline = time.monotonic() + seconds
+    while len(out) < count and time.monotonic() < deadline:
+        line = conn.recv_line().rstrip(b"\r\n")
+        out.append(b" ".join(f for f in line.split(b" ") if not f.startswith((b"ts=", b"gid="))))
+    return out
+
+
+def sync_watch(w, c, probe):
+    """Waits until watcher `w` logs the commands of `c`: memcached's workers learn of a new
+    watcher asynchronously, so a command right after its OK may go unlogged. `probe` % n is a
+    command logged under a key containing b"wsync"; the lines it produces are consumed."""
+    for n in range(100):
+        c.call(probe % n, b"\r\n")
+        try:
+            w.timeout = 0.1
+            line = w.recv_line()
+        except TimeoutError:
+            continue
+        finally:
+            w.timeout = harness.TIMEOUT
+        if b"wsync" in line:
+            c.call(probe % 999, b"\r\n")
+            while b"wsync999" not in w.recv_line():
+                pass
+            return True
+    return False
+
+
+def without(line, *fields):
+    return b" ".join(f for f in line.split(b" ") if f.split(b"=")[0] not in fields)
+
+
+def test_watch_against_memcached(results, hl, mc):
+    """watch mutations / fetchers see another connection's set and get, in memcached's format."""
+    # memcached's stores also log the item_get of their own lookup to fetchers: herdless's
+    # do not (docs/operations.md), so each kind is watched on its own here.
+    seen = []
+    for d in (mc, hl):
+        with Conn(d.port) as w, Conn(d.port) as c, Conn(d.port) as f:
+            results.equal(w.call(b"watch mutations\r\n"), b"OK\r\n", "watch says OK")
+            results.check(sync_watch(w, c, b"set wsync%d 0 0 1\r\nx\r\n"), "the watcher logs")
+            c.call(b"set w%key 0 100 5\r\nhello\r\n")
+            c.call(b"add w%key 0 0 1\r\nx\r\n")
+            c.call(b"set w2 5 0 2\r\nhi\r\n")
+            lines = watch_lines(w, 3)
+            results.equal(f.call(b"watch fetchers\r\n"), b"OK\r\n", "watch fetchers says OK")
+            results.check(sync_watch(f, c, b"get wsync%d\r\n"), "the fetchers watcher logs")
+            c.call(b"get w%key wmiss\r\n", b"END\r\n")
+            seen.append([without(l, b"cfd") for l in lines + watch_lines(f, 2)])
+    results.equal(seen[1], seen[0], "watch lines as memcached's (ts, gid, cfd aside)")
+    with Conn(hl.port) as w:
+        w.call(b"watch connevents\r\n")
+        c = Conn(hl.port)
+        port = b"rport=%d " % c.sock.getsockname()[1]
+        c.call(b"version\r\n")
+        c.close()
+        lines = []
+        for _ in range(20):   # earlier connections' closes may come first
+            lines += [l for l in watch_lines(w, 1) if port in l]
+            if len(lines) == 2:
+                break
+    results.check(len(lines) == 2 and lines[0].startswith(b"type=conn_new rip=127.0.0.1 rport=")
+                  and b"transport=tcp" in lines[0] and lines[1].startswith(b"type=conn_close")
+                  and b"reason=normal" in lines[1], "connevents: conn_new and conn_close", repr(lines))
+
+
+def test_watch_stampede(results):
+    with harness.start_herdless(["-o", "lease_timeout=1"]) as d, Conn(d.port) as w, \
+            Conn(d.port) as c:
+        results.equal(w.call(b"watch stampede\r\n"), b"OK\r\n", "watch stampede says OK")
+        c.call(b"mg hot v N30 c\r\n", b"\r\n")   # a miss: this client wins the lease
+        granted = watch_lines(w, 1)
+        results.check(granted and granted[0].startswith(b"type=lease_granted key=hot token=")
+                      and b"reason=miss" in granted[0], "lease grant logged", repr(granted))
+        time.sleep(1.3)
+        c.call(b"mg hot v N30 c\r\n", b"\r\n")   # the holder never stored: taken over
+        lines = watch_lines(w, 2)
+        results.check(len(lines) == 2 and lines[0].startswith(b"type=lease_timeout key=hot token=")
+                      and b"reason=takeover" in lines[1], "lease timeout logged", repr(lines))
+        token = lines[1].split(b"token=")[1].split(b" ")[0] if len(lines) == 2 else b"0"
+        c.call(b"ms hot 1 T60 C%s\r\nx\r\n" % token)
+        done = watch_lines(w, 1)
+        results.check(done and done[0].startswith(b"type=lease_fulfilled key=hot token=" + token),
+                      "fulfilled lease logged", repr(done))
+
+
+ROUNDS = 100
+
+
+def test_watcher_never_reads(results):
+    """A watcher that reads nothing costs bounded memory and loses lines, counted."""
+    with harness.start_herdless(["-m", "64"]) as d, Conn(d.port) as c:
+        w = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        w.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # before connect: a small window
+        w.connect(("127.0.0.1", d.port))
+        w.sendall(b"watch mutations fetchers\r\n")
+        wait_for(lambda: stats(c)["log_watchers"] == "1", 5)
+        rss_before = d.rss_bytes()
+        value = b"w" * 2000
+        t0 = time.monotonic()
+        for round_ in range(ROUNDS):
+            c.send(b"".join(b"set k%d 0 0 %d noreply\r\n%s\r\nget miss%d\r\n" %
+                            (i, len(value), value, i) for i in range(500)))
+            c.recv_until(b"END\r\n" * 500)
+        s = stats(c)
+        grown = d.rss_bytes() - rss_before
+        harness.log("never-reading watcher: %s lines skipped, %s sent, RSS +%.1f MB, %d sets+gets "
+                    "in %.2f s" % (s["log_watcher_skipped"], s["log_watcher_sent"], grown / 1e6,
+                                   ROUNDS * 1000, time.monotonic() - t0))
+        results.check(int(s["log_watcher_skipped"]) > 0, "the watcher's lost lines are counted")
+        results.check(grown < 16 << 20, "the server's memory stays bounded",
+                      "RSS grew %d bytes" % grown)
+        w.close()
+        results.check(wait_for(lambda: stats(c)["log_watchers"] == "0", 5),
+                      "a watcher that leaves is removed")
+
+
+def body(results):
+    hl = harness.start_herdless(["-m", "256"])
+    mc = harness.start_memcached(["-m", "256"])
+    test_replies_against_memcached(results, hl, mc)
+    test_format_against_memcached(results, hl, mc)
+    test_class_stats(results, hl, mc)
+    test_memcached_tool(results, hl, mc)
+    test_dump_under_writes(results, hl)
+    test_watch_against_memcached(results, hl, mc)
+    hl.stop()
+    mc.stop()
+    test_crawl(results)
+    test_reclaimed_on_reuse(results)
+    test_disabled(results)
+    test_watch_stampede(results)
+    test_watcher_never_reads(results)
+
+
+if __name__ == "__main__":
+    harness.run("test_operators", body)
