@@ -502,6 +502,7 @@ ProcessOutcome Connection::RunExecutor(int max_requests, const WaitTicket* park)
     wire_ = binary ? Wire::kBinary : Wire::kText;
   }
   if (wire_ == Wire::kBinary) {
+    worker_->binary_executor().set_client_fd(fd_);
     return worker_->binary_executor().Process(input_->view(), &output_, config.max_output,
                                               max_requests, park, &binary_session_);
   }

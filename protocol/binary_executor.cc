@@ -17,6 +17,8 @@
 //     found. "reset" and "settings" match as prefixes, as memcached's strncmp.
 #include "protocol/binary_executor.h"
 
+#include "protocol/watch.h"
+
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -74,7 +76,8 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 
 BinaryExecutor::BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats* stats,
                                const AuthFile* sasl_pwdb)
-    : store_(store), server_(server), stats_(stats), sasl_pwdb_(sasl_pwdb) {
+    : store_(store), server_(server), watch_(server->watch_log()), stats_(stats),
+      sasl_pwdb_(sasl_pwdb) {
   limits_.max_value_length = &MaxValueLengthOf;
   limits_.ctx = store_;
 }
@@ -261,13 +264,16 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
   const ProtocolSettings& settings = server_->Settings();
   const ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, park_, with_value);
   ReadResult r = store_->Read(req.key, opts);
+  const WatchContext watch{watch_, client_fd_};
   if (r.parked) {
     outcome->parked = true;
     outcome->park_token = r.cas;
     outcome->park_key = req.key;
     return;
   }
-  if (!CountClassicRead(stats_, opts, r)) {
+  const bool hit = CountClassicRead(stats_, opts, r);
+  watch.Fetch(req.key, r, hit);
+  if (!hit) {
     if (req.quiet) return;
     if (with_key) {
       AppendBinaryHeader(out, req.opcode, kKeyNotFound, 0, req.keylen, req.keylen, req.opaque, 0);
@@ -313,6 +319,8 @@ void BinaryExecutor::Update(const BinaryRequest& req, ReplyBuffer* out) {
   sr.compare_cas = compare ? req.cas : 0;
   sr.unlink_on_failure = unlink_on_failure;
   const StoreResult r = store_->Store(sr);
+  WatchContext{watch_, client_fd_}.Store(store_, req.key, req.value.size(), req.flags, req.exptime,
+                                         sr.mode, r.status);
   // memcached allocates the item before it reads the value: a store that
   // does not fit fails then, before cmd_set is counted.
   if (r.status == StoreStatus::kTooLarge) {
@@ -360,6 +368,8 @@ void BinaryExecutor::Concat(const BinaryRequest& req, ReplyBuffer* out) {
   sr.value = req.value;
   sr.compare_cas = cas_enabled ? req.cas : 0;
   const StoreResult r = store_->Store(sr);
+  WatchContext{watch_, client_fd_}.Store(store_, req.key, req.value.size(), 0, 0, sr.mode,
+                                         r.status);
   stats_->cmd_set.Add();
   if (r.status == StoreStatus::kStored) {
     Success(out, req, cas_enabled ? r.cas : 0);

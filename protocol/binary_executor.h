@@ -43,6 +43,10 @@ class BinaryExecutor {
                  const AuthFile* sasl_pwdb = nullptr);
 
   // `session` is the connection's SASL state (required with -S).
+  // The descriptor of the connection whose requests Process() runs next
+  // (the cfd of `watch` lines).
+  void set_client_fd(int fd) { client_fd_ = fd; }
+
   ProcessOutcome Process(std::string_view input, ReplyBuffer* out, size_t max_output,
                          int max_requests, const WaitTicket* park = nullptr,
                          BinarySession* session = nullptr);
@@ -63,6 +67,8 @@ class BinaryExecutor {
 
   ItemStore* store_;
   ServerInfo* server_;
+  WatchLog* watch_ = nullptr;   // the server's `watch` log
+  int client_fd_ = -1;
   ThreadStats* stats_;
   ParserLimits limits_;
   const AuthFile* const sasl_pwdb_;

@@ -74,59 +74,6 @@ class WordIterator {
 // watch fetchers / mutations: memcached's item_get and item_store lines. The
 // Wants() check is one relaxed load: nothing is formatted while nobody watches.
 
-struct WatchContext {
-  WatchLog* log = nullptr;
-  int fd = -1;
-  bool wants(uint32_t kind) const { return log != nullptr && log->Wants(kind); }
-};
-
-int ClassOf(std::string_view key, size_t value_len, uint32_t flags) {
-  return MemcachedSlabClass(MemcachedItemSize(key.size(), value_len, flags));
-}
-
-void LogFetch(const WatchContext& w, std::string_view key, const ReadResult& r, bool hit) {
-  if (!w.wants(kWatchFetchers)) return;
-  const FetchStatus status = hit              ? FetchStatus::kFound
-                             : r.miss_flushed ? FetchStatus::kFlushed
-                             : r.miss_expired ? FetchStatus::kExpired
-                                              : FetchStatus::kNotFound;
-  LogLine line;
-  FormatItemGet(&line, key, status, hit ? ClassOf(key, r.value.size(), r.client_flags) : 0, w.fd,
-                hit ? r.value.size() : 0);
-  w.log->Write(kWatchFetchers, line.view());
-}
-
-// memcached logs a store once do_store_item ran: not for a value refused as
-// too large or for want of memory (its allocation failed before).
-void LogStore(const WatchContext& w, ItemStore* store, const Request& req, StoreMode mode,
-              StoreStatus status) {
-  if (!w.wants(kWatchMutations)) return;
-  StoreLogStatus logged;
-  switch (status) {
-    case StoreStatus::kStored: logged = StoreLogStatus::kStored; break;
-    case StoreStatus::kExists: logged = StoreLogStatus::kExists; break;
-    case StoreStatus::kNotFound: logged = StoreLogStatus::kNotFound; break;
-    case StoreStatus::kNotStored: logged = StoreLogStatus::kNotStored; break;
-    default: return;
-  }
-  StoreLogCommand cmd = StoreLogCommand::kSet;
-  switch (mode) {
-    case StoreMode::kAdd: cmd = StoreLogCommand::kAdd; break;
-    case StoreMode::kReplace: cmd = StoreLogCommand::kReplace; break;
-    case StoreMode::kAppend: cmd = StoreLogCommand::kAppend; break;
-    case StoreMode::kPrepend: cmd = StoreLogCommand::kPrepend; break;
-    case StoreMode::kCas: cmd = StoreLogCommand::kCas; break;
-    default: break;
-  }
-  // memcached's ttl: seconds left (0 = never; a past one wraps as its %u does).
-  const int64_t exptime = req.exptime == 0 ? 0 : store->ToStoreTime(req.exptime);
-  const uint32_t ttl = exptime == 0 ? 0 : static_cast<uint32_t>(exptime - store->NowSeconds());
-  LogLine line;
-  FormatItemStore(&line, req.key, logged, cmd, ttl,
-                  ClassOf(req.key, req.value.size(), req.client_flags), w.fd, req.value.size());
-  w.log->Write(kWatchMutations, line.view());
-}
-
 // ---------------------------------------------------------------------------
 // get / gets / gat / gats
 
@@ -183,7 +130,7 @@ void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
       return;
     }
     const bool hit = CountClassicRead(stats, opts, r);
-    LogFetch(watch, key, r, hit);
+    watch.Fetch(key, r, hit);
     if (!hit) continue;
     // With -C memcached keeps no CAS and `gets` shows 0.
     AppendValueLine(key, r.client_flags, r.value.size(), with_cas,
@@ -283,7 +230,7 @@ void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch, con
     sr.lease_token = req.cas_unique;
   }
   const StoreResult r = store->Store(sr);
-  LogStore(watch, store, req, mode, r.status);
+  watch.Store(store, req.key, req.value.size(), req.client_flags, req.exptime, mode, r.status);
 
   // memcached allocates the new item before it looks at the old one: a set,
   // add, replace or cas that does not fit fails with SERVER_ERROR. append and
@@ -1231,7 +1178,10 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
     case Command::kMetaArithmetic:
     case Command::kMetaNoop:
     case Command::kMetaDebug:
-      ExecuteMeta(store_, stats_, req, out);
+      {
+        const WatchContext watch{watch_, client_fd_};
+        ExecuteMeta(store_, stats_, req, out, &watch);
+      }
       return;
     case Command::kLeaseGet:
       LeaseGet(store_, stats_, server_->Settings(), req, out);

@@ -131,7 +131,8 @@ int FlagIndex(const MetaFlags& flags, char name) {
 // ---------------------------------------------------------------------------
 // mg
 
-void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
+                ReplyBuffer* out) {
   const MetaFlags& flags = req.meta;
   const MetaArgs& args = req.meta_args;
   const bool touch = flags.Has('T');
@@ -151,6 +152,7 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   opts.recache_after_touch = touch && FlagIndex(flags, 'T') < FlagIndex(flags, 'R');
   ReadResult r = store->Read(req.key, opts);
   stats->CountMissCause(r.miss_expired, r.miss_flushed);
+  watch.Fetch(req.key, r, r.status == ReadStatus::kHit);
 
   // memcached decides "touch or get" while writing a hit's flags, so a miss
   // is always a get miss, a hit with T a touch hit, and a vivified miss a hit.
@@ -240,7 +242,8 @@ std::string_view StoreCode(StoreStatus status) {
   }
 }
 
-void ExecuteSet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
+                ReplyBuffer* out) {
   const MetaFlags& flags = req.meta;
   const MetaArgs& args = req.meta_args;
 
@@ -283,6 +286,7 @@ void ExecuteSet(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   }
 
   StoreResult result = store->Store(sr);
+  watch.Store(store, req.key, sr.value.size(), sr.client_flags, sr.exptime, sr.mode, result.status);
   switch (result.status) {
     case StoreStatus::kTooLarge:
       stats->store_too_large.Add();
@@ -499,10 +503,13 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
 
 }  // namespace
 
-void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out,
+                 const WatchContext* watch) {
+  static const WatchContext kNobody;
+  const WatchContext& w = watch != nullptr ? *watch : kNobody;
   switch (req.command) {
-    case Command::kMetaGet: ExecuteGet(store, stats, req, out); break;
-    case Command::kMetaSet: ExecuteSet(store, stats, req, out); break;
+    case Command::kMetaGet: ExecuteGet(store, stats, w, req, out); break;
+    case Command::kMetaSet: ExecuteSet(store, stats, w, req, out); break;
     case Command::kMetaDelete: ExecuteDelete(store, stats, req, out); break;
     case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, req, out); break;
     case Command::kMetaDebug: ExecuteDebug(store, stats, req, out); break;

@@ -5,13 +5,16 @@
 #define HERDLESS_PROTOCOL_META_EXECUTOR_H_
 
 #include "protocol/reply.h"
+#include "protocol/watch.h"
 #include "protocol/request.h"
 #include "protocol/thread_stats.h"
 #include "storage/item_store.h"
 
 namespace herdless {
 
-void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out);
+// `watch`, when given, logs mg's fetch and ms's store (protocol/watch.h).
+void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out,
+                 const WatchContext* watch = nullptr);
 
 }  // namespace herdless
 

@@ -158,6 +158,50 @@ void FormatWait(LogLine* line, WaitEvent event, std::string_view key, uint64_t t
   line->Text(" cfd=").Signed(fd);
 }
 
+void WatchContext::Fetch(std::string_view key, const ReadResult& r, bool hit) const {
+  if (!wants(kWatchFetchers)) return;
+  const FetchStatus status = hit              ? FetchStatus::kFound
+                             : r.miss_flushed ? FetchStatus::kFlushed
+                             : r.miss_expired ? FetchStatus::kExpired
+                                              : FetchStatus::kNotFound;
+  const int cls =
+      hit ? MemcachedSlabClass(MemcachedItemSize(key.size(), r.value.size(), r.client_flags)) : 0;
+  LogLine line;
+  FormatItemGet(&line, key, status, cls, fd, hit ? r.value.size() : 0);
+  log->Write(kWatchFetchers, line.view());
+}
+
+void WatchContext::Store(ItemStore* store, std::string_view key, size_t value_len,
+                         uint32_t client_flags, int64_t exptime, StoreMode mode,
+                         StoreStatus status) const {
+  if (!wants(kWatchMutations)) return;
+  StoreLogStatus logged;
+  switch (status) {
+    case StoreStatus::kStored: logged = StoreLogStatus::kStored; break;
+    case StoreStatus::kExists: logged = StoreLogStatus::kExists; break;
+    case StoreStatus::kNotFound: logged = StoreLogStatus::kNotFound; break;
+    case StoreStatus::kNotStored: logged = StoreLogStatus::kNotStored; break;
+    default: return;
+  }
+  StoreLogCommand cmd = StoreLogCommand::kSet;
+  switch (mode) {
+    case StoreMode::kAdd: cmd = StoreLogCommand::kAdd; break;
+    case StoreMode::kReplace: cmd = StoreLogCommand::kReplace; break;
+    case StoreMode::kAppend: cmd = StoreLogCommand::kAppend; break;
+    case StoreMode::kPrepend: cmd = StoreLogCommand::kPrepend; break;
+    case StoreMode::kCas: cmd = StoreLogCommand::kCas; break;
+    default: break;
+  }
+  // memcached's ttl: seconds left (0 = never; a past one wraps as its %u does).
+  const int64_t at = exptime == 0 ? 0 : store->ToStoreTime(exptime);
+  const uint32_t ttl = at == 0 ? 0 : static_cast<uint32_t>(at - store->NowSeconds());
+  LogLine line;
+  FormatItemStore(&line, key, logged, cmd, ttl,
+                  MemcachedSlabClass(MemcachedItemSize(key.size(), value_len, client_flags)), fd,
+                  value_len);
+  log->Write(kWatchMutations, line.view());
+}
+
 void StoreEventLog::Sync(uint32_t watched_kinds) {
   uint32_t wanted = 0;
   if (watched_kinds & kWatchEvictions) wanted |= Bit(StoreEventKind::kEviction);

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "storage/item_store.h"
 #include "storage/store_events.h"
 
 namespace herdless {
@@ -98,6 +99,19 @@ uint32_t FormatStoreEvent(LogLine* line, const StoreEvent& e);
 enum class WaitEvent : uint8_t { kParked, kWoken, kTimedOut };
 void FormatWait(LogLine* line, WaitEvent event, std::string_view key, uint64_t token,
                 uint32_t waited_ms, int fd);
+
+// The executors' hooks (text, meta, binary): memcached's item_get line for
+// a key a read looked up, its item_store line for a store that ran (not one
+// refused as too large or for want of memory, which memcached refuses before
+// it stores). Each is one relaxed load while nobody watches.
+struct WatchContext {
+  WatchLog* log = nullptr;
+  int fd = -1;   // the client's descriptor (cfd=)
+  bool wants(uint32_t kind) const { return log != nullptr && log->Wants(kind); }
+  void Fetch(std::string_view key, const ReadResult& r, bool hit) const;
+  void Store(ItemStore* store, std::string_view key, size_t value_len, uint32_t client_flags,
+             int64_t exptime, StoreMode mode, StoreStatus status) const;
+};
 
 // Forwards the store's events to a WatchLog as lines, asking the store only
 // for the events some watcher wants (Sync after the watchers change).

@@ -25,6 +25,7 @@ import threading
 import time
 
 import harness
+from binproto import BinConn, get, set_
 from harness import Conn
 
 MEMCACHED_TOOL = "/usr/share/memcached/scripts/memcached-tool"
@@ -381,11 +382,18 @@ def test_watch_against_memcached(results, hl, mc):
             c.call(b"set w%key 0 100 5\r\nhello\r\n")
             c.call(b"add w%key 0 0 1\r\nx\r\n")
             c.call(b"set w2 5 0 2\r\nhi\r\n")
-            lines = watch_lines(w, 3)
+            c.call(b"ms wm 3 T50 F7\r\nabc\r\n")
+            with BinConn(d.port) as b:
+                b.call(set_("wb", "bin", flags=2))
+            lines = watch_lines(w, 5)
             results.equal(f.call(b"watch fetchers\r\n"), b"OK\r\n", "watch fetchers says OK")
             results.check(sync_watch(f, c, b"get wsync%d\r\n"), "the fetchers watcher logs")
             c.call(b"get w%key wmiss\r\n", b"END\r\n")
-            seen.append([without(l, b"cfd") for l in lines + watch_lines(f, 2)])
+            c.call(b"mg wm v\r\n", b"abc\r\n")
+            c.call(b"mg wmiss2 v\r\n", b"EN\r\n")
+            with BinConn(d.port) as b:
+                b.call(get("wb"))
+            seen.append([without(l, b"cfd") for l in lines + watch_lines(f, 5)])
     results.equal(seen[1], seen[0], "watch lines as memcached's (ts, gid, cfd aside)")
     with Conn(hl.port) as w:
         w.call(b"watch connevents\r\n")
@@ -428,27 +436,36 @@ ROUNDS = 100
 
 def test_watcher_never_reads(results):
     """A watcher that reads nothing costs bounded memory and loses lines, counted."""
-    with harness.start_herdless(["-m", "64"]) as d, Conn(d.port) as c:
+    with harness.start_herdless(["-m", "8"]) as d, Conn(d.port) as c:
         w = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         w.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # before connect: a small window
         w.connect(("127.0.0.1", d.port))
         w.sendall(b"watch mutations fetchers\r\n")
         wait_for(lambda: stats(c)["log_watchers"] == "1", 5)
-        rss_before = d.rss_bytes()
         value = b"w" * 2000
+
+        def load():
+            for round_ in range(ROUNDS):
+                c.send(b"".join(b"set k%d 0 0 %d noreply\r\n%s\r\nget miss%d\r\n" %
+                                (i, len(value), value, i) for i in range(500)))
+                c.recv_until(b"END\r\n" * 500)
+
+        # Phase 1 fills the cache's segments (-m 8) so that phase 2 measures the watcher alone.
+        load()
+        rss_before = d.rss_bytes()
         t0 = time.monotonic()
-        for round_ in range(ROUNDS):
-            c.send(b"".join(b"set k%d 0 0 %d noreply\r\n%s\r\nget miss%d\r\n" %
-                            (i, len(value), value, i) for i in range(500)))
-            c.recv_until(b"END\r\n" * 500)
+        load()
         s = stats(c)
         grown = d.rss_bytes() - rss_before
         harness.log("never-reading watcher: %s lines skipped, %s sent, RSS +%.1f MB, %d sets+gets "
-                    "in %.2f s" % (s["log_watcher_skipped"], s["log_watcher_sent"], grown / 1e6,
-                                   ROUNDS * 1000, time.monotonic() - t0))
+                    "in %.2f s (second half)" % (s["log_watcher_skipped"], s["log_watcher_sent"],
+                                                 grown / 1e6, ROUNDS * 1000,
+                                                 time.monotonic() - t0))
         results.check(int(s["log_watcher_skipped"]) > 0, "the watcher's lost lines are counted")
-        results.check(grown < 16 << 20, "the server's memory stays bounded",
-                      "RSS grew %d bytes" % grown)
+        # ASan keeps freed memory in its quarantine: RSS says nothing there.
+        if not harness.SANITIZED:
+            results.check(grown < 4 << 20, "the server's memory stays bounded",
+                          "RSS grew %d bytes" % grown)
         w.close()
         results.check(wait_for(lambda: stats(c)["log_watchers"] == "0", 5),
                       "a watcher that leaves is removed")

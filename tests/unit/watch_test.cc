@@ -1,0 +1,80 @@
+#include "protocol/watch.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace herdless {
+namespace {
+
+TEST(WatchTest, ParsesMemcachedsKindsAndStampede) {
+  uint32_t kinds = 0;
+  EXPECT_TRUE(ParseWatchKinds("", &kinds));
+  EXPECT_EQ(kinds, uint32_t{kWatchFetchers});   // memcached's default
+  EXPECT_TRUE(ParseWatchKinds("mutations  evictions connevents stampede", &kinds));
+  EXPECT_EQ(kinds, uint32_t{kWatchMutations | kWatchEvictions | kWatchConnEvents | kWatchStampede});
+  EXPECT_TRUE(ParseWatchKinds("rawcmds sysevents proxyreqs proxyevents proxyuser", &kinds));
+  EXPECT_FALSE(ParseWatchKinds("fetchers bogus", &kinds));
+}
+
+// memcached 1.6.18's logger.c formats, after "ts=... gid=... ".
+TEST(WatchTest, FormatsMemcachedsLines) {
+  LogLine get;
+  FormatItemGet(&get, "a b%", FetchStatus::kFound, 7, 23, 300);
+  EXPECT_EQ(get.view(), "type=item_get key=a%20b%25 status=found clsid=7 cfd=23 size=300");
+  LogLine store;
+  FormatItemStore(&store, "k", StoreLogStatus::kNotStored, StoreLogCommand::kAdd, 100, 1, 5, 2);
+  EXPECT_EQ(store.view(),
+            "type=item_store key=k status=not_stored cmd=add ttl=100 clsid=1 cfd=5 size=2");
+  LogLine open;
+  FormatConnNew(&open, "127.0.0.1", 40000, ConnTransport::kTcp, 9);
+  EXPECT_EQ(open.view(), "type=conn_new rip=127.0.0.1 rport=40000 transport=tcp cfd=9");
+  LogLine close;
+  FormatConnClose(&close, "unix", 0, ConnTransport::kLocal, CloseReason::kNormal, 9);
+  EXPECT_EQ(close.view(),
+            "type=conn_close rip=unix rport=0 transport=local reason=normal cfd=9");
+  StoreEvent e;
+  e.kind = StoreEventKind::kEviction;
+  e.key = "old";
+  e.slab_class = 3;
+  e.value_len = 50;
+  e.ttl_s = -1;
+  e.idle_s = 12;
+  LogLine evicted;
+  EXPECT_EQ(FormatStoreEvent(&evicted, e), uint32_t{kWatchEvictions});
+  EXPECT_EQ(evicted.view(), "type=eviction key=old fetch=no ttl=-1 la=12 clsid=3 size=50");
+}
+
+TEST(WatchTest, FormatsTheStampedeStream) {
+  StoreEvent e;
+  e.kind = StoreEventKind::kLeaseGranted;
+  e.key = "hot";
+  e.token = 42;
+  e.reason = LeaseReason::kXFetch;
+  e.ttl_s = 30;
+  e.slab_class = 1;
+  LogLine granted;
+  EXPECT_EQ(FormatStoreEvent(&granted, e), uint32_t{kWatchStampede});
+  EXPECT_EQ(granted.view(), "type=lease_granted key=hot token=42 reason=xfetch ttl=30 clsid=1");
+  e.kind = StoreEventKind::kLeaseTimedOut;
+  e.previous_token = 42;
+  e.token = 43;
+  e.held_ms = 5001;
+  LogLine timed_out;
+  FormatStoreEvent(&timed_out, e);
+  EXPECT_EQ(timed_out.view(), "type=lease_timeout key=hot token=42 new_token=43 held_ms=5001");
+  LogLine woken;
+  FormatWait(&woken, WaitEvent::kWoken, "hot", 43, 17, 8);
+  EXPECT_EQ(woken.view(), "type=reader_woken key=hot token=43 waited_ms=17 cfd=8");
+}
+
+TEST(WatchTest, LongLinesAreCutNotOverflowed) {
+  LogLine line;
+  const std::string key(250, '\xff');   // 750 bytes encoded
+  FormatItemGet(&line, key, FetchStatus::kNotFound, 0, 1, 0);
+  FormatItemGet(&line, key, FetchStatus::kNotFound, 0, 1, 0);
+  EXPECT_EQ(line.view().size(), 1024u);
+}
+
+}  // namespace
+}  // namespace herdless
