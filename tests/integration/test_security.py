@@ -73,6 +73,10 @@ def privileges(r):
             "with memcached's message", run.stderr.decode(errors="replace"))
     nobody = pwd.getpwnam("nobody")
     daemon = harness.start_herdless([])   # harness adds -u nobody as root
+    # The port accepts (into the listen backlog) before -u takes effect, as memcached's: a
+    # request is served only once the workers run, after the switch (this read raced it).
+    with harness.Conn(daemon.port) as c:
+        c.call(b"version\r\n")
     uid = daemon.status_field("Uid").split()
     gid = daemon.status_field("Gid").split()
     r.equal(uid, [str(nobody.pw_uid)] * 4, "-u nobody: real, effective, saved and fs uid")
