@@ -579,9 +579,13 @@ void Connection::UpdateEvents(bool more_input) {
     event_active(read_event_, EV_READ, 0);
   }
   if (more_input && !backlogged) {
-    // Requests may be waiting in the buffer (-R stopped us): come back after
-    // the other connections had their turn, not when more bytes arrive.
-    event_active(resume_event_, EV_TIMEOUT, 0);
+    // Requests may be waiting in the buffer (-R stopped us, or a dump paused at
+    // its output bound): come back after the other connections had their turn,
+    // not when more bytes arrive. A zero timeout, not event_active: libevent runs
+    // an event activated from a callback in the same pass, before it polls the
+    // sockets again, so the other connections would wait for the whole dump.
+    static const struct timeval kNextPass = {0, 0};
+    event_add(resume_event_, &kNextPass);
   }
   ConnState state = ConnState::kWaiting;
   if (draining_ || close_after_write_) {
