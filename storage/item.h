@@ -9,7 +9,10 @@
 //             4 bytes (little-endian) with kFmtLongValue
 //   cas       6 bytes (8 with kFmtWideCas)
 //   time      4 bytes: last access, store seconds
-//   exptime   4 bytes with kFmtExptime (without: 0, never expires)
+//   exptime   4 bytes with kFmtExptime (without: 0, never expires): expiry
+//             in ticks of 1/8 s of store time (storage/store_time.h), so an
+//             item lives its TTL within 1/8 s; an int32 of ticks reaches
+//             about 8.5 years after process start (later exptimes clamp)
 //   flags     4 bytes with kFmtClientFlags (without: 0)
 //   delta     2 bytes with kFmtDelta: smoothed recompute time, ms (XFetch's Δ)
 //   rate      3 bytes with kFmtReadRate: the key's read-rate estimate, its TTL
@@ -61,7 +64,7 @@ struct ItemFields {
   uint32_t value_len = 0;
   uint64_t cas = 0;
   int32_t last_access = 0;    // store seconds
-  int32_t exptime = 0;        // store seconds, 0 = never
+  int32_t exptime = 0;        // expiry tick (storage/store_time.h), 0 = never
   uint32_t client_flags = 0;
   uint16_t delta_ms = 0;      // 0 = unmeasured (no field)
   ReadRateState read_rate;    // count 0 = no estimate (no field)

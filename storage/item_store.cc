@@ -126,7 +126,7 @@ int64_t ItemStore::NowSeconds() const { return config_.clock->NowMicros() / 1000
 
 ItemStore::Times ItemStore::Now() const {
   const int64_t us = config_.clock->NowMicros();
-  return Times{us, us / 1000000, static_cast<uint32_t>(us / 1000)};
+  return Times{us, us / 1000000, TickOf(us), static_cast<uint32_t>(us / 1000)};
 }
 
 int64_t ItemStore::ToStoreTime(int64_t exptime) const {
@@ -144,6 +144,28 @@ int64_t ItemStore::ToStoreTime(int64_t exptime) const {
     if (t <= now) return expired;
   }
   return std::min<int64_t>(t, INT32_MAX);
+}
+
+int32_t ItemStore::ToExpiryTick(int64_t exptime) const {
+  if (exptime == 0) return 0;
+  const int64_t now_tick = TickOf(config_.clock->NowMicros());
+  // As ToStoreTime: "already expired" is a non-zero tick <= now.
+  const int64_t expired = now_tick - 1 != 0 ? now_tick - 1 : -1;
+  if (exptime < 0) return ClampStoreTime(expired);
+  int64_t tick;
+  if (exptime <= kMaxRelativeExptime) {
+    // The tick the expiry falls in: the item lives exptime seconds, less
+    // what the clock is into its current tick (under 1/8 s).
+    tick = now_tick + exptime * kTicksPerSecond;
+  } else {
+    // An absolute Unix time: whole seconds, as the client gave it.
+    const int64_t now_s = NowSeconds();
+    const int64_t store_s = exptime - (config_.clock->UnixSeconds() - now_s);
+    if (store_s <= now_s) return ClampStoreTime(expired);
+    tick = store_s * kTicksPerSecond;
+    if (tick <= now_tick) return ClampStoreTime(expired);
+  }
+  return static_cast<int32_t>(std::min<int64_t>(tick, INT32_MAX));
 }
 
 int64_t ItemStore::ToUnixTime(int64_t store_s) const {
@@ -245,12 +267,13 @@ void ItemStore::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost) {
 // Counts an item of a victim segment that is about to be removed: evicted,
 // or (expired, flushed) reclaimed. memcached counts these where its LRU tail
 // is pulled; an item that expires on access counts only as get_expired.
-void ItemStore::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, int64_t now_s,
+void ItemStore::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, const Times& t,
                                    bool evicted) {
+  const int64_t now_s = t.now_s;
   const bool fetched = Has(s, kItemFetched);
   const int slab_class = SlabClassOf(item);
   StoreStats::Class& c = shard.counters.classes[slab_class];
-  if (evicted && !IsExpired(item, now_s) && !IsFlushed(item, now_s)) {
+  if (evicted && !IsExpiredAt(item, t.now_tick) && !IsFlushed(item, now_s)) {
     shard.counters.evictions++;
     c.evicted++;
     c.evicted_time = static_cast<uint64_t>(std::max<int64_t>(0, now_s - item.last_access()));
@@ -269,7 +292,7 @@ void ItemStore::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, int6
       e.key = item.key();
       e.slab_class = slab_class;
       e.value_len = item.value_len();
-      e.ttl_s = TtlOf(item.exptime(), now_s);
+      e.ttl_s = TtlAt(item.exptime(), t.now_tick);
       e.fetched = fetched;
       e.idle_s = now_s - item.last_access();
       config_.events->OnEvent(e);
@@ -286,7 +309,7 @@ void ItemStore::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, int6
 
 // A new value of the key ended the live lease `token` after `took_ms`.
 void ItemStore::CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
-                                     int64_t now_s) {
+                                     const Times& t) {
   shard.counters.lease_fulfilled++;
   if (!Watching(StoreEventKind::kLeaseFulfilled)) return;
   StoreEvent e;
@@ -294,7 +317,7 @@ void ItemStore::CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fres
   e.key = fresh.key();
   e.slab_class = SlabClassOf(fresh);
   e.value_len = fresh.value_len();
-  e.ttl_s = TtlOf(fresh.exptime(), now_s);
+  e.ttl_s = TtlAt(fresh.exptime(), t.now_tick);
   e.token = token;
   e.held_ms = took_ms;
   config_.events->OnEvent(e);
@@ -340,13 +363,13 @@ void ItemStore::SetRateLocked(Shard& shard, ItemView item, ReadRateState rate) {
   CountRateLocked(shard, rate, +1);
 }
 
-ReadRateState ItemStore::CarriedRateLocked(Shard& shard, ItemView old, int64_t now_s, int32_t exptime) {
+ReadRateState ItemStore::CarriedRateLocked(Shard& shard, ItemView old, const Times& t, int32_t exptime) {
   ReadRateState rate = old.read_rate();
   if (!rate.present()) return ReadRateState{};
-  const int64_t since_s = std::max<int64_t>(0, now_s - old.last_access());
+  const int64_t since_s = std::max<int64_t>(0, t.now_s - old.last_access());
   rate.count = ReadRate::Decayed(rate.count, since_s, NextRandom(&shard.random));
   if (ReadRate::CountOf(rate.count) < ReadRate::kDropBelowReads) return ReadRateState{};
-  rate.set_ttl_code(ReadRate::TtlCode(TtlOf(exptime, now_s)));
+  rate.set_ttl_code(ReadRate::TtlCode(TtlAt(exptime, t.now_tick)));
   return rate;
 }
 
@@ -377,12 +400,13 @@ void ItemStore::MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t now_s)
 // When the item has no room for it, the estimate is remembered for the key's
 // next item (its next store): copying the item here would make a hit
 // allocate.
-void ItemStore::TrackIfHotLocked(Shard& shard, uint64_t* slot, int64_t now_s) {
+void ItemStore::TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t) {
+  const int64_t now_s = t.now_s;
   const ItemView item = ItemAt(*slot);
   if (item.read_rate().present() || item.last_access() != now_s || !Has(*slot, kItemFetched)) return;
   ReadRateState rate;
   rate.count = ReadRate::Encode(ReadRate::kTrackedAfterReads);
-  rate.set_ttl_code(ReadRate::TtlCode(TtlOf(item.exptime(), now_s)));
+  rate.set_ttl_code(ReadRate::TtlCode(TtlAt(item.exptime(), t.now_tick)));
   if (item.CanHoldReadRate()) {
     SetRateLocked(shard, item, rate);
     return;
@@ -406,7 +430,8 @@ bool ItemStore::IsFlushed(ItemView item, int64_t now_s) const {
 // stale grace. Stubs (placeholders, vivified items still waiting for their
 // value) never linger as stale values.
 ItemStore::Found ItemStore::LookupLocked(Shard& shard, std::string_view key, uint64_t hash,
-                                         int64_t now_s) {
+                                         const Times& t) {
+  const int64_t now_s = t.now_s;
   Found f;
   uint64_t* slot = shard.index.Find(hash, [&](uint64_t s) { return ItemAt(s).key() == key; });
   if (slot == nullptr) {
@@ -419,11 +444,11 @@ ItemStore::Found ItemStore::LookupLocked(Shard& shard, std::string_view key, uin
     f.removed_flushed = true;
     return f;
   }
-  if (IsExpired(item, now_s)) {
+  if (IsExpiredAt(item, t.now_tick)) {
     const bool stub = Has(*slot, kItemPlaceholder | kItemNeedsValue);
-    if (stub || int64_t{item.exptime()} + config_.stale_grace_s <= now_s) {
+    if (stub || IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)) {
       if (!stub) {
-        f.carried_rate = CarriedRateLocked(shard, item, now_s, 0);
+        f.carried_rate = CarriedRateLocked(shard, item, t, 0);
         RememberRateLocked(shard, hash, f.carried_rate, now_s);
       }
       // memcached's get_expired (the caller's), not reclaimed.
@@ -458,10 +483,10 @@ void ItemStore::RemoveKey(std::string_view key) {
 // it notice the timeout, and they would all be woken by its expiry.)
 int32_t ItemStore::PlaceholderExptime(int64_t now_us) const {
   if (config_.lease.lease_timeout_ms == 0) {
-    return ClampStoreTime(now_us / 1000000 + kPlaceholderTtlWithoutTimeoutS);
+    return ClampStoreTime(TickOf(now_us) + kPlaceholderTtlWithoutTimeoutS * kTicksPerSecond);
   }
   const int64_t lease_end_us = now_us + int64_t{config_.lease.lease_timeout_ms} * 1000;
-  return ClampStoreTime((lease_end_us + 999999) / 1000000 + 1);
+  return ClampStoreTime(((lease_end_us + 999999) / 1000000 + 1) * kTicksPerSecond);
 }
 
 ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
@@ -470,7 +495,7 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
   const bool classic = opts.kind == ReadKind::kClassic;
   const double u =
       (!classic && opts.lease.xfetch_beta > 0) ? config_.random->UniformOpenClosed() : 1.0;
-  const int32_t touch_exptime = ClampStoreTime(opts.has_touch ? ToStoreTime(opts.touch_exptime) : 0);
+  const int32_t touch_exptime = opts.has_touch ? ToExpiryTick(opts.touch_exptime) : 0;
   const bool wants_stub = (opts.kind == ReadKind::kMeta && opts.has_vivify) ||
                           opts.kind == ReadKind::kLeaseGet ||
                           opts.kind == ReadKind::kClassicLease;
@@ -480,7 +505,7 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, key, hash, t.now_s);
+    const Found f = LookupLocked(shard, key, hash, t);
     r.miss_expired = f.removed_expired;
     r.miss_flushed = f.removed_flushed;
     bool visible = f.slot != nullptr;
@@ -514,13 +539,13 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
       state |= kItemPlaceholder;
     } else {
       // memcached's mg N: a real 0-byte item with the N TTL (or T's).
-      fields.exptime = ClampStoreTime(opts.has_touch ? touch_exptime : ToStoreTime(opts.vivify_exptime));
+      fields.exptime = opts.has_touch ? touch_exptime : ToExpiryTick(opts.vivify_exptime);
       if (opts.bump) state |= kItemFetched;
     }
     fields.cas = 2;   // narrow: the real one is drawn once there is room
     fields.read_rate = f.carried_rate;
     if (fields.read_rate.present()) {
-      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlOf(fields.exptime, t.now_s)));
+      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
     }
     Placed placed;
     if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
@@ -537,7 +562,7 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
       e.kind = StoreEventKind::kLeaseGranted;
       e.key = key;
       e.slab_class = SlabClassOf(stub);
-      e.ttl_s = TtlOf(fields.exptime, t.now_s);
+      e.ttl_s = TtlAt(fields.exptime, t.now_tick);
       e.token = fields.cas;
       e.reason = LeaseReason::kMiss;
       config_.events->OnEvent(e);
@@ -548,7 +573,7 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
     r.value = stub.value();
     r.client_flags = 0;
     r.cas = fields.cas;
-    r.ttl_before = r.ttl_after = TtlOf(fields.exptime, t.now_s);
+    r.ttl_before = r.ttl_after = TtlAt(fields.exptime, t.now_tick);
     r.lease = LeaseVerdict::kWin;
     r.placeholder = makes_placeholder;
     r.vivified = !makes_placeholder;
@@ -561,7 +586,7 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
 void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
                           int64_t touch_exptime, const Times& t, double u, ReadResult* r) {
   const bool stub = Has(*slot, kItemPlaceholder | kItemNeedsValue);
-  if (opts.bump && !stub) TrackIfHotLocked(shard, slot, t.now_s);   // may copy the item
+  if (opts.bump && !stub) TrackIfHotLocked(shard, slot, t);   // may copy the item
   ItemView item = ItemAt(*slot);
   const int32_t exptime_before = item.exptime();
   const int64_t since_access_s = std::max<int64_t>(0, t.now_s - item.last_access());
@@ -575,11 +600,11 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
   const bool touch_later = opts.has_touch && opts.kind == ReadKind::kClassicLease;
   auto touch = [&] {
     item.set_exptime(static_cast<int32_t>(touch_exptime));
-    rate.set_ttl_code(ReadRate::TtlCode(TtlOf(touch_exptime, t.now_s)));
+    rate.set_ttl_code(ReadRate::TtlCode(TtlAt(touch_exptime, t.now_tick)));
   };
-  r->ttl_before = TtlOf(exptime_before, t.now_s);
+  r->ttl_before = TtlAt(exptime_before, t.now_tick);
   if (opts.has_touch && !touch_later) touch();
-  r->ttl_after = TtlOf(item.exptime(), t.now_s);
+  r->ttl_after = TtlAt(item.exptime(), t.now_tick);
   r->fetched_before = Has(*slot, kItemFetched);
   r->seconds_since_access = t.now_s - item.last_access();
   if (!Has(*slot, kItemPlaceholder | kItemNeedsValue)) {
@@ -640,7 +665,7 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
           e.key = item.key();
           e.slab_class = SlabClassOf(item);
           e.value_len = item.value_len();
-          e.ttl_s = TtlOf(item.exptime(), t.now_s);
+          e.ttl_s = TtlAt(item.exptime(), t.now_tick);
           e.token = item.cas();
           e.previous_token = dead_token;
           e.held_ms = t.now_ms - view.lease_granted_ms;
@@ -656,7 +681,7 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
         e.key = item.key();
         e.slab_class = SlabClassOf(item);
         e.value_len = item.value_len();
-        e.ttl_s = TtlOf(item.exptime(), t.now_s);
+        e.ttl_s = TtlAt(item.exptime(), t.now_tick);
         e.token = item.cas();
         e.reason = reason;
         config_.events->OnEvent(e);
@@ -669,7 +694,7 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
   if (touch_later && !stale && !stub && r->lease != LeaseVerdict::kWin) {
     touch();
     if (rate.present()) item.set_read_rate(rate);   // the TTL code only: counts unchanged
-    r->ttl_after = TtlOf(item.exptime(), t.now_s);
+    r->ttl_after = TtlAt(item.exptime(), t.now_tick);
   }
 
   Segment* seg = SegmentOf(*slot);
@@ -693,7 +718,7 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
       e.key = item.key();
       e.slab_class = SlabClassOf(item);
       e.value_len = item.value_len();
-      e.ttl_s = TtlOf(item.exptime(), t.now_s);
+      e.ttl_s = TtlAt(item.exptime(), t.now_tick);
       e.token = item.cas();
       config_.events->OnEvent(e);
     }
@@ -719,7 +744,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
   // A lowered limit (cache_memlimit) is reached one eviction per store.
   if (pool_->used() > pool_->limit() && config_.evictions) EvictSegment(/*compact=*/false);
 
-  const int64_t exptime = ToStoreTime(req.exptime);
+  const int32_t exptime = ToExpiryTick(req.exptime);
   // meta's C turns set and replace into a compare-and-swap (memcached).
   const bool cas_mode = req.mode == StoreMode::kCas ||
                         (req.compare_cas != 0 &&
@@ -733,7 +758,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
     const Times t = Now();
     ShardLock lock(this, shard);
     if (attempt == 0) counts.set_cmds++;
-    const Found f = LookupLocked(shard, req.key, hash, t.now_s);
+    const Found f = LookupLocked(shard, req.key, hash, t);
     const uint64_t old_slot = f.slot != nullptr ? *f.slot : 0;
     const bool live = f.presence == Found::kLive;
 
@@ -786,7 +811,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
     fields.key = req.key;
     fields.value_len = static_cast<uint32_t>(req.value.size());
     fields.client_flags = req.client_flags;
-    fields.exptime = ClampStoreTime(exptime);
+    fields.exptime = exptime;
     fields.last_access = ClampStoreTime(t.now_s);
     fields.cas = req.new_cas != 0 ? req.new_cas : 2;
     uint8_t state = req.binary_key ? kItemBinaryKey : 0;
@@ -807,14 +832,14 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
         fields.delta_ms = SmoothDelta(old_item.delta_ms(), took_ms);
       }
       // The key's read rate goes on with its new value.
-      fields.read_rate = CarriedRateLocked(shard, old_item, t.now_s, fields.exptime);
+      fields.read_rate = CarriedRateLocked(shard, old_item, t, fields.exptime);
       if (!fields.read_rate.present()) {
         fields.read_rate = RecalledRateLocked(shard, hash, t.now_s);
-        fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlOf(fields.exptime, t.now_s)));
+        fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
       }
     } else if (f.carried_rate.present()) {
       fields.read_rate = f.carried_rate;
-      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlOf(fields.exptime, t.now_s)));
+      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
     }
     fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
     Placed placed;
@@ -832,7 +857,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
     CopyBytes(item.value_data(), req.value);
     // The new value's frequency carries the key's reads: it is the same key.
     const uint8_t freq = f.slot != nullptr ? slot::Freq(old_slot) : 0;
-    if (fulfilled) CountFulfilledLocked(shard, ItemAt(old_slot).cas(), item, took_ms, t.now_s);
+    if (fulfilled) CountFulfilledLocked(shard, ItemAt(old_slot).cas(), item, took_ms, t);
     if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
     const uint64_t s = LinkLocked(shard, hash, placed, item, state, freq, /*new_key=*/f.slot == nullptr);
     if (state & kItemTokenSent) SetLeaseLocked(shard, s, granted);
@@ -853,7 +878,7 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, req.key, hash, t.now_s);
+    const Found f = LookupLocked(shard, req.key, hash, t);
     const bool live = f.presence == Found::kLive;
     if (!live && !req.has_vivify) {
       res.status = StoreStatus::kNotStored;
@@ -878,7 +903,7 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
       fields.exptime = old_item.exptime();
     } else {
       fields.client_flags = req.client_flags;
-      fields.exptime = ClampStoreTime(ToStoreTime(req.vivify_exptime));
+      fields.exptime = ToExpiryTick(req.vivify_exptime);
     }
     const size_t len = old_value.size() + req.value.size();
     if (!ItemFits(req.key.size(), fields.client_flags, len)) {
@@ -898,7 +923,7 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
         took_ms = t.now_ms - LeaseGrantedLocked(shard, s);
         fields.delta_ms = SmoothDelta(fields.delta_ms, took_ms);
       }
-      fields.read_rate = CarriedRateLocked(shard, ItemAt(s), t.now_s, fields.exptime);
+      fields.read_rate = CarriedRateLocked(shard, ItemAt(s), t, fields.exptime);
     }
     fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
     Placed placed;
@@ -916,7 +941,7 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
     CopyBytes(item.value_data(), first);
     CopyBytes(item.value_data() + first.size(), second);
     const uint8_t freq = f.slot != nullptr ? slot::Freq(*f.slot) : 0;
-    if (fulfilled) CountFulfilledLocked(shard, ItemAt(*f.slot).cas(), item, took_ms, t.now_s);
+    if (fulfilled) CountFulfilledLocked(shard, ItemAt(*f.slot).cas(), item, took_ms, t);
     if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
     LinkLocked(shard, hash, placed, item, 0, freq, /*new_key=*/f.slot == nullptr);
     res.status = StoreStatus::kStored;
@@ -932,11 +957,11 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
 DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
-  const int32_t new_exptime = ClampStoreTime(req.has_ttl ? ToStoreTime(req.exptime) : 0);
+  const int32_t new_exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, req.key, hash, t.now_s);
+    const Found f = LookupLocked(shard, req.key, hash, t);
     if (f.slot == nullptr) return DeleteStatus::kNotFound;
     if (f.presence == Found::kPlaceholder) {
       UnlinkLocked(shard, f.slot);  // cancels the lease; the key had no value
@@ -981,11 +1006,11 @@ DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
 bool ItemStore::Touch(std::string_view key, int64_t exptime) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
-  const int32_t new_exptime = ClampStoreTime(ToStoreTime(exptime));
+  const int32_t new_exptime = ToExpiryTick(exptime);
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, key, hash, t.now_s);
+    const Found f = LookupLocked(shard, key, hash, t);
     if (f.presence != Found::kLive) return false;
     if (attempt == 0) shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].touch_hits++;
     size_t needed = 0;
@@ -999,7 +1024,7 @@ bool ItemStore::Touch(std::string_view key, int64_t exptime) {
     MoveAccessTimeLocked(shard, item, t.now_s);
     ReadRateState rate = item.read_rate();
     if (rate.present()) {
-      rate.set_ttl_code(ReadRate::TtlCode(TtlOf(new_exptime, t.now_s)));
+      rate.set_ttl_code(ReadRate::TtlCode(TtlAt(new_exptime, t.now_tick)));
       item.set_read_rate(rate);
     }
     const uint64_t s = *f.slot;
@@ -1013,12 +1038,12 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
   ArithResult res;
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
-  const int32_t ttl_exptime = ClampStoreTime(req.has_ttl ? ToStoreTime(req.exptime) : 0);
-  const int32_t vivify_exptime = ClampStoreTime(req.has_vivify ? ToStoreTime(req.vivify_exptime) : 0);
+  const int32_t ttl_exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
+  const int32_t vivify_exptime = req.has_vivify ? ToExpiryTick(req.vivify_exptime) : 0;
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, req.key, hash, t.now_s);
+    const Found f = LookupLocked(shard, req.key, hash, t);
     const bool live = f.presence == Found::kLive;
     if (!live && !req.has_vivify) {
       res.status = ArithStatus::kNotFound;
@@ -1068,7 +1093,7 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
     // spaces ("10" decr 1 reads "9 "); a longer one gets a new item.
     if (live) fits_in_place = len <= ItemAt(*f.slot).value_len();
     fields.value_len = static_cast<uint32_t>(fits_in_place ? ItemAt(*f.slot).value_len() : len);
-    res.ttl_before = TtlOf(fields.exptime, t.now_s);
+    res.ttl_before = TtlAt(fields.exptime, t.now_tick);
     if (req.has_ttl) fields.exptime = ttl_exptime;
     fields.cas = req.new_cas != 0 ? req.new_cas : 2;
     fields.full_header = false;
@@ -1095,7 +1120,7 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
     res.status = ArithStatus::kOk;
     res.value = value;
     res.cas = fields.cas;
-    res.ttl = TtlOf(fields.exptime, t.now_s);
+    res.ttl = TtlAt(fields.exptime, t.now_tick);
     return res;
   }
 }

@@ -282,7 +282,7 @@ struct WalkedItem {
   std::string_view key;
   std::string_view value;
   uint32_t client_flags = 0;
-  int64_t exptime = 0;           // store seconds, 0 = never
+  int64_t exptime = 0;           // store seconds (the expiry tick's, rounded up), 0 = never
   int64_t last_access = 0;       // store seconds
   uint64_t cas = 0;
   uint16_t delta_ms = 0;         // smoothed recompute time (XFetch's delta), 0 = unmeasured
@@ -400,14 +400,20 @@ class ItemStore {
   uint64_t CasCounter() const { return next_cas_.load(std::memory_order_relaxed); }
   void AdvanceCasPast(uint64_t cas);
 
-  // Unix time of a store time (exptime, last access), for snapshots and dumps.
+  // Unix time of a store second (WalkedItem's exptime and last access), for
+  // snapshots and dumps.
   int64_t ToUnixTime(int64_t store_s) const;
 
   // Store time helpers (seconds since the clock's epoch), as memcached's
-  // current_time; used by the protocol for `stats` and by tests.
+  // current_time; used by the protocol for `stats` and flush_all delays, and
+  // by tests.
   int64_t NowSeconds() const;
   // Converts a client exptime to store seconds (0 = never).
   int64_t ToStoreTime(int64_t exptime) const;
+  // Converts a client exptime to the expiry tick items keep
+  // (storage/store_time.h; 0 = never, a tick <= now when already expired,
+  // clamped to the int32 range).
+  int32_t ToExpiryTick(int64_t exptime) const;
 
   const StoreConfig& config() const { return config_; }
 
@@ -425,10 +431,10 @@ class ItemStore {
   uint64_t NextCas();
   bool ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const;
   bool IsFlushed(ItemView item, int64_t now_s) const;
-  int32_t PlaceholderExptime(int64_t now_us) const;
+  int32_t PlaceholderExptime(int64_t now_us) const;   // an expiry tick
   ItemView ItemAt(uint64_t slot) const;
   Segment* SegmentOf(uint64_t slot) const;
-  Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, int64_t now_s);
+  Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
 
   // New items are placed (room taken at the small queue's tail, or a jumbo
   // segment), written and linked under the shard's lock; when there is no
@@ -439,7 +445,7 @@ class ItemStore {
   // the operation should start over (from its lookup), false to give up.
   bool RoomToRetry(ShardLock& lock, int attempt, size_t bytes);
   bool EvictSegment(bool compact);
-  void EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, int64_t now_s, bool compact);
+  void EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, const Times& t, bool compact);
   void CountKeptLocked(Shard& shard, SegmentQueue from);
   // Links a written item; returns its slot. `new_key`: a store of a key that
   // had no item (a fresh ghost gives it a read). `counts_as_new` false: the
@@ -449,13 +455,13 @@ class ItemStore {
   void UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost = false);
   // Counts an item evicted (a victim segment's item that leaves), or
   // reclaimed by eviction (`evicted` false: it had expired or was flushed).
-  void CountRemovalLocked(Shard& shard, uint64_t slot, ItemView item, int64_t now_s, bool evicted);
+  void CountRemovalLocked(Shard& shard, uint64_t slot, ItemView item, const Times& t, bool evicted);
   void CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
-                            int64_t now_s);
+                            const Times& t);
   // The expiry crawl's rule for one item: removes it when flushed, or expired
   // beyond the stale grace (a stub when expired at all), counting it as
   // crawler_reclaimed. True when removed.
-  bool CrawlItemLocked(Shard& shard, uint64_t* slot, int64_t now_s);
+  bool CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t);
   // The size histogram (TrackSizes): an item of `bytes` joins (+1) or leaves (-1).
   void CountSizeLocked(const Shard& shard, size_t bytes, int delta);
   bool Watching(StoreEventKind kind) const {
@@ -466,7 +472,7 @@ class ItemStore {
   // there is no room.
   bool RelocateLocked(Shard& shard, uint64_t* slot, ItemFields fields, int64_t now_s);
   void RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed, ItemView copy, uint8_t freq);
-  // Makes sure the slot's item can hold `exptime` (copying it with room for a
+  // Makes sure the slot's item can hold `exptime`, a tick (copying it with room for a
   // TTL if it has none). False when that needs `*needed` bytes there are not.
   bool RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t exptime, int64_t now_s,
                             size_t* needed);
@@ -474,10 +480,10 @@ class ItemStore {
                  int64_t touch_exptime, const Times& t, double u, ReadResult* r);
   // Read rates (storage/read_rate.h). A key read twice within one second
   // gets an estimate (from its next store when the item has no room).
-  void TrackIfHotLocked(Shard& shard, uint64_t* slot, int64_t now_s);
-  // The estimate a new item of the key gets at `now_s` with `exptime`:
+  void TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t);
+  // The estimate a new item of the key gets at `t` with `exptime` (a tick):
   // `old`'s decayed, or none once it has decayed below one read.
-  ReadRateState CarriedRateLocked(Shard& shard, ItemView old, int64_t now_s, int32_t exptime);
+  ReadRateState CarriedRateLocked(Shard& shard, ItemView old, const Times& t, int32_t exptime);
   // Remembers the estimate (decayed to now_s) of a key removed on expiry, and
   // recalls it, decayed to now, when the key is not in the index
   // (Shard::expired_rates); none if not remembered.

@@ -68,7 +68,8 @@ size_t ItemStore::ReclaimExpired(size_t budget) {
     bool shard_done = false;
     {
       ShardLock lock(this, shard);
-      const int64_t now_s = NowSeconds();
+      const Times t = Now();
+      const int64_t now_s = t.now_s;
       shard.reclaim_position = shard.index.Walk(shard.reclaim_position, kBucketsPerLock, [&](uint64_t* slot) {
         if (removed >= budget) return;
         const ItemView item = ItemAt(*slot);
@@ -80,7 +81,7 @@ size_t ItemStore::ReclaimExpired(size_t budget) {
           rate.set_hot(false);
           SetRateLocked(shard, item, rate);
         }
-        if (CrawlItemLocked(shard, slot, now_s)) removed++;
+        if (CrawlItemLocked(shard, slot, t)) removed++;
       });
       scanned += kBucketsPerLock;
       shard_done = shard.reclaim_position == 0;
@@ -95,16 +96,17 @@ size_t ItemStore::ReclaimExpired(size_t budget) {
 // LookupLocked's rule: flushed, or expired beyond the stale grace (a stub as
 // soon as it expires). memcached's crawler counts flushed items as reclaimed
 // too, and only expired ones as expired_unfetched.
-bool ItemStore::CrawlItemLocked(Shard& shard, uint64_t* slot, int64_t now_s) {
+bool ItemStore::CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t) {
+  const int64_t now_s = t.now_s;
   const uint64_t s = *slot;
   const ItemView item = ItemAt(s);
   StoreStats::Class& c = shard.counters.classes[SlabClassOf(item)];
   shard.counters.crawler_items_checked++;
   c.crawler_items_checked++;
   const bool flushed = IsFlushed(item, now_s);
-  if (!flushed && !(IsExpired(item, now_s) &&
+  if (!flushed && !(IsExpiredAt(item, t.now_tick) &&
                     (Has(s, kItemPlaceholder | kItemNeedsValue) ||
-                     int64_t{item.exptime()} + config_.stale_grace_s <= now_s))) {
+                     IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)))) {
     return false;
   }
   shard.counters.crawler_reclaimed++;
@@ -115,7 +117,7 @@ bool ItemStore::CrawlItemLocked(Shard& shard, uint64_t* slot, int64_t now_s) {
   }
   // An expired hot key keeps its read rate for its next value (read_rate.h).
   if (!flushed && item.read_rate().present() && !Has(s, kItemPlaceholder | kItemNeedsValue)) {
-    RememberRateLocked(shard, HashKey(item.key()), CarriedRateLocked(shard, item, now_s, 0), now_s);
+    RememberRateLocked(shard, HashKey(item.key()), CarriedRateLocked(shard, item, t, 0), now_s);
   }
   UnlinkLocked(shard, slot);
   return true;
@@ -127,14 +129,14 @@ size_t ItemStore::Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scop
   Shard& shard = shards_[cursor->shard];
   {
     ShardLock lock(this, shard);
-    const int64_t now_s = NowSeconds();
+    const Times t = Now();
     cursor->position = shard.index.Walk(cursor->position, max_buckets, [&](uint64_t* slot) {
       const int slab_class = SlabClassOf(ItemAt(*slot));
       if ((scope->classes & (uint64_t{1} << slab_class)) == 0) return;
       if (scope->per_class_limit != 0 && scope->checked[slab_class] >= scope->per_class_limit) return;
       scope->checked[slab_class]++;
       scope->checked_total++;
-      if (CrawlItemLocked(shard, slot, now_s)) removed++;
+      if (CrawlItemLocked(shard, slot, t)) removed++;
     });
   }
   if (cursor->position == 0) {
@@ -157,21 +159,22 @@ size_t ItemStore::Walk(WalkCursor* cursor, size_t max_buckets,
   Shard& shard = shards_[cursor->shard];
   {
     ShardLock lock(this, shard);
-    const int64_t now_s = NowSeconds();
+    const Times t = Now();
+    const int64_t now_s = t.now_s;
     cursor->position = shard.index.Walk(cursor->position, max_buckets, [&](uint64_t* slot) {
       const uint64_t s = *slot;
       const ItemView item = ItemAt(s);
-      const bool expired = IsExpired(item, now_s);
+      const bool expired = IsExpiredAt(item, t.now_tick);
       if (IsFlushed(item, now_s) ||
           (expired && (Has(s, kItemPlaceholder | kItemNeedsValue) ||
-                       int64_t{item.exptime()} + config_.stale_grace_s <= now_s))) {
+                       IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)))) {
         return;
       }
       WalkedItem w;
       w.key = item.key();
       w.value = item.value();
       w.client_flags = item.client_flags();
-      w.exptime = item.exptime();
+      w.exptime = SecondOfTick(item.exptime());
       w.last_access = item.last_access();
       w.cas = item.cas();
       w.delta_ms = item.delta_ms();
@@ -233,15 +236,16 @@ StoreStatus ItemStore::Restore(const RestoreRequest& req) {
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, req.key, hash, t.now_s);
+    const Found f = LookupLocked(shard, req.key, hash, t);
     ItemFields fields;
     fields.key = req.key;
     fields.value_len = static_cast<uint32_t>(req.value.size());
     fields.client_flags = req.client_flags;
     if (req.exptime_unix != 0) {
-      // Store time may be near 0 just after a start: an expiry in the past
-      // (kept stale by the grace) must not become 0, which means "never".
-      const int64_t exptime = req.exptime_unix - now_unix + t.now_s;
+      // Whole Unix seconds, as ToExpiryTick takes absolute exptimes. Store
+      // time may be near 0 just after a start: an expiry in the past (kept
+      // stale by the grace) must not become 0, which means "never".
+      const int64_t exptime = (req.exptime_unix - now_unix + t.now_s) * kTicksPerSecond;
       fields.exptime = ClampStoreTime(exptime != 0 ? exptime : -1);
     }
     fields.last_access = ClampStoreTime(

@@ -19,6 +19,7 @@
 #include "storage/lease.h"
 #include "storage/parked.h"
 #include "storage/segments.h"
+#include "storage/store_time.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -32,12 +33,20 @@ inline uint64_t HashKey(std::string_view key) { return XXH3_64bits(key.data(), k
 
 inline bool Has(uint64_t slot_value, uint8_t bits) { return (slot::State(slot_value) & bits) != 0; }
 
-inline bool IsExpired(ItemView item, int64_t now_s) {
+// Expiry is in ticks (storage/store_time.h): `now_tick` is Times::now_tick.
+inline bool IsExpiredAt(ItemView item, int64_t now_tick) {
   const int32_t exptime = item.exptime();
-  return exptime != 0 && exptime <= now_s;
+  return exptime != 0 && exptime <= now_tick;
 }
 
-inline int64_t TtlOf(int64_t exptime, int64_t now_s) { return exptime == 0 ? -1 : exptime - now_s; }
+// Expired beyond the stale grace: gone for every reader.
+inline bool IsPastGraceAt(ItemView item, int64_t now_tick, uint32_t stale_grace_s) {
+  return IsExpiredAt(item, now_tick) &&
+         int64_t{item.exptime()} + int64_t{stale_grace_s} * kTicksPerSecond <= now_tick;
+}
+
+// The remaining TTL in whole seconds, as memcached reports it (-1 = never).
+inline int64_t TtlAt(int64_t exptime_tick, int64_t now_tick) { return SecondsUntil(exptime_tick, now_tick); }
 
 inline int32_t ClampStoreTime(int64_t t) {
   return static_cast<int32_t>(std::clamp<int64_t>(t, INT32_MIN, INT32_MAX));
@@ -78,7 +87,8 @@ inline void NoteClassIn(Segment* seg, int slab_class) {
 
 struct ItemStore::Times {
   int64_t now_us;
-  int64_t now_s;
+  int64_t now_s;     // whole store seconds: last access, flush deadlines
+  int64_t now_tick;  // store ticks (storage/store_time.h): expiry
   uint32_t now_ms;  // mod 2^32, as lease grant times
 };
 

@@ -79,7 +79,7 @@ bool ItemStore::EvictSegment(bool compact) {
   while (victim->written.load(std::memory_order_acquire) != victim->reserved && !victim->jumbo) {
     std::this_thread::yield();
   }
-  const int64_t now_s = NowSeconds();
+  const Times t = Now();
   const uint32_t end = victim->jumbo ? 1 : victim->reserved;
   bool requeue = false;
   for (uint32_t offset = 0; offset < end;) {
@@ -89,7 +89,7 @@ bool ItemStore::EvictSegment(bool compact) {
     ShardLock lock(this, shard);
     uint64_t* slot = shard.index.FindLocation(hash, victim->id, offset);
     if (slot != nullptr) {
-      EvictFromLocked(shard, slot, victim, now_s, compact);
+      EvictFromLocked(shard, slot, victim, t, compact);
       // A kept jumbo keeps its slot (same segment, same offset).
       if (victim->jumbo) requeue = shard.index.FindLocation(hash, victim->id, 0) != nullptr;
     }
@@ -105,14 +105,15 @@ bool ItemStore::EvictSegment(bool compact) {
 // it is copied to the main queue's tail or evicted (from the small queue, a
 // ghost of it stays in the index). When compacting, every item that is not
 // flushed or expired is kept.
-void ItemStore::EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, int64_t now_s,
+void ItemStore::EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, const Times& t,
                                 bool compact) {
+  const int64_t now_s = t.now_s;
   const uint64_t s = *slot;
   const ItemView item = ItemAt(s);
-  const bool expired = IsExpired(item, now_s);
+  const bool expired = IsExpiredAt(item, t.now_tick);
   const bool gone = IsFlushed(item, now_s) ||
                     (expired && (Has(s, kItemPlaceholder | kItemNeedsValue) ||
-                                 int64_t{item.exptime()} + config_.stale_grace_s <= now_s));
+                                 IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)));
   const bool stale = Has(s, kItemStale) || expired;
   uint8_t new_freq = slot::Freq(s);
   const bool keep = compact ? !gone : !gone && !stale && S3Fifo::Keep(victim->queue, slot::Freq(s), &new_freq);
@@ -133,7 +134,7 @@ void ItemStore::EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, i
     }
     // No segment even beyond the limit: evict it after all.
   }
-  CountRemovalLocked(shard, s, item, now_s, /*evicted=*/true);
+  CountRemovalLocked(shard, s, item, t, /*evicted=*/true);
   const bool ghost = !gone && !stale && victim->queue == SegmentQueue::kSmall;
   UnlinkLocked(shard, slot, ghost);
 }

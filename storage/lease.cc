@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "storage/store_time.h"
+
 namespace herdless {
 
 bool LeaseLive(const LeaseSettings& s, uint32_t granted_ms, uint32_t now_ms) {
@@ -43,22 +45,23 @@ LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const Lease
     // whose earlier lease timed out wants its value from the next reader.
     win = true;
   } else if (ask.has_recache && v.exptime != 0 && !v.just_vivified) {
-    // memcached's R: it->exptime < current_time + R. Items without TTL never win.
-    const int64_t now_s = now_us / 1000000;
-    win = int64_t{v.exptime} - now_s < ask.recache_below_s;
+    // memcached's R: it->exptime < current_time + R, in whole seconds as
+    // memcached counts them (the remaining TTL `mg t` shows). Items without
+    // TTL never win.
+    win = SecondsUntil(v.exptime, TickOf(now_us)) < ask.recache_below_s;
   }
   const double delta_ms = v.delta_ms != 0 ? v.delta_ms : s.default_delta_ms;
   if (!win && ask.refresh_ahead && v.exptime != 0 && !v.just_vivified) {
     // Deterministic, so it comes before XFetch's draw: a win it gives is
     // counted as a refresh-ahead grant.
-    const int64_t remaining_us = int64_t{v.exptime} * 1000000 - now_us;
+    const int64_t remaining_us = int64_t{v.exptime} * kMicrosPerTick - now_us;
     if (remaining_us < RefreshWindowUs(s, v.reads_per_s, delta_ms, v.ttl_s)) {
       win = true;
       d.by_refresh = true;
     }
   }
   if (!win && ask.xfetch_beta > 0 && v.exptime != 0 && !v.just_vivified) {
-    if (XFetchDraw(now_us, int64_t{v.exptime} * 1000000, delta_ms, ask.xfetch_beta, u)) {
+    if (XFetchDraw(now_us, int64_t{v.exptime} * kMicrosPerTick, delta_ms, ask.xfetch_beta, u)) {
       win = true;
       d.by_xfetch = true;
     }

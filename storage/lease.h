@@ -38,7 +38,7 @@ struct LeaseView {
   bool token_sent = false;   // kItemTokenSent
   bool needs_value = false;  // kItemNeedsValue (stub waiting for its value)
   bool just_vivified = false;
-  int32_t exptime = 0;       // store seconds, 0 = never
+  int32_t exptime = 0;       // expiry tick (storage/store_time.h), 0 = never
   uint32_t lease_granted_ms = 0;
   uint16_t delta_ms = 0;
   double reads_per_s = 0;    // the key's read rate (storage/read_rate.h), 0 = untracked

@@ -1,6 +1,7 @@
 #include "storage/item_store.h"
 
 #include "storage/segments.h"
+#include "storage/store_time.h"
 
 #include <gtest/gtest.h>
 
@@ -223,6 +224,80 @@ TEST_F(ItemStoreTest, RelativeExptimeExpiresExactlyAtItsSecond) {
   EXPECT_EQ(Get("k"), "v");
   clock_.AdvanceMicros(1);
   EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+// Expiry is kept in ticks of 1/8 s (storage/store_time.h): an item lives
+// its TTL, less at most one tick, wherever in a second it was stored (with
+// whole-second expiry, as memcached's, it would live 9.1 s here).
+TEST_F(ItemStoreTest, AnItemStoredMidSecondLivesItsWholeTtl) {
+  clock_.AdvanceMicros(900000);   // 100.9 s
+  Put("k", "v", 10);
+  EXPECT_EQ(Read("k").ttl_before, 10);   // memcached's t right after a set
+  clock_.AdvanceMicros(9600000);  // 110.5 s
+  EXPECT_EQ(Read("k").ttl_before, 1);
+  clock_.AdvanceMicros(300000);   // 110.8 s
+  EXPECT_EQ(Get("k"), "v");
+  clock_.AdvanceMicros(150000);   // 110.95 s
+  EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, TouchAndGatGiveASubSecondExpiryToo) {
+  Put("k", "v", 10);
+  clock_.AdvanceMicros(500000);   // 100.5 s
+  EXPECT_TRUE(store_->Touch("k", 5));
+  clock_.AdvanceMicros(4900000);  // 105.4 s
+  EXPECT_EQ(Get("k"), "v");
+  ReadOptions gat;
+  gat.has_touch = true;
+  gat.touch_exptime = 2;          // until 107.4 s
+  EXPECT_EQ(store_->Read("k", gat).ttl_after, 2);
+  clock_.AdvanceMicros(1950000);  // 107.35 s
+  EXPECT_EQ(Get("k"), "v");
+  clock_.AdvanceMicros(100000);   // 107.45 s
+  EXPECT_EQ(Get("k"), std::nullopt);
+}
+
+TEST_F(ItemStoreTest, ExpiryTicksOfRelativeAbsoluteAndNegativeExptimes) {
+  clock_.AdvanceMicros(300000);   // 100.3 s: tick 802
+  const int64_t now_tick = 100 * kTicksPerSecond + 2;
+  EXPECT_EQ(store_->ToExpiryTick(0), 0);
+  EXPECT_EQ(store_->ToExpiryTick(10), now_tick + 10 * kTicksPerSecond);
+  EXPECT_EQ(store_->ToExpiryTick(2592000), now_tick + int64_t{2592000} * kTicksPerSecond);
+  EXPECT_LT(store_->ToExpiryTick(2592001), now_tick);   // Unix time 1970 + 30 days: past
+  EXPECT_LT(store_->ToExpiryTick(-1), now_tick);
+  EXPECT_NE(store_->ToExpiryTick(-1), 0);
+  // Absolute Unix times are whole seconds, as the client gives them.
+  EXPECT_EQ(store_->ToExpiryTick(clock_.UnixSeconds() + 100), 200 * kTicksPerSecond);
+  EXPECT_LT(store_->ToExpiryTick(clock_.UnixSeconds()), now_tick);
+}
+
+// An int32 of ticks reaches 2^31 / 8 s (8.5 years) after process start: a
+// later absolute exptime is clamped to that, and the item expires then.
+TEST_F(ItemStoreTest, FarFutureAbsoluteExptimeIsClampedToTheTickRange) {
+  const int64_t far = clock_.UnixSeconds() + int64_t{20} * 365 * 86400;
+  EXPECT_EQ(store_->ToExpiryTick(far), INT32_MAX);
+  Put("k", "v", far);
+  const int64_t left_s = (int64_t{INT32_MAX} + kTicksPerSecond - 1) / kTicksPerSecond - 100;
+  EXPECT_EQ(Read("k").ttl_before, left_s);
+  clock_.AdvanceSeconds(left_s - 1);
+  EXPECT_EQ(Get("k"), "v");
+  clock_.AdvanceSeconds(1);
+  EXPECT_EQ(Get("k"), std::nullopt);
+  Put("never", "v", 0);   // no TTL is not concerned
+  EXPECT_EQ(Get("never"), "v");
+}
+
+TEST_F(ItemStoreTest, WalkShowsTheExpirySecondRoundedUp) {
+  clock_.AdvanceMicros(900000);   // 100.9 s: expires at 110.875 s
+  Put("k", "v", 10);
+  Put("never", "v", 0);
+  std::map<std::string, int64_t> exptimes;
+  WalkCursor cursor;
+  while (!cursor.done) {
+    store_->Walk(&cursor, 64, [&](const WalkedItem& w) { exptimes[std::string(w.key)] = w.exptime; });
+  }
+  EXPECT_EQ(exptimes["k"], 111);
+  EXPECT_EQ(exptimes["never"], 0);
 }
 
 TEST_F(ItemStoreTest, NegativeExptimeIsAlreadyExpired) {

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "storage/item_store.h"
+#include "storage/store_time.h"
 
 namespace herdless {
 namespace {
@@ -65,7 +66,7 @@ class DecideReadTest : public ::testing::Test {
 };
 
 TEST_F(DecideReadTest, PlainFreshItemGetsNoHint) {
-  view_.exptime = 200;
+  view_.exptime = 200 * kTicksPerSecond;
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
 }
 
@@ -96,13 +97,13 @@ TEST_F(DecideReadTest, TimedOutTokenIsRegranted) {
 TEST_F(DecideReadTest, StubWaitingForItsValueIsRegrantedAfterTimeout) {
   view_.needs_value = true;
   view_.token_sent = true;
-  view_.exptime = 130;
+  view_.exptime = 130 * kTicksPerSecond;
   view_.lease_granted_ms = now_ms_ - settings_.lease_timeout_ms - 1;
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kWin);
 }
 
 TEST_F(DecideReadTest, TimedOutTokenOnAFreshItemGivesNoHintUnlessAsked) {
-  view_.exptime = 200;
+  view_.exptime = 200 * kTicksPerSecond;
   view_.token_sent = true;
   view_.lease_granted_ms = now_ms_ - settings_.lease_timeout_ms;
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
@@ -111,20 +112,31 @@ TEST_F(DecideReadTest, TimedOutTokenOnAFreshItemGivesNoHintUnlessAsked) {
 TEST_F(DecideReadTest, RecacheWindowWinsOnlyBelowTheRemainingTtl) {
   ask_.has_recache = true;
   ask_.recache_below_s = 30;
-  view_.exptime = 100 + 29;
+  view_.exptime = (100 + 29) * kTicksPerSecond;
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kWin);
-  view_.exptime = 100 + 30;  // memcached: it->exptime < now + R
+  view_.exptime = (100 + 30) * kTicksPerSecond;  // memcached: it->exptime < now + R
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
   view_.exptime = 0;  // no TTL never wins by R
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
-  view_.exptime = 100 + 5;
+  view_.exptime = (100 + 5) * kTicksPerSecond;
   view_.just_vivified = true;
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
 }
 
+// Expiry is kept in ticks of 1/8 s; R compares memcached's whole seconds
+// (exptime - current_time, the remaining TTL `mg t` shows, rounded up).
+TEST_F(DecideReadTest, RecacheWindowCountsWholeSecondsOfASubSecondExpiry) {
+  ask_.has_recache = true;
+  ask_.recache_below_s = 3;
+  view_.exptime = 102 * kTicksPerSecond + 1;   // 2.125 s left: memcached's 3
+  EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
+  view_.exptime = 102 * kTicksPerSecond;       // 2 s left
+  EXPECT_EQ(Decide().verdict, LeaseVerdict::kWin);
+}
+
 TEST_F(DecideReadTest, XFetchUsesTheMeasuredDeltaOrTheDefault) {
   ask_.xfetch_beta = 1.0;
-  view_.exptime = 101;  // 1 s left
+  view_.exptime = 101 * kTicksPerSecond;  // 1 s left
   // Default delta 100 ms: needs -ln(u) >= 10.
   EXPECT_EQ(Decide(std::exp(-9.9)).verdict, LeaseVerdict::kNone);
   LeaseDecision d = Decide(std::exp(-10.1));
@@ -137,7 +149,7 @@ TEST_F(DecideReadTest, XFetchUsesTheMeasuredDeltaOrTheDefault) {
   // Never for items without TTL, never while a lease is live.
   view_.exptime = 0;
   EXPECT_EQ(Decide(1e-300).verdict, LeaseVerdict::kNone);
-  view_.exptime = 101;
+  view_.exptime = 101 * kTicksPerSecond;
   view_.token_sent = true;
   view_.lease_granted_ms = now_ms_;
   EXPECT_EQ(Decide(1e-300).verdict, LeaseVerdict::kHeld);
@@ -175,7 +187,7 @@ TEST(RefreshWindowTest, RecomputeTimePlusTheTimeToTheNextReadBoundedByTheTtl) {
 TEST(RefreshDecisionTest, WinsInsideTheWindowOnlyWhenAskedAndNoLeaseIsLive) {
   LeaseSettings s;
   LeaseView v;
-  v.exptime = 101;
+  v.exptime = 101 * kTicksPerSecond;
   v.reads_per_s = 25;   // window 0.284 s with the default delta
   v.ttl_s = 10;
   LeaseAsk ask;
@@ -201,15 +213,27 @@ TEST(RefreshDecisionTest, WinsInsideTheWindowOnlyWhenAskedAndNoLeaseIsLive) {
   v.exptime = 0;         // no TTL: nothing to refresh ahead of
   v.reads_per_s = 25;
   EXPECT_EQ(DecideRead(s, v, ask, 100999999, 1).verdict, LeaseVerdict::kNone);
-  v.exptime = 101;
+  v.exptime = 101 * kTicksPerSecond;
   v.just_vivified = true;
   EXPECT_EQ(DecideRead(s, v, ask, 100999999, 1).verdict, LeaseVerdict::kNone);
+}
+
+TEST(RefreshDecisionTest, TheWindowEndsAtTheExpiryTickNotTheWholeSecond) {
+  LeaseSettings s;
+  LeaseView v;
+  v.exptime = 101 * kTicksPerSecond + 4;   // expires at 101.5 s
+  v.reads_per_s = 25;                      // window 0.284 s
+  v.ttl_s = 10;
+  LeaseAsk ask;
+  ask.refresh_ahead = true;
+  EXPECT_EQ(DecideRead(s, v, ask, 101200000, 1).verdict, LeaseVerdict::kNone);   // 0.3 s left
+  EXPECT_EQ(DecideRead(s, v, ask, 101220000, 1).verdict, LeaseVerdict::kWin);    // 0.28 s left
 }
 
 TEST(RefreshDecisionTest, RecacheAndXFetchKeepTheirOwnWins) {
   LeaseSettings s;
   LeaseView v;
-  v.exptime = 101;
+  v.exptime = 101 * kTicksPerSecond;
   v.reads_per_s = 25;
   v.ttl_s = 10;
   LeaseAsk ask;
@@ -674,15 +698,16 @@ TEST_F(RefreshStoreTest, AHotKeyIsRefreshedOncePerValueAndNeverMisses) {
   EXPECT_EQ(t.misses, 0);
   EXPECT_EQ(t.stale, 0);
   EXPECT_EQ(t.wins, t.refresh_wins);
-  // Every value but the last is refreshed exactly once: the refresh lands
-  // ~0.2 s before the old expiry, in the second before it, and expiry times
-  // are whole seconds (as memcached's), so each value lives 9 s: 200 s hold
-  // 22-23 of them.
+  // Every value but the last is refreshed exactly once. The refresh is
+  // granted 0.244-0.284 s before the old expiry (the window, 0.284 s, less
+  // up to one 40 ms read gap) and stored 0.1 s later; a value lives its 10 s
+  // less at most one 1/8 s tick. So values are 9.69-9.86 s apart: 200 s hold
+  // 20-21 of them (with whole-second expiry, 9-10 s lives: 22-23).
   const uint64_t fulfilled = store_->Stats().lease_fulfilled - stores_before;
   EXPECT_GE(fulfilled + 1, static_cast<uint64_t>(t.refresh_wins));
   EXPECT_LE(fulfilled, static_cast<uint64_t>(t.refresh_wins));
-  EXPECT_GE(t.refresh_wins, 22);
-  EXPECT_LE(t.refresh_wins, 23);
+  EXPECT_GE(t.refresh_wins, 20);
+  EXPECT_LE(t.refresh_wins, 21);
   const StoreStats s = store_->Stats();
   EXPECT_EQ(s.hot_keys, 1u);
   EXPECT_EQ(s.rated_keys, 1u);

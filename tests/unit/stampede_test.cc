@@ -353,7 +353,7 @@ TEST_F(StampedeTest, ServerOptionRefreshesAheadForLeaseGetAndTheClassicModes) {
   EXPECT_EQ(Run("lease-set k " + std::to_string(token) + " 0 10 3\r\nnew\r\n"), "STORED\r\n");
 
   server_.settings.classic_stampede = ClassicStampedeMode::kStale;
-  clock_.AdvanceMicros(9000000);   // stored at 49.8 s: expires at 59 s; now 58.8 s
+  clock_.AdvanceMicros(9800000);   // stored at 49.8 s: expires at 59.75 s (a 1/8 s tick); now 59.6 s
   EXPECT_EQ(Run("get k\r\n"), "END\r\n");                            // the chosen reader
   EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 3\r\nnew\r\nEND\r\n");      // the others
   EXPECT_EQ(store_->Stats().refresh_grants, 2u);
