@@ -60,7 +60,15 @@ void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string
   out->append(" size=");
   AppendNumber(out, item.size);
   out->append(item.stale ? " stale=yes" : " stale=no");
-  out->append(item.lease_out ? " lease=yes\n" : " lease=no\n");
+  out->append(item.lease_out ? " lease=yes" : " lease=no");
+  // Only keys with a read-rate estimate (read twice within a second) have
+  // one; the same figure as mg's r flag.
+  if (item.reads_per_s > 0) {
+    char rate[32];
+    out->append(" rate=");
+    out->append(rate, FormatReadRate(item.reads_per_s, rate) - rate);
+  }
+  out->push_back('\n');
 }
 
 MetadumpStream::MetadumpStream(ItemStore* store, uint64_t classes)

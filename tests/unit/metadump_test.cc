@@ -56,6 +56,11 @@ TEST(MetadumpTest, LineHasMemcachedsFieldsThenHerdlesss) {
   line.clear();
   AppendMetadumpLine(1000, item, &line);
   EXPECT_EQ(line, "key=a%25b exp=-1 la=1040 cas=77 fetch=no cls=7 size=325 stale=yes lease=yes\n");
+  // A key with a read-rate estimate: its reads a second, last.
+  item.reads_per_s = 24.996;
+  line.clear();
+  AppendMetadumpLine(1000, item, &line);
+  EXPECT_EQ(line, "key=a%25b exp=-1 la=1040 cas=77 fetch=no cls=7 size=325 stale=yes lease=yes rate=25.00\n");
 }
 
 TEST(MetadumpTest, ParsesCrawlerClassesAsMemcached) {
