@@ -32,13 +32,15 @@ inline int64_t SecondsUntil(int64_t expiry_tick, int64_t now_tick) {
   return ticks > 0 ? (ticks + kTicksPerSecond - 1) / kTicksPerSecond : ticks / kTicksPerSecond;
 }
 
-// The store second an expiry tick falls in, rounded up (for dumps and
-// snapshots, which count whole seconds). Only tick 0 (never) gives 0: a
-// negative tick (expired just after start) gives a negative second.
+// The store second an expiry tick falls in (for dumps and snapshots, which
+// count whole seconds): rounded down, so that an item restored from it never
+// lives longer than it would have (as memcached's whole-second expiry, up to
+// 7/8 s less). Only tick 0 (never) gives 0: a tick in the first second
+// (already expired at start) gives -1.
 inline int64_t SecondOfTick(int64_t tick) {
-  if (tick > 0) return (tick + kTicksPerSecond - 1) / kTicksPerSecond;
-  if (tick < 0) return tick / kTicksPerSecond < 0 ? tick / kTicksPerSecond : -1;
-  return 0;
+  if (tick == 0) return 0;
+  const int64_t s = tick >= 0 ? tick / kTicksPerSecond : -((-tick + kTicksPerSecond - 1) / kTicksPerSecond);
+  return s != 0 ? s : -1;
 }
 
 }  // namespace herdless

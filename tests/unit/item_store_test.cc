@@ -287,7 +287,7 @@ TEST_F(ItemStoreTest, FarFutureAbsoluteExptimeIsClampedToTheTickRange) {
   EXPECT_EQ(Get("never"), "v");
 }
 
-TEST_F(ItemStoreTest, WalkShowsTheExpirySecondRoundedUp) {
+TEST_F(ItemStoreTest, WalkShowsTheSecondTheExpiryFallsIn) {
   clock_.AdvanceMicros(900000);   // 100.9 s: expires at 110.875 s
   Put("k", "v", 10);
   Put("never", "v", 0);
@@ -296,8 +296,26 @@ TEST_F(ItemStoreTest, WalkShowsTheExpirySecondRoundedUp) {
   while (!cursor.done) {
     store_->Walk(&cursor, 64, [&](const WalkedItem& w) { exptimes[std::string(w.key)] = w.exptime; });
   }
-  EXPECT_EQ(exptimes["k"], 111);
+  EXPECT_EQ(exptimes["k"], 110);
+  EXPECT_EQ(SecondOfTick(-1), -1);
+  EXPECT_EQ(SecondOfTick(1), -1);   // "expired" in the first second, not "never"
+  EXPECT_EQ(SecondOfTick(8), 1);
   EXPECT_EQ(exptimes["never"], 0);
+}
+
+// Snapshots keep Unix seconds: a restored expiry is the start of that second.
+TEST_F(ItemStoreTest, RestoredExpiryIsItsUnixSecond) {
+  clock_.AdvanceMicros(300000);   // 100.3 s
+  RestoreRequest req;
+  req.key = "k";
+  req.value = "v";
+  req.exptime_unix = clock_.UnixSeconds() + 10;   // store second 110
+  ASSERT_EQ(store_->Restore(req), StoreStatus::kStored);
+  EXPECT_EQ(Read("k").ttl_before, 10);
+  clock_.AdvanceMicros(9600000);  // 109.9 s
+  EXPECT_EQ(Get("k"), "v");
+  clock_.AdvanceMicros(100000);   // 110 s
+  EXPECT_EQ(Get("k"), std::nullopt);
 }
 
 TEST_F(ItemStoreTest, NegativeExptimeIsAlreadyExpired) {
