@@ -617,7 +617,9 @@ bool Connection::IdleLongerThan(int64_t now_s, int timeout_s) const {
 ConnectionInfo Connection::Info(int64_t now_s) const {
   ConnectionInfo info;
   info.fd = fd_;
-  info.addr = peer_;
+  // memcached keeps no peer address for unix-socket clients and prints its
+  // zeroed one: "?:<AF 0>" (conn_to_str).
+  info.addr = peer_.compare(0, 5, "unix:") == 0 ? "?:<AF 0>" : peer_;
   info.listen_addr = local_;
   info.state = ConnStateName(state_.load(std::memory_order_relaxed));
   info.secs_since_last_cmd = now_s - last_cmd_s_.load(std::memory_order_relaxed);

@@ -356,12 +356,18 @@ bool Parser::Apply(const Flag& flag, std::string_view value, bool has_value) {
       if (value.empty()) return Fail("empty -P pid file name");
       o_.pid_file = std::string(value);
       return true;
+    case 'D':
+      // memcached: the first character is the delimiter, and -D turns the
+      // per-prefix stats on.
+      if (value.empty()) return Fail("No delimiter specified");
+      p.prefix_delimiter = value[0];
+      p.detail_enabled = true;
+      return true;
     case 'f':
     case 'n':
-    case 'D':
     case 'N':
       o_.ignored.push_back(std::string("-") + flag.short_name + " " + std::string(value) +
-                           " (no slab allocator / per-prefix stats / NAPI in herdless)");
+                           " (no slab allocator / NAPI in herdless)");
       return true;
     case 'X':
       p.dump_enabled = false;
@@ -767,6 +773,10 @@ std::string UsageText() {
   line("-S, --enable-sasl         turn on Sasl authentication (binary protocol, PLAIN;");
   line("                          user:password lines in the file $MEMCACHED_SASL_PWDB names)");
   line("-F, --disable-flush-all   disable flush_all command");
+  line("-D <char>                 use <char> as the delimiter between key prefixes and");
+  line("                          IDs, for per-prefix stats (stats detail dump); the");
+  line("                          default is \":\" (colon). -D also turns the per-prefix");
+  line("                          stats on (else: the \"stats detail on\" command)");
   line("-X, --disable-dumping     disable stats cachedump and lru_crawler metadump");
   line("-W, --disable-watch       disable watch commands (live logging)");
   line("-Y, --auth-file=<file>    enable ASCII protocol authentication. format:");
@@ -829,7 +839,6 @@ std::string UsageText() {
   line("Accepted for compatibility with memcached's command line and ignored:");
   line("-f, --slab-growth-factor=<num>");
   line("-n, --slab-min-size=<bytes>");
-  line("-D <char>");
   line("-L, --enable-largepages");
   line("-N, --napi-ids=<num>");
   return s;

@@ -132,6 +132,7 @@ double Seconds(const struct timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; 
 Server::Server(const Options& options)
     : options_(options), started_unix_(clock_.UnixSeconds()) {
   SetLogVerbosity(options.verbosity);
+  prefix_stats().Configure(options.protocol.prefix_delimiter, options.protocol.detail_enabled);
 }
 
 Server::~Server() {
@@ -245,7 +246,7 @@ bool Server::Bind(bool udp, FILE* port_file, std::string* error) {
       if (udp) {
         if (addr.rfind("tcp", 0) == 0) addr.replace(0, 3, "udp");
         udp_fds_.push_back(fd);
-        AddListenerInfo(fd, addr, "conn_read");
+        AddListenerInfo(fd, addr, "conn_read", /*udp=*/true);
       } else {
         Listener listener;
         listener.fd = fd;
@@ -304,11 +305,12 @@ bool Server::ListenUnix(std::string* error) {
   return true;
 }
 
-void Server::AddListenerInfo(int fd, const std::string& addr, const char* state) {
+void Server::AddListenerInfo(int fd, const std::string& addr, const char* state, bool udp) {
   ConnectionInfo info;
   info.fd = fd;
   info.addr = addr;
   info.state = state;
+  info.udp = udp;
   listener_info_.push_back(info);
   Log(LogLevel::kNotice, "listening on %s", addr.c_str());
 }
@@ -390,12 +392,24 @@ int Server::Run() {
   if (started) {
     // Every worker reads each UDP socket through its own descriptor, as in
     // memcached (the first takes the bound one, the others dups).
+    // `stats conns` lists each descriptor, as memcached's does; they are
+    // listed before any worker reads one (listener_info_ is fixed from then).
+    std::vector<std::pair<size_t, int>> udp_sockets;   // (worker, descriptor)
     for (int fd : udp_fds_) {
+      ConnectionInfo dup_info;
+      for (const ConnectionInfo& info : listener_info_) {
+        if (info.fd == fd) dup_info = info;
+      }
       for (size_t i = 0; i < workers_.size(); ++i) {
         const int worker_fd = i == 0 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 0);
-        if (worker_fd >= 0) workers_[i]->AddUdpSocket(worker_fd);
+        if (worker_fd < 0) continue;
+        udp_sockets.emplace_back(i, worker_fd);
+        if (i == 0) continue;
+        dup_info.fd = worker_fd;
+        listener_info_.push_back(dup_info);
       }
     }
+    for (const auto& [i, fd] : udp_sockets) workers_[i]->AddUdpSocket(fd);
     udp_fds_.clear();   // the workers own them now
     for (Listener& l : listeners_) {
       l.accept_event = event_new(base_, l.fd, EV_READ | EV_PERSIST, &Server::OnAccept, this);

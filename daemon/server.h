@@ -90,7 +90,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   };
   // Binds TCP or UDP sockets for every -l address; records the ports bound.
   bool Bind(bool udp, FILE* port_file, std::string* error);
-  void AddListenerInfo(int fd, const std::string& addr, const char* state);
+  void AddListenerInfo(int fd, const std::string& addr, const char* state, bool udp = false);
 
   static void OnAccept(int fd, short what, void* arg);
   static void OnSignal(int signo, short what, void* arg);

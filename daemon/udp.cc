@@ -64,6 +64,7 @@ void UdpEndpoint::HandleDatagram(std::string_view datagram, const struct sockadd
   const bool binary = static_cast<unsigned char>(input[0]) == binary::kRequestMagic;
   // The whole datagram at once: no -R limit, no output bound (a datagram's
   // requests are bounded by its 64 KiB), no parking.
+  worker_->executor().set_client_fd(fd_, /*datagram=*/true);
   ProcessOutcome o = binary ? worker_->binary_executor().Process(input, &output_, SIZE_MAX, 0)
                             : worker_->executor().Process(input, &output_, SIZE_MAX, 0);
   (void)o;   // what is left (an incomplete request, a swallow, a close) is dropped

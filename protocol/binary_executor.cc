@@ -205,13 +205,16 @@ void BinaryExecutor::Execute(const BinaryRequest& req, ReplyBuffer* out,
     case kSet:
     case kAdd:
     case kReplace:
+      if (server_->prefix_stats().enabled()) server_->prefix_stats().RecordSet(req.key);
       Update(req, out);
       return;
     case kAppend:
     case kPrepend:
+      if (server_->prefix_stats().enabled()) server_->prefix_stats().RecordSet(req.key);
       Concat(req, out);
       return;
     case kDelete:
+      if (server_->prefix_stats().enabled()) server_->prefix_stats().RecordDelete(req.key);
       Delete(req, out);
       return;
     case kIncrement:
@@ -273,6 +276,7 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
   }
   const bool hit = CountClassicRead(stats_, opts, r);
   watch.Fetch(req.key, r, hit);
+  if (server_->prefix_stats().enabled()) server_->prefix_stats().RecordGet(req.key, hit);
   if (!hit) {
     if (req.quiet) return;
     if (with_key) {
@@ -457,16 +461,22 @@ void BinaryExecutor::Stat(const BinaryRequest& req, ReplyBuffer* out) {
   if (StartsWith(group, "reset") && !group.empty()) {
     server_->ResetStats();
     store_->ResetStats();
+    server_->prefix_stats().Clear();
     w.End();
   } else if (StartsWith(group, "settings")) {
     WriteStatsGroup(store_, server_, "settings", &w);
   } else if (StartsWith(group, "detail")) {
-    // Per-prefix stats are not collected: on/off change nothing, and the
-    // dump is memcached's empty one.
+    // memcached's process_bin_stat: the dump is one "detailed" stat holding
+    // the text protocol's lines and END.
     const std::string_view mode = group.substr(6);
+    PrefixStats& prefixes = server_->prefix_stats();
     if (StartsWith(mode, " dump")) {
-      w.Add("detailed", "END\r\n");
-    } else if (!StartsWith(mode, " on") && !StartsWith(mode, " off")) {
+      w.Add("detailed", std::string_view(prefixes.Dump()));
+    } else if (StartsWith(mode, " on")) {
+      prefixes.set_enabled(true);
+    } else if (StartsWith(mode, " off")) {
+      prefixes.set_enabled(false);
+    } else {
       Error(out, req, kKeyNotFound);
       return;
     }

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <utility>
 
+#include "protocol/cachedump.h"
 #include "protocol/meta_executor.h"
 #include "protocol/metadump.h"
 #include "protocol/numbers.h"
@@ -35,6 +36,12 @@ namespace {
 
 constexpr std::string_view kBadDataChunk = "CLIENT_ERROR bad data chunk";
 
+// metadump and watch over UDP. memcached 1.6.18 starts the stream anyway and
+// writes it to the unconnected UDP socket, where it is lost: the client gets
+// no reply at all. herdless says why instead.
+constexpr std::string_view kNoStreamOverUdp = "SERVER_ERROR streams not supported over UDP\r\n";
+// memcached's MAX_NUMBER_OF_SLAB_CLASSES: class ids a command may name.
+constexpr uint32_t kMaxSlabClassIds = 64;
 // memcached caps `verbosity` at MAX_VERBOSITY_LEVEL.
 constexpr int64_t kMaxVerbosity = 2;
 // cache_memlimit bounds (megabytes), as process_memlimit_command.
@@ -109,8 +116,8 @@ bool IsSingleKey(std::string_view keys) {
 // A multi-key get never parks (see ClassicReadOptions), so no reply is ever
 // half written.
 void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
-              const WaitTicket* park, const WatchContext& watch, const Request& req,
-              ReplyBuffer* out, ProcessOutcome* outcome) {
+              const WaitTicket* park, const WatchContext& watch, PrefixStats* prefixes,
+              const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
   const bool with_cas = req.command == Command::kGets || req.command == Command::kGats;
   const bool touch = req.command == Command::kGat || req.command == Command::kGats;
   const ReadOptions opts =
@@ -131,6 +138,7 @@ void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
     }
     const bool hit = CountClassicRead(stats, opts, r);
     watch.Fetch(key, r, hit);
+    if (prefixes->enabled()) prefixes->RecordGet(key, hit);
     if (!hit) continue;
     // With -C memcached keeps no CAS and `gets` shows 0.
     AppendValueLine(key, r.client_flags, r.value.size(), with_cas,
@@ -150,7 +158,7 @@ void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
 constexpr uint64_t kHotMissToken = 1;
 
 void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
-              const Request& req, ReplyBuffer* out) {
+              PrefixStats* prefixes, const Request& req, ReplyBuffer* out) {
   ReadOptions opts;
   opts.kind = ReadKind::kLeaseGet;
   opts.lease.xfetch_beta = settings.xfetch_beta;
@@ -160,6 +168,7 @@ void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
   const bool has_value = r.status == ReadStatus::kHit && !r.no_value;
   stats->cmd_get.Add();
   (has_value ? stats->get_hits : stats->get_misses).Add();
+  if (prefixes->enabled()) prefixes->RecordGet(req.key, has_value);
   if (r.status == ReadStatus::kMiss) {
     out->Append("END\r\n");   // no memory for the lease's placeholder: a miss without a token
     return;
@@ -199,9 +208,11 @@ StoreMode ModeOf(Command c) {
 
 // lease-set is a set that only the key's lease holder may make. A refused one
 // leaves the key alone: a superseded holder must never remove a newer value.
-void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-            ReplyBuffer* out) {
+void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
+            PrefixStats* prefixes, const Request& req, ReplyBuffer* out) {
   const StoreMode mode = ModeOf(req.command);
+  // memcached counts a storage command's prefix before it allocates the item.
+  if (prefixes->enabled()) prefixes->RecordSet(req.key);
   const bool concat = mode == StoreMode::kAppend || mode == StoreMode::kPrepend;
   const bool lease_set = req.command == Command::kLeaseSet;
   const bool unlink_on_failure = mode == StoreMode::kSet && !lease_set;
@@ -280,7 +291,9 @@ void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch, con
 // ---------------------------------------------------------------------------
 // delete / incr / decr / touch
 
-void Delete(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+void Delete(ItemStore* store, ThreadStats* stats, PrefixStats* prefixes, const Request& req,
+            ReplyBuffer* out) {
+  if (prefixes->enabled()) prefixes->RecordDelete(req.key);
   if (store->Delete(DeleteRequest{.key = req.key}) == DeleteStatus::kDeleted) {
     stats->delete_hits.Add();
     Reply(req, out, "DELETED\r\n");
@@ -615,8 +628,9 @@ void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("chunk_size", "48");
   w->AddSigned("num_threads", s.num_threads);
   w->AddSigned("num_threads_per_udp", s.num_threads);
-  w->Add("stat_key_prefix", ":");
-  w->AddBool("detail_enabled", false);
+  const char delimiter = server->prefix_stats().delimiter();
+  w->Add("stat_key_prefix", std::string_view(&delimiter, 1));
+  w->AddBool("detail_enabled", server->prefix_stats().enabled());
   w->AddSigned("reqs_per_event", s.reqs_per_event);
   w->AddBool("cas_enabled", s.cas_enabled);
   w->AddSigned("tcp_backlog", s.backlog);
@@ -779,6 +793,7 @@ void SizesStats(ItemStore* store, StatWriter* w) {
 void ConnsStats(ServerInfo* server, StatWriter* w) {
   for (const ConnectionInfo& c : server->Connections()) {
     const std::string prefix = std::to_string(c.fd) + ":";
+    if (c.udp) w->Add(prefix + "UDP", "UDP");
     w->Add(prefix + "addr", std::string_view(c.addr));
     if (!c.listen_addr.empty()) w->Add(prefix + "listen_addr", std::string_view(c.listen_addr));
     w->Add(prefix + "state", std::string_view(c.state));
@@ -808,8 +823,8 @@ struct Words {
 // memcached 1.6.18's replies (process_lru_crawler_command). crawl runs in the
 // background (ServerInfo::StartCrawl); metadump turns the connection into a
 // stream (ProcessOutcome::stream).
-void LruCrawler(ServerInfo* server, const Request& req, bool pipelined, ReplyBuffer* out,
-                ProcessOutcome* outcome) {
+void LruCrawler(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
+                ReplyBuffer* out, ProcessOutcome* outcome) {
   const Words w(req.args);
   OperatorSettings& ops = server->operators();
   const bool enabled = ops.lru_crawler.load(std::memory_order_relaxed);
@@ -831,6 +846,10 @@ void LruCrawler(ServerInfo* server, const Request& req, bool pipelined, ReplyBuf
     // "hash" walks the hash table in memcached: herdless's dump always does.
     if (!(dump && w.word[1] == "hash") && !ParseCrawlerClasses(w.word[1], &classes)) {
       out->Append("BADCLASS invalid class id\r\n");
+      return;
+    }
+    if (dump && datagram) {
+      out->Append(kNoStreamOverUdp);
       return;
     }
     if (dump) {
@@ -929,8 +948,8 @@ void Slabs(ServerInfo* server, const Request& req, ReplyBuffer* out) {
 }
 
 // watch [kinds]: memcached's process_watch_command.
-void Watch(ServerInfo* server, const Request& req, bool pipelined, ReplyBuffer* out,
-           ProcessOutcome* outcome) {
+void Watch(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
+           ReplyBuffer* out, ProcessOutcome* outcome) {
   if (!server->Settings().watch_enabled) {
     out->Append("CLIENT_ERROR watch commands not allowed\r\n");
     return;
@@ -942,6 +961,10 @@ void Watch(ServerInfo* server, const Request& req, bool pipelined, ReplyBuffer* 
   uint32_t kinds;
   if (!ParseWatchKinds(req.args, &kinds)) {
     out->Append("ERROR\r\n");
+    return;
+  }
+  if (datagram) {
+    out->Append(kNoStreamOverUdp);
     return;
   }
   outcome->stream = ProcessOutcome::Stream::kWatch;
@@ -958,6 +981,48 @@ std::string_view FirstWord(std::string_view args, std::string_view* rest) {
   return word;
 }
 
+// stats detail on|off|dump (process_stats_detail); extra words are ignored.
+void StatsDetail(ServerInfo* server, std::string_view args, ReplyBuffer* out) {
+  std::string_view ignored;
+  const std::string_view mode = FirstWord(args, &ignored);
+  PrefixStats& prefixes = server->prefix_stats();
+  if (mode == "on" || mode == "off") {
+    prefixes.set_enabled(mode == "on");
+    out->Append("OK\r\n");
+  } else if (mode == "dump") {
+    out->Append(prefixes.Dump());
+  } else {
+    out->Append("CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+  }
+}
+
+// stats cachedump <class> <limit> (process_stat): memcached's checks in its
+// order; extra words are ignored. Class ids 0 and 40..63 are valid and empty.
+void StatsCachedump(ItemStore* store, ServerInfo* server, std::string_view args,
+                    ReplyBuffer* out) {
+  if (!server->Settings().dump_enabled) {
+    out->Append("CLIENT_ERROR stats cachedump not allowed\r\n");
+    return;
+  }
+  const Words w(args);
+  if (w.count < 2) {
+    out->Append("CLIENT_ERROR bad command line\r\n");
+    return;
+  }
+  uint32_t id, limit;
+  if (!ParseUint32(w.word[0], &id) || !ParseUint32(w.word[1], &limit)) {
+    out->Append("CLIENT_ERROR bad command line format\r\n");
+    return;
+  }
+  if (id >= kMaxSlabClassIds) {
+    out->Append("CLIENT_ERROR Illegal slab id\r\n");
+    return;
+  }
+  std::string reply;
+  Cachedump(store, static_cast<int>(id), limit, &reply);
+  out->Append(reply);
+}
+
 void Stats(ItemStore* store, ServerInfo* server, const Request& req, ReplyBuffer* out) {
   std::string_view rest;
   const std::string_view sub = FirstWord(req.args, &rest);
@@ -965,22 +1030,12 @@ void Stats(ItemStore* store, ServerInfo* server, const Request& req, ReplyBuffer
   if (sub == "reset") {
     server->ResetStats();
     store->ResetStats();
+    server->prefix_stats().Clear();   // memcached's stats_reset clears them too
     out->Append("RESET\r\n");
   } else if (sub == "detail") {
-    // Per-prefix stats are not collected (detail_enabled is always no);
-    // on/off are accepted as memcached accepts them, dump shows nothing.
-    std::string_view ignored;
-    const std::string_view mode = FirstWord(rest, &ignored);
-    if (mode == "on" || mode == "off") {
-      out->Append("OK\r\n");
-    } else if (mode == "dump") {
-      out->Append("END\r\n");
-    } else {
-      out->Append("CLIENT_ERROR usage: stats detail on|off|dump\r\n");
-    }
+    StatsDetail(server, rest, out);
   } else if (sub == "cachedump") {
-    // memcached's reply when dumps are disabled (dump_enabled no).
-    out->Append("CLIENT_ERROR stats cachedump not allowed\r\n");
+    StatsCachedump(store, server, rest, out);
   } else if (sub == "conns") {
     ConnsStats(server, &w);
     w.End();
@@ -1112,8 +1167,8 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
     case Command::kGets:
     case Command::kGat:
     case Command::kGats:
-      Retrieve(store_, stats_, server_->Settings(), park_, WatchContext{watch_, client_fd_}, req,
-               out, outcome);
+      Retrieve(store_, stats_, server_->Settings(), park_, WatchContext{watch_, client_fd_},
+               &server_->prefix_stats(), req, out, outcome);
       return;
     case Command::kSet:
     case Command::kAdd:
@@ -1122,10 +1177,10 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
     case Command::kPrepend:
     case Command::kCas:
     case Command::kLeaseSet:
-      Update(store_, stats_, WatchContext{watch_, client_fd_}, req, out);
+      Update(store_, stats_, WatchContext{watch_, client_fd_}, &server_->prefix_stats(), req, out);
       return;
     case Command::kDelete:
-      Delete(store_, stats_, req, out);
+      Delete(store_, stats_, &server_->prefix_stats(), req, out);
       return;
     case Command::kIncr:
     case Command::kDecr:
@@ -1164,13 +1219,13 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
       RefreshCerts(server_, req, out);
       return;
     case Command::kLruCrawler:
-      LruCrawler(server_, req, out->pending_bytes() > batch_output_, out, outcome);
+      LruCrawler(server_, req, out->pending_bytes() > batch_output_, datagram_, out, outcome);
       return;
     case Command::kSlabs:
       Slabs(server_, req, out);
       return;
     case Command::kWatch:
-      Watch(server_, req, out->pending_bytes() > batch_output_, out, outcome);
+      Watch(server_, req, out->pending_bytes() > batch_output_, datagram_, out, outcome);
       return;
     case Command::kMetaGet:
     case Command::kMetaSet:
@@ -1184,7 +1239,7 @@ void Executor::Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome) 
       }
       return;
     case Command::kLeaseGet:
-      LeaseGet(store_, stats_, server_->Settings(), req, out);
+      LeaseGet(store_, stats_, server_->Settings(), &server_->prefix_stats(), req, out);
       return;
   }
 }

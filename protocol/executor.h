@@ -81,8 +81,12 @@ class Executor {
                          const WaitTicket* park = nullptr);
 
   // The descriptor of the connection whose requests Process() runs next
-  // (the cfd of `watch` lines).
-  void set_client_fd(int fd) { client_fd_ = fd; }
+  // (the cfd of `watch` lines), and whether it is a UDP socket: a datagram
+  // cannot carry a stream, so metadump and watch are refused there.
+  void set_client_fd(int fd, bool datagram = false) {
+    client_fd_ = fd;
+    datagram_ = datagram;
+  }
 
   // Executes one parsed request (exposed for tests).
   void Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome);
@@ -97,6 +101,7 @@ class Executor {
   size_t batch_output_ = 0;            // output pending when Process() began
   WatchLog* watch_;                    // the server's, or nullptr
   int client_fd_ = -1;
+  bool datagram_ = false;
 };
 
 }  // namespace herdless

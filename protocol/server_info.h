@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/prefix_stats.h"
 #include "protocol/thread_stats.h"
 
 namespace herdless {
@@ -92,6 +93,8 @@ struct ProtocolSettings {
   double refresh_max_fraction = 0.25;  // of the key's TTL
   bool dump_enabled = true;        // -X turns off lru_crawler metadump and stats cachedump
   bool watch_enabled = true;       // -W turns off watch
+  char prefix_delimiter = ':';     // -D: per-prefix stats (stats detail), and
+  bool detail_enabled = false;     // -D turns them on, as memcached's -D does
 };
 
 // Operator switches set at run time (lru_crawler, slabs automove), with
@@ -115,6 +118,7 @@ struct ConnectionInfo {
   std::string listen_addr;   // empty for listeners
   std::string state;         // memcached conn_* state name
   int64_t secs_since_last_cmd = 0;
+  bool udp = false;          // a UDP socket (memcached lists "<fd>:UDP UDP" first)
 };
 
 // The warm-restart snapshot's figures (`stats` snapshot_*), with -e.
@@ -187,9 +191,12 @@ class ServerInfo {
   virtual uint64_t CrawlStarts() const { return 0; }
 
   OperatorSettings& operators() { return operators_; }
+  // stats detail: the per-prefix counters (set up from -D by the daemon).
+  PrefixStats& prefix_stats() { return prefix_stats_; }
 
  private:
   OperatorSettings operators_;
+  PrefixStats prefix_stats_;
 };
 
 }  // namespace herdless

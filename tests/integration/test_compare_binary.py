@@ -167,6 +167,16 @@ def cases():
                         stat(b"sizes", 4), stat(b"bogus", 5), stat(b"conns", 6),
                         stat(b"detail on", 7), stat(b"detail off", 8), stat(b"detail dump", 9),
                         stat(b"detail bogus", 10), stat(b"detail", 11), stat(b"cachedump 1 1", 12)])
+    # Per-prefix counters over the binary protocol: Get/GAT/Touch count as gets, the Set and
+    # Append families as sets, Delete as deletes (one prefix: memcached lists them in hash order).
+    add("stat_detail_counts", [stat(b"reset", 1), stat(b"detail on", 2), set_("pd:1", "1"),
+                               get("pd:1", 3), get("pd:2", 4, "GETQ"), get("pd:1", 5, "GETK"),
+                               packet("APPEND", "pd:1", value=b"2", opaque=6),
+                               packet("TOUCH", "pd:1", exp_extras(10), opaque=7),
+                               packet("DELETE", "pd:1", opaque=8), packet("DELETE", "pd:1", opaque=9),
+                               set_("nodelim", "1"), get("nodelim", 10), stat(b"detail dump", 11),
+                               stat(b"detail off", 12), get("pd:1", 13), stat(b"detail dump", 14),
+                               stat(b"reset", 15), stat(b"detail dump", 16)])
     add("stat_sizes_disable", [stat(b"sizes_disable", 1)])
     add("stat_reset_prefix", [get("m"), stat(b"resetting", 1), stat()])
     add("stat_body_is_next_request", [packet("STAT", bodylen=24) + packet("NOOP", opaque=77)])

@@ -14,7 +14,10 @@
 - watch: mutations and fetchers lines as memcached's for another connection's set and get;
   connevents; the stampede stream (lease granted, timed out, fulfilled); a watcher that never
   reads keeps the server's memory bounded and its lost lines are counted (log_watcher_skipped).
-- -X refuses metadump, -W refuses watch, with memcached's errors.
+- -X refuses metadump and stats cachedump, -W refuses watch, with memcached's errors.
+- stats detail (per-prefix counters, -D) and stats cachedump: the same replies as memcached's
+  for the same commands (dumps as sets of lines), errors byte for byte; cachedump lists every
+  item of a class, memcached's lines (its COLD LRU only) among them.
 """
 
 import os
@@ -215,16 +218,12 @@ CRAWLER_COMMANDS = [b"lru_crawler metadump 0\r\n", b"lru_crawler metadump 64\r\n
                     b"slabs reassign 1 2\r\n", b"slabs bogus\r\n", b"watch bogus\r\n"]
 
 
-# After `lru_crawler disable` memcached 1.6.18 answers crawl and metadump "ERROR an unknown
-# error happened" and can never be enabled again (its `enable` fails: settings.lru_crawler
-# stays set). herdless answers "CLIENT_ERROR lru crawler disabled", memcached's reply when
-# started without a crawler, and `enable` works (docs/operations.md).
-DISABLED = [(b"lru_crawler disable\r\n", b"OK\r\n"),
-            (b"lru_crawler crawl all\r\n", b"CLIENT_ERROR lru crawler disabled\r\n"),
-            (b"lru_crawler metadump all\r\n", b"CLIENT_ERROR lru crawler disabled\r\n"),
-            (b"lru_crawler disable\r\n", b"OK\r\n"),
-            (b"lru_crawler enable\r\n", b"OK\r\n"),
-            (b"lru_crawler enable\r\n", b"ERROR failed to start lru crawler thread\r\n")]
+# The crawler switched off and on again, side by side: memcached 1.6.18 answers crawl and
+# metadump after `disable` with "CLIENT_ERROR lru crawler disabled", and enables again.
+DISABLED = [b"lru_crawler disable\r\n",
+            b"lru_crawler crawl all\r\n", b"lru_crawler metadump all\r\n",
+            b"lru_crawler disable\r\n", b"lru_crawler enable\r\n",
+            b"lru_crawler enable\r\n", b"lru_crawler crawl 1\r\n"]
 
 
 def test_replies_against_memcached(results, hl, mc):
@@ -232,9 +231,16 @@ def test_replies_against_memcached(results, hl, mc):
     want = replies(mc.port, CRAWLER_COMMANDS)
     for cmd, g, w in zip(CRAWLER_COMMANDS, got, want):
         results.equal(g, w, "reply to %r" % cmd.strip())
-    got = replies(hl.port, [cmd for cmd, _ in DISABLED])
-    for (cmd, want), g in zip(DISABLED, got):
-        results.equal(g, want, "reply to %r (crawler disabled)" % cmd.strip())
+    # The crawl CRAWLER_COMMANDS started must be over (memcached's is at once), or the last
+    # crawl is BUSY.
+    for d in (hl, mc):
+        with Conn(d.port) as c:
+            results.check(wait_for(lambda: stats(c)["lru_crawler_running"] == "0", 30),
+                          "%s: the crawl is over" % d.name)
+    got = replies(hl.port, DISABLED)
+    want = replies(mc.port, DISABLED)
+    for cmd, g, w in zip(DISABLED, got, want):
+        results.equal(g, w, "reply to %r (crawler disabled, then enabled)" % cmd.strip())
 
 
 def wait_for(predicate, seconds):
@@ -345,6 +351,100 @@ def test_disabled(results):
         want = replies(m.port, [b"lru_crawler metadump all\r\n", b"watch\r\n",
                                 b"stats cachedump 1 1\r\n"])
     results.equal(got, want, "-X and -W refuse as memcached's")
+
+
+def whole_reply(conn, command, end=b"END\r\n"):
+    conn.send(command)
+    return conn.recv_until(end, at_line_start=False)
+
+
+# The same commands on both; the keys' prefixes with -D "/". Counted as memcached counts:
+# get/gets/gat keys (hit = a value returned), the set family, delete; not touch, incr or meta.
+DETAIL_SCRIPT = [b"set u/1 0 0 1\r\n1\r\n", b"set u/2 0 100 2\r\n22\r\n",
+                 b"set p/x 0 0 1\r\n1\r\n", b"set nodelim 0 0 1\r\n1\r\n",
+                 b"set u:1 0 0 1\r\n1\r\n", b"add u/2 0 0 1\r\n1\r\n",
+                 b"append p/x 0 0 1\r\n1\r\n", b"get u/1 u/3 nodelim /x u:1\r\n",
+                 b"gets u/2\r\n", b"delete u/1\r\n", b"delete u/9\r\n", b"gat 100 p/x\r\n",
+                 b"touch u/2 10\r\n", b"incr p/x 1\r\n", b"mg u/2\r\n",
+                 b"ms m/1 1\r\n1\r\n", b"md m/1\r\n"]
+CACHEDUMP_ERRORS = [b"stats cachedump\r\n", b"stats cachedump 1\r\n", b"stats cachedump 64 0\r\n",
+                    b"stats cachedump 99999 1\r\n", b"stats cachedump -1 0\r\n",
+                    b"stats cachedump x 0\r\n", b"stats cachedump 1 -1\r\n",
+                    b"stats cachedump 1 y\r\n", b"stats cachedump 63 0\r\n",
+                    b"stats cachedump 0 0\r\n", b"stats detail\r\n", b"stats detail foo\r\n",
+                    b"stats detail on extra\r\n"]
+
+
+def detail_replies(d):
+    """Replies to the detail script on one server, in order."""
+    out = {}
+    with Conn(d.port) as c:
+        st = stats(c, b"settings")
+        out["settings"] = (st["stat_key_prefix"], st["detail_enabled"])
+        for cmd in DETAIL_SCRIPT:
+            if cmd.startswith((b"get", b"gat")):
+                c.call(cmd, b"END\r\n")
+            else:
+                whole_reply(c, cmd, b"\r\n")
+        # memcached lists prefixes in its hash table's order: compared as sets of lines.
+        out["dump"] = sorted(whole_reply(c, b"stats detail dump\r\n").split(b"\r\n"))
+        out["off"] = whole_reply(c, b"stats detail off\r\n", b"\r\n")
+        c.call(b"get u/2\r\n", b"END\r\n")
+        out["dump_after_off"] = sorted(whole_reply(c, b"stats detail dump\r\n").split(b"\r\n"))
+        out["settings_after_off"] = stats(c, b"settings")["detail_enabled"]
+        out["errors"] = [whole_reply(c, cmd, b"\r\n") for cmd in CACHEDUMP_ERRORS]
+        out["reset"] = whole_reply(c, b"stats reset\r\n", b"\r\n")
+        out["dump_after_reset"] = whole_reply(c, b"stats detail dump\r\n")
+    return out
+
+
+def cachedump(conn, cls, limit=0):
+    """{key: (bytes, exptime)} of `stats cachedump`, and its line count."""
+    data = whole_reply(conn, b"stats cachedump %d %d\r\n" % (cls, limit))
+    lines = [l for l in data.split(b"\r\n")[:-2]]
+    out = {}
+    for line in lines:
+        m = re.match(rb"ITEM (\S+) \[(\d+) b; (\d+) s\]$", line)
+        if m:
+            out[m.group(1)] = (int(m.group(2)), int(m.group(3)))
+    return out, len(lines)
+
+
+def test_detail_and_cachedump(results):
+    with harness.start_herdless(["-D", "/"]) as d:
+        got = detail_replies(d)
+    with harness.start_memcached(["-D", "/"]) as m:
+        want = detail_replies(m)
+    for name in want:
+        results.equal(got[name], want[name], "stats detail / cachedump: %s as memcached's" % name)
+    results.equal(got["settings"], ("/", "yes"), "-D sets the delimiter and turns detail on")
+
+    # stats cachedump lists a class's items as `stats items` numbers it: herdless lists every
+    # item of the class; memcached only its COLD LRU, so its lines are compared as a subset.
+    keys = [b"cd%03d" % i for i in range(50)]
+    dumps = []
+    for start in (harness.start_herdless, harness.start_memcached):
+        with start() as d, Conn(d.port) as c:
+            for i, k in enumerate(keys):
+                c.call(b"set %s 0 %d 5\r\nhello\r\n" % (k, 0 if i % 2 else 1000))
+            c.call(b"set big 0 0 3000\r\n%s\r\n" % (b"b" * 3000))
+            classes = {int(k.split(":")[1]) for k in stats(c, b"items") if k.endswith(":number")}
+            small = min(classes)
+            dumped, count = cachedump(c, small)
+            limited, limited_count = cachedump(c, small, 7)
+            meta = {l[b"key"]: l for l in metadump(c, b"%d" % small)}
+            dumps.append((classes, dumped, count, limited_count, meta))
+    (h_classes, h_dump, h_count, h_limited, h_meta), (m_classes, m_dump, _, _, _) = dumps
+    results.equal(h_classes, m_classes, "cachedump classes: the same as memcached's for the same items")
+    results.equal(sorted(h_dump), sorted(keys), "cachedump lists every item of the class once")
+    results.equal(h_count, len(keys), "one line per item")
+    results.equal(h_limited, 7, "the limit bounds the lines")
+    results.check(all(h_dump[k][0] == 5 for k in h_dump), "cachedump shows the value's bytes")
+    results.check(all(h_dump[k][1] == (0 if h_meta[k][b"exp"] == b"-1" else int(h_meta[k][b"exp"]))
+                      for k in h_dump), "cachedump's expiry is metadump's (0 = never)")
+    results.check(all(k in h_dump and v[0] == h_dump[k][0] and (v[1] == 0) == (h_dump[k][1] == 0)
+                      for k, v in m_dump.items()),
+                  "memcached's cachedump lines (its COLD LRU) are among herdless's")
 
 
 def watch_lines(conn, count, seconds=5):
@@ -499,6 +599,7 @@ def body(results):
     test_crawl(results)
     test_reclaimed_on_reuse(results)
     test_disabled(results)
+    test_detail_and_cachedump(results)
     test_watch_stampede(results)
     test_watcher_never_reads(results)
 

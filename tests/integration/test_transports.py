@@ -135,6 +135,26 @@ def udp_compare(r):
     return ref, ours
 
 
+def conns_shape(d):
+    """`stats conns` with the descriptors and addresses' ports left out: per entry, its fields
+    in order with the values that do not depend on the run."""
+    entries = {}
+    with harness.Conn(d.port) as c:
+        c.send(b"stats conns\r\n")
+        for line in c.recv_until(b"END\r\n").split(b"\r\n"):
+            f = line.split(b" ", 2)
+            if len(f) != 3 or f[0] != b"STAT":
+                continue
+            fd, name = f[1].split(b":", 1)
+            value = f[2]
+            if name in (b"addr", b"listen_addr"):
+                value = value.split(b":")[0]   # tcp / udp / unix
+            elif name == b"secs_since_last_cmd":
+                value = b"<n>"
+            entries.setdefault(int(fd), []).append((name, value))
+    return sorted(entries.values())
+
+
 def udp_checks(r, ref, ours):
     client = Udp(ours.udp_port)
     # A request id is echoed in every datagram of its reply.
@@ -164,7 +184,22 @@ def udp_checks(r, ref, ours):
             if len(f) == 3:
                 stats[f[1]] = f[2]
         r.equal(stats.get(b"udpport"), b"-1", "stats settings udpport shows -U as given")
+    # Streams over UDP: memcached 1.6.18 starts them and writes them to the unconnected socket,
+    # where they are lost (the client gets nothing); herdless answers with an error.
+    if harness.target_name() == "herdless":
+        for cmd in (b"lru_crawler metadump all\r\n", b"watch\r\n", b"watch fetchers mutations\r\n"):
+            (msg,), = [client.request(cmd)]
+            r.equal([(seq, total, d) for _, seq, total, _, d in msg],
+                    [(0, 1, b"SERVER_ERROR streams not supported over UDP\r\n")],
+                    "%r over UDP is refused, not silent" % cmd.strip())
+        (msg,), = [client.request(b"lru_crawler metadump 0\r\n")]
+        r.equal(msg[0][4], b"BADCLASS invalid class id\r\n", "metadump's own errors come first over UDP")
+        (msg,), = [client.request(b"version\r\n")]
+        r.check(msg[0][4].startswith(b"VERSION "), "UDP still answers after a refused stream")
     client.close()
+    conns = [conns_shape(d) for d in (ref, ours)]
+    r.equal(conns[1], conns[0], "stats conns: the same entries and fields as memcached's "
+            "(listener, one UDP socket per worker, this client)")
     for d in (ref, ours):
         r.check(d.alive(), "%s alive after UDP" % d.name)
         d.stop()
@@ -256,6 +291,21 @@ def unix_socket(r):
         b.buf, b.eof = b"", False
         r.equal(b.call(bin_get("k", 1)).value, b"over unix", "binary protocol over the unix socket")
         b.close()
+        u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        u.settimeout(harness.TIMEOUT)
+        u.connect(path)
+        u.sendall(b"stats conns\r\n")
+        reply = b""
+        while not reply.endswith(b"END\r\n"):
+            chunk = u.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+        u.close()
+        # memcached keeps no peer address for a unix-socket client: conn_to_str prints "?:<AF 0>".
+        r.check(b":addr ?:<AF 0>\r\n" in reply and
+                (b":listen_addr unix:" + path.encode() + b"\r\n") in reply,
+                "stats conns shows a unix-socket client as memcached does", reply)
         d.stop()
         r.check(not os.path.exists(path), "the socket file is removed at exit")
 

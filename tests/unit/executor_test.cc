@@ -698,6 +698,21 @@ TEST_F(ExecutorTest, MetadumpTurnsTheConnectionIntoAStream) {
   EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kNone);
 }
 
+// Over UDP a stream cannot run: memcached's reply is lost, herdless says so.
+TEST_F(ExecutorTest, StreamsAreRefusedOverUdp) {
+  executor_.set_client_fd(7, /*datagram=*/true);
+  EXPECT_EQ(Run("lru_crawler metadump all\r\n"), "SERVER_ERROR streams not supported over UDP\r\n");
+  EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kNone);
+  EXPECT_EQ(Run("watch fetchers\r\n"), "SERVER_ERROR streams not supported over UDP\r\n");
+  EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kNone);
+  // memcached's own errors come first, as on TCP.
+  EXPECT_EQ(Run("lru_crawler metadump 0\r\n"), "BADCLASS invalid class id\r\n");
+  EXPECT_EQ(Run("watch bogus\r\n"), "ERROR\r\n");
+  executor_.set_client_fd(7);
+  Run("watch\r\n");
+  EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kWatch);
+}
+
 TEST_F(ExecutorTest, SlabsRepliesAsMemcached) {
   struct Case {
     const char* line;
@@ -761,7 +776,53 @@ TEST_F(ExecutorTest, StatsResetClearsCounters) {
 TEST_F(ExecutorTest, StatsSubcommandErrorsAnswerAsMemcached) {
   EXPECT_EQ(Run("stats bogus\r\n"), "ERROR\r\n");
   EXPECT_EQ(Run("stats detail\r\n"), "CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+  EXPECT_EQ(Run("stats detail foo\r\n"), "CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+  EXPECT_EQ(Run("stats cachedump 1\r\n"), "CLIENT_ERROR bad command line\r\n");
+  EXPECT_EQ(Run("stats cachedump -1 0\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(Run("stats cachedump 1 x\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(Run("stats cachedump 64 0\r\n"), "CLIENT_ERROR Illegal slab id\r\n");
+  EXPECT_EQ(Run("stats cachedump 63 0\r\n"), "END\r\n");
+  EXPECT_EQ(Run("stats cachedump 0 0\r\n"), "END\r\n");
+  server_.settings.dump_enabled = false;   // -X
   EXPECT_EQ(Run("stats cachedump 1 1\r\n"), "CLIENT_ERROR stats cachedump not allowed\r\n");
+}
+
+// stats detail: per-prefix counters of get (hits), set-family and delete,
+// only while on; meta commands, touch and incr are not counted (memcached).
+TEST_F(ExecutorTest, StatsDetailCountsPrefixesWhileOn) {
+  Run("set a:1 0 0 1\r\n1\r\n");
+  EXPECT_EQ(Run("stats detail dump\r\n"), "END\r\n");
+  EXPECT_EQ(Run("stats detail on\r\n"), "OK\r\n");
+  EXPECT_EQ(StatValue(Run("stats settings\r\n"), "detail_enabled"), "yes");
+  Run("set a:1 0 0 1\r\n1\r\nget a:1 a:2 nodelim :x\r\ndelete a:1\r\ngat 10 b:1\r\n");
+  Run("append a:9 0 0 1\r\n1\r\ncas a:9 0 0 1 5\r\n1\r\ntouch a:1 1\r\nincr a:1 1\r\n");
+  Run("mg a:1 v\r\nms a:1 1\r\n1\r\nmd a:1\r\n");
+  const std::string dump =
+      "PREFIX  get 1 hit 0 set 0 del 0\r\n"
+      "PREFIX a get 2 hit 1 set 3 del 1\r\n"
+      "PREFIX b get 1 hit 0 set 0 del 0\r\n"
+      "END\r\n";
+  EXPECT_EQ(Run("stats detail dump\r\n"), dump);
+  EXPECT_EQ(Run("stats detail off extra\r\n"), "OK\r\n");
+  Run("get a:1\r\n");
+  EXPECT_EQ(Run("stats detail dump\r\n"), dump);   // off: kept, not counted
+  EXPECT_EQ(StatValue(Run("stats settings\r\n"), "detail_enabled"), "no");
+  EXPECT_EQ(StatValue(Run("stats settings\r\n"), "stat_key_prefix"), ":");
+  EXPECT_EQ(Run("stats reset\r\n"), "RESET\r\n");
+  EXPECT_EQ(Run("stats detail dump\r\n"), "END\r\n");
+}
+
+TEST_F(ExecutorTest, StatsCachedumpListsAClassAsStatsItemsNumbersIt) {
+  Run("set k1 0 0 3\r\nabc\r\nset k2 0 0 3\r\nabc\r\n");
+  const std::string items = Run("stats items\r\n");
+  const size_t at = items.find("STAT items:");
+  ASSERT_NE(at, std::string::npos) << items;
+  const std::string cls = items.substr(at + 11, items.find(':', at + 11) - (at + 11));
+  const std::string all = Run("stats cachedump " + cls + " 0\r\n");
+  EXPECT_TRUE(all == "ITEM k1 [3 b; 0 s]\r\nITEM k2 [3 b; 0 s]\r\nEND\r\n" ||
+              all == "ITEM k2 [3 b; 0 s]\r\nITEM k1 [3 b; 0 s]\r\nEND\r\n")
+      << all;
+  EXPECT_EQ(Run("stats cachedump " + cls + " 1\r\n").size(), all.size() - 20);
 }
 
 TEST_F(ExecutorTest, StatsWithTrailingSpacesIsGeneralStats) {

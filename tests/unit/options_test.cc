@@ -266,9 +266,23 @@ TEST(OptionsTest, MemcachedTuningSuboptionsAreAcceptedAndNoted) {
 }
 
 TEST(OptionsTest, MemcachedTuningFlagsAreAcceptedAndNoted) {
-  Parsed p = Parse({"-f", "1.25", "-n", "48", "-L", "-D", ":", "-B", "ascii"});
+  Parsed p = Parse({"-f", "1.25", "-n", "48", "-L", "-B", "ascii"});
   ASSERT_TRUE(p.ok) << p.error;
-  EXPECT_EQ(p.options.ignored.size(), 4u);
+  EXPECT_EQ(p.options.ignored.size(), 3u);
+}
+
+TEST(OptionsTest, DelimiterTurnsPrefixStatsOn) {
+  Parsed off = Parse({});
+  ASSERT_TRUE(off.ok) << off.error;
+  EXPECT_EQ(off.options.protocol.prefix_delimiter, ':');
+  EXPECT_FALSE(off.options.protocol.detail_enabled);
+  Parsed on = Parse({"-D", "/x"});   // memcached takes the first character
+  ASSERT_TRUE(on.ok) << on.error;
+  EXPECT_EQ(on.options.protocol.prefix_delimiter, '/');
+  EXPECT_TRUE(on.options.protocol.detail_enabled);
+  Parsed empty = Parse({"-D", ""});
+  EXPECT_FALSE(empty.ok);
+  EXPECT_EQ(empty.error, "No delimiter specified");
 }
 
 TEST(OptionsTest, DumpAndWatchCanBeDisabled) {
