@@ -60,6 +60,7 @@ const char* ConnStateName(ConnState state) {
     case ConnState::kSwallow: return "conn_swallow";
     case ConnState::kMwrite: return "conn_mwrite";
     case ConnState::kClosing: return "conn_closing";
+    case ConnState::kWatch: return "conn_watch";
   }
   return "conn_closed";
 }
@@ -590,6 +591,8 @@ void Connection::UpdateEvents(bool more_input) {
   ConnState state = ConnState::kWaiting;
   if (draining_ || close_after_write_) {
     state = ConnState::kClosing;
+  } else if (watcher_ != nullptr || dump_ != nullptr) {
+    state = ConnState::kWatch;   // memcached's state for both streams
   } else if (!output_.empty()) {
     state = ConnState::kMwrite;
   } else if (swallow_ > 0) {

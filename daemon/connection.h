@@ -55,6 +55,7 @@ enum class ConnState : uint8_t {
   kSwallow,    // conn_swallow: discarding a refused data block
   kMwrite,     // conn_mwrite: replies waiting for the socket
   kClosing,    // conn_closing: finishing before close
+  kWatch,      // conn_watch: streaming a watch log or a metadump
 };
 const char* ConnStateName(ConnState state);
 

@@ -505,6 +505,19 @@ def test_watch_against_memcached(results, hl, mc):
             c.call(b"mg wmiss2 v\r\n", b"EN\r\n")
             with BinConn(d.port) as b:
                 b.call(get("wb"))
+            # stats conns: both watchers are in memcached's conn_watch state.
+            watcher_ports = {w.sock.getsockname()[1], f.sock.getsockname()[1]}
+            c.send(b"stats conns\r\n")
+            states, addrs = {}, {}
+            for line in c.recv_until(b"END\r\n").split(b"\r\n"):
+                m = re.match(rb"STAT (\d+):(addr|state) (\S+)$", line)
+                if m:
+                    (addrs if m.group(2) == b"addr" else states)[m.group(1)] = m.group(3)
+            watching = sorted(states[fd] for fd, a in addrs.items()
+                              if a.startswith(b"tcp:") and int(a.rsplit(b":", 1)[1]) in watcher_ports
+                              and fd in states)
+            results.equal(watching, [b"conn_watch", b"conn_watch"],
+                          "%s: stats conns shows watchers as conn_watch" % d.name)
             # Sorted: memcached's logger thread merges its workers' buffers in turn, so lines
             # of different connections (the binary one's here) may come in any order.
             seen.append(sorted(without(l, b"cfd") for l in lines + watch_lines(f, 5)))
