@@ -24,7 +24,11 @@ bool XFetchDraw(int64_t now_us, int64_t expiry_us, double delta_ms, double beta,
 int64_t RefreshWindowUs(const LeaseSettings& s, double reads_per_s, double delta_ms, int64_t ttl_s) {
   if (!(reads_per_s >= s.refresh_hot_per_s) || reads_per_s <= 0) return 0;
   const double epsilon = std::clamp(s.refresh_epsilon, 1e-9, 1.0);
-  double window_s = delta_ms / 1000.0 + std::log(1.0 / epsilon) / reads_per_s;
+  const double delta_s = delta_ms / 1000.0;
+  // Δ is the smoothed mean: a refresh that takes longer than it must still
+  // land before expiry. For keys read so often that ln(1/ε)/λ is shorter than
+  // half of Δ, that half is the slack instead.
+  double window_s = delta_s + std::max(std::log(1.0 / epsilon) / reads_per_s, kRefreshSlackOfDelta * delta_s);
   if (ttl_s > 0) window_s = std::min(window_s, s.refresh_max_fraction * static_cast<double>(ttl_s));
   return static_cast<int64_t>(window_s * 1e6);
 }

@@ -68,10 +68,14 @@ bool XFetchDraw(int64_t now_us, int64_t expiry_us, double delta_ms, double beta,
 // Refresh-ahead: the window before expiry in which a hot key's next reader
 // refreshes it, for a key read `reads_per_s` times a second with recompute
 // time `delta_ms` and TTL `ttl_s` (0 = unknown: no bound):
-//   min(delta + ln(1/epsilon) / rate, max_fraction * ttl)
+//   min(delta + max(ln(1/epsilon) / rate, delta / 2), max_fraction * ttl)
 // — the recompute time, plus the time within which the key is read again
-// with probability 1 - epsilon (reads as a Poisson process). 0 for a key
-// read less often than refresh_hot_per_s: it is never refreshed early.
+// with probability 1 - epsilon (reads as a Poisson process), but at least
+// half the recompute time again: delta is a smoothed mean, and a recompute
+// slower than it must still land before expiry (ln(1/epsilon)/rate leaves
+// that slack only below ~92 reads/s at delta = 100 ms). 0 for a key read
+// less often than refresh_hot_per_s: it is never refreshed early.
+constexpr double kRefreshSlackOfDelta = 0.5;
 int64_t RefreshWindowUs(const LeaseSettings& s, double reads_per_s, double delta_ms, int64_t ttl_s);
 
 // Decides the lease outcome of one read of an existing item.

@@ -167,10 +167,12 @@ TEST(RefreshWindowTest, RecomputeTimePlusTheTimeToTheNextReadBoundedByTheTtl) {
   const Case cases[] = {
       {5, 100, 10, 0.1 + std::log(100.0) / 5},      // 1.02 s
       {25, 100, 10, 0.1 + std::log(100.0) / 25},    // 0.28 s
-      {500, 100, 10, 0.1 + std::log(100.0) / 500},  // Δ dominates
+      {500, 100, 10, 0.15},                         // Δ dominates: at least 1.5 Δ
+      {100, 100, 10, 0.15},                         // ln(100)/100 = 46 ms < Δ/2
+      {50, 100, 10, 0.1 + std::log(100.0) / 50},    // 92 ms > Δ/2
       {2, 100, 10, 0.1 + std::log(100.0) / 2},      // 2.4 s < 2.5 s
       {2, 100, 4, 1.0},                             // a quarter of the TTL
-      {5, 2000, 0, 2.0 + std::log(100.0) / 5},      // no TTL known: no bound
+      {5, 2000, 0, 3.0},                            // no TTL known: no bound; 1.5 Δ
       {1.99, 100, 10, 0},                           // below the threshold: never
       {0, 100, 10, 0},                              // untracked: never
   };
