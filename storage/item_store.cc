@@ -845,7 +845,10 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
     Placed placed;
     if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
       if (!RoomToRetry(lock, attempt, ItemSize(fields))) {
+        // RoomToRetry let the shard's lock go; its counters need it again.
+        lock.lock();
         counts.outofmemory++;
+        lock.unlock();
         if (remove_on_failure) RemoveKey(req.key);
         res.status = StoreStatus::kNoMemory;
         return res;
