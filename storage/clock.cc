@@ -15,11 +15,21 @@ int64_t MonotonicMicros() {
   return int64_t{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
 }
 
+int64_t RealtimeMicros() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME_COARSE, &ts);   // the clock time() reads
+  return int64_t{ts.tv_sec} * 1000000 + ts.tv_nsec / 1000;
+}
+
 }  // namespace
 
 // The epoch is one second back so that store time 0 (= "never expires" in item
-// headers) is never a real moment.
-SystemClock::SystemClock() : start_monotonic_us_(MonotonicMicros() - 1000000) {}
+// headers) is never a real moment, and it starts on the same fraction of a
+// second as the wall clock: store seconds then turn into Unix seconds (and
+// back, in a snapshot restored by another process) by a whole number of
+// seconds, with no second lost or gained to the two clocks' phases.
+SystemClock::SystemClock()
+    : start_monotonic_us_(MonotonicMicros() - 1000000 - RealtimeMicros() % 1000000) {}
 
 int64_t SystemClock::NowMicros() const { return MonotonicMicros() - start_monotonic_us_; }
 
