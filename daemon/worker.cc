@@ -12,6 +12,8 @@
 #include "daemon/connection.h"
 #include "daemon/log.h"
 #include "daemon/tls.h"
+#include "daemon/tls_transport.h"
+#include "daemon/transport.h"
 #include "daemon/udp.h"
 
 namespace herdless {
@@ -120,7 +122,13 @@ void Worker::AddConnection(int fd, std::string peer, std::string local, bool tls
       counters_->current.fetch_sub(1, std::memory_order_relaxed);
       return;
     }
-    Connection* conn = new Connection(this, fd, std::move(peer), std::move(local), std::move(session));
+    std::unique_ptr<Transport> transport;
+    if (session != nullptr) {
+      transport = std::make_unique<TlsTransport>(fd, std::move(session));
+    } else {
+      transport = std::make_unique<SocketTransport>(fd);
+    }
+    Connection* conn = new Connection(this, std::move(transport), fd, std::move(peer), std::move(local));
     {
       std::lock_guard<std::mutex> lock(registry_mutex_);
       connections_.insert(conn);
