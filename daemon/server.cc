@@ -69,6 +69,16 @@ WorkerPlan PlanWorkers(const ProtocolSettings& p) {
   return plan;
 }
 
+void LogWorkerPlan(const WorkerPlan& plan, int num_threads) {
+  if (plan.workers == num_threads) return;
+  Log(LogLevel::kNotice,
+      "running %d worker threads for -t %d: %d CPUs in the affinity mask, cgroup cpu.max %s%s"
+      " (-o exact_threads runs %d)",
+      plan.workers, num_threads, plan.affinity_cpus,
+      plan.quota_cpus > 0 ? std::to_string(plan.quota_cpus).c_str() : "none",
+      plan.quota_cpus > 0 ? " CPUs" : "", num_threads);
+}
+
 // memcached's `stats conns` text: "tcp:127.0.0.1:11211", "tcp6:[::1]:11211".
 std::string AddressText(const struct sockaddr* sa) {
   char host[INET6_ADDRSTRLEN] = "";
@@ -340,7 +350,14 @@ int Server::Run() {
                                                  std::max(1, plan.workers));
     snapshotter_->Load();
   }
+  if (!CreateMainLoop()) return EXIT_FAILURE;
+  LogWorkerPlan(plan, p.num_threads);
+  const bool started = StartWorkers(plan.workers);
+  if (started) Serve();
+  return Finish(started);
+}
 
+bool Server::CreateMainLoop() {
   event_config* cfg = event_config_new();
   event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);   // only the main thread uses it
   base_ = event_base_new_with_config(cfg);
@@ -348,9 +365,13 @@ int Server::Run() {
   stop_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (base_ == nullptr || stop_fd_ < 0) {
     Log(LogLevel::kError, "failed to create the main event loop");
-    return EXIT_FAILURE;
+    return false;
   }
+  return true;
+}
 
+WorkerConfig Server::MakeWorkerConfig() {
+  const ProtocolSettings& p = options_.protocol;
   WorkerConfig worker_config;
   worker_config.reqs_per_event = p.reqs_per_event;
   worker_config.idle_timeout_s = p.idle_timeout;
@@ -364,20 +385,15 @@ int Server::Run() {
   worker_config.auth = auth_.get();
   worker_config.sasl_pwdb = sasl_pwdb_.get();
   worker_config.watch_hub = &watch_hub_;
+  return worker_config;
+}
 
+bool Server::StartWorkers(int worker_count) {
+  const WorkerConfig worker_config = MakeWorkerConfig();
   // Workers start with every signal blocked, so signals reach the main loop.
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &previous);
-  const int worker_count = plan.workers;
-  if (worker_count != p.num_threads) {
-    Log(LogLevel::kNotice,
-        "running %d worker threads for -t %d: %d CPUs in the affinity mask, cgroup cpu.max %s%s"
-        " (-o exact_threads runs %d)",
-        worker_count, p.num_threads, plan.affinity_cpus,
-        plan.quota_cpus > 0 ? std::to_string(plan.quota_cpus).c_str() : "none",
-        plan.quota_cpus > 0 ? " CPUs" : "", p.num_threads);
-  }
   bool started = true;
   for (int i = 0; i < worker_count && started; ++i) {
     workers_.push_back(std::make_unique<Worker>(i, worker_config, store_.get(), this, &counters_));
@@ -388,59 +404,69 @@ int Server::Run() {
     }
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return started;
+}
 
-  if (started) {
-    // Every worker reads each UDP socket through its own descriptor, as in
-    // memcached (the first takes the bound one, the others dups).
-    // `stats conns` lists each descriptor, as memcached's does; they are
-    // listed before any worker reads one (listener_info_ is fixed from then).
-    std::vector<std::pair<size_t, int>> udp_sockets;   // (worker, descriptor)
-    for (int fd : udp_fds_) {
-      ConnectionInfo dup_info;
-      for (const ConnectionInfo& info : listener_info_) {
-        if (info.fd == fd) dup_info = info;
-      }
-      for (size_t i = 0; i < workers_.size(); ++i) {
-        const int worker_fd = i == 0 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 0);
-        if (worker_fd < 0) continue;
-        udp_sockets.emplace_back(i, worker_fd);
-        if (i == 0) continue;
-        dup_info.fd = worker_fd;
-        listener_info_.push_back(dup_info);
-      }
+// Every worker reads each UDP socket through its own descriptor, as in
+// memcached (the first takes the bound one, the others dups). `stats conns`
+// lists each descriptor, as memcached's does; they are listed before any
+// worker reads one (listener_info_ is fixed from then).
+void Server::HandUdpSocketsToWorkers() {
+  std::vector<std::pair<size_t, int>> udp_sockets;   // (worker, descriptor)
+  for (int fd : udp_fds_) {
+    ConnectionInfo dup_info;
+    for (const ConnectionInfo& info : listener_info_) {
+      if (info.fd == fd) dup_info = info;
     }
-    for (const auto& [i, fd] : udp_sockets) workers_[i]->AddUdpSocket(fd);
-    udp_fds_.clear();   // the workers own them now
-    for (Listener& l : listeners_) {
-      l.accept_event = event_new(base_, l.fd, EV_READ | EV_PERSIST, &Server::OnAccept, this);
+    for (size_t i = 0; i < workers_.size(); ++i) {
+      const int worker_fd = i == 0 ? fd : fcntl(fd, F_DUPFD_CLOEXEC, 0);
+      if (worker_fd < 0) continue;
+      udp_sockets.emplace_back(i, worker_fd);
+      if (i == 0) continue;
+      dup_info.fd = worker_fd;
+      listener_info_.push_back(dup_info);
     }
-    for (int signo : {SIGTERM, SIGINT, SIGUSR1}) {
-      events_.push_back(evsignal_new(base_, signo, &Server::OnSignal, this));
-    }
-    events_.push_back(evsignal_new(base_, SIGHUP, &Server::OnReload, this));
-    events_.push_back(event_new(base_, stop_fd_, EV_READ | EV_PERSIST, &Server::OnStopRequest, this));
-    for (event* ev : events_) event_add(ev, nullptr);
-    maintenance_event_ = event_new(base_, -1, EV_PERSIST, &Server::OnMaintenance, this);
-    struct timeval tick = {0, kMaintenanceTickMs * 1000};
-    event_add(maintenance_event_, &tick);
-    resume_accept_event_ = event_new(base_, -1, 0, &Server::OnResumeAccept, this);
-    if (snapshotter_ != nullptr) snapshotter_->StartPeriodic();
-
-    counters_.total.store(listeners_.size());
-    counters_.structures.store(listeners_.size());
-    SetAccepting(true);
-    std::string where;
-    for (const Listener& l : listeners_) where += (where.empty() ? "" : ", ") + l.addr;
-    NotifyReady("serving " + where + " with " + std::to_string(workers_.size()) + " workers");
-    event_base_dispatch(base_);   // returns after BeginShutdown()
-    // Stopping already: a second SIGTERM (or a SIGHUP) must not kill the
-    // process while it drains and exits once the signal events are freed.
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    for (int signo : {SIGTERM, SIGINT, SIGUSR1, SIGHUP}) sigaddset(&stop_signals, signo);
-    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   }
+  for (const auto& [i, fd] : udp_sockets) workers_[i]->AddUdpSocket(fd);
+  udp_fds_.clear();   // the workers own them now
+}
 
+void Server::AddMainEvents() {
+  for (Listener& l : listeners_) {
+    l.accept_event = event_new(base_, l.fd, EV_READ | EV_PERSIST, &Server::OnAccept, this);
+  }
+  for (int signo : {SIGTERM, SIGINT, SIGUSR1}) {
+    events_.push_back(evsignal_new(base_, signo, &Server::OnSignal, this));
+  }
+  events_.push_back(evsignal_new(base_, SIGHUP, &Server::OnReload, this));
+  events_.push_back(event_new(base_, stop_fd_, EV_READ | EV_PERSIST, &Server::OnStopRequest, this));
+  for (event* ev : events_) event_add(ev, nullptr);
+  maintenance_event_ = event_new(base_, -1, EV_PERSIST, &Server::OnMaintenance, this);
+  struct timeval tick = {0, kMaintenanceTickMs * 1000};
+  event_add(maintenance_event_, &tick);
+  resume_accept_event_ = event_new(base_, -1, 0, &Server::OnResumeAccept, this);
+}
+
+void Server::Serve() {
+  HandUdpSocketsToWorkers();
+  AddMainEvents();
+  if (snapshotter_ != nullptr) snapshotter_->StartPeriodic();
+  counters_.total.store(listeners_.size());
+  counters_.structures.store(listeners_.size());
+  SetAccepting(true);
+  std::string where;
+  for (const Listener& l : listeners_) where += (where.empty() ? "" : ", ") + l.addr;
+  NotifyReady("serving " + where + " with " + std::to_string(workers_.size()) + " workers");
+  event_base_dispatch(base_);   // returns after BeginShutdown()
+  // Stopping already: a second SIGTERM (or a SIGHUP) must not kill the
+  // process while it drains and exits once the signal events are freed.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  for (int signo : {SIGTERM, SIGINT, SIGUSR1, SIGHUP}) sigaddset(&stop_signals, signo);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+}
+
+int Server::Finish(bool started) {
   if (!started) {
     for (auto& w : workers_) w->BeginStop(0);
   }

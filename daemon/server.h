@@ -88,6 +88,14 @@ class Server final : public ServerInfo, public LeaseWakeSink {
     bool tls = false;   // -Z, unless the -l entry said notls:
     event* accept_event = nullptr;
   };
+  // Run()'s steps, in order.
+  bool CreateMainLoop();
+  WorkerConfig MakeWorkerConfig();
+  bool StartWorkers(int worker_count);   // false: one failed (the rest are stopped in Finish)
+  void Serve();                          // until shutdown
+  void HandUdpSocketsToWorkers();
+  void AddMainEvents();                  // accepts, signals, the stop request, maintenance
+  int Finish(bool started);              // the exit code
   // Binds TCP or UDP sockets for every -l address; records the ports bound.
   bool Bind(bool udp, FILE* port_file, std::string* error);
   void AddListenerInfo(int fd, const std::string& addr, const char* state, bool udp = false);
