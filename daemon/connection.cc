@@ -35,18 +35,18 @@ const char* ConnStateName(ConnState state) {
   return "conn_closed";
 }
 
-Connection::Connection(Worker* worker, std::unique_ptr<Transport> transport, int fd,
-                       std::string peer, std::string local)
+Connection::Connection(Worker* worker, std::unique_ptr<Transport> transport, std::string peer,
+                       std::string local)
     : worker_(worker),
       transport_(std::move(transport)),
-      fd_(fd),
+      fd_(transport_->fd()),
       id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)),
       peer_(std::move(peer)),
       local_(std::move(local)),
       wire_(worker->config().auth != nullptr ? Wire::kAuth : Wire::kUndecided),
       accepted_s_(CoarseNowSeconds()),
       input_(worker->config().max_input),
-      parking_(worker, this, id_, fd),
+      parking_(worker, this, id_, fd_),
       last_cmd_s_(CoarseNowSeconds()) {}
 
 // The stream and the parked request go first (they hold timers and
@@ -154,7 +154,8 @@ bool Connection::Execute() {
   bool more;
   if (stream_ != nullptr && ContinueStream(&more)) return more;
   if (closing() || swallow_ > 0 || input_.empty() || parking_.parked()) return false;
-  if (output_.pending_bytes() >= worker_->config().max_output) return true;   // back-pressure: resume after a write
+  // Back-pressure: resume after a write.
+  if (output_.pending_bytes() >= worker_->config().max_output) return true;
   MoveTo(ConnState::kParseCmd);
   if (wire_ == Wire::kAuth) return Authenticate();
   return ExecuteRequests();

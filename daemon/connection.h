@@ -11,8 +11,8 @@
 // Its parts: a ParkedRequest (classic wait mode: a parked head request stops
 // the pipeline, its output still flows) and, after `lru_crawler metadump` or
 // `watch`, a ConnectionStream.
-// Only Info() and the idle/stall/handshake checks' atomics may be read by
-// other threads.
+// Only Info() may be called from other threads (under the worker's registry
+// lock).
 #ifndef HERDLESS_DAEMON_CONNECTION_H_
 #define HERDLESS_DAEMON_CONNECTION_H_
 
@@ -46,6 +46,7 @@ struct ProcessOutcome;
 // (kWaiting). kClosing and kDraining are final: no more requests, close
 // once the output is written; kDraining is the server's shutdown, which
 // also reads what the client sent meanwhile, so that the close sends no reset.
+// The final states come last (Connection::closing() compares).
 enum class ConnState : uint8_t {
   kNewCmd,     // conn_new_cmd: just accepted
   kWaiting,    // conn_waiting: nothing buffered, waiting for a request
@@ -61,8 +62,9 @@ const char* ConnStateName(ConnState state);
 
 class Connection final : private Transport::Owner {
  public:
-  // Takes ownership of `transport` (which owns the socket `fd`).
-  Connection(Worker* worker, std::unique_ptr<Transport> transport, int fd, std::string peer,
+  // Takes ownership of `transport` (which owns the socket). `peer` and
+  // `local` are memcached-style "tcp:host:port" text.
+  Connection(Worker* worker, std::unique_ptr<Transport> transport, std::string peer,
              std::string local);
   ~Connection();
   Connection(const Connection&) = delete;

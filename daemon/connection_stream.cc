@@ -101,7 +101,8 @@ std::unique_ptr<ConnectionStream> ConnectionStream::Start(const ProcessOutcome& 
                                             worker->config().max_output);
   }
   auto watch = std::make_unique<WatchStream>(worker->config().watch_hub, conn);
-  if (!watch->Attach(worker->base(), static_cast<uint32_t>(outcome.stream_arg), out)) return nullptr;
+  const auto kinds = static_cast<uint32_t>(outcome.stream_arg);
+  if (!watch->Attach(worker->base(), kinds, out)) return nullptr;
   return watch;
 }
 

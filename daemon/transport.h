@@ -69,6 +69,8 @@ class Transport {
   virtual void DiscardUnread() = 0;
   // True while a handshake is under way (nothing is read or written yet).
   virtual bool handshaking() const { return false; }
+  // The socket (it names the connection in logs and `stats conns`).
+  virtual int fd() const = 0;
 };
 
 // Plain TCP or a unix socket.
@@ -84,6 +86,7 @@ class SocketTransport : public Transport {
   Io Write(ReplyBuffer* out, size_t* n) override;
   void Want(bool read, bool write) override;
   void DiscardUnread() override;
+  int fd() const override { return fd_; }
 
  protected:
   // The socket's readiness; TlsTransport routes it through its handshake.

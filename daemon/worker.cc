@@ -128,7 +128,7 @@ void Worker::AddConnection(int fd, std::string peer, std::string local, bool tls
     } else {
       transport = std::make_unique<SocketTransport>(fd);
     }
-    Connection* conn = new Connection(this, std::move(transport), fd, std::move(peer), std::move(local));
+    auto* conn = new Connection(this, std::move(transport), std::move(peer), std::move(local));
     {
       std::lock_guard<std::mutex> lock(registry_mutex_);
       connections_.insert(conn);
