@@ -4,13 +4,7 @@
 
 namespace herdless {
 
-namespace {
-
-constexpr size_t kMinReadRoom = 4 * 1024;   // grow or compact below this much free tail
-
-}  // namespace
-
-char* InputBuffer::Room(size_t* len) {
+void InputBuffer::MakeRoom() {
   if (capacity_ == 0) Reallocate(kInitialInput);
   if (capacity_ - end_ < kMinReadRoom && begin_ > 0) {
     std::memmove(data_.get(), data_.get() + begin_, size());
@@ -20,15 +14,11 @@ char* InputBuffer::Room(size_t* len) {
   if (capacity_ - end_ < kMinReadRoom && capacity_ < limit_) {
     Reallocate(capacity_ * 2 < limit_ ? capacity_ * 2 : limit_);
   }
-  *len = capacity_ - end_;
-  return data_.get() + end_;
 }
 
-void InputBuffer::ShrinkIfIdle() {
-  if (empty() && capacity_ > kInitialInput) {
-    data_.reset();
-    capacity_ = 0;
-  }
+void InputBuffer::Release() {
+  data_.reset();
+  capacity_ = 0;
 }
 
 void InputBuffer::Reallocate(size_t capacity) {

@@ -30,13 +30,23 @@ class InputBuffer {
   }
 
   // Free room at the tail, *len bytes (0 only when full()); Commit(n) keeps n
-  // of them.
-  char* Room(size_t* len);
+  // of them. Inline while there is room (every read).
+  char* Room(size_t* len) {
+    if (capacity_ - end_ < kMinReadRoom) MakeRoom();
+    *len = capacity_ - end_;
+    return data_.get() + end_;
+  }
   void Commit(size_t n) { end_ += n; }
 
-  void ShrinkIfIdle();
+  void ShrinkIfIdle() {
+    if (empty() && capacity_ > kInitialInput) Release();
+  }
 
  private:
+  static constexpr size_t kMinReadRoom = 4 * 1024;   // grow or compact below this much free tail
+
+  void MakeRoom();
+  void Release();
   void Reallocate(size_t capacity);
 
   const size_t limit_;

@@ -27,13 +27,16 @@ int64_t MonotonicMs() {
 
 }  // namespace
 
+ParkedRequest::ParkedRequest(Worker* worker, Connection* conn, uint64_t conn_id, int fd)
+    : worker_(worker),
+      worker_id_(static_cast<uint32_t>(worker->id())),
+      conn_(conn),
+      conn_id_(conn_id),
+      fd_(fd) {}
+
 ParkedRequest::~ParkedRequest() {
   if (timer_ != nullptr) event_free(timer_);
   if (parked()) worker_->SetParked(conn_id_, nullptr);
-}
-
-WaitTicket ParkedRequest::NextTicket() {
-  return WaitTicket{static_cast<uint32_t>(worker_->id()), conn_id_, ++seq_};
 }
 
 bool ParkedRequest::Wake(uint64_t seq) {

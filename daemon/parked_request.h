@@ -34,8 +34,7 @@ class ParkedRequest {
   };
 
   // For `conn` (the tickets' conn_id; `fd` names it in watch lines).
-  ParkedRequest(Worker* worker, Connection* conn, uint64_t conn_id, int fd)
-      : worker_(worker), conn_(conn), conn_id_(conn_id), fd_(fd) {}
+  ParkedRequest(Worker* worker, Connection* conn, uint64_t conn_id, int fd);
   ~ParkedRequest();   // leaves the parked registry, frees the timer
   ParkedRequest(const ParkedRequest&) = delete;
   ParkedRequest& operator=(const ParkedRequest&) = delete;
@@ -47,7 +46,7 @@ class ParkedRequest {
 
   // The ticket for the next executor pass: a new seq each pass, so that a
   // wake meant for an earlier park is ignored.
-  WaitTicket NextTicket();
+  WaitTicket NextTicket() { return WaitTicket{worker_id_, conn_id_, ++seq_}; }
   // The store woke park `seq`. True: it is this park's; re-run the request.
   bool Wake(uint64_t seq);
   // After an executor pass (`expired`: the head request ran as an expired
@@ -62,6 +61,7 @@ class ParkedRequest {
   void LogWait(WaitEvent event);
 
   Worker* const worker_;
+  const uint32_t worker_id_;
   Connection* const conn_;
   const uint64_t conn_id_;
   const int fd_;

@@ -74,11 +74,6 @@ Transport::Io SocketTransport::Write(ReplyBuffer* out, size_t* n) {
   return Io::kDone;
 }
 
-void SocketTransport::Want(bool read, bool write) {
-  SetWriting(write);
-  SetReading(read);
-}
-
 void SocketTransport::DiscardUnread() {
   // Raw socket bytes, TLS records or not: they are only thrown away.
   char scratch[16 * 1024];
@@ -87,13 +82,11 @@ void SocketTransport::DiscardUnread() {
   }
 }
 
-void SocketTransport::SetReading(bool on) {
-  if (on == reading_) return;
+void SocketTransport::ChangeReading(bool on) {
   if (on ? event_add(read_event_, nullptr) == 0 : event_del(read_event_) == 0) reading_ = on;
 }
 
-void SocketTransport::SetWriting(bool on) {
-  if (on == writing_) return;
+void SocketTransport::ChangeWriting(bool on) {
   if (on ? event_add(write_event_, nullptr) == 0 : event_del(write_event_) == 0) writing_ = on;
 }
 

@@ -84,7 +84,10 @@ class SocketTransport : public Transport {
   bool Start(event_base* base, Owner* owner) override;
   Io Read(char* dest, size_t room, size_t* n) override;
   Io Write(ReplyBuffer* out, size_t* n) override;
-  void Want(bool read, bool write) override;
+  void Want(bool read, bool write) override {
+    SetWriting(write);
+    SetReading(read);
+  }
   void DiscardUnread() override;
   int fd() const override { return fd_; }
 
@@ -92,8 +95,12 @@ class SocketTransport : public Transport {
   // The socket's readiness; TlsTransport routes it through its handshake.
   virtual void OnSocketReadable() { owner_->OnReadable(); }
   virtual void OnSocketWritable() { owner_->OnWritable(); }
-  void SetReading(bool on);
-  void SetWriting(bool on);
+  void SetReading(bool on) {
+    if (on != reading_) ChangeReading(on);
+  }
+  void SetWriting(bool on) {
+    if (on != writing_) ChangeWriting(on);
+  }
   bool reading() const { return reading_; }
   void ActivateRead();   // a read event now, whatever the socket says
 
@@ -103,6 +110,8 @@ class SocketTransport : public Transport {
  private:
   static void OnReadEvent(int fd, short what, void* arg);
   static void OnWriteEvent(int fd, short what, void* arg);
+  void ChangeReading(bool on);
+  void ChangeWriting(bool on);
 
   event* read_event_ = nullptr;
   event* write_event_ = nullptr;
