@@ -58,7 +58,7 @@ Connection::~Connection() {
 
 bool Connection::Start() {
   resume_event_ = event_new(worker_->base(), -1, 0, &Connection::OnResume, this);
-  if (resume_event_ == nullptr || !transport_->Start(worker_->base(), this)) return false;
+  if (resume_event_ == nullptr || !transport_->Start(this)) return false;
   MoveTo(ConnState::kWaiting);
   LogConnEvent(/*open=*/true);
   return true;

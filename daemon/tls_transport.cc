@@ -10,8 +10,8 @@ constexpr int kTlsIovecs = 64;   // enough to fill one ssl_wbuf_size write
 
 }  // namespace
 
-TlsTransport::TlsTransport(int fd, std::unique_ptr<TlsSession> session)
-    : SocketTransport(fd), session_(std::move(session)) {}
+TlsTransport::TlsTransport(int fd, event_base* base, std::unique_ptr<TlsSession> session)
+    : SocketTransport(fd, base), session_(std::move(session)) {}
 
 TlsTransport::~TlsTransport() { session_.reset(); }
 

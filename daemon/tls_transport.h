@@ -19,7 +19,7 @@ namespace herdless {
 class TlsTransport final : public SocketTransport {
  public:
   // Takes the socket and its session (made for it by TlsContext::NewSession).
-  TlsTransport(int fd, std::unique_ptr<TlsSession> session);
+  TlsTransport(int fd, event_base* base, std::unique_ptr<TlsSession> session);
   ~TlsTransport() override;   // the session's close_notify goes out before the close
 
   Io Read(char* dest, size_t room, size_t* n) override;

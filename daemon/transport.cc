@@ -24,10 +24,10 @@ SocketTransport::~SocketTransport() {
   close(fd_);
 }
 
-bool SocketTransport::Start(event_base* base, Owner* owner) {
+bool SocketTransport::Start(Owner* owner) {
   owner_ = owner;
-  read_event_ = event_new(base, fd_, EV_READ | EV_PERSIST, &SocketTransport::OnReadEvent, this);
-  write_event_ = event_new(base, fd_, EV_WRITE | EV_PERSIST, &SocketTransport::OnWriteEvent, this);
+  read_event_ = event_new(base_, fd_, EV_READ | EV_PERSIST, &SocketTransport::OnReadEvent, this);
+  write_event_ = event_new(base_, fd_, EV_WRITE | EV_PERSIST, &SocketTransport::OnWriteEvent, this);
   if (read_event_ == nullptr || write_event_ == nullptr) return false;
   SetReading(true);
   return reading_;

@@ -13,11 +13,12 @@
 // drives its handshake, then moves bytes through SSL_read and SSL_write.
 //
 // The calls are shaped so that a completion-driven transport fits without a
-// change above them: an io_uring transport's Read copies out of the provided
-// buffers its multishot receive filled, its Write queues a send of the reply
-// buffer's iovecs for the worker's one submission per loop turn and consumes
-// the bytes when the send completes (kAgain meanwhile), and its completions
-// call Owner.
+// change above them: made by the worker with its ring (as SocketTransport is
+// made with its libevent loop), an io_uring transport's Read copies out of
+// the provided buffers its multishot receive filled; its Write consumes (and
+// reports in *n) what its completed sends took, then queues a send of the
+// rest for the worker's one submission per loop turn (kAgain until it
+// completes); its completions call Owner.
 #ifndef HERDLESS_DAEMON_TRANSPORT_H_
 #define HERDLESS_DAEMON_TRANSPORT_H_
 
@@ -55,7 +56,7 @@ class Transport {
   virtual ~Transport() = default;   // closes the socket
 
   // Registers with the worker's loop and waits to read. False: close it.
-  virtual bool Start(event_base* base, Owner* owner) = 0;
+  virtual bool Start(Owner* owner) = 0;
   // Up to `room` bytes into `dest`: kDone with *n > 0, or kAgain, kEof, kError.
   virtual Io Read(char* dest, size_t room, size_t* n) = 0;
   // Sends from the front of *out and consumes what went out (*n bytes in
@@ -73,15 +74,15 @@ class Transport {
   virtual int fd() const = 0;
 };
 
-// Plain TCP or a unix socket.
+// Plain TCP or a unix socket, on the worker's libevent loop `base`.
 class SocketTransport : public Transport {
  public:
-  explicit SocketTransport(int fd) : fd_(fd) {}   // takes the non-blocking socket
+  SocketTransport(int fd, event_base* base) : fd_(fd), base_(base) {}   // takes the socket
   ~SocketTransport() override;
   SocketTransport(const SocketTransport&) = delete;
   SocketTransport& operator=(const SocketTransport&) = delete;
 
-  bool Start(event_base* base, Owner* owner) override;
+  bool Start(Owner* owner) override;
   Io Read(char* dest, size_t room, size_t* n) override;
   Io Write(ReplyBuffer* out, size_t* n) override;
   void Want(bool read, bool write) override {
@@ -105,6 +106,7 @@ class SocketTransport : public Transport {
   void ActivateRead();   // a read event now, whatever the socket says
 
   const int fd_;
+  event_base* const base_;
   Owner* owner_ = nullptr;
 
  private:

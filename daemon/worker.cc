@@ -124,9 +124,9 @@ void Worker::AddConnection(int fd, std::string peer, std::string local, bool tls
     }
     std::unique_ptr<Transport> transport;
     if (session != nullptr) {
-      transport = std::make_unique<TlsTransport>(fd, std::move(session));
+      transport = std::make_unique<TlsTransport>(fd, base_, std::move(session));
     } else {
-      transport = std::make_unique<SocketTransport>(fd);
+      transport = std::make_unique<SocketTransport>(fd, base_);
     }
     auto* conn = new Connection(this, std::move(transport), std::move(peer), std::move(local));
     {
