@@ -21,24 +21,10 @@
 #include <string_view>
 
 #include "protocol/auth.h"
+#include "tests/unit/test_support.h"
 
 namespace herdless {
 namespace {
-
-std::string Drain(ReplyBuffer* out) {
-  std::string s;
-  while (!out->empty()) {
-    struct iovec iov[16];
-    int n = out->FillIovecs(iov, 16);
-    size_t total = 0;
-    for (int i = 0; i < n; ++i) {
-      s.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
-      total += iov[i].iov_len;
-    }
-    out->Consume(total);
-  }
-  return s;
-}
 
 void CheckReplies(std::string_view replies) {
   static constexpr std::string_view kReplies[] = {

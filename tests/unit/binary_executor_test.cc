@@ -14,37 +14,12 @@
 #include "storage/clock.h"
 #include "storage/item_store.h"
 #include "storage/random.h"
+#include "tests/unit/test_support.h"
 
 namespace herdless {
 namespace {
 
 using namespace binary;
-
-std::string Be(uint64_t v, int bytes) {
-  std::string s(bytes, '\0');
-  for (int i = bytes - 1; i >= 0; --i, v >>= 8) s[i] = static_cast<char>(v & 0xff);
-  return s;
-}
-
-uint64_t FromBe(std::string_view s) {
-  uint64_t v = 0;
-  for (unsigned char c : s) v = (v << 8) | c;
-  return v;
-}
-
-std::string Packet(uint8_t opcode, std::string key = "", std::string extras = "",
-                   std::string value = "", uint64_t cas = 0, uint32_t opaque = 0) {
-  std::string p;
-  p += static_cast<char>(kRequestMagic);
-  p += static_cast<char>(opcode);
-  p += Be(key.size(), 2);
-  p += static_cast<char>(extras.size());
-  p += std::string(3, '\0');
-  p += Be(key.size() + extras.size() + value.size(), 4);
-  p += Be(opaque, 4);
-  p += Be(cas, 8);
-  return p + extras + key + value;
-}
 
 std::string Set(uint8_t op, std::string key, std::string value, uint32_t flags = 0,
                 uint32_t exptime = 0, uint64_t cas = 0) {
@@ -87,55 +62,17 @@ std::vector<Response> Decode(const std::string& s) {
   return out;
 }
 
-class FakeServer : public ServerInfo {
- public:
-  explicit FakeServer(ThreadStats* stats) : stats_(stats) {}
-  ServerSnapshot Snapshot() override {
-    ServerSnapshot s;
-    s.totals.Add(*stats_);
-    return s;
-  }
-  std::vector<ConnectionInfo> Connections() override { return {}; }
-  const ProtocolSettings& Settings() const override { return settings; }
-  void ResetStats() override { stats_->Reset(); }
-  void SetVerbosity(int) override {}
-  int Verbosity() const override { return 0; }
-  void Shutdown(bool) override {}
-  ProtocolSettings settings;
-
- private:
-  ThreadStats* stats_;
-};
-
 class NullSink : public LeaseWakeSink {
  public:
   void Wake(const WaitTicket&) override { ++wakes; }
   int wakes = 0;
 };
 
-std::string Drain(ReplyBuffer* out) {
-  std::string s;
-  while (!out->empty()) {
-    struct iovec iov[64];
-    const int n = out->FillIovecs(iov, 64);
-    size_t total = 0;
-    for (int i = 0; i < n; ++i) {
-      s.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
-      total += iov[i].iov_len;
-    }
-    out->Consume(total);
-  }
-  return s;
-}
-
 class BinaryExecutorTest : public ::testing::Test {
  protected:
-  BinaryExecutorTest() : server_(&stats_) {
+  BinaryExecutorTest() : config_(DrivenStoreConfig(&clock_, &random_)), server_(&stats_) {
     clock_.AdvanceSeconds(100);
-    config_.clock = &clock_;
-    config_.random = &random_;
     config_.wake_sink = &sink_;
-    config_.shard_bits = 2;
     Reset();
   }
 

@@ -7,33 +7,12 @@
 #include <cstdint>
 #include <string>
 
+#include "tests/unit/test_support.h"
+
 namespace herdless {
 namespace {
 
 using namespace binary;
-
-std::string Be(uint64_t v, int bytes) {
-  std::string s(bytes, '\0');
-  for (int i = bytes - 1; i >= 0; --i, v >>= 8) s[i] = static_cast<char>(v & 0xff);
-  return s;
-}
-
-// A request; lengths default to the true ones, -1 = true length.
-std::string Packet(uint8_t opcode, std::string key = "", std::string extras = "",
-                   std::string value = "", uint64_t cas = 0, uint32_t opaque = 0,
-                   int64_t keylen = -1, int64_t extlen = -1, int64_t bodylen = -1,
-                   uint8_t magic = kRequestMagic) {
-  std::string p;
-  p += static_cast<char>(magic);
-  p += static_cast<char>(opcode);
-  p += Be(keylen < 0 ? key.size() : static_cast<uint64_t>(keylen), 2);
-  p += static_cast<char>(extlen < 0 ? extras.size() : static_cast<uint64_t>(extlen));
-  p += std::string(3, '\0');   // data type, vbucket
-  p += Be(bodylen < 0 ? key.size() + extras.size() + value.size() : static_cast<uint64_t>(bodylen), 4);
-  p += Be(opaque, 4);
-  p += Be(cas, 8);
-  return p + extras + key + value;
-}
 
 size_t MaxValue(const void*, size_t) { return 1000; }
 

@@ -11,83 +11,16 @@
 #include "storage/clock.h"
 #include "storage/item_store.h"
 #include "storage/random.h"
+#include "tests/unit/test_support.h"
 
 namespace herdless {
 namespace {
 
-class FakeServer : public ServerInfo {
- public:
-  explicit FakeServer(ThreadStats* stats) : stats_(stats) {}
-
-  ServerSnapshot Snapshot() override {
-    ServerSnapshot s = snapshot;
-    s.totals = ThreadStatsTotals();
-    s.totals.Add(*stats_);
-    return s;
-  }
-  std::vector<ConnectionInfo> Connections() override { return connections; }
-  const ProtocolSettings& Settings() const override { return settings; }
-  void ResetStats() override {
-    stats_->Reset();
-    ++resets;
-  }
-  void SetVerbosity(int level) override { verbosity = level; }
-  int Verbosity() const override { return verbosity; }
-  void Shutdown(bool graceful) override {
-    ++shutdowns;
-    last_shutdown_graceful = graceful;
-  }
-  bool RefreshCerts(std::string* error) override {
-    ++refreshes;
-    if (refresh_error.empty()) return true;
-    *error = refresh_error;
-    return false;
-  }
-
-  ProtocolSettings settings;
-  ServerSnapshot snapshot;
-  std::vector<ConnectionInfo> connections;
-  int verbosity = 0;
-  int resets = 0;
-  int shutdowns = 0;
-  bool last_shutdown_graceful = false;
-  int refreshes = 0;
-  std::string refresh_error;   // "" = refresh_certs succeeds
-
- private:
-  ThreadStats* stats_;
-};
-
-std::string Drain(ReplyBuffer* out) {
-  std::string s;
-  while (!out->empty()) {
-    struct iovec iov[64];
-    int n = out->FillIovecs(iov, 64);
-    size_t total = 0;
-    for (int i = 0; i < n; ++i) {
-      s.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
-      total += iov[i].iov_len;
-    }
-    out->Consume(total);
-  }
-  return s;
-}
-
 class ExecutorTest : public ::testing::Test {
  protected:
   ExecutorTest()
-      : random_(7), store_(MakeConfig(&clock_, &random_)), server_(&stats_),
+      : random_(7), store_(DrivenStoreConfig(&clock_, &random_)), server_(&stats_),
         executor_(&store_, &server_, &stats_) {}
-
-  static StoreConfig MakeConfig(Clock* clock, RandomSource* random) {
-    StoreConfig c;
-    c.memory_limit = 64u << 20;
-    c.item_size_max = 1u << 20;
-    c.shard_bits = 2;
-    c.clock = clock;
-    c.random = random;
-    return c;
-  }
 
   // Processes all of `input` in one call and returns every reply byte.
   std::string Run(std::string_view input) {

@@ -18,15 +18,10 @@
 #include "protocol/key.h"
 #include "storage/clock.h"
 #include "storage/random.h"
+#include "tests/unit/test_support.h"
 
 namespace herdless {
 namespace {
-
-// Draws 1.0: an XFetch draw then wins only once the item has expired.
-class NoLuckRandom final : public RandomSource {
- public:
-  double UniformOpenClosed() override { return 1.0; }
-};
 
 class MetaExecutorTest : public ::testing::Test {
  protected:
@@ -120,21 +115,6 @@ class MetaExecutorTest : public ::testing::Test {
     return Drain(&out);
   }
 
-  static std::string Drain(ReplyBuffer* out) {
-    std::string bytes;
-    struct iovec iov[16];
-    while (!out->empty()) {
-      int n = out->FillIovecs(iov, 16);
-      size_t total = 0;
-      for (int i = 0; i < n; ++i) {
-        bytes.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
-        total += iov[i].iov_len;
-      }
-      out->Consume(total);
-    }
-    return bytes;
-  }
-
   // The CAS in a reply's " c<cas>" flag.
   static uint64_t CasOf(const std::string& reply) {
     size_t at = reply.find(" c");
@@ -145,7 +125,8 @@ class MetaExecutorTest : public ::testing::Test {
   static std::string S(uint64_t v) { return std::to_string(v); }
 
   ManualClock clock_;
-  NoLuckRandom random_;
+  // Nothing scripted: every draw is 1.0, so an XFetch draw wins only once the item expired.
+  ScriptedRandom random_;
   std::unique_ptr<ItemStore> store_;
   ThreadStats stats_;
   std::deque<std::string> lines_;   // a deque: views into past requests stay valid as it grows

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,22 +13,10 @@
 #include "storage/clock.h"
 #include "storage/item_store.h"
 #include "storage/random.h"
+#include "tests/unit/test_support.h"
 
 namespace herdless {
 namespace {
-
-// Returns the scripted draws in order, then 1.0 (an XFetch draw that never
-// wins before expiry).
-class ScriptedRandom : public RandomSource {
- public:
-  double UniformOpenClosed() override {
-    if (draws.empty()) return 1.0;
-    const double u = draws.front();
-    draws.pop_front();
-    return u;
-  }
-  std::deque<double> draws;
-};
 
 // Records wake-ups. Also reads the woken key back, which would deadlock if the
 // store called it with the shard lock held.
@@ -44,33 +31,6 @@ class RecordingSink : public LeaseWakeSink {
   std::string read_back_key;
 };
 
-class FakeServer : public ServerInfo {
- public:
-  ServerSnapshot Snapshot() override { return ServerSnapshot(); }
-  std::vector<ConnectionInfo> Connections() override { return {}; }
-  const ProtocolSettings& Settings() const override { return settings; }
-  void ResetStats() override {}
-  void SetVerbosity(int) override {}
-  int Verbosity() const override { return 0; }
-  void Shutdown(bool) override {}
-  ProtocolSettings settings;
-};
-
-std::string Drain(ReplyBuffer* out) {
-  std::string s;
-  while (!out->empty()) {
-    struct iovec iov[64];
-    const int n = out->FillIovecs(iov, 64);
-    size_t total = 0;
-    for (int i = 0; i < n; ++i) {
-      s.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
-      total += iov[i].iov_len;
-    }
-    out->Consume(total);
-  }
-  return s;
-}
-
 // The <token> of "LVALUE <key> <token> ...", or 0.
 uint64_t TokenOf(const std::string& reply) {
   if (reply.rfind("LVALUE ", 0) != 0) return 0;
@@ -80,12 +40,9 @@ uint64_t TokenOf(const std::string& reply) {
 
 class StampedeTest : public ::testing::Test {
  protected:
-  StampedeTest() {
+  StampedeTest() : config_(DrivenStoreConfig(&clock_, &random_)), server_(&stats_) {
     clock_.AdvanceSeconds(100);  // store time 100: far from the "0 = never" edge
-    config_.clock = &clock_;
-    config_.random = &random_;
     config_.wake_sink = &sink_;
-    config_.shard_bits = 2;
     config_.lease.lease_timeout_ms = 5000;
     Reset();
   }
@@ -210,13 +167,13 @@ TEST_F(StampedeTest, XFetchWinOnLeaseGetCarriesTheTokenAndTheFreshValue) {
   server_.settings.xfetch_beta = 1;
   Run("set k 0 10 5\r\nfresh\r\n");
   clock_.AdvanceSeconds(9);     // 1 s left; delta 100 ms: needs u < e^-10
-  random_.draws = {0.5};
+  random_.Script({0.5});
   EXPECT_EQ(Run("lease-get k\r\n"), "VALUE k 0 5\r\nfresh\r\nEND\r\n");
-  random_.draws = {1e-6};
+  random_.Script({1e-6});
   const std::string won = Run("lease-get k\r\n");
   const uint64_t token = TokenOf(won);
   EXPECT_EQ(won, "LVALUE k " + std::to_string(token) + " 0 5\r\nfresh\r\nEND\r\n");
-  random_.draws = {1e-6};       // a second winning draw while the lease is out:
+  random_.Script({1e-6});       // a second winning draw while the lease is out:
   // a fresh value is a plain hit (only stale values and misses are hot misses)
   EXPECT_EQ(Run("lease-get k\r\n"), "VALUE k 0 5\r\nfresh\r\nEND\r\n");
   EXPECT_EQ(store_->Stats().xfetch_grants, 1u);
@@ -226,9 +183,9 @@ TEST_F(StampedeTest, XFetchWinOnLeaseGetCarriesTheTokenAndTheFreshValue) {
 TEST_F(StampedeTest, WithoutBetaLeaseGetNeverDraws) {
   Run("set k 0 10 1\r\nv\r\n");
   clock_.AdvanceSeconds(9);
-  random_.draws = {1e-9};
+  random_.Script({1e-9});
   EXPECT_EQ(Run("lease-get k\r\n"), "VALUE k 0 1\r\nv\r\nEND\r\n");
-  EXPECT_EQ(random_.draws.size(), 1u);
+  EXPECT_EQ(random_.left(), 1u);
 }
 
 TEST_F(StampedeTest, TooLargeLeaseSetKeepsTheKey) {
@@ -272,7 +229,7 @@ TEST_F(StampedeTest, StaleModeXFetchWinnerGetsAMissOthersTheFreshValue) {
   server_.settings.xfetch_beta = 2;
   Run("set k 0 10 1\r\nv\r\n");
   clock_.AdvanceSeconds(9);
-  random_.draws = {1e-9, 1e-9};
+  random_.Script({1e-9, 1e-9});
   EXPECT_EQ(Run("get k\r\n"), "END\r\n");
   EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 1\r\nv\r\nEND\r\n");
   EXPECT_EQ(store_->Stats().xfetch_grants, 1u);
