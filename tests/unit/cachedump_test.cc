@@ -10,6 +10,7 @@
 #include "storage/item.h"
 #include "storage/item_store.h"
 #include "storage/random.h"
+#include "tests/unit/test_support.h"
 
 namespace herdless {
 namespace {
@@ -40,24 +41,10 @@ TEST(CachedumpLineTest, FormatsAsMemcached) {
 
 class CachedumpTest : public ::testing::Test {
  protected:
-  CachedumpTest() {
-    StoreConfig c;
-    c.memory_limit = 64u << 20;
-    c.item_size_max = 1u << 20;
-    c.shard_bits = 2;
-    c.clock = &clock_;
-    c.random = &random_;
-    store_ = std::make_unique<ItemStore>(c);
-  }
+  CachedumpTest() : store_(std::make_unique<ItemStore>(DrivenStoreConfig(&clock_, &random_))) {}
 
   void Put(const std::string& key, size_t value_len, int64_t exptime = 0, bool binary = false) {
-    StoreRequest req;
-    req.key = key;
-    const std::string value(value_len, 'v');
-    req.value = value;
-    req.exptime = exptime;
-    req.binary_key = binary;
-    ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored);
+    ASSERT_EQ(PutFiller(store_.get(), key, value_len, exptime, binary), StoreStatus::kStored);
   }
 
   // The class `stats items` shows for an item stored by Put(key, value_len).

@@ -8,6 +8,7 @@
 #include "storage/clock.h"
 #include "storage/item_store.h"
 #include "storage/random.h"
+#include "tests/unit/test_support.h"
 
 namespace herdless {
 namespace {
@@ -34,11 +35,9 @@ TEST(S3FifoTest, KeepReinsertsReadItemsOfMainWithOneReadLess) {
 // shard; 2 MiB in 64 KiB segments (32 of them); ~128-byte items (~16,000 fit).
 class EvictionPolicyTest : public ::testing::Test {
  protected:
-  EvictionPolicyTest() : random_(7) {
+  EvictionPolicyTest()
+      : random_(7), config_(DrivenStoreConfig(&clock_, &random_, /*shard_bits=*/0)) {
     clock_.AdvanceSeconds(100);
-    config_.clock = &clock_;
-    config_.random = &random_;
-    config_.shard_bits = 0;
     config_.memory_limit = size_t{2} << 20;
     store_ = std::make_unique<ItemStore>(config_);
   }

@@ -2,6 +2,7 @@
 
 #include "storage/segments.h"
 #include "storage/store_time.h"
+#include "tests/unit/test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -19,11 +20,8 @@ constexpr int64_t kUnixStart = 1700000000;
 
 class ItemStoreTest : public ::testing::Test {
  protected:
-  ItemStoreTest() : clock_(kUnixStart), random_(7) {
+  ItemStoreTest() : clock_(kUnixStart), random_(7), config_(DrivenStoreConfig(&clock_, &random_)) {
     clock_.AdvanceSeconds(100);  // store time 100: far from the "0 = never" edge
-    config_.clock = &clock_;
-    config_.random = &random_;
-    config_.shard_bits = 2;
     Reset();
   }
 

@@ -3,11 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <deque>
-#include <mutex>
 
 #include "storage/item_store.h"
 #include "storage/store_time.h"
+#include "tests/unit/test_support.h"
 
 namespace herdless {
 namespace {
@@ -262,36 +261,10 @@ TEST(RefreshDecisionTest, RecacheAndXFetchKeepTheirOwnWins) {
 
 // --- Leases through the store ---------------------------------------------------
 
-// Replays the draws a test scripts; 1.0 (no look-ahead) once they run out.
-class ScriptedRandom final : public RandomSource {
- public:
-  void Push(double u) {
-    std::lock_guard<std::mutex> lock(mu_);
-    draws_.push_back(u);
-  }
-  double UniformOpenClosed() override {
-    std::lock_guard<std::mutex> lock(mu_);
-    calls_++;
-    if (draws_.empty()) return 1.0;
-    const double u = draws_.front();
-    draws_.pop_front();
-    return u;
-  }
-  int calls() const { return calls_; }
-
- private:
-  std::mutex mu_;
-  std::deque<double> draws_;
-  int calls_ = 0;
-};
-
 class LeaseStoreTest : public ::testing::Test {
  protected:
-  LeaseStoreTest() {
+  LeaseStoreTest() : config_(DrivenStoreConfig(&clock_, &random_, /*shard_bits=*/1)) {
     clock_.AdvanceSeconds(100);
-    config_.clock = &clock_;
-    config_.random = &random_;
-    config_.shard_bits = 1;
     config_.lease.lease_timeout_ms = 5000;
     Reset();
   }

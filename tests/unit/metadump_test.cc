@@ -10,6 +10,7 @@
 #include "storage/clock.h"
 #include "storage/item_store.h"
 #include "storage/random.h"
+#include "tests/unit/test_support.h"
 
 namespace herdless {
 namespace {
@@ -76,23 +77,11 @@ TEST(MetadumpTest, ParsesCrawlerClassesAsMemcached) {
 
 class MetadumpStreamTest : public ::testing::Test {
  protected:
-  MetadumpStreamTest() {
-    StoreConfig c;
-    c.memory_limit = 64u << 20;
-    c.item_size_max = 1u << 20;
-    c.shard_bits = 2;
-    c.clock = &clock_;
-    c.random = &random_;
-    store_ = std::make_unique<ItemStore>(c);
-  }
+  MetadumpStreamTest()
+      : store_(std::make_unique<ItemStore>(DrivenStoreConfig(&clock_, &random_))) {}
 
   void Put(const std::string& key, size_t value_len, int64_t exptime = 0) {
-    StoreRequest req;
-    req.key = key;
-    const std::string value(value_len, 'v');
-    req.value = value;
-    req.exptime = exptime;
-    ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored);
+    ASSERT_EQ(PutFiller(store_.get(), key, value_len, exptime), StoreStatus::kStored);
   }
 
   // Runs a dump to its end in small passes, as a connection does.
@@ -104,16 +93,7 @@ class MetadumpStreamTest : public ::testing::Test {
     for (int passes = 0; passes < 100000; passes++) {
       const bool done = dump.Fill(&out, 4096, 2);
       EXPECT_LE(out.pending_bytes(), 4096u + 16384u);   // at most one step (16 buckets) past the bound
-      struct iovec iov[64];
-      while (!out.empty()) {
-        const int n = out.FillIovecs(iov, 64);
-        size_t bytes = 0;
-        for (int i = 0; i < n; i++) {
-          text.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
-          bytes += iov[i].iov_len;
-        }
-        out.Consume(bytes);
-      }
+      text += Drain(&out);
       if (done) break;
     }
     EXPECT_TRUE(dump.done());
