@@ -1,14 +1,20 @@
-"""Shared helpers for the integration tests.
+"""Shared helpers for the integration tests: every test starts its servers, reads stats,
+waits and compares transcripts through this module.
 
 start_herdless(args) / start_memcached(args) start a daemon on a free loopback port and wait
 until it accepts; every daemon is stopped at exit, also when a test fails. The daemon picks the
 port itself (-p -1, and -U -1 for UDP) and reports it through MEMCACHED_PORT_FILENAME, as
-memcached does, so no other process can take the port between a probe and the bind. Conn is a raw
-socket client whose reads all time out (a test never hangs). Results counts checks and turns
+memcached does, so no other process can take the port between a probe and the bind. Process runs
+any other server (a proxy, an installed wrapper) the same way; run_to_exit runs herdless for a
+start that must fail. Conn is a raw socket client (TCP or a unix socket) whose reads all time out
+(a test never hangs). stats/stat/stat_values read `stats`; wait_for and wait_for_stat poll for
+what a daemon does asynchronously, bounded. SideBySide starts memcached and the daemon under test
+in pairs and compares their Transcripts, case by case. Results counts checks and turns
 them into an exit code.
 """
 
 import atexit
+import difflib
 import os
 import shutil
 import signal
@@ -26,6 +32,9 @@ MEMCACHED_BIN = os.environ.get("MEMCACHED_BIN", "/usr/bin/memcached")
 # Sanitizer builds are several times slower: give every wait more room.
 SANITIZED = os.environ.get("HERDLESS_SANITIZED") == "1"
 TIMEOUT = 20.0 if SANITIZED else 5.0
+
+# The comparison tests run only the cases whose name holds this (all without it).
+COMPARE_ONLY = os.environ.get("COMPARE_ONLY")
 
 SANITIZER_MARKERS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer",
                      b"runtime error:", b"ThreadSanitizer", b"UndefinedBehaviorSanitizer")
@@ -46,6 +55,11 @@ def user_args():
     return ["-u", "nobody"] if os.geteuid() == 0 else []
 
 
+def sanitizer_complained(log_text):
+    """Whether a daemon's log (text) holds a sanitizer's report."""
+    return any(marker.decode() in log_text for marker in SANITIZER_MARKERS)
+
+
 class DaemonError(Exception):
     pass
 
@@ -54,7 +68,9 @@ _running = []
 
 
 class Daemon:
-    """One daemon process listening on 127.0.0.1:port; stop() ends it and checks its log."""
+    """One daemon process listening on 127.0.0.1:port (and udp_port with -U); stop() ends it and
+    checks its log. port_file (MEMCACHED_PORT_FILENAME) and port_file_lines: where the daemon
+    wrote its ports, and what."""
 
     def __init__(self, name, argv_without_port, unix_socket=None):
         self.name = name
@@ -62,32 +78,38 @@ class Daemon:
         self.unix_socket = unix_socket
         self.port = None
         self.udp_port = None
+        self.port_file = None
+        self.port_file_lines = []
         self.port_dir = None
         self.proc = None
         self.log_file = None
 
     def start(self):
-        """Starts the daemon; with unix_socket set, waits for that socket instead of a port."""
+        """Starts the daemon and waits until it accepts: on its TCP port, on unix_socket if that
+        is set, or, with no TCP listener (-p 0), until its port file is written."""
         self.port_dir = tempfile.mkdtemp(prefix=self.name + "-ports-")
         os.chmod(self.port_dir, 0o777)   # memcached writes it after becoming -u nobody
-        port_file = os.path.join(self.port_dir, "ports")
+        self.port_file = os.path.join(self.port_dir, "ports")
         argv = self.argv_without_port
         if self.unix_socket is None and "-p" not in argv:
             argv = argv + ["-p", "-1"]
-        self.log_file = tempfile.NamedTemporaryFile(prefix=self.name + "-", suffix=".log",
-                                                    delete=False)
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log_file,
-                                     stderr=subprocess.STDOUT,
-                                     env=dict(os.environ, MEMCACHED_PORT_FILENAME=port_file))
-        _running.append(self)
+        self._spawn(argv, dict(os.environ, MEMCACHED_PORT_FILENAME=self.port_file))
         try:
             if self.unix_socket is None:
-                self._read_port_file(port_file)
-            self._wait_until_accepting()
+                self._read_port_file(self.port_file)
+            if self.port is not None or self.unix_socket is not None:
+                self._wait_until_accepting()
             return self
         except DaemonError:
             self._kill()
             raise
+
+    def _spawn(self, argv, env):
+        self.log_file = tempfile.NamedTemporaryFile(prefix=self.name + "-", suffix=".log",
+                                                    delete=False)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.log_file,
+                                     stderr=subprocess.STDOUT, env=env)
+        _running.append(self)
 
     def _read_port_file(self, path):
         """Waits for the port file (renamed into place once every port is bound)."""
@@ -101,25 +123,15 @@ class Daemon:
                                   % (self.name, TIMEOUT, self.log_text()))
             time.sleep(0.01)
         with open(path) as f:
-            for line in f:
-                kind, _, port = line.partition(":")
-                if kind == "TCP INET" and self.port is None:
-                    self.port = int(port)
-                elif kind == "UDP INET" and self.udp_port is None:
-                    self.udp_port = int(port)
-        if self.port is None:
-            raise DaemonError("%s listed no TCP port in its port file" % self.name)
-
-    def _connect(self):
-        if self.unix_socket is not None:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.settimeout(0.5)
-            try:
-                s.connect(self.unix_socket)
-            finally:
-                s.close()
-        else:
-            socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+            self.port_file_lines = f.read().splitlines()
+        for line in self.port_file_lines:
+            kind, _, port = line.partition(":")
+            if kind == "TCP INET" and self.port is None:
+                self.port = int(port)
+            elif kind == "UDP INET" and self.udp_port is None:
+                self.udp_port = int(port)
+        if self.port is None and self.udp_port is None:
+            raise DaemonError("%s listed no port in its port file" % self.name)
 
     def _wait_until_accepting(self):
         deadline = time.monotonic() + TIMEOUT
@@ -128,7 +140,7 @@ class Daemon:
                 raise DaemonError("%s exited with %s before accepting; log:\n%s"
                                   % (self.name, self.proc.returncode, self.log_text()))
             try:
-                self._connect()
+                Conn(self.unix_socket or self.port, timeout=0.5).close()
                 return
             except OSError:
                 time.sleep(0.02)
@@ -179,23 +191,60 @@ class Daemon:
             _running.remove(self)
         return needed_kill
 
+    def _remove_files(self):
+        if self.log_file is not None and os.path.exists(self.log_file.name):
+            os.unlink(self.log_file.name)
+        if self.port_dir:
+            shutil.rmtree(self.port_dir, ignore_errors=True)
+
+    def discard(self):
+        """Ends the daemon if it still runs (SIGTERM, then SIGKILL) and removes its log: for a
+        daemon whose end the test checks itself. It is forgotten (no stop())."""
+        self._kill()
+        self._remove_files()
+
     def kill_hard(self):
         """SIGKILL, as a crash or a lost machine; the process is forgotten (no stop())."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        self.discard()
+
+    def terminate(self):
+        """SIGTERM (SIGKILL if it is ignored for TIMEOUT); the exit status. Checks nothing and
+        keeps the log (discard() removes it)."""
         self._kill()
-        os.unlink(self.log_file.name)
-        if self.port_dir:
-            shutil.rmtree(self.port_dir, ignore_errors=True)
+        return self.proc.returncode
+
+    def wait_exit(self, timeout=None):
+        """Waits for the daemon to exit by itself (after a signal or `shutdown`), SIGKILL after
+        `timeout` seconds (default TIMEOUT). Returns (exit status, None if it had to be killed;
+        log text); the daemon is forgotten (no stop())."""
+        try:
+            status = self.proc.wait(timeout=timeout or TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            status = None
+        text = self.log_text()
+        self.discard()
+        return status, text
+
+    def stop_with(self, signo, timeout=None):
+        """Sends `signo` and waits for the exit: (exit status, log text) as wait_exit; raises
+        DaemonError if a sanitizer complained."""
+        self.proc.send_signal(signo)
+        status, text = self.wait_exit(timeout)
+        if sanitizer_complained(text):
+            raise DaemonError("%s reported a sanitizer error; log:\n%s" % (self.name, text))
+        return status, text
 
     def stop(self):
         """Stops the daemon; raises DaemonError if it died early or a sanitizer complained."""
         died_early = self.proc.poll() is not None
         needed_kill = self._kill()
-        text = self.log_text().encode()
-        os.unlink(self.log_file.name)
-        shutil.rmtree(self.port_dir, ignore_errors=True)
+        text = self.log_text()
+        self._remove_files()
         problems = []
         status = self.proc.returncode
         if died_early:
@@ -205,10 +254,10 @@ class Daemon:
             problems.append("%s ignored SIGTERM for %.0fs" % (self.name, TIMEOUT))
         elif status not in (0, -signal.SIGTERM, 128 + signal.SIGTERM):
             problems.append("%s exited with status %s on SIGTERM" % (self.name, status))
-        if any(marker in text for marker in SANITIZER_MARKERS):
+        if sanitizer_complained(text):
             problems.append("%s reported a sanitizer error" % self.name)
         if problems:
-            raise DaemonError("; ".join(problems) + "; log:\n" + text.decode("utf-8", "replace"))
+            raise DaemonError("; ".join(problems) + "; log:\n" + text)
 
     def __enter__(self):
         return self
@@ -222,24 +271,24 @@ class Daemon:
 
 
 class Process(Daemon):
-    """Another server (a proxy) run with its full argv, listening on a port the caller chose;
-    stopped at exit like the daemons."""
+    """Another server (a proxy, an installed wrapper script) run with its full argv and `env`
+    (default: this process's), listening on a port the caller chose; stopped at exit like the
+    daemons."""
 
-    def __init__(self, name, argv, port):
+    def __init__(self, name, argv, port, env=None):
         super().__init__(name, list(argv))
         self.port = port
+        self.env = env
 
-    def start(self):
-        self.log_file = tempfile.NamedTemporaryFile(prefix=self.name + "-", suffix=".log",
-                                                    delete=False)
-        self.proc = subprocess.Popen(self.argv_without_port, stdin=subprocess.DEVNULL,
-                                     stdout=self.log_file, stderr=subprocess.STDOUT)
-        _running.append(self)
-        try:
-            self._wait_until_accepting()
-        except DaemonError:
-            self._kill()
-            raise
+    def start(self, wait=True):
+        """Starts it and, unless wait=False (the test waits its own way), waits until it accepts."""
+        self._spawn(self.argv_without_port, self.env)
+        if wait:
+            try:
+                self._wait_until_accepting()
+            except DaemonError:
+                self._kill()
+                raise
         return self
 
 
@@ -274,6 +323,89 @@ def start_target(args=()):
     return start_herdless(args)
 
 
+def run_to_exit(args, env=None, as_user=True):
+    """herdless run to its exit, for a start that must fail: on loopback (-p -1 unless args give
+    -p), as nobody when root unless as_user=False; the CompletedProcess, its output captured."""
+    argv = [HERDLESS_BIN, "-l", "127.0.0.1"] + (user_args() if as_user else []) + list(args)
+    if "-p" not in argv:
+        argv += ["-p", "-1"]
+    return subprocess.run(argv, env=env, capture_output=True, timeout=TIMEOUT * 2)
+
+
+def check_refuses_to_start(results, args, message, what, env=None):
+    """One check: herdless with `args` exits at start with a failure status and `message` (bytes)
+    on stderr. Returns the CompletedProcess for further checks."""
+    proc = run_to_exit(args, env)
+    results.check(proc.returncode != 0 and message in proc.stderr,
+                  "%s: exits at start with '%s'" % (what, message.decode()),
+                  "rc %r, stderr %r" % (proc.returncode, proc.stderr[-300:]))
+    return proc
+
+
+class SideBySide:
+    """Debian's memcached and the daemon under test, a pair per argument list started on first
+    use, for the tests that run every case on both and compare."""
+
+    def __init__(self):
+        self._pairs = {}
+
+    def pair(self, args=()):
+        """(memcached, the daemon under test), both started with `args`."""
+        args = tuple(args)
+        if args not in self._pairs:
+            self._pairs[args] = (start_memcached(args), start_target(args))
+        return self._pairs[args]
+
+    def compare(self, results, cases, run_case):
+        """Runs each case (with .name and .args) whose name holds $COMPARE_ONLY (each case without
+        it) on the pair started with its args: run_case(case, daemon) returns that daemon's
+        Transcript. One check per case: the daemon under test's transcript is memcached's.
+        Returns (how many cases ran, the names of those that differ)."""
+        cases = [c for c in cases if not COMPARE_ONLY or COMPARE_ONLY in c.name]
+        differ = []
+        for case in cases:
+            reference, ours = [run_case(case, daemon) for daemon in self.pair(case.args)]
+            detail = ours.differences(reference)
+            if not results.check(detail is None, "case %s" % case.name, detail or ""):
+                differ.append(case.name)
+        return len(cases), differ
+
+    def stop(self, results):
+        """Checks that every daemon still runs, then stops them all."""
+        for pair in self._pairs.values():
+            for daemon in pair:
+                results.check(daemon.alive(), "%s still running at the end" % daemon.name)
+                daemon.stop()
+
+
+class Transcript:
+    """What one server answered in one case, as lines to compare with another server's, and the
+    CAS values it returned, in order of first appearance: later requests of the case use them,
+    and the lines name each by its symbol (two servers' CAS values differ by design)."""
+
+    def __init__(self):
+        self.lines = []
+        self.cas_values = []
+
+    def cas_symbol(self, cas):
+        """<CAS1>, <CAS2>, ...: the order in which this server first returned `cas`."""
+        if cas not in self.cas_values:
+            self.cas_values.append(cas)
+        return "<CAS%d>" % (self.cas_values.index(cas) + 1)
+
+    def text(self):
+        return "\n".join(self.lines)
+
+    def differences(self, reference):
+        """None if this transcript is `reference`'s (memcached's), else how it differs: a
+        unified diff."""
+        if self.text() == reference.text():
+            return None
+        diff = difflib.unified_diff(reference.text().split("\n"), self.text().split("\n"),
+                                    "memcached", target_name(), lineterm="")
+        return "\n".join(diff)
+
+
 def _kill_all():
     for d in list(_running):
         d._kill()
@@ -284,12 +416,22 @@ signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 class Conn:
-    """A raw text-protocol connection. Every read waits at most `timeout` seconds."""
+    """A raw text-protocol connection to 127.0.0.1:port, or to a unix socket when `address` is
+    its path (a str). Every read waits at most `timeout` seconds."""
 
-    def __init__(self, port, timeout=None):
+    def __init__(self, address, timeout=None):
         self.timeout = timeout or TIMEOUT
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=self.timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if isinstance(address, str):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(self.timeout)
+            try:
+                self.sock.connect(address)
+            except OSError:
+                self.sock.close()
+                raise
+        else:
+            self.sock = socket.create_connection(("127.0.0.1", address), timeout=self.timeout)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
         self.eof = False
 
@@ -368,14 +510,63 @@ class Conn:
         return False
 
 
+def stats(conn, group=b""):
+    """`stats [group]` as {name: value}, both str (a value may hold spaces)."""
+    if isinstance(group, str):
+        group = group.encode()
+    out = {}
+    for line in conn.call(b"stats " + group + b"\r\n" if group else b"stats\r\n",
+                          b"END\r\n").split(b"\r\n"):
+        f = line.split(b" ", 2)
+        if len(f) == 3 and f[0] == b"STAT":
+            out[f[1].decode("utf-8", "replace")] = f[2].decode("utf-8", "replace")
+    return out
+
+
+def stat_values(conn, *names):
+    """{name: its integer value, or None if absent} for the named `stats` lines (str or bytes
+    names, kept as given), from one `stats`."""
+    current = stats(conn)
+    out = {}
+    for name in names:
+        value = current.get(name.decode() if isinstance(name, bytes) else name)
+        out[name] = None if value is None else int(value)
+    return out
+
+
 def stat(conn, name):
-    """The integer value of `stats` line `name` (bytes), or None if absent."""
-    conn.send(b"stats\r\n")
-    for line in conn.recv_until(b"END\r\n").split(b"\r\n"):
-        f = line.split(b" ")
-        if len(f) == 3 and f[0] == b"STAT" and f[1] == name:
-            return int(f[2])
-    return None
+    """The integer value of `stats` line `name` (str or bytes), or None if absent."""
+    return stat_values(conn, name)[name]
+
+
+def wait_for(predicate, seconds=None, what=None):
+    """Calls predicate() every 50 ms until it returns something true, for at most `seconds`
+    (default 2 * TIMEOUT): for what a daemon does asynchronously, never to time it. Returns that
+    value, or the last false one; with `what`, raises TimeoutError("timed out waiting for
+    <what>") instead."""
+    deadline = time.monotonic() + (2 * TIMEOUT if seconds is None else seconds)
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if not value and what is not None:
+        raise TimeoutError("timed out waiting for " + what)
+    return value
+
+
+def wait_for_stat(conn, name, done, seconds=None):
+    """Reads `stats` line `name` until done(value) holds (absent: not done), as wait_for; returns
+    the last value read."""
+    value = None
+
+    def read():
+        nonlocal value
+        value = stat(conn, name)
+        return value is not None and done(value)
+
+    wait_for(read, seconds)
+    return value
 
 
 class Results:
