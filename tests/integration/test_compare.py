@@ -12,7 +12,6 @@ deterministic); COMPARE_ONLY=<substring> runs only the matching cases.
 """
 
 import difflib
-import os
 import re
 import sys
 import time
@@ -345,21 +344,6 @@ def cases():
 
 # ---------------------------------------------------------------- running one case
 
-class Transcript:
-    """The replies one server gave in one case, plus the CAS values it returned (in order of
-    first appearance) so later writes can use them."""
-
-    def __init__(self):
-        self.parts = []
-        self.cas_values = []
-
-    def add(self, conn_index, data):
-        self.parts.append((conn_index, data))
-        for cas in extract_cas(data):
-            if cas not in self.cas_values:
-                self.cas_values.append(cas)
-
-
 def walk_replies(data):
     """Yields (header_line, data_block) pairs; data_block is None for plain lines."""
     pos = 0
@@ -383,47 +367,37 @@ def walk_replies(data):
         yield line, block
 
 
-def extract_cas(data):
-    out = []
-    for line, _ in walk_replies(data):
-        f = line.rstrip(b"\r\n").split(b" ")
-        if len(f) == 5 and f[0] == b"VALUE" and f[4].isdigit():
-            out.append(f[4])
-        elif f and f[0] in (b"VA", b"HD", b"EN", b"NF", b"NS", b"EX"):
-            out += [t[1:] for t in f[1:] if re.fullmatch(rb"c\d+", t)]
-        elif f and f[0] == b"ME":
-            out += [t[4:] for t in f if t.startswith(b"cas=")]
-    return out
+class TextTranscript(harness.Transcript):
+    """The replies of one case as text for comparison: CAS values as symbols, each TTL as <TTL>
+    with its value in `ttls` (compared within +-1 s)."""
 
+    def __init__(self):
+        super().__init__()
+        self.ttls = []
 
-def normalise(transcript):
-    """Text for comparison, with CAS symbols and <TTLn> placeholders; the list of TTLs."""
-    symbols = {}
-    ttls = []
+    def differences(self, reference):
+        if self.text() == reference.text() and not ttls_match(reference.ttls, self.ttls):
+            return "TTLs differ: memcached %s, %s %s" % (reference.ttls, harness.target_name(),
+                                                         self.ttls)
+        return super().differences(reference)
 
-    def sym(cas):
-        if cas not in symbols:
-            symbols[cas] = "<CAS%d>" % (len(symbols) + 1)
-        return symbols[cas]
-
-    def ttl(value):
-        ttls.append(int(value))
+    def _ttl(self, value):
+        self.ttls.append(int(value))
         return "<TTL>"
 
-    lines = []
-    for conn_index, data in transcript.parts:
-        lines.append("--- connection %d" % conn_index)
+    def add(self, conn_index, data):
+        self.lines.append("--- connection %d" % conn_index)
         for line, block in walk_replies(data):
             f = line.rstrip(b"\r\n").split(b" ")
             if f[0] == b"VALUE" and len(f) == 5 and f[4].isdigit():
-                text = repr(b" ".join(f[:4]))[2:-1] + " " + sym(f[4])
+                text = repr(b" ".join(f[:4]))[2:-1] + " " + self.cas_symbol(f[4])
             elif f[0] in (b"VA", b"HD", b"EN", b"NF", b"NS", b"EX"):
                 out = []
                 for t in f:
                     if re.fullmatch(rb"c\d+", t):
-                        out.append("c" + sym(t[1:]))
+                        out.append("c" + self.cas_symbol(t[1:]))
                     elif re.fullmatch(rb"t\d+", t):
-                        out.append("t" + ttl(t[1:]))
+                        out.append("t" + self._ttl(t[1:]))
                     else:
                         out.append(repr(t)[2:-1])
                 text = " ".join(out)
@@ -431,9 +405,9 @@ def normalise(transcript):
                 out = []
                 for t in f:
                     if t.startswith(b"cas="):
-                        out.append("cas=" + sym(t[4:]))
+                        out.append("cas=" + self.cas_symbol(t[4:]))
                     elif re.fullmatch(rb"(exp|la)=-?\d+", t):  # 1.6.18 prints exp negated
-                        out.append(t.split(b"=")[0].decode() + "=" + ttl(t.split(b"=")[1]))
+                        out.append(t.split(b"=")[0].decode() + "=" + self._ttl(t.split(b"=")[1]))
                     else:
                         out.append(repr(t)[2:-1])
                 text = " ".join(out)
@@ -442,13 +416,12 @@ def normalise(transcript):
             else:
                 text = repr(line.rstrip(b"\r\n"))[2:-1]
             ending = line[len(line.rstrip(b"\r\n")):]
-            lines.append(text + repr(ending)[2:-1])
+            self.lines.append(text + repr(ending)[2:-1])
             if block is not None:
                 if len(block) > 200:
-                    lines.append("<%d bytes: %r...%r>" % (len(block), block[:20], block[-20:]))
+                    self.lines.append("<%d bytes: %r...%r>" % (len(block), block[:20], block[-20:]))
                 else:
-                    lines.append(repr(block)[2:-1])
-    return "\n".join(lines), ttls
+                    self.lines.append(repr(block)[2:-1])
 
 
 def normalise_steps(case):
@@ -481,7 +454,8 @@ def collect(conn, conn_index, transcript, mn_sent):
 
 
 def run_case(case, port):
-    transcript = Transcript()
+    flush(port)
+    transcript = TextTranscript()
     steps = normalise_steps(case)
     conns = {}
     pending = []  # connections with replies not yet collected, in order of use
@@ -584,42 +558,13 @@ def compare_stat_names(ref_names, our_names, label, strict, results):
 # ---------------------------------------------------------------- main
 
 def body(results):
-    against = harness.target_name()
-    only = os.environ.get("COMPARE_ONLY")
-    all_cases = [c for c in cases() if not only or only in c.name]
+    servers = harness.SideBySide()
+    ran, mismatched = servers.compare(results, cases(),
+                                      lambda case, daemon: run_case(case, daemon.port))
+    matched = ran - len(mismatched)
 
-    servers = {}  # args -> (reference daemon, daemon under test)
-
-    def pair(args):
-        if args not in servers:
-            servers[args] = (harness.start_memcached(args), harness.start_target(args))
-        return servers[args]
-
-    ran = matched = 0
-    mismatched = []
-    for case in all_cases:
-        ref, other = pair(case.args)
-        outputs = []
-        for daemon in (ref, other):
-            flush(daemon.port)
-            outputs.append(normalise(run_case(case, daemon.port)))
-        (ref_text, ref_ttls), (our_text, our_ttls) = outputs
-        ran += 1
-        same = ref_text == our_text and ttls_match(ref_ttls, our_ttls)
-        if same:
-            matched += 1
-        else:
-            mismatched.append(case.name)
-            diff = "\n".join(difflib.unified_diff(ref_text.split("\n"), our_text.split("\n"),
-                                                  "memcached", against, lineterm=""))
-            if ref_text == our_text:
-                diff = "TTLs differ: memcached %s, %s %s" % (ref_ttls, against, our_ttls)
-            results.check(False, "case %s" % case.name, diff)
-            continue
-        results.check(True, "case %s" % case.name)
-
-    if not only or "stats" in only:
-        ref, other = pair(())
+    if not harness.COMPARE_ONLY or "stats" in harness.COMPARE_ONLY:
+        ref, other = servers.pair(())
         for command, strict in ((b"stats\r\n", True), (b"stats settings\r\n", False)):
             label = command.strip().decode()
             ran += 1
@@ -631,11 +576,7 @@ def body(results):
             else:
                 matched += 1  # reported above, not counted as a mismatch
 
-    for ref, other in servers.values():
-        for daemon in (ref, other):
-            results.check(daemon.alive(), "%s still running at the end" % daemon.name)
-            daemon.stop()
-
+    servers.stop(results)
     harness.log("compare: %d cases ran, %d matched%s" % (
         ran, matched, (" ; mismatched: " + " ".join(mismatched)) if mismatched else ""))
 

@@ -15,8 +15,6 @@ Run with TEST_AGAINST=memcached to compare memcached with itself (checks the cas
 deterministic); COMPARE_ONLY=<substring> runs only the matching cases.
 """
 
-import difflib
-import os
 import struct
 import time
 
@@ -256,17 +254,11 @@ def cases():
 
 # ---------------------------------------------------------------------------- running
 
-class Transcript:
-    def __init__(self):
-        self.lines = []
-        self.cas_values = []  # raw CAS values in order of first appearance
+class Transcript(harness.Transcript):
+    """Binary packets field by field, text lines as they came (CAS values as symbols)."""
 
     def cas_symbol(self, cas):
-        if cas == 0:
-            return "0"
-        if cas not in self.cas_values:
-            self.cas_values.append(cas)
-        return "C%d" % (self.cas_values.index(cas) + 1)
+        return "0" if cas == 0 else super().cas_symbol(cas)
 
     def add_binary(self, conn_index, packets, rest=b""):
         for p in packets:
@@ -290,9 +282,6 @@ class Transcript:
             elif f[0] == b"VALUE" and len(f) == 5:
                 line = b" ".join(f[:4]) + b" " + self.cas_symbol(int(f[4])).encode()
             self.lines.append("%d: text %r" % (conn_index, line))
-
-    def text(self):
-        return "\n".join(self.lines)
 
 
 class Runner:
@@ -348,6 +337,7 @@ def normalise_step(step):
 
 
 def run_case(case, port):
+    flush(port, case.args)
     transcript = Transcript()
     runner = Runner(port, ascii_only="ascii" in case.args)
     pending = []
@@ -385,7 +375,7 @@ def run_case(case, port):
     finally:
         for conn in runner.conns.values():
             conn.close()
-    return transcript.text()
+    return transcript
 
 
 def flush(port, args):
@@ -405,39 +395,13 @@ def flush(port, args):
 
 
 def body(results):
-    only = os.environ.get("COMPARE_ONLY")
-    all_cases = [c for c in cases() if not only or only in c.name]
-    servers = {}
-
-    def pair(args):
-        if args not in servers:
-            servers[args] = (harness.start_memcached(args), harness.start_target(args))
-        return servers[args]
-
-    ran = matched = 0
-    mismatched = []
-    for case in all_cases:
-        ref, other = pair(case.args)
-        outputs = []
-        for daemon in (ref, other):
-            flush(daemon.port, case.args)
-            outputs.append(run_case(case, daemon.port))
-        ran += 1
-        if outputs[0] == outputs[1]:
-            matched += 1
-            results.check(True, "case %s" % case.name)
-            continue
-        mismatched.append(case.name)
-        diff = "\n".join(difflib.unified_diff(outputs[0].split("\n"), outputs[1].split("\n"),
-                                              "memcached", harness.target_name(), lineterm=""))
-        results.check(False, "case %s" % case.name, diff)
-
-    for ref, other in servers.values():
-        for daemon in (ref, other):
-            results.check(daemon.alive(), "%s still running at the end" % daemon.name)
-            daemon.stop()
+    servers = harness.SideBySide()
+    ran, mismatched = servers.compare(results, cases(),
+                                      lambda case, daemon: run_case(case, daemon.port))
+    servers.stop(results)
     harness.log("compare_binary: %d cases ran, %d matched, %d differ%s" % (
-        ran, matched, len(mismatched), (": " + " ".join(mismatched)) if mismatched else ""))
+        ran, ran - len(mismatched), len(mismatched),
+        (": " + " ".join(mismatched)) if mismatched else ""))
 
 
 if __name__ == "__main__":
