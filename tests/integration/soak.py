@@ -157,8 +157,7 @@ def body(r, seconds):
         t.join(seconds + harness.TIMEOUT * 6)
     r.check(not any(t.is_alive() for t in threads), "every soak connection finished")
     with harness.Conn(daemon.port) as c:
-        stats = {name: harness.stat(c, name.encode())
-                 for name in ("evictions", "reclaimed", "expired_unfetched", "curr_items")}
+        stats = harness.stat_values(c, "evictions", "reclaimed", "expired_unfetched", "curr_items")
     counts = ledger.counts
     harness.log("soak: %d s, %d connections: %d operations (%d sets, %d gets, %d deletes, "
                 "%d incrs, %d cas stored, %d cas refused); %d verified reads, %d misses; "

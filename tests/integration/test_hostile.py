@@ -41,16 +41,6 @@ def value_reply(key, value):
     return b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (key, len(value), value)
 
 
-def wait_for(predicate):
-    """Polls predicate() until true or 2 * harness.TIMEOUT pass (the daemon acts asynchronously)."""
-    deadline = time.monotonic() + harness.TIMEOUT * 2
-    while True:
-        value = predicate()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
-
-
 def reset(sock):
     """Closes with SO_LINGER 0: the peer sees a reset, not a FIN."""
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
@@ -101,7 +91,7 @@ def too_many_connections(r):
                 return True
             c.close()
             return False
-        r.check(wait_for(one_more), "a slot freed by a close is reused")
+        r.check(harness.wait_for(one_more), "a slot freed by a close is reused")
     finally:
         for c in accepted:
             c.close()
@@ -354,7 +344,7 @@ def resets_mid_reply(r, daemon):
             got += len(chunk)
         reset(s)
     with harness.Conn(daemon.port) as c:
-        released = wait_for(lambda: harness.stat(c, b"curr_connections") <= base)
+        released = harness.wait_for(lambda: harness.stat(c, b"curr_connections") <= base)
         r.check(released, "connections reset mid-reply are released")
     still_serves(r, daemon, "after resets mid-reply")
 
@@ -395,11 +385,8 @@ def stalled_client_closed(r):
     nr = NonReader(daemon.port, 0)
     try:
         r.check(nr.push(2000), "a client that never reads is stopped (its sends block)")
-        deadline = time.monotonic() + harness.TIMEOUT * 4
-        now = harness.stat(control, b"curr_connections")
-        while now > before and time.monotonic() < deadline:
-            time.sleep(0.2)
-            now = harness.stat(control, b"curr_connections")
+        now = harness.wait_for_stat(control, b"curr_connections", lambda n: n <= before,
+                                    harness.TIMEOUT * 4)
         r.equal(now, before, "the stalled client is closed past stalled_client_timeout")
         r.equal(control.call(b"get ref\r\n", b"END\r\n"), value_reply(b"ref", b"reference"),
                 "the other client keeps being served")

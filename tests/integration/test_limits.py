@@ -5,7 +5,6 @@ clients that vanish mid-request. TEST_AGAINST=memcached runs the same checks on 
 
 import shutil
 import socket
-import time
 
 import harness
 
@@ -63,12 +62,9 @@ def many_connections(r, daemon):
         for c in conns:
             c.close()
     # The server learns of the closes asynchronously: poll until it has (bounded).
-    deadline = time.monotonic() + harness.TIMEOUT
     with harness.Conn(daemon.port) as conn:
-        current = harness.stat(conn, b"curr_connections")
-        while (current is None or current >= 50) and time.monotonic() < deadline:
-            time.sleep(0.05)
-            current = harness.stat(conn, b"curr_connections")
+        current = harness.wait_for_stat(conn, b"curr_connections", lambda n: n < 50,
+                                        harness.TIMEOUT)
         r.check(current is not None and current < 50,
                 "closed connections are released (curr_connections %r)" % current)
 

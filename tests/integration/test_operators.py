@@ -36,20 +36,6 @@ KEYS = 10000
 SLOW = harness.SANITIZED
 
 
-def call_lines(conn, command, end=b"END\r\n"):
-    conn.send(command)
-    return conn.recv_until(end).split(b"\r\n")
-
-
-def stats(conn, group=b""):
-    out = {}
-    for line in call_lines(conn, b"stats " + group + b"\r\n" if group else b"stats\r\n"):
-        f = line.split(b" ", 2)
-        if len(f) == 3 and f[0] == b"STAT":
-            out[f[1].decode()] = f[2].decode()
-    return out
-
-
 def metadump(conn, classes=b"all"):
     """The dump's lines (without END), as dicts of field -> value."""
     conn.send(b"lru_crawler metadump " + classes + b"\r\n")
@@ -114,7 +100,7 @@ def test_memcached_tool(results, hl, mc):
                   "display prints its header", out.decode()[:200])
     rows = [l.split() for l in lines[1:]]
     with Conn(hl.port) as c:
-        items = int(stats(c)["curr_items"])
+        items = int(harness.stats(c)["curr_items"])
     results.equal(sum(int(r[4]) for r in rows), items, "display's counts add up to curr_items")
     for mode, field in (("stats", "curr_items"), ("settings", "maxbytes")):
         code, out, _ = tool(hl, mode)
@@ -249,8 +235,8 @@ def test_replies_against_memcached(results, hl, mc):
     # crawl is BUSY.
     for d in (hl, mc):
         with Conn(d.port) as c:
-            results.check(wait_for(lambda: stats(c)["lru_crawler_running"] == "0", 30),
-                          "%s: the crawl is over" % d.name)
+            results.check(harness.wait_for(lambda: harness.stats(c)["lru_crawler_running"] == "0",
+                                           30), "%s: the crawl is over" % d.name)
     with Conn(hl.port) as c:
         c.call(b"lru_crawler disable\r\n")
         results.equal(c.call(b"lru_crawler crawl all\r\n"),
@@ -264,15 +250,6 @@ def test_replies_against_memcached(results, hl, mc):
         results.equal(g, w, "reply to %r (crawler disabled, then enabled)" % cmd.strip())
 
 
-def wait_for(predicate, seconds):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
 def test_crawl(results):
     with harness.start_herdless(["-m", "64"]) as d, Conn(d.port) as c:
         results.equal(c.call(b"lru_crawler disable\r\n"), b"OK\r\n", "crawler off")
@@ -284,15 +261,15 @@ def test_crawl(results):
         results.equal(c.call(b"lru_crawler enable\r\n"), b"OK\r\n", "crawler on")
         # The background expiry crawl may take some first: either way they are crawler_reclaimed.
         results.equal(c.call(b"lru_crawler crawl all\r\n"), b"OK\r\n", "crawl started")
-        done = wait_for(lambda: stats(c).get("lru_crawler_running") == "0"
-                        and stats(c)["curr_items"] == "100", 30)
-        s = stats(c)
+        done = harness.wait_for(lambda: harness.stats(c).get("lru_crawler_running") == "0"
+                                and harness.stats(c)["curr_items"] == "100", 30)
+        s = harness.stats(c)
         results.check(done, "the crawl ends with the expired items gone", repr(s.get("curr_items")))
         results.equal(s["crawler_reclaimed"], "1000", "crawler_reclaimed counts them")
         results.check(int(s["crawler_items_checked"]) >= 1000, "crawler_items_checked moves")
         results.check(int(s["lru_crawler_starts"]) >= 1, "lru_crawler_starts moves")
         results.equal(s["expired_unfetched"], "1000", "expired_unfetched: never read")
-        items = stats(c, b"items")
+        items = harness.stats(c, b"items")
         results.equal(sum(int(v) for k, v in items.items() if k.endswith(":crawler_reclaimed")),
                       1000, "per-class crawler_reclaimed adds up")
 
@@ -305,12 +282,12 @@ def test_reclaimed_on_reuse(results):
         fill(c, 4000, prefix=b"exp", value=value, exptime=b"1")
         time.sleep(2.1)
         fill(c, 12000, prefix=b"new", value=value)
-        s = stats(c)
+        s = harness.stats(c)
         harness.log("after refill: reclaimed %s evictions %s slabs_moved %s" %
                     (s["reclaimed"], s["evictions"], s["slabs_moved"]))
         results.check(int(s["reclaimed"]) > 0, "reclaimed moves when expired memory is reused")
         results.check(int(s["slabs_moved"]) > 0, "slabs_moved counts segments back in the pool")
-        items = stats(c, b"items")
+        items = harness.stats(c, b"items")
         results.equal(sum(int(v) for k, v in items.items() if k.endswith(":reclaimed")),
                       int(s["reclaimed"]), "per-class reclaimed adds up to reclaimed")
 
@@ -337,7 +314,7 @@ def test_class_stats(results, hl, mc):
                     c.call(b"set c%d_%d 0 0 %d\r\n%s\r\n" % (n, i, size, b"s" * size))
             time.sleep(1.1)   # memcached's flush hides items of the flush's second: let it pass
             c.call(b"set after 0 0 1\r\nz\r\n")
-            per.append((stats(c, b"items"), stats(c, b"slabs"), stats(c)))
+            per.append((harness.stats(c, b"items"), harness.stats(c, b"slabs"), harness.stats(c)))
     (mi, ms, _), (hi, hs, hg) = per
     mic, hic = class_fields(mi, r"items:(\d+):(\w+)"), class_fields(hi, r"items:(\d+):(\w+)")
     # memcached keeps flushed items in its classes until they are touched: compare the classes
@@ -400,7 +377,7 @@ def detail_replies(d):
     """Replies to the detail script on one server, in order."""
     out = {}
     with Conn(d.port) as c:
-        st = stats(c, b"settings")
+        st = harness.stats(c, b"settings")
         out["settings"] = (st["stat_key_prefix"], st["detail_enabled"])
         for cmd in DETAIL_SCRIPT:
             if cmd.startswith((b"get", b"gat")):
@@ -412,7 +389,7 @@ def detail_replies(d):
         out["off"] = whole_reply(c, b"stats detail off\r\n", b"\r\n")
         c.call(b"get u/2\r\n", b"END\r\n")
         out["dump_after_off"] = sorted(whole_reply(c, b"stats detail dump\r\n").split(b"\r\n"))
-        out["settings_after_off"] = stats(c, b"settings")["detail_enabled"]
+        out["settings_after_off"] = harness.stats(c, b"settings")["detail_enabled"]
         out["errors"] = [whole_reply(c, cmd, b"\r\n") for cmd in CACHEDUMP_ERRORS]
         out["reset"] = whole_reply(c, b"stats reset\r\n", b"\r\n")
         out["dump_after_reset"] = whole_reply(c, b"stats detail dump\r\n")
@@ -449,7 +426,8 @@ def test_detail_and_cachedump(results):
             for i, k in enumerate(keys):
                 c.call(b"set %s 0 %d 5\r\nhello\r\n" % (k, 0 if i % 2 else 1000))
             c.call(b"set big 0 0 3000\r\n%s\r\n" % (b"b" * 3000))
-            classes = {int(k.split(":")[1]) for k in stats(c, b"items") if k.endswith(":number")}
+            classes = {int(k.split(":")[1]) for k in harness.stats(c, b"items")
+                       if k.endswith(":number")}
             small = min(classes)
             dumped, count = cachedump(c, small)
             limited, limited_count = cachedump(c, small, 7)
@@ -589,7 +567,7 @@ def test_watcher_never_reads(results):
         w.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)   # before connect: a small window
         w.connect(("127.0.0.1", d.port))
         w.sendall(b"watch mutations fetchers\r\n")
-        wait_for(lambda: stats(c)["log_watchers"] == "1", 5)
+        harness.wait_for(lambda: harness.stats(c)["log_watchers"] == "1", 5)
         value = b"w" * 2000
 
         def load():
@@ -603,7 +581,7 @@ def test_watcher_never_reads(results):
         rss_before = d.rss_bytes()
         t0 = time.monotonic()
         load()
-        s = stats(c)
+        s = harness.stats(c)
         grown = d.rss_bytes() - rss_before
         harness.log("never-reading watcher: %s lines skipped, %s sent, RSS +%.1f MB, %d sets+gets "
                     "in %.2f s (second half)" % (s["log_watcher_skipped"], s["log_watcher_sent"],
@@ -615,7 +593,7 @@ def test_watcher_never_reads(results):
             results.check(grown < 4 << 20, "the server's memory stays bounded",
                           "RSS grew %d bytes" % grown)
         w.close()
-        results.check(wait_for(lambda: stats(c)["log_watchers"] == "0", 5),
+        results.check(harness.wait_for(lambda: harness.stats(c)["log_watchers"] == "0", 5),
                       "a watcher that leaves is removed")
 
 

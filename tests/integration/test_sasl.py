@@ -15,6 +15,7 @@ import struct
 import subprocess
 import tempfile
 
+import binproto
 import certs
 import harness
 import pylibmc
@@ -26,8 +27,7 @@ GET, SET, DELETE, FLUSH, NOOP, VERSION, STAT, QUIT, GETQ, INCR = (
 
 
 def packet(op, key=b"", extras=b"", value=b"", opaque=0x11223344):
-    return struct.pack(">BBHBBHIIQ", 0x80, op, len(key), len(extras), 0, 0,
-                       len(key) + len(extras) + len(value), opaque, 0) + extras + key + value
+    return binproto.packet(op, key, extras, value, opaque=opaque)
 
 
 def plain(user, password, authzid=b""):
@@ -216,13 +216,7 @@ def fails_closed(r, setup):
     for extra_env, message in (({}, b"MEMCACHED_SASL_PWDB"),
                                ({"MEMCACHED_SASL_PWDB": "/nonexistent/pwdb"},
                                 b"Could not open SASL password database")):
-        proc = subprocess.run([harness.HERDLESS_BIN, "-S", "-l", "127.0.0.1", "-p",
-                               str(harness.free_port())] + harness.user_args(),
-                              env=dict(env, **extra_env), capture_output=True,
-                              timeout=harness.TIMEOUT * 2)
-        r.check(proc.returncode != 0 and message in proc.stderr,
-                "-S: exits at start with '%s'" % message.decode(),
-                "rc %r, stderr %r" % (proc.returncode, proc.stderr[-300:]))
+        harness.check_refuses_to_start(r, ["-S"], message, "-S", env=dict(env, **extra_env))
 
 
 def body(r):

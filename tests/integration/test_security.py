@@ -12,7 +12,6 @@ TEST_AGAINST=memcached skips this file's daemon-specific checks.
 
 import os
 import pwd
-import subprocess
 
 import harness
 
@@ -66,8 +65,7 @@ def privileges(r):
     if os.geteuid() != 0:
         harness.log("not root: the -u and refuse-root checks are skipped")
         return
-    run = subprocess.run([harness.HERDLESS_BIN, "-l", "127.0.0.1", "-p", "0"],
-                         capture_output=True, timeout=harness.TIMEOUT)
+    run = harness.run_to_exit(["-p", "0"], as_user=False)
     r.equal(run.returncode, 64, "as root without -u it refuses to start (EX_USAGE)")
     r.check(b"can't run as root without the -u switch" in run.stderr,
             "with memcached's message", run.stderr.decode(errors="replace"))
@@ -85,8 +83,7 @@ def privileges(r):
     with harness.Conn(daemon.port) as c:
         r.equal(c.call(b"version\r\n")[:8], b"VERSION ", "and it serves as nobody")
     daemon.stop()
-    run = subprocess.run([harness.HERDLESS_BIN, "-l", "127.0.0.1", "-p", "0", "-u",
-                          "no-such-user-herdless"], capture_output=True, timeout=harness.TIMEOUT)
+    run = harness.run_to_exit(["-p", "0", "-u", "no-such-user-herdless"], as_user=False)
     r.check(run.returncode != 0 and b"can't find the user" in run.stderr,
             "an unknown -u user is refused", run.stderr.decode(errors="replace"))
 
@@ -104,15 +101,9 @@ def shutdown_needs_A(r):
     with harness.Conn(daemon.port) as c:
         c.send(b"shutdown\r\n")
         r.equal(c.recv_until_eof(), b"", "with -A, shutdown closes the connection")
-    try:
-        status = daemon.proc.wait(timeout=harness.TIMEOUT)
-    except subprocess.TimeoutExpired:
-        status = None
+    status, log = daemon.wait_exit()
     r.equal(status, 0, "and the daemon exits cleanly")
-    log = daemon.log_text().encode()
-    r.check(not any(m in log for m in harness.SANITIZER_MARKERS), "without a sanitizer report",
-            log.decode(errors="replace"))
-    daemon._kill()   # already gone: just forget it
+    r.check(not harness.sanitizer_complained(log), "without a sanitizer report", log)
 
 
 def no_leaked_bytes(r):

@@ -39,38 +39,6 @@ def make_state_dir():
     return d
 
 
-def stop_with(d, signo):
-    """Sends signo, waits for the exit; (exit status, log text). The daemon is forgotten."""
-    d.proc.send_signal(signo)
-    try:
-        status = d.proc.wait(timeout=WAIT)
-    except Exception:
-        d.proc.kill()
-        d.proc.wait()
-        status = None
-    text = d.log_text()
-    if d in harness._running:
-        harness._running.remove(d)
-    os.unlink(d.log_file.name)
-    shutil.rmtree(d.port_dir, ignore_errors=True)
-    if any(m.decode() in text for m in harness.SANITIZER_MARKERS):
-        raise harness.DaemonError("sanitizer error; log:\n" + text)
-    return status, text
-
-
-def stats(conn, *names):
-    """{name: int} of the named `stats` lines (harness.stat each)."""
-    return {n: harness.stat(conn, n.encode()) for n in names}
-
-
-def wait_for(what, predicate):
-    deadline = time.monotonic() + WAIT
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting for " + what)
-        time.sleep(0.05)
-
-
 def parse_meta(buf, at):
     """One mg reply in buf at offset `at`: (reply, next offset), or None if incomplete.
     reply: None for EN, else (value, {flag letter: text})."""
@@ -200,7 +168,7 @@ def roundtrip(res):
         stored_at = time.monotonic()
         before = read_all(c, list(items))
     max_cas = max(b[3] for b in before.values() if b is not None)
-    status, log = stop_with(d, signal.SIGTERM)
+    status, log = d.stop_with(signal.SIGTERM, WAIT)
     res.equal(status, 0, "SIGTERM: exit 0")
     # The T2 items may have expired before the write.
     alive = sum(1 for k, b in before.items() if b is not None and items[k][2] != 2)
@@ -216,7 +184,7 @@ def roundtrip(res):
         d = harness.start_herdless(args)
         with harness.Conn(d.port, timeout=WAIT) as c:
             check_restored(res, "after " + label, c, before, items, stored_at)
-            s = stats(c, "snapshot_loaded_items")
+            s = harness.stat_values(c, "snapshot_loaded_items")
             expect_loaded = sum(1 for k, b in before.items() if b is not None and items[k][2] != 2)
             res.equal(s["snapshot_loaded_items"], expect_loaded,
                       "after %s: stats snapshot_loaded_items" % label)
@@ -241,7 +209,7 @@ def roundtrip(res):
         if signo is None:
             d.stop()
             break
-        status, log = stop_with(d, signo)
+        status, log = d.stop_with(signo, WAIT)
         res.equal(status, 0, "SIGUSR1: exit 0")
         res.check("snapshot (stop): wrote %d items" % expect_loaded in log,
                   "SIGUSR1: the write is logged", log[-2000:])
@@ -260,9 +228,10 @@ def periodic_then_kill9(res):
         before = read_all(c, list(items))
         # A write that began after the last store: two more completed writes.
         writes = harness.stat(c, b"snapshot_writes")
-        wait_for("two periodic writes", lambda: harness.stat(c, b"snapshot_writes") >= writes + 2)
-        s = stats(c, "snapshot_failures", "snapshot_last_bytes", "snapshot_last_items",
-                  "snapshot_last_duration_ms")
+        harness.wait_for(lambda: harness.stat(c, b"snapshot_writes") >= writes + 2, WAIT,
+                         what="two periodic writes")
+        s = harness.stat_values(c, "snapshot_failures", "snapshot_last_bytes",
+                                "snapshot_last_items", "snapshot_last_duration_ms")
         res.equal(s["snapshot_failures"], 0, "periodic: no failed write")
         res.check(s["snapshot_last_bytes"] > 20000 * 28, "periodic: snapshot_last_bytes")
         res.equal(s["snapshot_last_items"], len(items), "periodic: snapshot_last_items")
@@ -281,7 +250,7 @@ def serves(res, label, d):
         res.equal(c.call(b"set x 0 0 2\r\nok\r\n"), b"STORED\r\n", label + ": serves sets")
         res.equal(c.call(b"get x\r\n", b"END\r\n"), b"VALUE x 0 2\r\nok\r\nEND\r\n",
                   label + ": serves gets")
-        return stats(c, "curr_items", "snapshot_loaded_items", "snapshot_writes")
+        return harness.stat_values(c, "curr_items", "snapshot_loaded_items", "snapshot_writes")
 
 
 def bad_files(res):
@@ -291,7 +260,7 @@ def bad_files(res):
     d = harness.start_herdless(args)
     with harness.Conn(d.port, timeout=WAIT) as c:
         fill(c, make_items(random.Random(3), 3000, b"b", short_ttl=False))
-    stop_with(d, signal.SIGTERM)
+    d.stop_with(signal.SIGTERM, WAIT)
     with open(path, "rb") as f:
         good = f.read()
     res.check(len(good) > 100000, "bad files: a good snapshot of %d bytes" % len(good))
@@ -318,7 +287,7 @@ def bad_files(res):
         res.equal(s["curr_items"], 1, label + ": started empty")
         res.check(os.path.exists(path + ".bad") and not os.path.exists(path),
                   label + ": moved to <file>.bad")
-        _, log = stop_with(d, signal.SIGTERM)
+        _, log = d.stop_with(signal.SIGTERM, WAIT)
         res.check("is not a usable snapshot" in log, label + ": the log says why", log[-1500:])
         os.unlink(path + ".bad")
 
@@ -329,7 +298,7 @@ def bad_files(res):
         s = serves(res, label, d)
         res.equal(s["curr_items"], 1, label + ": started empty")
         res.check(os.path.exists(path + ".bad"), label + ": moved to <file>.bad")
-        _, log = stop_with(d, signal.SIGTERM)
+        _, log = d.stop_with(signal.SIGTERM, WAIT)
         res.check("written with -m 64 -I 1048576" in log, label + ": the log says why",
                   log[-1500:])
         os.unlink(path + ".bad")
@@ -339,9 +308,10 @@ def bad_files(res):
     os.mkdir(path)
     d = harness.start_herdless(args + ["-o", "snapshot_interval=1"])
     with harness.Conn(d.port) as c:
-        wait_for("a failed write", lambda: harness.stat(c, b"snapshot_failures") >= 1)
+        harness.wait_for(lambda: harness.stat(c, b"snapshot_failures") >= 1, WAIT,
+                         what="a failed write")
     serves(res, "a directory", d)
-    _, log = stop_with(d, signal.SIGTERM)
+    _, log = d.stop_with(signal.SIGTERM, WAIT)
     res.check("not a regular file" in log, "a directory: the log says why", log[-1500:])
     res.check("failed: " in log and "the previous snapshot is kept" in log,
               "a directory: the failed write is logged", log[-1500:])
@@ -358,11 +328,12 @@ def bad_files(res):
     os.chmod(locked, 0o555)
     d = harness.start_herdless(["-v", "-m", "64", "-e", locked_path, "-o", "snapshot_interval=1"])
     with harness.Conn(d.port) as c:
-        wait_for("a failed write", lambda: harness.stat(c, b"snapshot_failures") >= 2)
+        harness.wait_for(lambda: harness.stat(c, b"snapshot_failures") >= 2, WAIT,
+                         what="a failed write")
         s = serves(res, "unwritable directory", d)
         res.equal(s["snapshot_loaded_items"], 3000, "unwritable directory: the snapshot loaded")
         res.equal(s["snapshot_writes"], 0, "unwritable directory: no write succeeded")
-    _, log = stop_with(d, signal.SIGTERM)
+    _, log = d.stop_with(signal.SIGTERM, WAIT)
     res.check("Permission denied" in log, "unwritable directory: the log says why", log[-1500:])
     with open(locked_path, "rb") as f:
         res.check(f.read() == good, "unwritable directory: the previous snapshot is kept")
@@ -378,7 +349,7 @@ def stale_warm_up(res):
     with harness.Conn(d.port) as c:
         res.equal(c.call(b"ms hot 5 T2\r\nvalue\r\n"), b"HD\r\n", "warm-up: the hot key")
         stored_at = time.monotonic()
-    stop_with(d, signal.SIGTERM)
+    d.stop_with(signal.SIGTERM, WAIT)
     time.sleep(max(0.0, stored_at + 3.2 - time.monotonic()))   # it expires while down
     d = harness.start_herdless(args)
     n = 200

@@ -28,23 +28,9 @@ N = 300
 TIMEOUT = harness.TIMEOUT * 4
 
 
-def stats(conn):
-    reply = conn.call(b"stats\r\n", b"END\r\n")
-    out = {}
-    for line in reply.split(b"\r\n"):
-        parts = line.split(b" ")
-        if len(parts) == 3 and parts[0] == b"STAT":
-            out[parts[1].decode()] = parts[2].decode()
-    return out
-
-
-def wait_for_stat(conn, name, at_least):
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        value = int(stats(conn).get(name, "0"))
-        if value >= at_least or time.monotonic() > deadline:
-            return value
-        time.sleep(0.01)
+def wait_parked(conn, n):
+    """waits_parked once it reaches n (the last value read if it does not within TIMEOUT)."""
+    return harness.wait_for_stat(conn, "waits_parked", lambda parked: parked >= n, TIMEOUT)
 
 
 def read_mg(conn):
@@ -174,7 +160,7 @@ def lease_get_with_a_crashed_holder(res):
         replies = [read_lease_get(c) for c in conns]
         res.equal(sum(1 for r in replies if r == (b"VALUE", None, b"new")), len(conns),
                   "lease-get: everyone hits the new value")
-        s = stats(conns[0])
+        s = harness.stats(conns[0])
         res.check(int(s["lease_timeouts"]) >= 1, "stats: lease_timeouts counted", repr(s))
         res.equal(s["lease_sets_refused"], "2", "stats: lease_sets_refused")
         res.equal(s["curr_leases"], "0", "stats: no lease left")
@@ -190,7 +176,7 @@ def wait_mode_parked_readers_woken_by_another_worker(res):
         readers[0].send(b"get hot\r\nversion\r\n")  # its pipeline waits behind the parked get
         for c in readers[1:]:
             c.send(b"get hot\r\n")
-        parked = wait_for_stat(control, "waits_parked", N)
+        parked = wait_parked(control, N)
         res.equal(parked, N, "wait: every reader is parked")
         res.equal(readable(readers, 0), [], "wait: no parked reader has been answered")
         # Other connections are not held up by the parked ones.
@@ -205,7 +191,7 @@ def wait_mode_parked_readers_woken_by_another_worker(res):
                   "wait: every parked reader gets the new value")
         res.equal(readers[0].recv_line(), b"VERSION 1.6.18-herdless\r\n",
                   "wait: the parked connection's pipeline resumes")
-        s = stats(control)
+        s = harness.stats(control)
         res.equal(s["waits_woken"], str(N), "stats: waits_woken")
         res.equal(s["waits_timed_out"], "0", "stats: waits_timed_out")
         res.equal(s["curr_leases"], "0", "stats: the lease is fulfilled")
@@ -223,7 +209,7 @@ def wait_mode_with_a_crashed_holder(res):
         readers = open_conns(d.port, n)
         for c in readers:
             c.send(b"get hot\r\n")
-        res.equal(wait_for_stat(control, "waits_parked", n), n, "crash: every reader is parked")
+        res.equal(wait_parked(control, n), n, "crash: every reader is parked")
         # After lease_timeout one parked reader takes the lease over: its reply is a miss.
         first = readable(readers, TIMEOUT)
         res.equal(len(first), 1, "crash: exactly one reader is answered after the timeout")
@@ -234,7 +220,7 @@ def wait_mode_with_a_crashed_holder(res):
         values = [read_get(c) for c in others]
         res.equal(sum(1 for v in values if v == b"fresh"), n - 1,
                   "crash: the others wait for the new holder and get its value")
-        s = stats(control)
+        s = harness.stats(control)
         # The taker's wait timed out. Another reader whose timer fires in the
         # instant between the new value's store and its wake-up is answered
         # with that value but counted as timed out: how many do is timing.
@@ -259,7 +245,7 @@ def wait_mode_woken_by_a_delayed_flush(res):
         readers = open_conns(d.port, n)
         for c in readers:
             c.send(b"get hot\r\n")
-        res.equal(wait_for_stat(control, "waits_parked", n), n, "flush: every reader is parked")
+        res.equal(wait_parked(control, n), n, "flush: every reader is parked")
         res.equal(control.call(b"flush_all 1\r\n"), b"OK\r\n", "flush: a delayed flush_all")
         # When the flush takes effect the lease goes with the key: the parked
         # readers are woken (not left to the 60 s lease timeout); the first to
@@ -273,7 +259,7 @@ def wait_mode_woken_by_a_delayed_flush(res):
         values = [read_get(c) for c in others]
         res.equal(sum(1 for v in values if v == b"fresh"), n - 1,
                   "flush: the others get the new holder's value")
-        s = stats(control)
+        s = harness.stats(control)
         res.equal(s["waits_timed_out"], "0", "stats: no wait timed out")
         for c in readers + [control]:
             c.close()
@@ -300,7 +286,7 @@ def binary_clients_in_the_classic_modes(res):
         for i, c in enumerate(readers):
             c.send(bin_get("hot", i, "GETK"))
         text = harness.Conn(d.port, timeout=TIMEOUT)
-        res.equal(wait_for_stat(text, "waits_parked", n), n, "binary wait: every reader is parked")
+        res.equal(wait_parked(text, n), n, "binary wait: every reader is parked")
         res.equal(readable(readers, 0), [], "binary wait: no parked reader has been answered")
         res.equal(control.call(bin_set("hot", "fresh")).status, 0, "binary wait: the set")
         values = [c.recv_packet() for c in readers]
@@ -346,7 +332,7 @@ def binary_gat_in_the_classic_modes(res):
         for i, c in enumerate(readers):
             c.send(bin_gat("hot", 100, i, "GATK"))
         text = harness.Conn(d.port, timeout=TIMEOUT)
-        res.equal(wait_for_stat(text, "waits_parked", n), n, "binary GAT wait: every reader is parked")
+        res.equal(wait_parked(text, n), n, "binary GAT wait: every reader is parked")
         res.equal(readable(readers, 0), [], "binary GAT wait: no parked reader has been answered")
         res.equal(control.call(bin_set("hot", "fresh", exptime=5)).status, 0, "binary GAT wait: the set")
         values = [c.recv_packet() for c in readers]
@@ -409,7 +395,7 @@ def refresh_ahead_by_read_rate(res):
         res.check(rate > 2, "refresh-ahead: mg r shows the hot key's rate", str(rate))
         res.check(conn.call(b"mg cold r\r\n") in (b"HD r0.00\r\n", b"EN\r\n"),
                   "refresh-ahead: mg r shows no rate for the cold key")
-        st = stats(conn)
+        st = harness.stats(conn)
         res.equal(int(st["refresh_grants"]), sum(s["early"] for s in seen.values()),
                   "stats: refresh_grants counts the early hints the client saw")
         res.check(int(st["hot_keys"]) >= 1, "stats: hot_keys counts the hot key", st["hot_keys"])

@@ -317,13 +317,8 @@ def hostile(r, c):
 
     if HERDLESS:
         # The handshake timeout frees every stalled slot (the clients never close).
-        deadline = time.monotonic() + 20 * (3 if harness.SANITIZED else 1)
-        conns = None
-        while time.monotonic() < deadline:
-            conns = harness.stat(plain, b"curr_connections")
-            if conns is not None and conns <= base_conns:
-                break
-            time.sleep(0.2)
+        conns = harness.wait_for_stat(plain, b"curr_connections", lambda n: n <= base_conns,
+                                      20 * (3 if harness.SANITIZED else 1))
         r.check(conns is not None and conns <= base_conns,
                 "ssl_handshake_timeout closes stalled handshakes", "curr_connections %r (base %r)"
                 % (conns, base_conns))
@@ -356,12 +351,7 @@ def fails_closed(r, c):
         (c.server_args(extra="ssl_ciphers=NO-SUCH-CIPHER"), b"Error setting the provided cipher(s)"),
     ]
     for args, message in cases:
-        proc = subprocess.run([harness.HERDLESS_BIN, "-l", "127.0.0.1", "-p",
-                               str(harness.free_port())] + harness.user_args() + args,
-                              capture_output=True, timeout=harness.TIMEOUT * 2)
-        r.check(proc.returncode != 0 and message in proc.stderr,
-                "%s: exits at start with '%s'" % (" ".join(args[:3])[-60:], message.decode()),
-                "rc %r, stderr %r" % (proc.returncode, proc.stderr[-300:]))
+        harness.check_refuses_to_start(r, args, message, " ".join(args[:3])[-60:])
 
 
 def body(r):
