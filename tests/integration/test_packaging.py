@@ -83,39 +83,18 @@ class NotifySocket:
 
 def settings(port):
     with Conn(port) as c:
-        c.send(b"stats settings\r\n")
-        text = c.recv_until(b"END\r\n").decode()
-    return dict(line.split(" ", 2)[1:] for line in text.splitlines() if line.startswith("STAT "))
+        return harness.stats(c, b"settings")
 
 
-class ExecStart:
-    """The unit's ExecStart, relocated into DESTDIR, run by hand."""
+class ExecStart(harness.Process):
+    """The unit's ExecStart, relocated into DESTDIR, run by hand as systemd would (NOTIFY_SOCKET,
+    $OPTIONS after the configuration file); it listens on `port` once READY=1 arrives."""
 
-    def __init__(self, argv, notify, options):
-        self.options = options
-        self.argv = [word for word in argv if word != "$OPTIONS"] + options
-        self.log = tempfile.NamedTemporaryFile(prefix="herdless-execstart-", suffix=".log", delete=False)
-        env = dict(os.environ, NOTIFY_SOCKET=notify.address())
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self.log,
-                                     stderr=subprocess.STDOUT, env=env)
-
-    def log_text(self):
-        with open(self.log.name, "rb") as f:
-            return f.read().decode("utf-8", "replace")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=harness.TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-    def cleanup(self):
-        self.stop()
-        os.unlink(self.log.name)
+    def __init__(self, argv, notify, options, port):
+        argv = [word for word in argv if word != "$OPTIONS"] + options
+        super().__init__("herdless-execstart", argv, port,
+                         env=dict(os.environ, NOTIFY_SOCKET=notify.address()))
+        self.start(wait=False)
 
 
 def check_layout(r, destdir):
@@ -197,7 +176,7 @@ def check_exec_start(r, unit, prefix, destdir, workdir):
     # The configuration file says -p 11211; $OPTIONS come after it and win.
     port = harness.free_port()
     notify = NotifySocket()
-    run = ExecStart(exec_start, notify, ["-p", str(port), "-vv"] + harness.user_args())
+    run = ExecStart(exec_start, notify, ["-p", str(port), "-vv"] + harness.user_args(), port)
     try:
         ready = notify.wait_for("READY=1")
         if not r.check(ready is not None, "READY=1 arrives on NOTIFY_SOCKET", run.log_text()):
@@ -230,13 +209,13 @@ def check_exec_start(r, unit, prefix, destdir, workdir):
                               ("the stop", r"notice: Exiting normally$")):
             r.check(re.search(pattern, text, re.M), "-vv logs " + what, text)
     finally:
-        run.cleanup()
+        run.discard()
         notify.close()
 
     # Without -v: nothing is logged while serving.
     notify = NotifySocket()
     port = harness.free_port()
-    run = ExecStart(exec_start, notify, ["-p", str(port)] + harness.user_args())
+    run = ExecStart(exec_start, notify, ["-p", str(port)] + harness.user_args(), port)
     try:
         r.check(notify.wait_for("READY=1") is not None, "READY=1 without -v too",
                 run.log_text())
@@ -245,10 +224,10 @@ def check_exec_start(r, unit, prefix, destdir, workdir):
                 c.call(b"set k 0 0 1\r\nv\r\n")
                 c.call(b"get k\r\n", b"END\r\n")
                 c.call(b"get missing\r\n", b"END\r\n")
-        r.equal(run.stop(), 0, "exit status 0")
+        r.equal(run.terminate(), 0, "exit status 0")
         r.equal(run.log_text(), "", "without -v nothing is logged for connections and requests")
     finally:
-        run.cleanup()
+        run.discard()
         notify.close()
 
 
@@ -269,7 +248,8 @@ def check_config_file(r, exec_start_argv, workdir):
                 "-c 100")  # no final newline
     notify = NotifySocket()
     port = harness.free_port()
-    run = ExecStart([wrapper, conf], notify, ["-p", str(port), "-o", "idle_timeout=7"] + harness.user_args())
+    run = ExecStart([wrapper, conf], notify,
+                    ["-p", str(port), "-o", "idle_timeout=7"] + harness.user_args(), port)
     try:
         if not r.check(notify.wait_for("READY=1") is not None,
                        "started from a memcached.conf-style file",
@@ -283,9 +263,9 @@ def check_config_file(r, exec_start_argv, workdir):
                       "classic_stampede": "stale", "stale_grace": "60", "idle_timeout": "7",
                       "tcpport": str(port)},
                 "every flag of the file (and the extra ones) reached herdless")
-        r.equal(run.stop(), 0, "exit status 0")
+        r.equal(run.terminate(), 0, "exit status 0")
     finally:
-        run.cleanup()
+        run.discard()
         notify.close()
 
     for text, status, message in (("-m 64\nbogus value\n", 78, "%s:2: not a flag: bogus"),

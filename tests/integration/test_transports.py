@@ -8,9 +8,7 @@ import os
 import socket
 import stat as stat_module
 import struct
-import subprocess
 import tempfile
-import time
 
 import harness
 from binproto import BinConn, get as bin_get, packet, parse, set_ as bin_set
@@ -177,13 +175,8 @@ def udp_checks(r, ref, ours):
     with harness.Conn(ours.port) as c:
         r.equal(c.call(b"get shared\r\n", b"END\r\n"), b"VALUE shared 0 3\r\nudp\r\nEND\r\n",
                 "UDP and TCP share the store")
-        stats = {}
-        c.send(b"stats settings\r\n")
-        for line in c.recv_until(b"END\r\n").split(b"\r\n"):
-            f = line.split(b" ")
-            if len(f) == 3:
-                stats[f[1]] = f[2]
-        r.equal(stats.get(b"udpport"), b"-1", "stats settings udpport shows -U as given")
+        r.equal(harness.stats(c, b"settings").get("udpport"), "-1",
+                "stats settings udpport shows -U as given")
     # Streams over UDP: memcached 1.6.18 starts them and writes them to the unconnected socket,
     # where they are lost (the client gets nothing); herdless answers with an error.
     if harness.target_name() == "herdless":
@@ -207,57 +200,26 @@ def udp_checks(r, ref, ours):
 
 # ---------------------------------------------------------------------------- port file
 
-def target_binary():
-    return harness.MEMCACHED_BIN if harness.target_name() == "memcached" else harness.HERDLESS_BIN
-
-
 def port_file(r):
-    with tempfile.TemporaryDirectory() as tmp:
-        os.chmod(tmp, 0o777)   # memcached writes the file as -u nobody
-        path = os.path.join(tmp, "ports")
-        argv = [target_binary(), "-l", "127.0.0.1", "-p", "-1", "-U", "-1"] + harness.user_args()
-        proc = subprocess.Popen(argv, env=dict(os.environ, MEMCACHED_PORT_FILENAME=path),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + harness.TIMEOUT
-            while not os.path.exists(path) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            with open(path) as f:
-                lines = f.read().splitlines()
-            r.equal([l.split(":")[0] for l in lines], ["TCP INET", "UDP INET"],
-                    "the port file lists the TCP and the UDP port, as memcached writes them")
-            ports = {l.split(":")[0]: int(l.split(":")[1]) for l in lines}
-            r.check(all(p > 0 for p in ports.values()), "ephemeral ports were chosen", repr(ports))
-            r.check(not os.path.exists(path + ".lck"), "the .lck file was renamed")
-            with harness.Conn(ports["TCP INET"]) as c:
-                r.equal(c.call(b"version\r\n")[:8], b"VERSION ", "TCP answers on the port from the file")
-            u = Udp(ports["UDP INET"])
-            (msg,), = [u.request(b"version\r\n")]
-            r.equal(msg[0][4][:8], b"VERSION ", "UDP answers on the port from the file")
-            u.close()
-        finally:
-            proc.terminate()
-            proc.wait(timeout=harness.TIMEOUT)
+    with harness.start_target(["-p", "-1", "-U", "-1"]) as d:
+        lines = d.port_file_lines
+        r.equal([l.split(":")[0] for l in lines], ["TCP INET", "UDP INET"],
+                "the port file lists the TCP and the UDP port, as memcached writes them")
+        ports = {l.split(":")[0]: int(l.split(":")[1]) for l in lines}
+        r.check(all(p > 0 for p in ports.values()), "ephemeral ports were chosen", repr(ports))
+        r.check(not os.path.exists(d.port_file + ".lck"), "the .lck file was renamed")
+        with harness.Conn(ports["TCP INET"]) as c:
+            r.equal(c.call(b"version\r\n")[:8], b"VERSION ", "TCP answers on the port from the file")
+        u = Udp(ports["UDP INET"])
+        (msg,), = [u.request(b"version\r\n")]
+        r.equal(msg[0][4][:8], b"VERSION ", "UDP answers on the port from the file")
+        u.close()
 
 
 def no_tcp(r):
     """-p 0 disables TCP; with -U it still serves UDP."""
-    with tempfile.TemporaryDirectory() as tmp:
-        os.chmod(tmp, 0o777)   # memcached writes the file as -u nobody
-        path = os.path.join(tmp, "ports")
-        argv = [target_binary(), "-l", "127.0.0.1", "-p", "0", "-U", "-1"] + harness.user_args()
-        proc = subprocess.Popen(argv, env=dict(os.environ, MEMCACHED_PORT_FILENAME=path),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + harness.TIMEOUT
-            while not os.path.exists(path) and time.monotonic() < deadline:
-                time.sleep(0.02)
-            with open(path) as f:
-                lines = f.read().splitlines()
-            r.equal([l.split(":")[0] for l in lines], ["UDP INET"], "-p 0: no TCP listener")
-        finally:
-            proc.terminate()
-            proc.wait(timeout=harness.TIMEOUT)
+    with harness.start_target(["-p", "0", "-U", "-1"]) as d:
+        r.equal([l.split(":")[0] for l in d.port_file_lines], ["UDP INET"], "-p 0: no TCP listener")
 
 
 # ---------------------------------------------------------------------------- unix sockets
@@ -283,25 +245,11 @@ def unix_socket(r):
         r.equal(settings.get(b"domain_socket"), path.encode(), "stats settings domain_socket")
         r.equal(settings.get(b"umask"), 0o766, "stats settings umask (pymemcache reads it as octal)")
         client.close()
-        b = BinConn.__new__(BinConn)
-        b.timeout = harness.TIMEOUT
-        b.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        b.sock.settimeout(harness.TIMEOUT)
-        b.sock.connect(path)
-        b.buf, b.eof = b"", False
-        r.equal(b.call(bin_get("k", 1)).value, b"over unix", "binary protocol over the unix socket")
-        b.close()
-        u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        u.settimeout(harness.TIMEOUT)
-        u.connect(path)
-        u.sendall(b"stats conns\r\n")
-        reply = b""
-        while not reply.endswith(b"END\r\n"):
-            chunk = u.recv(65536)
-            if not chunk:
-                break
-            reply += chunk
-        u.close()
+        with BinConn(path) as b:
+            r.equal(b.call(bin_get("k", 1)).value, b"over unix",
+                    "binary protocol over the unix socket")
+        with harness.Conn(path) as u:
+            reply = u.call(b"stats conns\r\n", b"END\r\n")
         # memcached keeps no peer address for a unix-socket client: conn_to_str prints "?:<AF 0>".
         r.check(b":addr ?:<AF 0>\r\n" in reply and
                 (b":listen_addr unix:" + path.encode() + b"\r\n") in reply,
