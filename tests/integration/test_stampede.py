@@ -18,6 +18,9 @@ Counts and values only; waits are for events (or for a lease timeout to pass), b
 Against memcached (TEST_AGAINST=memcached) only the meta part applies; the rest is skipped.
 """
 
+# serial: 300 connections must each be answered within a lease of 1 or 2 s, and read rates are
+# real time: CPU taken by tests running beside it could stretch them (tests/integration/run_all.py).
+
 import select
 import time
 
