@@ -25,9 +25,32 @@ stage_failed() {
   finish 1
 }
 
+# Adds the "integration-result: PASS|FAIL <file>" lines of tests/integration/run_all.sh's
+# output in file $1 to the counters: one test program per file.
+count_integration_results() {
+  local line
+  [ -f "$1" ] || return 0
+  while IFS= read -r line; do
+    case "$line" in
+      "integration-result: PASS "*) passed=$((passed + 1)) ;;
+      "integration-result: FAIL "*) failed=$((failed + 1)) ;;
+    esac
+  done <"$1"
+}
+
+# Shows what the failing files of a run_all.sh output (file $1) printed, whole: run_all.sh
+# repeats it at the end, after "==== failing files' output" (the last lines if it has none).
+show_integration_failures() {
+  if grep -q "^==== failing files' output" "$1"; then
+    sed -n "/^==== failing files' output/,\$p" "$1" >&2
+  else
+    tail -n 300 "$1" >&2
+  fi
+}
+
 # Adds the results of one `make check` run in build dir $1 to the counters.
 count_results() {
-  local dir="$1" trs log line
+  local dir="$1" trs
   trs="$dir/tests/unit_tests.trs"
   if [ -f "$trs" ]; then
     if grep -q '^:test-result: PASS' "$trs"; then
@@ -36,15 +59,7 @@ count_results() {
       failed=$((failed + 1))
     fi
   fi
-  log="$dir/tests/integration/run_all.sh.log"
-  if [ -f "$log" ]; then
-    while IFS= read -r line; do
-      case "$line" in
-        "integration-result: PASS "*) passed=$((passed + 1)) ;;
-        "integration-result: FAIL "*) failed=$((failed + 1)) ;;
-      esac
-    done <"$log"
-  fi
+  count_integration_results "$dir/tests/integration/run_all.sh.log"
 }
 
 # Shows the logs of the failing tests of a `make check` run in build dir $1.
@@ -54,7 +69,10 @@ show_failures() {
     [ -f "$trs" ] || continue
     if ! grep -q '^:test-result: PASS' "$trs"; then
       echo "======== ${trs%.trs}.log ========" >&2
-      tail -n 300 "${trs%.trs}.log" >&2
+      case "$trs" in
+        */run_all.sh.trs) show_integration_failures "${trs%.trs}.log" ;;
+        *) tail -n 300 "${trs%.trs}.log" >&2 ;;
+      esac
     fi
   done
 }
@@ -81,24 +99,55 @@ check_in() {
   rm -f "$out"
 }
 
-# Runs one test program outside `make check` (label, then env assignments and the command);
-# counts it and shows its output's last lines (all of it if it failed).
-run_counted() {
-  local label="$1" out rc=0
-  shift
+# Runs a test command outside `make check` (label, a counter, then env assignments and the
+# command) with its output in a temporary file; `<counter> <file> <exit status>` counts it and
+# shows what it printed.
+run_logged() {
+  local label="$1" counter="$2" out rc=0
+  shift 2
   echo "== $label"
   out="$(mktemp)"
   env "$@" >"$out" 2>&1 || rc=$?
-  if [ $rc -eq 0 ]; then
-    passed=$((passed + 1))
-    tail -n 3 "$out"
-  else
-    failed=$((failed + 1))
-    tail -n 200 "$out" >&2
-    echo "FAIL: $label" >&2
-  fi
+  "$counter" "$out" "$rc"
+  [ $rc -eq 0 ] || echo "FAIL: $label" >&2
   rm -f "$out"
   return $rc
+}
+
+# One test program: its output's last lines (all of it if it failed).
+count_program() {
+  if [ "$2" -eq 0 ]; then
+    passed=$((passed + 1))
+    tail -n 3 "$1"
+  else
+    failed=$((failed + 1))
+    tail -n 200 "$1" >&2
+  fi
+}
+
+# tests/integration/run_all.sh: each file it ran; the failing files' output whole.
+count_integration() {
+  count_integration_results "$1"
+  if [ "$2" -eq 0 ]; then
+    grep -E '^integration(-result)?: ' "$1"
+  else
+    show_integration_failures "$1"
+  fi
+}
+
+# Runs one test program (label, then env assignments and the command) and counts it.
+run_counted() {
+  local label="$1"
+  shift
+  run_logged "$label" count_program "$@"
+}
+
+# Runs tests/integration/run_all.sh (label, then env assignments, the script and the files to
+# run), as many at a time as it runs; counts each file.
+run_integration() {
+  local label="$1"
+  shift
+  run_logged "$label" count_integration "$@"
 }
 
 PYTHON=/usr/bin/python3  # as tests/integration/run_all.sh
@@ -130,14 +179,10 @@ echo "== thread sanitizer build (build/tsan: thread, no jemalloc)"
  cd build/tsan && quietly make -j"$JOBS" tests/unit_tests) || stage_failed "tsan build"
 run_counted "tsan: unit_tests" "${TSAN_ENV[@]}" build/tsan/tests/unit_tests --gtest_brief=1 ||
   stage_failed "tsan unit tests"
-run_counted "tsan: test_concurrency.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
-  "$PYTHON" tests/integration/test_concurrency.py || stage_failed "tsan concurrency test"
-run_counted "tsan: test_stampede.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
-  "$PYTHON" tests/integration/test_stampede.py || stage_failed "tsan stampede test"
-run_counted "tsan: test_snapshot.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
-  "$PYTHON" tests/integration/test_snapshot.py || stage_failed "tsan snapshot test"
-run_counted "tsan: test_tls.py" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
-  "$PYTHON" tests/integration/test_tls.py || stage_failed "tsan tls test"
+TSAN_INTEGRATION=(test_concurrency.py test_stampede.py test_snapshot.py test_tls.py)
+run_integration "tsan: ${TSAN_INTEGRATION[*]}" "${TSAN_ENV[@]}" \
+  HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" HERDLESS_SRCDIR="$REPO_ROOT" \
+  sh tests/integration/run_all.sh "${TSAN_INTEGRATION[@]}" || stage_failed "tsan integration tests"
 run_counted "tsan: soak, 20 s" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
   "$PYTHON" tests/integration/soak.py 20 || stage_failed "tsan soak"
 
