@@ -5,8 +5,11 @@
 #include "config.h"
 
 #include <initializer_list>
+#include <set>
 #include <string>
 #include <vector>
+
+#include "daemon/option_table.h"
 
 namespace herdless {
 namespace {
@@ -506,6 +509,74 @@ TEST(OptionsTest, ReparsingStartsFromDefaults) {
   ASSERT_TRUE(ParseOptions(1, second, &options, &error));
   EXPECT_EQ(options.protocol.tcp_port, 11211);
   EXPECT_EQ(options.verbosity, 0);
+}
+
+
+// The option table (daemon/option_table.cc): each flag and -o key one row.
+TEST(OptionTableTest, EachFlagAndKeyIsOneRowWithItsWayToApply) {
+  std::set<char> flags;
+  std::set<std::string> long_names;
+  for (const OptionRow& row : FlagRows()) {
+    EXPECT_TRUE(flags.insert(row.flag).second) << "-" << row.flag << " twice";
+    for (const char* name : {row.name, row.alias}) {
+      if (name != nullptr) {
+        EXPECT_TRUE(long_names.insert(name).second) << "--" << name << " twice";
+      }
+    }
+    EXPECT_NE(row.apply, nullptr) << "-" << row.flag;
+    // memcached's ignored flags are listed at the end of -h, without text.
+    EXPECT_EQ(row.help == nullptr, row.ignored) << "-" << row.flag;
+  }
+  EXPECT_EQ(flags.count(0), 0u);
+  std::set<std::string> keys;
+  for (const OptionRow& row : SuboptionRows()) {
+    EXPECT_EQ(row.flag, 0) << row.name;
+    ASSERT_NE(row.name, nullptr);
+    EXPECT_TRUE(keys.insert(row.name).second) << row.name << " twice";
+    EXPECT_NE(row.apply, nullptr) << row.name;
+    EXPECT_NE(row.help, nullptr) << row.name;
+  }
+  for (std::string_view ignored : IgnoredSuboptions()) {
+    EXPECT_EQ(keys.count(std::string(ignored)), 0u) << ignored << " is both a key and ignored";
+  }
+}
+
+TEST(OptionTableTest, HelpShowsEveryRowOfThisBuildWithItsDefault) {
+  const std::string help = UsageText();
+  EXPECT_EQ(help.find("{default}"), std::string::npos);
+#ifdef HERDLESS_TLS
+  const bool tls = true;
+#else
+  const bool tls = false;
+#endif
+  for (std::span<const OptionRow> rows : {FlagRows(), SuboptionRows()}) {
+    for (const OptionRow& row : rows) {
+      const std::string column = row.flag == 0 ? std::string("\n   - ") + row.name + ":"
+                                 : row.name == nullptr ? std::string("\n-") + row.flag + " "
+                                                       : std::string("\n-") + row.flag + ", --" + row.name;
+      EXPECT_EQ(help.find(column) != std::string::npos, tls || !row.tls) << column.substr(1);
+      const bool placeholder =
+          row.help != nullptr && std::string_view(row.help).find("{default}") != std::string_view::npos;
+      EXPECT_EQ(placeholder, row.help_default != nullptr) << column.substr(1);
+    }
+  }
+  // The defaults shown are the settings' defaults.
+  const ProtocolSettings d;
+  EXPECT_NE(help.find("(default: " + std::to_string(d.tcp_port) + ";"), std::string::npos);
+  EXPECT_NE(help.find("(default: " + std::to_string(d.max_bytes >> 20) + ")"), std::string::npos);
+  EXPECT_NE(help.find("reader (default: " + std::to_string(d.lease_timeout_s) + ";"), std::string::npos);
+}
+
+TEST(OptionTableTest, EachSettingIsShownByOneRow) {
+  std::set<std::string> settings;
+  for (std::span<const OptionRow> rows : {FlagRows(), SuboptionRows()}) {
+    for (const OptionRow& row : rows) {
+      if (row.setting.name == nullptr) continue;
+      EXPECT_TRUE(settings.insert(row.setting.name).second) << row.setting.name << " twice";
+      EXPECT_NE(row.setting.write, nullptr) << row.setting.name;
+    }
+  }
+  EXPECT_GT(settings.size(), 40u);
 }
 
 }  // namespace

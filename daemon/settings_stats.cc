@@ -1,0 +1,141 @@
+#include "daemon/settings_stats.h"
+
+#include <atomic>
+#include <string_view>
+#include <vector>
+
+#include "daemon/option_table.h"
+#include "storage/item_store.h"
+
+namespace herdless {
+
+namespace {
+
+using W = StatWriter;
+using V = SettingsView;
+
+// An option's setting: the row of the option that sets `name` writes it.
+constexpr SettingLine Option(const char* name) { return {.name = name}; }
+// Machinery herdless does not have, shown with memcached's default so that
+// tools that read it still parse.
+constexpr SettingLine Fixed(const char* name, const char* value) {
+  return {.name = name, .fixed = value};
+}
+
+// memcached 1.6.18's process_stat_settings, in its order (its TLS block where
+// it prints it, its extstore block left out), then herdless's own settings in
+// the order they were added. An option's setting that is not listed follows
+// them, in the option table's order: a new option needs no entry here.
+constexpr SettingLine kSettings[] = {
+    Option("maxbytes"), Option("maxconns"), Option("tcpport"), Option("udpport"),
+    Option("inter"), Option("verbosity"), Fixed("oldest", "0"), Option("evictions"),
+    Option("domain_socket"), Option("umask"), Option("shutdown_command"),
+    Fixed("growth_factor", "1.25"), Fixed("chunk_size", "48"), Option("num_threads"),
+    {"num_threads_per_udp",   // every worker reads UDP
+     [](const V& v, std::string_view n, W* w) { w->AddSigned(n, v.settings.num_threads); }},
+    Option("stat_key_prefix"),
+    {"detail_enabled",   // -D, then stats detail on|off
+     [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.detail_enabled); }},
+    Option("reqs_per_event"), Option("cas_enabled"), Option("tcp_backlog"),
+    Option("binding_protocol"), Option("auth_enabled_sasl"), Option("auth_enabled_ascii"),
+    Option("item_size_max"), Fixed("maxconns_fast", "yes"), Fixed("hashpower_init", "0"),
+    Fixed("slab_reassign", "yes"),
+    // slabs automove and lru_crawler change these.
+    {"slab_automove",
+     [](const V& v, std::string_view n, W* w) {
+       w->Add(n, uint64_t{v.operators.slab_automove.load(std::memory_order_relaxed)});
+     }},
+    {"slab_automove_ratio",
+     [](const V& v, std::string_view n, W* w) {
+       w->AddFixed(n, v.operators.slab_automove_ratio.load(std::memory_order_relaxed), 2);
+     }},
+    Fixed("slab_automove_window", "30"),
+    {"slab_chunk_max",   // memcached's default: half the largest item
+     [](const V& v, std::string_view n, W* w) { w->Add(n, v.settings.item_size_max / 2); }},
+    {"lru_crawler",
+     [](const V& v, std::string_view n, W* w) {
+       w->AddBool(n, v.operators.lru_crawler.load(std::memory_order_relaxed));
+     }},
+    {"lru_crawler_sleep",
+     [](const V& v, std::string_view n, W* w) {
+       w->Add(n, uint64_t{v.operators.lru_crawler_sleep.load(std::memory_order_relaxed)});
+     }},
+    {"lru_crawler_tocrawl",
+     [](const V& v, std::string_view n, W* w) {
+       w->Add(n, uint64_t{v.operators.lru_crawler_tocrawl.load(std::memory_order_relaxed)});
+     }},
+    Fixed("tail_repair_time", "0"), Option("flush_enabled"), Option("dump_enabled"),
+    Fixed("hash_algorithm", "xxh3"), Fixed("lru_maintainer_thread", "no"),
+    Fixed("lru_segmented", "no"), Fixed("hot_lru_pct", "20"), Fixed("warm_lru_pct", "40"),
+    Fixed("hot_max_factor", "0.20"), Fixed("warm_max_factor", "2.00"), Fixed("temp_lru", "no"),
+    Fixed("temporary_ttl", "61"), Option("idle_timeout"), Fixed("watcher_logbuf_size", "262144"),
+    Fixed("worker_logbuf_size", "65536"), Fixed("read_buf_mem_limit", "0"),
+    {"track_sizes",   // stats sizes_enable|sizes_disable
+     [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.tracking_sizes); }},
+    Fixed("inline_ascii_response", "no"),
+    Option("ssl_enabled"), Option("ssl_chain_cert"), Option("ssl_key"), Option("ssl_verify_mode"),
+    Option("ssl_keyformat"), Option("ssl_ciphers"), Option("ssl_ca_cert"), Option("ssl_wbuf_size"),
+    Option("ssl_session_cache"), Option("ssl_kernel_tls"), Option("ssl_min_version"),
+    Fixed("num_napi_ids", "(null)"), Option("memory_file"),
+    // herdless
+    Option("lease_timeout"), Option("xfetch_delta_ms"), Option("xfetch_beta"),
+    Option("stale_grace"), Option("classic_stampede"), Option("wait_timeout_ms"),
+    Option("refresh_ahead"), Option("refresh_hot"), Option("refresh_epsilon"),
+    Option("refresh_max_fraction"), Option("stalled_client_timeout"), Option("exact_threads"),
+    Option("snapshot_interval"), Option("ssl_handshake_timeout"),
+};
+
+bool Listed(std::string_view name) {
+  for (const SettingLine& line : kSettings) {
+    if (name == line.name) return true;
+  }
+  return false;
+}
+
+// What to print, in order: kSettings with each Option() replaced by its row,
+// then the rows' settings kSettings does not list.
+struct Printed {
+  const SettingLine* line;
+  bool tls;   // only when TLS is available
+};
+
+std::vector<Printed> PrintOrder() {
+  std::vector<Printed> order;
+  auto add_rows = [&order](std::string_view name, bool listed) {
+    for (std::span<const OptionRow> rows : {FlagRows(), SuboptionRows()}) {
+      for (const OptionRow& row : rows) {
+        const char* setting = row.setting.name;
+        if (setting == nullptr || (listed ? name != setting : Listed(setting))) continue;
+        order.push_back({&row.setting, row.tls});
+      }
+    }
+  };
+  for (const SettingLine& line : kSettings) {
+    if (line.write != nullptr || line.fixed != nullptr) {
+      order.push_back({&line, false});
+    } else {
+      add_rows(line.name, true);
+    }
+  }
+  add_rows({}, false);
+  return order;
+}
+
+}  // namespace
+
+void WriteSettingsStats(ServerInfo& server, const ItemStore& store, StatWriter* w) {
+  static const std::vector<Printed> kOrder = PrintOrder();
+  const SettingsView view{server.Settings(), store.memory_limit(), store.tracking_sizes(),
+                          server.Verbosity(), server.prefix_stats().delimiter(),
+                          server.prefix_stats().enabled(), server.operators()};
+  for (const Printed& p : kOrder) {
+    if (p.tls && !view.settings.tls.available) continue;
+    if (p.line->fixed != nullptr) {
+      w->Add(p.line->name, p.line->fixed);
+    } else {
+      p.line->write(view, p.line->name, w);
+    }
+  }
+}
+
+}  // namespace herdless
