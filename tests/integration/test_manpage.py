@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """docs/herdless.1 and `herdless -h` list the same flags and -o options.
 
+`herdless -h` is written from the option table (daemon/option_table.cc, one row a flag or -o
+key), so this compares the man page with the table through what the built daemon prints.
+
 From `herdless -h`: every line that begins with a flag ("-p, --port=<num>", "-D <char>",
 "-W  --disable-watch") names a flag; every line "   - key:" names an -o option; the first
 word after "default:" is that entry's default. From the man page: the tag line after each
@@ -120,7 +123,7 @@ def compare(r, kind, from_help, from_man):
     for name in sorted(set(from_man) - set(from_help)):
         r.check(False, "%s %s is in docs/herdless.1 but `herdless -h` does not print it" %
                 (kind, from_man[name][0]),
-                "  add it to UsageText() in daemon/options.cc, or remove the man page entry")
+                "  add its row to daemon/option_table.cc, or remove the man page entry")
     for name in sorted(set(from_help) & set(from_man)):
         r.check(True, "%s %s in both" % (kind, name))
         h_name, h_text = from_help[name]
