@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "daemon/options.h"
+#include "daemon/settings_stats.h"
 #include "daemon/watch_hub.h"
 #include "daemon/worker.h"
 #include "protocol/server_info.h"
@@ -68,6 +69,9 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   ServerSnapshot Snapshot() override;
   std::vector<ConnectionInfo> Connections() override;
   const ProtocolSettings& Settings() const override { return options_.protocol; }
+  void WriteSettings(const ItemStore& store, StatWriter* w) override {
+    WriteSettingsStats(*this, store, w);
+  }
   void ResetStats() override;
   void SetVerbosity(int level) override;
   int Verbosity() const override;

@@ -559,135 +559,6 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   if (snap.snapshot.enabled) SnapshotStats(snap.snapshot, w);
 }
 
-// memcached's prot_text().
-const char* BindingProtocolName(BindingProtocol p) {
-  switch (p) {
-    case BindingProtocol::kAscii: return "ascii";
-    case BindingProtocol::kBinary: return "binary";
-    case BindingProtocol::kAuto: break;
-  }
-  return "auto-negotiate";
-}
-
-// memcached's ssl_proto_text().
-const char* TlsVersionName(int min_version) {
-  static constexpr const char* kNames[] = {"tlsv1.0", "tlsv1.1", "tlsv1.2", "tlsv1.3"};
-  return min_version >= 0 && min_version <= 3 ? kNames[min_version] : "unknown";
-}
-
-// memcached prints unset paths with printf("%s", NULL): "(null)".
-std::string_view PathOrNull(const std::string& path, std::string_view unset) {
-  return path.empty() ? unset : std::string_view(path);
-}
-
-void TlsSettingsStats(const TlsSettings& tls, StatWriter* w) {
-  w->AddBool("ssl_enabled", tls.enabled);
-  w->Add("ssl_chain_cert", PathOrNull(tls.chain_cert, "(null)"));
-  w->Add("ssl_key", PathOrNull(tls.key, "(null)"));
-  w->AddSigned("ssl_verify_mode", SslVerifyFlags(tls.verify_mode));
-  w->AddSigned("ssl_keyformat", tls.keyformat);
-  w->Add("ssl_ciphers", PathOrNull(tls.ciphers, "NULL"));
-  w->Add("ssl_ca_cert", PathOrNull(tls.ca_cert, "NULL"));
-  w->Add("ssl_wbuf_size", uint64_t{tls.wbuf_size});
-  w->AddBool("ssl_session_cache", tls.session_cache);
-  w->AddBool("ssl_kernel_tls", tls.kernel_tls);
-  w->Add("ssl_min_version", TlsVersionName(tls.min_version));
-}
-
-const char* StampedeModeName(ClassicStampedeMode m) {
-  switch (m) {
-    case ClassicStampedeMode::kStale: return "stale";
-    case ClassicStampedeMode::kWait: return "wait";
-    case ClassicStampedeMode::kOff: break;
-  }
-  return "off";
-}
-
-// `stats settings`: memcached 1.6.18's names and order (process_stat_settings,
-// without the extstore and TLS blocks). Settings that describe machinery
-// herdless does not have (slab classes, slab rebalancing, segmented LRU)
-// show memcached's defaults or "no", so tools that read them still parse.
-void SettingsStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
-  const ProtocolSettings& s = server->Settings();
-  w->Add("maxbytes", uint64_t{store->memory_limit()});
-  w->AddSigned("maxconns", s.max_connections);
-  w->AddSigned("tcpport", s.tcp_port);
-  w->AddSigned("udpport", s.udp_port);
-  w->Add("inter", s.listen_interface.empty() ? std::string_view("NULL")
-                                             : std::string_view(s.listen_interface));
-  w->AddSigned("verbosity", server->Verbosity());
-  w->Add("oldest", uint64_t{0});
-  w->Add("evictions", s.evictions ? "on" : "off");
-  w->Add("domain_socket", s.domain_socket.empty() ? std::string_view("NULL")
-                                                  : std::string_view(s.domain_socket));
-  char umask[8];
-  const int umask_len = std::snprintf(umask, sizeof(umask), "%o", static_cast<unsigned>(s.unix_mask));
-  w->Add("umask", std::string_view(umask, static_cast<size_t>(umask_len)));
-  w->AddBool("shutdown_command", s.shutdown_enabled);
-  w->Add("growth_factor", "1.25");
-  w->Add("chunk_size", "48");
-  w->AddSigned("num_threads", s.num_threads);
-  w->AddSigned("num_threads_per_udp", s.num_threads);
-  const char delimiter = server->prefix_stats().delimiter();
-  w->Add("stat_key_prefix", std::string_view(&delimiter, 1));
-  w->AddBool("detail_enabled", server->prefix_stats().enabled());
-  w->AddSigned("reqs_per_event", s.reqs_per_event);
-  w->AddBool("cas_enabled", s.cas_enabled);
-  w->AddSigned("tcp_backlog", s.backlog);
-  w->Add("binding_protocol", BindingProtocolName(s.binding_protocol));
-  w->AddBool("auth_enabled_sasl", s.sasl_enabled);
-  w->Add("auth_enabled_ascii", s.auth_file.empty() ? std::string_view("no")
-                                                   : std::string_view(s.auth_file));
-  w->Add("item_size_max", s.item_size_max);
-  w->AddBool("maxconns_fast", true);
-  w->Add("hashpower_init", uint64_t{0});
-  OperatorSettings& ops = server->operators();
-  w->AddBool("slab_reassign", true);
-  w->Add("slab_automove", uint64_t{ops.slab_automove.load(std::memory_order_relaxed)});
-  w->AddFixed("slab_automove_ratio", ops.slab_automove_ratio.load(std::memory_order_relaxed), 2);
-  w->Add("slab_automove_window", uint64_t{30});
-  w->Add("slab_chunk_max", s.item_size_max / 2);
-  w->AddBool("lru_crawler", ops.lru_crawler.load(std::memory_order_relaxed));
-  w->Add("lru_crawler_sleep", uint64_t{ops.lru_crawler_sleep.load(std::memory_order_relaxed)});
-  w->Add("lru_crawler_tocrawl", uint64_t{ops.lru_crawler_tocrawl.load(std::memory_order_relaxed)});
-  w->Add("tail_repair_time", uint64_t{0});
-  w->AddBool("flush_enabled", s.flush_enabled);
-  w->AddBool("dump_enabled", s.dump_enabled);
-  w->Add("hash_algorithm", "xxh3");
-  w->AddBool("lru_maintainer_thread", false);
-  w->AddBool("lru_segmented", false);
-  w->Add("hot_lru_pct", uint64_t{20});
-  w->Add("warm_lru_pct", uint64_t{40});
-  w->Add("hot_max_factor", "0.20");
-  w->Add("warm_max_factor", "2.00");
-  w->AddBool("temp_lru", false);
-  w->Add("temporary_ttl", uint64_t{61});
-  w->AddSigned("idle_timeout", s.idle_timeout);
-  w->Add("watcher_logbuf_size", uint64_t{262144});
-  w->Add("worker_logbuf_size", uint64_t{65536});
-  w->Add("read_buf_mem_limit", uint64_t{0});
-  w->AddBool("track_sizes", store->tracking_sizes());
-  w->AddBool("inline_ascii_response", false);
-  if (s.tls.available) TlsSettingsStats(s.tls, w);
-  w->Add("num_napi_ids", "(null)");
-  w->Add("memory_file", PathOrNull(s.memory_file, "(null)"));
-  // herdless
-  w->Add("lease_timeout", uint64_t{s.lease_timeout_s});
-  w->Add("xfetch_delta_ms", uint64_t{s.xfetch_delta_ms});
-  w->AddFixed("xfetch_beta", s.xfetch_beta, 2);
-  w->Add("stale_grace", uint64_t{s.stale_grace_s});
-  w->Add("classic_stampede", StampedeModeName(s.classic_stampede));
-  w->Add("wait_timeout_ms", uint64_t{s.wait_timeout_ms});
-  w->AddBool("refresh_ahead", s.refresh_ahead);
-  w->AddFixed("refresh_hot", s.refresh_hot, 2);
-  w->AddFixed("refresh_epsilon", s.refresh_epsilon, 4);
-  w->AddFixed("refresh_max_fraction", s.refresh_max_fraction, 2);
-  w->AddSigned("stalled_client_timeout", s.stalled_client_timeout);
-  w->AddBool("exact_threads", s.exact_threads);
-  w->Add("snapshot_interval", uint64_t{s.snapshot_interval_s});
-  if (s.tls.available) w->AddSigned("ssl_handshake_timeout", s.tls.handshake_timeout_s);
-}
-
 // `stats items` and `stats slabs`: one entry per size class that holds
 // items. herdless stores items in segments, not slabs: a "class" is the
 // memcached slab class an item of that size would occupy (StoreStats::classes,
@@ -1051,7 +922,7 @@ bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view grou
   if (group.empty()) {
     GeneralStats(store, server, w);
   } else if (group == "settings") {
-    SettingsStats(store, server, w);
+    server->WriteSettings(*store, w);
   } else if (group == "items") {
     ItemsStats(store, w);
   } else if (group == "slabs") {

@@ -15,6 +15,8 @@
 
 namespace herdless {
 
+class ItemStore;
+class StatWriter;
 class WatchLog;
 
 enum class ClassicStampedeMode : uint8_t { kOff, kStale, kWait };
@@ -168,6 +170,10 @@ class ServerInfo {
   virtual ServerSnapshot Snapshot() = 0;
   virtual std::vector<ConnectionInfo> Connections() = 0;
   virtual const ProtocolSettings& Settings() const = 0;
+  // stats settings: every setting with its value now (the memory limit and
+  // size tracking as `store` has them), without the end marker. The daemon's
+  // option table writes them (daemon/settings_stats.h).
+  virtual void WriteSettings(const ItemStore& store, StatWriter* w) = 0;
   virtual void ResetStats() = 0;            // every worker's ThreadStats
   virtual void SetVerbosity(int level) = 0;
   virtual int Verbosity() const = 0;

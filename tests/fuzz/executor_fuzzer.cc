@@ -63,6 +63,8 @@ class FuzzServer : public ServerInfo {
     return {c};
   }
   const ProtocolSettings& Settings() const override { return settings; }
+  // The daemon's option table writes these; the fuzzer links no daemon code.
+  void WriteSettings(const ItemStore&, StatWriter*) override {}
   void ResetStats() override { stats_->Reset(); }
   void SetVerbosity(int level) override { verbosity_ = level; }
   int Verbosity() const override { return verbosity_; }

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "daemon/settings_stats.h"
 #include "protocol/binary_wire.h"
 #include "protocol/reply.h"
 #include "protocol/server_info.h"
@@ -58,6 +59,12 @@ class FakeServer : public ServerInfo {
   }
   std::vector<ConnectionInfo> Connections() override { return connections; }
   const ProtocolSettings& Settings() const override { return settings; }
+  // The daemon's option table writes them (daemon/settings_stats.h), so that
+  // stats settings is tested as it runs; a fuzz target that makes a
+  // FakeServer must link those daemon files.
+  void WriteSettings(const ItemStore& store, StatWriter* w) override {
+    WriteSettingsStats(*this, store, w);
+  }
   void ResetStats() override {
     stats_->Reset();
     ++resets;
