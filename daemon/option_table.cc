@@ -421,19 +421,24 @@ constexpr OptionRow kSuboptions[] = {
     {.name = "lease_timeout",
      .help = "seconds before an unfulfilled lease passes to the next\n"
              "reader (default: {default}; 0 = never, as memcached)",
-     .help_default = Default<&P::lease_timeout_s>,
+     .help_default = [](const P& d) { return std::to_string(d.lease.lease_timeout_ms / 1000); },
      .apply = [](OptionParse& p) {
-       return p.Number(0u, 4000000u, &p.settings.lease_timeout_s, "seconds, 0 = never");
+       uint32_t seconds;
+       if (!p.Number(0u, 4000000u, &seconds, "seconds, 0 = never")) return false;
+       p.settings.lease.lease_timeout_ms = seconds * 1000;   // fits: at most 4e9
+       return true;
      },
-     .setting = {"lease_timeout", Unsigned<&P::lease_timeout_s>}},
+     .setting = {"lease_timeout", [](const V& v, std::string_view n, W* w) {
+                   w->Add(n, uint64_t{v.settings.lease.lease_timeout_ms / 1000});
+                 }}},
     {.name = "xfetch_delta_ms",
      .help = "recompute time assumed before one is measured (default: {default})",
-     .help_default = Default<&P::xfetch_delta_ms>,
+     .help_default = Default<&P::lease, &LeaseSettings::default_delta_ms>,
      .apply = [](OptionParse& p) {
        // The measured delta is kept in 16 bits on the item.
-       return p.Number(1u, 65535u, &p.settings.xfetch_delta_ms, "milliseconds, 1..65535");
+       return p.Number(1u, 65535u, &p.settings.lease.default_delta_ms, "milliseconds, 1..65535");
      },
-     .setting = {"xfetch_delta_ms", Unsigned<&P::xfetch_delta_ms>}},
+     .setting = {"xfetch_delta_ms", Unsigned<&P::lease, &LeaseSettings::default_delta_ms>}},
     {.name = "xfetch_beta",
      .help = "XFetch beta for lease-get and classic stale mode\n(default: {default}, off)",
      .help_default = Default<&P::xfetch_beta>,
@@ -484,26 +489,26 @@ constexpr OptionRow kSuboptions[] = {
      .setting = {"refresh_ahead", YesNo<&P::refresh_ahead>}},
     {.name = "refresh_hot",
      .help = "reads per second from which a key is refreshed ahead\n(default: {default})",
-     .help_default = Default<&P::refresh_hot>,
+     .help_default = Default<&P::lease, &LeaseSettings::refresh_hot_per_s>,
      .apply = [](OptionParse& p) {
-       return p.Number(0.001, 1e9, &p.settings.refresh_hot, "reads per second, > 0");
+       return p.Number(0.001, 1e9, &p.settings.lease.refresh_hot_per_s, "reads per second, > 0");
      },
-     .setting = {"refresh_hot", Fixed<2, &P::refresh_hot>}},
+     .setting = {"refresh_hot", Fixed<2, &P::lease, &LeaseSettings::refresh_hot_per_s>}},
     {.name = "refresh_epsilon",
      .help = "chance a hot key is not read in its window (default: {default})",
-     .help_default = Default<&P::refresh_epsilon>,
+     .help_default = Default<&P::lease, &LeaseSettings::refresh_epsilon>,
      .apply = [](OptionParse& p) {
-       return p.Number(1e-9, 0.5, &p.settings.refresh_epsilon, "a probability, 0 < e <= 0.5");
+       return p.Number(1e-9, 0.5, &p.settings.lease.refresh_epsilon, "a probability, 0 < e <= 0.5");
      },
-     .setting = {"refresh_epsilon", Fixed<4, &P::refresh_epsilon>}},
+     .setting = {"refresh_epsilon", Fixed<4, &P::lease, &LeaseSettings::refresh_epsilon>}},
     {.name = "refresh_max_fraction",
      .help = "largest refresh window, as a fraction of the TTL\n(default: {default})",
-     .help_default = Default<&P::refresh_max_fraction>,
+     .help_default = Default<&P::lease, &LeaseSettings::refresh_max_fraction>,
      .apply = [](OptionParse& p) {
-       return p.Number(0.001, 1.0, &p.settings.refresh_max_fraction,
+       return p.Number(0.001, 1.0, &p.settings.lease.refresh_max_fraction,
                        "a fraction of the TTL, 0 < f <= 1");
      },
-     .setting = {"refresh_max_fraction", Fixed<2, &P::refresh_max_fraction>}},
+     .setting = {"refresh_max_fraction", Fixed<2, &P::lease, &LeaseSettings::refresh_max_fraction>}},
     {.name = "exact_threads",
      .help = "run -t worker threads even when fewer CPUs are allowed",
      .apply = [](OptionParse& p) {

@@ -130,9 +130,9 @@ std::span<const OptionRow> SuboptionRows();
 // at -v, and changing nothing.
 std::span<const std::string_view> IgnoredSuboptions();
 
-// -o wait_timeout_ms follows lease_timeout unless given; this when leases
-// never time out, so that a parked reader is still answered.
-inline constexpr uint32_t kWaitTimeoutWithoutLeaseMs = 5000;
+// -o wait_timeout_ms follows lease_timeout unless given; when leases never
+// time out, a parked reader still waits no longer than the default lease.
+inline constexpr uint32_t kWaitTimeoutWithoutLeaseMs = LeaseSettings{}.lease_timeout_ms;
 
 // "s", as messages quote what was given.
 std::string Quoted(std::string_view s);

@@ -300,7 +300,8 @@ bool CheckStampedeAndSnapshot(OptionParse* p) {
   }
   if (!p->wait_timeout_given) {
     // A parked reader must be answered even when leases never time out.
-    s.wait_timeout_ms = s.lease_timeout_s > 0 ? s.lease_timeout_s * 1000 : kWaitTimeoutWithoutLeaseMs;
+    const uint32_t lease_ms = s.lease.lease_timeout_ms;
+    s.wait_timeout_ms = lease_ms > 0 ? lease_ms : kWaitTimeoutWithoutLeaseMs;
   }
   return true;
 }

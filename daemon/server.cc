@@ -331,11 +331,7 @@ int Server::Run() {
   store_config.memory_limit = p.max_bytes;
   store_config.item_size_max = p.item_size_max;
   store_config.evictions = p.evictions;
-  store_config.lease.lease_timeout_ms = p.lease_timeout_s * 1000;
-  store_config.lease.default_delta_ms = p.xfetch_delta_ms;
-  store_config.lease.refresh_hot_per_s = p.refresh_hot;
-  store_config.lease.refresh_epsilon = p.refresh_epsilon;
-  store_config.lease.refresh_max_fraction = p.refresh_max_fraction;
+  store_config.lease = p.lease;
   store_config.stale_grace_s = p.stale_grace_s;
   store_config.clock = &clock_;
   store_config.random = &random_;

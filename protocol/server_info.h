@@ -12,6 +12,7 @@
 
 #include "protocol/prefix_stats.h"
 #include "protocol/thread_stats.h"
+#include "storage/lease.h"
 
 namespace herdless {
 
@@ -77,22 +78,20 @@ struct ProtocolSettings {
   std::string auth_file;           // -Y: "" = no ASCII authentication
   bool sasl_enabled = false;       // -S: binary SASL PLAIN against MEMCACHED_SASL_PWDB
   TlsSettings tls;
-  // herdless stampede options (-o ...)
-  uint32_t lease_timeout_s = 5;
-  uint32_t xfetch_delta_ms = 100;
+  // herdless stampede options (-o ...). The store's lease settings, with
+  // storage's defaults: -o lease_timeout (seconds, kept in ms),
+  // xfetch_delta_ms, refresh_hot, refresh_epsilon, refresh_max_fraction.
+  LeaseSettings lease;
   double xfetch_beta = 0;
   uint32_t stale_grace_s = 0;
   ClassicStampedeMode classic_stampede = ClassicStampedeMode::kOff;
-  uint32_t wait_timeout_ms = 5000;
+  uint32_t wait_timeout_ms = LeaseSettings{}.lease_timeout_ms;   // a parked reader: as long as a lease
   // Warm restart (-e, -o snapshot_interval)
   std::string memory_file;         // -e: the snapshot file, "" = none
   uint32_t snapshot_interval_s = 0;  // 0 = only at an orderly stop
   // Refresh-ahead (docs/protocol.md): on for lease-get and the classic modes;
-  // meta clients ask with mg Yr. The other three shape the window.
+  // meta clients ask with mg Yr. lease's refresh_* shape the window.
   bool refresh_ahead = false;
-  double refresh_hot = 2.0;            // reads/s from which a key is hot
-  double refresh_epsilon = 0.01;
-  double refresh_max_fraction = 0.25;  // of the key's TTL
   bool dump_enabled = true;        // -X turns off lru_crawler metadump and stats cachedump
   bool watch_enabled = true;       // -W turns off watch
   char prefix_delimiter = ':';     // -D: per-prefix stats (stats detail), and

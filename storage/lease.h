@@ -13,6 +13,8 @@
 
 namespace herdless {
 
+// What the lease decisions are tuned by. These defaults are the only ones:
+// the daemon's options start from them.
 struct LeaseSettings {
   uint32_t lease_timeout_ms = 5000;    // 0 = never (memcached's behaviour)
   uint32_t default_delta_ms = 100;     // XFetch's delta before any measurement

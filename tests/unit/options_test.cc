@@ -51,8 +51,8 @@ TEST(OptionsTest, DefaultsAreMemcachedsExceptTheLoopbackListener) {
   EXPECT_TRUE(s.cas_enabled);
   EXPECT_EQ(s.idle_timeout, 0);
   EXPECT_EQ(s.stalled_client_timeout, 30);
-  EXPECT_EQ(s.lease_timeout_s, 5u);
-  EXPECT_EQ(s.xfetch_delta_ms, 100u);
+  EXPECT_EQ(s.lease.lease_timeout_ms, 5000u);
+  EXPECT_EQ(s.lease.default_delta_ms, 100u);
   EXPECT_EQ(s.xfetch_beta, 0.0);
   EXPECT_EQ(s.stale_grace_s, 0u);
   EXPECT_EQ(s.classic_stampede, ClassicStampedeMode::kOff);
@@ -201,8 +201,8 @@ TEST(OptionsTest, HerdlessExtendedOptions) {
                     "-o", "stalled_client_timeout=0"});
   ASSERT_TRUE(p.ok) << p.error;
   const ProtocolSettings& s = p.options.protocol;
-  EXPECT_EQ(s.lease_timeout_s, 7u);
-  EXPECT_EQ(s.xfetch_delta_ms, 250u);
+  EXPECT_EQ(s.lease.lease_timeout_ms, 7000u);
+  EXPECT_EQ(s.lease.default_delta_ms, 250u);
   EXPECT_DOUBLE_EQ(s.xfetch_beta, 1.5);
   EXPECT_EQ(s.stale_grace_s, 30u);
   EXPECT_EQ(s.classic_stampede, ClassicStampedeMode::kWait);
@@ -214,16 +214,16 @@ TEST(OptionsTest, HerdlessExtendedOptions) {
 TEST(OptionsTest, RefreshAheadOptions) {
   const ProtocolSettings defaults = Parse({}).options.protocol;
   EXPECT_FALSE(defaults.refresh_ahead);
-  EXPECT_DOUBLE_EQ(defaults.refresh_hot, 2.0);
-  EXPECT_DOUBLE_EQ(defaults.refresh_epsilon, 0.01);
-  EXPECT_DOUBLE_EQ(defaults.refresh_max_fraction, 0.25);
+  EXPECT_DOUBLE_EQ(defaults.lease.refresh_hot_per_s, 2.0);
+  EXPECT_DOUBLE_EQ(defaults.lease.refresh_epsilon, 0.01);
+  EXPECT_DOUBLE_EQ(defaults.lease.refresh_max_fraction, 0.25);
   Parsed p = Parse({"-o", "refresh_ahead=on,refresh_hot=0.5,refresh_epsilon=0.001",
                     "-o", "refresh_max_fraction=0.1"});
   ASSERT_TRUE(p.ok) << p.error;
   EXPECT_TRUE(p.options.protocol.refresh_ahead);
-  EXPECT_DOUBLE_EQ(p.options.protocol.refresh_hot, 0.5);
-  EXPECT_DOUBLE_EQ(p.options.protocol.refresh_epsilon, 0.001);
-  EXPECT_DOUBLE_EQ(p.options.protocol.refresh_max_fraction, 0.1);
+  EXPECT_DOUBLE_EQ(p.options.protocol.lease.refresh_hot_per_s, 0.5);
+  EXPECT_DOUBLE_EQ(p.options.protocol.lease.refresh_epsilon, 0.001);
+  EXPECT_DOUBLE_EQ(p.options.protocol.lease.refresh_max_fraction, 0.1);
   EXPECT_FALSE(Parse({"-o", "refresh_ahead=off"}).options.protocol.refresh_ahead);
   EXPECT_FALSE(Parse({"-o", "refresh_ahead=yes"}).ok);
   EXPECT_FALSE(Parse({"-o", "refresh_ahead"}).ok);
@@ -564,7 +564,8 @@ TEST(OptionTableTest, HelpShowsEveryRowOfThisBuildWithItsDefault) {
   const ProtocolSettings d;
   EXPECT_NE(help.find("(default: " + std::to_string(d.tcp_port) + ";"), std::string::npos);
   EXPECT_NE(help.find("(default: " + std::to_string(d.max_bytes >> 20) + ")"), std::string::npos);
-  EXPECT_NE(help.find("reader (default: " + std::to_string(d.lease_timeout_s) + ";"), std::string::npos);
+  EXPECT_NE(help.find("reader (default: " + std::to_string(d.lease.lease_timeout_ms / 1000) + ";"),
+            std::string::npos);
 }
 
 TEST(OptionTableTest, EachSettingIsShownByOneRow) {
