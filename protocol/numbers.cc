@@ -4,13 +4,11 @@
 #include <cmath>
 #include <cstring>
 
+#include "storage/decimal.h"   // IsSpace
+
 namespace herdless {
 
 namespace {
-
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
 
 // The shared front half of strtoull/strtoll: whitespace, sign, digits, and
 // memcached's rule for what may follow the digits. Fails when there is no

@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "storage/limits.h"   // kMaxKeyLength
+
 namespace herdless {
 
 enum class Command : uint8_t {
@@ -26,7 +28,6 @@ enum class Command : uint8_t {
   kLeaseGet, kLeaseSet,
 };
 
-inline constexpr int kMaxKeyLength = 250;
 inline constexpr int kMaxMetaFlags = 24;      // memcached: MFLAG_MAX_OPT_LENGTH 20 (+ slack)
 inline constexpr int kMaxOpaqueLength = 32;
 

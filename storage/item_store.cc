@@ -22,7 +22,9 @@
 #include <charconv>
 #include <cstring>
 
+#include "storage/decimal.h"
 #include "storage/item_store_internal.h"
+#include "storage/limits.h"
 
 namespace herdless {
 
@@ -36,47 +38,12 @@ namespace {
 constexpr size_t kMemcachedHeaderBytes = 48;
 constexpr size_t kMemcachedCasBytes = 8;
 constexpr size_t kMemcachedFlagsBytes = 4;
-constexpr size_t kMaxKeyLength = 250;
 
 constexpr int64_t kMaxRelativeExptime = 60 * 60 * 24 * 30;  // 30 days, as memcached
 constexpr int64_t kAddBumpInterval = 60;  // memcached's ITEM_UPDATE_INTERVAL
 // A lease-get placeholder with no lease timeout (memcached behaviour) still
 // needs an end: the FB paper hands out one token per key every 10 seconds.
 constexpr int64_t kPlaceholderTtlWithoutTimeoutS = 10;
-
-bool IsSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
-
-// memcached parses an incr/decr target with strtoull: leading white space, an
-// optional sign, digits, then white space or the end of the value ("12 abc"
-// is 12, "12abc" is not a number). A '-' is refused when the negated result
-// would be negative as a signed number, as safe_strtoull does.
-bool ParseCounter(std::string_view v, uint64_t* out) {
-  size_t i = 0;
-  while (i < v.size() && IsSpace(v[i])) i++;
-  bool negative = false;
-  if (i < v.size() && (v[i] == '+' || v[i] == '-')) {
-    negative = v[i] == '-';
-    i++;
-  }
-  const size_t digits_start = i;
-  uint64_t value = 0;
-  while (i < v.size() && v[i] >= '0' && v[i] <= '9') {
-    const uint64_t digit = static_cast<uint64_t>(v[i] - '0');
-    if (value > (UINT64_MAX - digit) / 10) return false;  // ERANGE
-    value = value * 10 + digit;
-    i++;
-  }
-  if (i == digits_start) return false;
-  if (i < v.size() && !IsSpace(v[i])) return false;
-  if (negative) {
-    value = 0 - value;
-    if (static_cast<int64_t>(value) < 0) return false;
-  }
-  *out = value;
-  return true;
-}
 
 }  // namespace
 

@@ -38,6 +38,8 @@
 #include <string_view>
 #include <vector>
 
+#include "storage/limits.h"
+
 namespace herdless {
 
 class ItemStore;
@@ -53,7 +55,6 @@ constexpr size_t kEndPayloadSize = 32;
 constexpr uint32_t kBlockMagic = 0x4b4c4248;   // "HBLK" little-endian
 constexpr uint8_t kBlockItems = 1;
 constexpr uint8_t kBlockEnd = 2;
-constexpr size_t kMaxKeyLength = 250;
 // Hotness classes: 0 is loaded first. HotnessClass() says how one is chosen.
 constexpr int kHotnessClasses = 7;
 

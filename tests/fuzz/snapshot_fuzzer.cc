@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   WalkCursor cursor;
   while (!cursor.done) {
     store.Walk(&cursor, 64, [&](const WalkedItem& w) {
-      Check(!w.key.empty() && w.key.size() <= snapshot_format::kMaxKeyLength);
+      Check(!w.key.empty() && w.key.size() <= kMaxKeyLength);
       held++;
     });
   }
