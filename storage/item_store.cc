@@ -254,12 +254,7 @@ void ItemStore::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, cons
       c.evicted_active++;
     }
     if (Watching(StoreEventKind::kEviction)) {
-      StoreEvent e;
-      e.kind = StoreEventKind::kEviction;
-      e.key = item.key();
-      e.slab_class = slab_class;
-      e.value_len = item.value_len();
-      e.ttl_s = TtlAt(item.exptime(), t.now_tick);
+      StoreEvent e = EventAbout(StoreEventKind::kEviction, item, t.now_tick);
       e.fetched = fetched;
       e.idle_s = now_s - item.last_access();
       config_.events->OnEvent(e);
@@ -279,12 +274,7 @@ void ItemStore::CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fres
                                      const Times& t) {
   shard.counters.lease_fulfilled++;
   if (!Watching(StoreEventKind::kLeaseFulfilled)) return;
-  StoreEvent e;
-  e.kind = StoreEventKind::kLeaseFulfilled;
-  e.key = fresh.key();
-  e.slab_class = SlabClassOf(fresh);
-  e.value_len = fresh.value_len();
-  e.ttl_s = TtlAt(fresh.exptime(), t.now_tick);
+  StoreEvent e = EventAbout(StoreEventKind::kLeaseFulfilled, fresh, t.now_tick);
   e.token = token;
   e.held_ms = took_ms;
   config_.events->OnEvent(e);
@@ -525,11 +515,7 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
     SetLeaseLocked(shard, s, t.now_ms);
     shard.counters.lease_grants++;
     if (Watching(StoreEventKind::kLeaseGranted)) {
-      StoreEvent e;
-      e.kind = StoreEventKind::kLeaseGranted;
-      e.key = key;
-      e.slab_class = SlabClassOf(stub);
-      e.ttl_s = TtlAt(fields.exptime, t.now_tick);
+      StoreEvent e = EventAbout(StoreEventKind::kLeaseGranted, stub, t.now_tick);
       e.token = fields.cas;
       e.reason = LeaseReason::kMiss;
       config_.events->OnEvent(e);
@@ -627,12 +613,7 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
         WakeLocked(shard, item.key());
         reason = LeaseReason::kTakeover;
         if (Watching(StoreEventKind::kLeaseTimedOut)) {
-          StoreEvent e;
-          e.kind = StoreEventKind::kLeaseTimedOut;
-          e.key = item.key();
-          e.slab_class = SlabClassOf(item);
-          e.value_len = item.value_len();
-          e.ttl_s = TtlAt(item.exptime(), t.now_tick);
+          StoreEvent e = EventAbout(StoreEventKind::kLeaseTimedOut, item, t.now_tick);
           e.token = item.cas();
           e.previous_token = dead_token;
           e.held_ms = t.now_ms - view.lease_granted_ms;
@@ -643,12 +624,7 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
       if (d.by_xfetch) shard.counters.xfetch_grants++;
       if (d.by_refresh) shard.counters.refresh_grants++;
       if (Watching(StoreEventKind::kLeaseGranted)) {
-        StoreEvent e;
-        e.kind = StoreEventKind::kLeaseGranted;
-        e.key = item.key();
-        e.slab_class = SlabClassOf(item);
-        e.value_len = item.value_len();
-        e.ttl_s = TtlAt(item.exptime(), t.now_tick);
+        StoreEvent e = EventAbout(StoreEventKind::kLeaseGranted, item, t.now_tick);
         e.token = item.cas();
         e.reason = reason;
         config_.events->OnEvent(e);
@@ -680,12 +656,7 @@ void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, cons
   if (stale && !(opts.kind == ReadKind::kClassicLease && r->lease == LeaseVerdict::kWin)) {
     shard.counters.stale_hits++;
     if (Watching(StoreEventKind::kStaleServed)) {
-      StoreEvent e;
-      e.kind = StoreEventKind::kStaleServed;
-      e.key = item.key();
-      e.slab_class = SlabClassOf(item);
-      e.value_len = item.value_len();
-      e.ttl_s = TtlAt(item.exptime(), t.now_tick);
+      StoreEvent e = EventAbout(StoreEventKind::kStaleServed, item, t.now_tick);
       e.token = item.cas();
       config_.events->OnEvent(e);
     }

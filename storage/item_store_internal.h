@@ -19,6 +19,7 @@
 #include "storage/lease.h"
 #include "storage/parked.h"
 #include "storage/segments.h"
+#include "storage/store_events.h"
 #include "storage/store_time.h"
 
 #define XXH_INLINE_ALL
@@ -70,6 +71,18 @@ inline uint32_t NextRandom(uint64_t* state) {
   x ^= x >> 27;
   *state = x;
   return static_cast<uint32_t>((x * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+// An event about `item` with what every kind reports (key, size class, value
+// length, TTL left); the caller adds its kind's own fields.
+inline StoreEvent EventAbout(StoreEventKind kind, ItemView item, int64_t now_tick) {
+  StoreEvent e;
+  e.kind = kind;
+  e.key = item.key();
+  e.slab_class = SlabClassOf(item);
+  e.value_len = item.value_len();
+  e.ttl_s = TtlAt(item.exptime(), now_tick);
+  return e;
 }
 
 // Marks the segment as holding items of the item's class (ClassAges).
