@@ -37,6 +37,7 @@
 #include "storage/random.h"
 #include "storage/read_rate.h"
 #include "storage/store_events.h"
+#include "storage/store_stats.h"
 
 namespace herdless {
 
@@ -183,79 +184,6 @@ struct ArithResult {
   int64_t ttl = -1;
   int64_t ttl_before = -1;       // before the T of this request (ma t before T)
   bool created = false;
-};
-
-// Counters kept by the store (summed over shards on demand).
-struct StoreStats {
-  uint64_t curr_items = 0;
-  uint64_t total_items = 0;
-  uint64_t bytes = 0;             // memory charged for items
-  uint64_t total_malloced = 0;    // what the -m budget counts: slab pages + malloc'd items
-  uint64_t evictions = 0;
-  // Expired or flushed items whose memory eviction reused (still linked in
-  // the segment being evicted), as memcached's reclaimed. Items that expire
-  // on access count nowhere here (the protocol's get_expired); the expiry
-  // crawl's count as crawler_reclaimed.
-  uint64_t reclaimed = 0;
-  uint64_t expired_unfetched = 0; // reclaimed (by eviction or the crawl) never read
-  uint64_t evicted_unfetched = 0;
-  uint64_t evicted_active = 0;    // evicted although read since the last eviction decision
-  uint64_t crawler_reclaimed = 0; // expired items the expiry crawl removed
-  uint64_t crawler_items_checked = 0;  // items the expiry crawl looked at
-  uint64_t crawler_passes = 0;    // times the background crawl started over the whole index
-  uint64_t curr_leases = 0;
-  uint64_t lease_grants = 0;
-  uint64_t lease_fulfilled = 0;
-  uint64_t lease_timeouts = 0;
-  uint64_t lease_sets_refused = 0;
-  uint64_t xfetch_grants = 0;
-  uint64_t refresh_grants = 0;    // leases won in a refresh-ahead window (early refreshes)
-  uint64_t hot_keys = 0;          // items counted hot (read rate >= refresh_hot) now
-  uint64_t rated_keys = 0;        // items carrying a read-rate estimate now
-  uint64_t stale_hits = 0;
-  uint64_t hash_buckets = 0;      // index slots (8 per bucket) in the newest tables
-  uint64_t hash_bytes = 0;        // the index's memory
-  // Segments and the eviction policy (storage/eviction.h).
-  uint64_t segment_size = 0;
-  uint64_t segments_small = 0;    // in the small queue (open one included)
-  uint64_t segments_main = 0;
-  uint64_t jumbo_items = 0;       // items in a segment of their own
-  uint64_t evicted_segments = 0;  // segments the evictor walked
-  uint64_t moved_to_main = 0;     // items copied from the small queue to the main one
-  uint64_t main_reinserted = 0;   // items read while in the main queue, copied to its tail
-  uint64_t ghost_hits = 0;        // keys stored again while their ghost was fresh
-  uint64_t segments_recycled = 0; // fixed segments back in the free pool (evicted or emptied)
-  uint64_t segments_free = 0;     // fixed segments mapped and free: any size class takes them
-
-  // Per memcached slab class (item size as memcached would count it, see
-  // MemcachedSlabClass): index 1..kMemcachedClasses.
-  struct Class {
-    uint64_t items = 0;           // linked now
-    uint64_t bytes = 0;           // herdless's bytes for them
-    uint64_t mem_requested = 0;   // memcached's bytes for them
-    uint64_t total_items = 0;     // stored
-    uint64_t evicted = 0;
-    uint64_t evicted_nonzero = 0; // evicted with a TTL
-    uint64_t evicted_unfetched = 0;
-    uint64_t evicted_active = 0;
-    uint64_t evicted_time = 0;    // seconds since the last evicted item's last access
-    uint64_t reclaimed = 0;
-    uint64_t expired_unfetched = 0;
-    uint64_t crawler_reclaimed = 0;
-    uint64_t crawler_items_checked = 0;
-    uint64_t outofmemory = 0;     // stores refused for want of memory (new item's class)
-    // memcached's per-class command counters (`stats slabs`): a store of an
-    // item of this class, a read or touch that found one, and so on.
-    uint64_t set_cmds = 0;
-    uint64_t get_hits = 0;
-    uint64_t touch_hits = 0;
-    uint64_t delete_hits = 0;
-    uint64_t incr_hits = 0;
-    uint64_t decr_hits = 0;
-    uint64_t cas_hits = 0;
-    uint64_t cas_badval = 0;
-  };
-  Class classes[kMemcachedClasses + 1];
 };
 
 // Which items an expiry crawl looks at (Crawl): size classes (bit c for class

@@ -275,7 +275,7 @@ StoreStats ItemStore::Stats() const {
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[i];
     std::lock_guard<std::mutex> lock(shard.mu);
-    const StoreStats& c = shard.counters;
+    s.AddShard(shard.counters);
     s.curr_items += shard.index.items();
     s.bytes += shard.bytes;
     s.curr_leases += shard.leases_out;
@@ -283,50 +283,6 @@ StoreStats ItemStore::Stats() const {
     s.rated_keys += shard.rated_items;
     s.hash_buckets += shard.index.buckets() * Index::kSlotsPerBucket;
     s.hash_bytes += shard.index.MemoryBytes();
-    s.total_items += c.total_items;
-    s.evictions += c.evictions;
-    s.reclaimed += c.reclaimed;
-    s.expired_unfetched += c.expired_unfetched;
-    s.evicted_unfetched += c.evicted_unfetched;
-    s.evicted_active += c.evicted_active;
-    s.crawler_reclaimed += c.crawler_reclaimed;
-    s.crawler_items_checked += c.crawler_items_checked;
-    s.lease_grants += c.lease_grants;
-    s.lease_fulfilled += c.lease_fulfilled;
-    s.lease_timeouts += c.lease_timeouts;
-    s.lease_sets_refused += c.lease_sets_refused;
-    s.xfetch_grants += c.xfetch_grants;
-    s.refresh_grants += c.refresh_grants;
-    s.stale_hits += c.stale_hits;
-    s.moved_to_main += c.moved_to_main;
-    s.main_reinserted += c.main_reinserted;
-    s.ghost_hits += c.ghost_hits;
-    for (int k = 1; k <= kMemcachedClasses; k++) {
-      StoreStats::Class& to = s.classes[k];
-      const StoreStats::Class& from = c.classes[k];
-      to.items += from.items;
-      to.bytes += from.bytes;
-      to.mem_requested += from.mem_requested;
-      to.total_items += from.total_items;
-      to.evicted += from.evicted;
-      to.evicted_nonzero += from.evicted_nonzero;
-      to.evicted_unfetched += from.evicted_unfetched;
-      to.evicted_active += from.evicted_active;
-      to.evicted_time = std::max(to.evicted_time, from.evicted_time);
-      to.reclaimed += from.reclaimed;
-      to.expired_unfetched += from.expired_unfetched;
-      to.crawler_reclaimed += from.crawler_reclaimed;
-      to.crawler_items_checked += from.crawler_items_checked;
-      to.outofmemory += from.outofmemory;
-      to.set_cmds += from.set_cmds;
-      to.get_hits += from.get_hits;
-      to.touch_hits += from.touch_hits;
-      to.delete_hits += from.delete_hits;
-      to.incr_hits += from.incr_hits;
-      to.decr_hits += from.decr_hits;
-      to.cas_hits += from.cas_hits;
-      to.cas_badval += from.cas_badval;
-    }
   }
   s.crawler_passes = crawler_passes_.load(std::memory_order_relaxed);
   s.segments_recycled = pool_->FixedRecycled();
@@ -344,14 +300,7 @@ void ItemStore::ResetStats() {
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[i];
     std::lock_guard<std::mutex> lock(shard.mu);
-    StoreStats fresh;
-    // The per-class gauges stay (like curr_items); their event counters reset.
-    for (int k = 1; k <= kMemcachedClasses; k++) {
-      fresh.classes[k].items = shard.counters.classes[k].items;
-      fresh.classes[k].bytes = shard.counters.classes[k].bytes;
-      fresh.classes[k].mem_requested = shard.counters.classes[k].mem_requested;
-    }
-    shard.counters = fresh;
+    shard.counters.ResetCounters();   // the per-class gauges stay, like curr_items
   }
   evicted_segments_.store(0, std::memory_order_relaxed);
   crawler_passes_.store(0, std::memory_order_relaxed);
