@@ -37,6 +37,7 @@
 #include "storage/random.h"
 #include "storage/read_rate.h"
 #include "storage/store_events.h"
+#include "storage/store_requests.h"
 #include "storage/store_stats.h"
 
 namespace herdless {
@@ -59,131 +60,6 @@ struct StoreConfig {
   RandomSource* random = nullptr;    // not owned; required
   LeaseWakeSink* wake_sink = nullptr;  // not owned; required for ReadOptions::park
   StoreEventSink* events = nullptr;    // not owned; nullptr = nobody watches
-};
-
-// How a read treats stale items and misses.
-enum class ReadKind : uint8_t {
-  kClassic,     // get/gets/gat/gats: stale = miss, placeholders = miss, no leases
-  kClassicLease,// get/gets/gat/gats in classic_stampede stale|wait mode
-  kMeta,        // mg: memcached's semantics (X/W/Z), herdless's Y
-  kLeaseGet,    // mcrouter lease-get
-};
-
-struct ReadOptions {
-  ReadKind kind = ReadKind::kClassic;
-  bool bump = true;               // false = mg u: no LRU bump, not marked fetched
-  bool has_touch = false;         // gat / mg T: new exptime on hit (kClassicLease:
-                                  // only on a fresh value this reader is given)
-  int64_t touch_exptime = 0;
-  bool has_vivify = false;        // mg N<ttl>: a miss creates a 0-byte item and wins
-  int64_t vivify_exptime = 0;
-  LeaseAsk lease;                 // mg R / mg Y / -o xfetch_beta / -o refresh_ahead
-  // memcached applies mg flags in order: with T before R, R judges the new TTL.
-  // false (default): R judges the TTL the item had before this read's touch.
-  bool recache_after_touch = false;
-  // Classic wait mode: when the key has no value and another client holds its
-  // lease, register this ticket under the shard lock (no wake-up can be lost
-  // between the read and the park) and report parked. nullptr = never park.
-  const WaitTicket* park = nullptr;
-};
-
-enum class ReadStatus : uint8_t { kMiss, kHit };
-
-struct ReadResult {
-  ReadStatus status = ReadStatus::kMiss;
-  ItemRef item;                   // set on kHit: keeps `value` readable (its bytes never change)
-  std::string_view value;         // the value bytes (without "\r\n"), valid while `item` is held
-  // Snapshot of the metadata taken under the lock (the header may change later).
-  uint32_t client_flags = 0;
-  uint64_t cas = 0;
-  int64_t ttl_before = -1;        // remaining TTL in seconds before any touch, -1 = none
-  int64_t ttl_after = -1;         // remaining TTL after the touch (== before without T)
-  bool fetched_before = false;    // mg h
-  int64_t seconds_since_access = 0;  // mg l (before this read)
-  bool stale = false;             // memcached's X
-  LeaseVerdict lease = LeaseVerdict::kNone;  // kWin = W, kHeld = Z
-  bool lease_by_xfetch = false;
-  bool lease_by_refresh = false;  // the win came from the refresh-ahead window
-  bool vivified = false;          // this read created the item
-  bool placeholder = false;       // the hit is a lease-only stub with no value
-  bool binary_key = false;        // the item was stored with a base64 key
-  bool no_value = false;          // a stub still waiting for its value (placeholder or mg N)
-  bool parked = false;            // opts.park was registered: the sink will be told
-  bool miss_expired = false;      // a miss because this read found the item expired
-  bool miss_flushed = false;      // a miss because this read found the item flushed
-  uint8_t frequency = 0;          // the eviction's access count before this read (0..3)
-  uint16_t recompute_ms = 0;      // smoothed recompute time (XFetch's delta), 0 = unmeasured
-  double reads_per_s = 0;         // the key's estimated read rate before this read, 0 = untracked
-};
-
-enum class StoreMode : uint8_t { kSet, kAdd, kReplace, kAppend, kPrepend, kCas };
-
-enum class StoreStatus : uint8_t {
-  kStored,
-  kNotStored,
-  kExists,      // CAS mismatch
-  kNotFound,    // CAS / replace / append on a missing item
-  kTooLarge,    // item over item_size_max: the old item of a set is removed
-  kNoMemory,
-};
-
-struct StoreRequest {
-  StoreMode mode = StoreMode::kSet;
-  std::string_view key;
-  std::string_view value;         // copied into the new item
-  uint32_t client_flags = 0;
-  int64_t exptime = 0;
-  uint64_t compare_cas = 0;       // kCas / ms C: 0 = none (kCas with 0 never matches... as memcached)
-  bool invalidate = false;        // ms I: a CAS older than the item's stores a stale item
-  uint64_t lease_token = 0;       // lease-set: store only if this lease is the live one
-  bool has_vivify = false;        // ms N (append/prepend): a miss creates the item
-  int64_t vivify_exptime = 0;
-  uint64_t new_cas = 0;           // ms E: use this CAS instead of the counter (0 = counter)
-  bool binary_key = false;        // ms b: remember that the key came in base64
-  // On kTooLarge / kNoMemory memcached removes the existing item "to avoid stale
-  // data": classic only for set (always done for kSet), ms in every mode (set this).
-  bool unlink_on_failure = false;
-};
-
-struct StoreResult {
-  StoreStatus status = StoreStatus::kNotStored;
-  uint64_t cas = 0;               // CAS of the stored item (0 when not stored)
-  size_t stored_size = 0;
-};
-
-struct DeleteRequest {
-  std::string_view key;
-  uint64_t compare_cas = 0;       // md C
-  bool invalidate = false;        // md I: keep the value as stale, new CAS, clear the lease
-  bool has_ttl = false;           // md T (with I)
-  int64_t exptime = 0;
-  uint64_t new_cas = 0;           // md E
-};
-
-enum class DeleteStatus : uint8_t { kDeleted, kNotFound, kExists };
-
-struct ArithRequest {
-  std::string_view key;
-  bool incr = true;
-  uint64_t delta = 1;
-  uint64_t compare_cas = 0;       // ma C
-  bool has_vivify = false;        // ma N: create with `initial` on a miss
-  int64_t vivify_exptime = 0;
-  uint64_t initial = 0;           // ma J
-  bool has_ttl = false;           // ma T: new exptime on success
-  int64_t exptime = 0;
-  uint64_t new_cas = 0;           // ma E
-};
-
-enum class ArithStatus : uint8_t { kOk, kNotFound, kNonNumeric, kExists, kNoMemory };
-
-struct ArithResult {
-  ArithStatus status = ArithStatus::kNotFound;
-  uint64_t value = 0;
-  uint64_t cas = 0;
-  int64_t ttl = -1;
-  int64_t ttl_before = -1;       // before the T of this request (ma t before T)
-  bool created = false;
 };
 
 // Which items an expiry crawl looks at (Crawl): size classes (bit c for class
@@ -227,25 +103,6 @@ struct WalkedItem {
   uint32_t size = 0;             // bytes the item takes in memory
   Segment* segment = nullptr;
   ItemRef Pin() const;
-};
-
-// An item with all its metadata given (a snapshot being loaded). An exptime
-// in the past that stale_grace still covers restores a stale item.
-struct RestoreRequest {
-  std::string_view key;
-  std::string_view value;
-  uint32_t client_flags = 0;
-  int64_t exptime_unix = 0;      // 0 = never
-  int64_t last_access_unix = 0;  // 0 = now
-  uint64_t cas = 0;              // 0 = a new one
-  uint16_t delta_ms = 0;         // measured recompute time, 0 = unmeasured
-  uint8_t frequency = 0;         // 0..3
-  bool fetched = false;
-  bool stale = false;            // invalidated (md I / ms I)
-  bool binary_key = false;
-  // false: kNoMemory when the budget is spent, instead of evicting (a
-  // snapshot loaded hottest first then keeps its hottest items).
-  bool evict = true;
 };
 
 class ItemStore {
