@@ -1,8 +1,9 @@
 // The parts of ItemStore its implementation files share (item_store.cc: the
-// request path; item_store_memory.cc: placing items, eviction, relocation;
-// item_store_admin.cc: flush, expiry crawl, walk, restore, stats): a shard,
-// its lock guard, what a lookup found, and small helpers. Not a public
-// interface: include it only from those files.
+// core; item_store_read.cc, item_store_write.cc: the operations;
+// item_store_rates.cc: read rates; item_store_memory.cc: placing items,
+// eviction, relocation; item_store_admin.cc: flush, expiry crawl, walk,
+// restore, stats): a shard, its lock guard, what a lookup found, and small
+// helpers. Not a public interface: include it only from those files.
 #ifndef HERDLESS_STORAGE_ITEM_STORE_INTERNAL_H_
 #define HERDLESS_STORAGE_ITEM_STORE_INTERNAL_H_
 

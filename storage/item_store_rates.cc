@@ -1,0 +1,91 @@
+// ItemStore's read rates (storage/read_rate.h): which keys get an estimate,
+// how it decays and follows the key from one item to the next.
+#include "storage/item_store.h"
+
+#include <algorithm>
+
+#include "storage/item_store_internal.h"
+
+namespace herdless {
+
+using namespace store_internal;
+
+// ---------------------------------------------------------------------------
+// Read rates. Every linked item with an estimate is counted in rated_items,
+// and in hot_items when its hot mark is set; the counts follow the item bytes
+// (LinkLocked, UnlinkLocked, RepointLocked, SetRateLocked).
+
+void ItemStore::CountRateLocked(Shard& shard, ReadRateState rate, int sign) {
+  if (!rate.present()) return;
+  if (sign > 0) {
+    shard.rated_items++;
+    if (rate.hot()) shard.hot_items++;
+  } else {
+    shard.rated_items--;
+    if (rate.hot()) shard.hot_items--;
+  }
+}
+
+void ItemStore::SetRateLocked(Shard& shard, ItemView item, ReadRateState rate) {
+  if (!rate.present()) rate.set_hot(false);
+  CountRateLocked(shard, item.read_rate(), -1);
+  item.set_read_rate(rate);
+  CountRateLocked(shard, rate, +1);
+}
+
+ReadRateState ItemStore::CarriedRateLocked(Shard& shard, ItemView old, const Times& t, int32_t exptime) {
+  ReadRateState rate = old.read_rate();
+  if (!rate.present()) return ReadRateState{};
+  const int64_t since_s = std::max<int64_t>(0, t.now_s - old.last_access());
+  rate.count = ReadRate::Decayed(rate.count, since_s, NextRandom(&shard.random));
+  if (ReadRate::CountOf(rate.count) < ReadRate::kDropBelowReads) return ReadRateState{};
+  rate.set_ttl_code(ReadRate::TtlCode(TtlAt(exptime, t.now_tick)));
+  return rate;
+}
+
+void ItemStore::RememberRateLocked(Shard& shard, uint64_t hash, ReadRateState rate, int64_t now_s) {
+  if (rate.present()) shard.remembered_rates[hash % Shard::kRememberedRates] = {hash, rate.count, now_s};
+}
+
+ReadRateState ItemStore::RecalledRateLocked(Shard& shard, uint64_t hash, int64_t now_s) {
+  const Shard::RememberedRate& e = shard.remembered_rates[hash % Shard::kRememberedRates];
+  ReadRateState rate;
+  if (e.hash != hash || e.count == 0) return rate;
+  rate.count = ReadRate::Decayed(e.count, std::max<int64_t>(0, now_s - e.at_s), NextRandom(&shard.random));
+  return rate;
+}
+
+void ItemStore::MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t now_s) {
+  ReadRateState rate = item.read_rate();
+  if (rate.present() && now_s > item.last_access()) {
+    rate.count = ReadRate::Decayed(rate.count, now_s - item.last_access(), NextRandom(&shard.random));
+    SetRateLocked(shard, item, rate);
+  }
+  item.set_last_access(ClampStoreTime(now_s));
+}
+
+// A key read again within the second of its last access (and read before:
+// a store followed by one read does not count) gets an estimate, starting
+// from that earlier read. Keys read less often than that never pay for one.
+// When the item has no room for it, the estimate is remembered for the key's
+// next item (its next store): copying the item here would make a hit
+// allocate.
+void ItemStore::TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t) {
+  const int64_t now_s = t.now_s;
+  const ItemView item = ItemAt(*slot);
+  if (item.read_rate().present() || item.last_access() != now_s || !Has(*slot, kItemFetched)) return;
+  ReadRateState rate;
+  rate.count = ReadRate::Encode(ReadRate::kTrackedAfterReads);
+  rate.set_ttl_code(ReadRate::TtlCode(TtlAt(item.exptime(), t.now_tick)));
+  if (item.CanHoldReadRate()) {
+    SetRateLocked(shard, item, rate);
+    return;
+  }
+  const uint64_t hash = HashKey(item.key());
+  if (shard.remembered_rates[hash % Shard::kRememberedRates].hash != hash) {
+    rate.count = ReadRate::Encode(ReadRate::kTrackedAfterReads + 1);   // this read too
+    RememberRateLocked(shard, hash, rate, now_s);
+  }
+}
+
+}  // namespace herdless
