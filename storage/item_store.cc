@@ -42,7 +42,7 @@ constexpr int64_t kMaxRelativeExptime = 60 * 60 * 24 * 30;  // 30 days, as memca
 
 }  // namespace
 
-ItemStore::ItemStore(const StoreConfig& config)
+ItemStore::Impl::Impl(const StoreConfig& config)
     : config_(config),
       shard_count_(size_t{1} << std::clamp(config.shard_bits, 0, 16)) {
   assert(config_.clock != nullptr && config_.random != nullptr);
@@ -54,7 +54,7 @@ ItemStore::ItemStore(const StoreConfig& config)
   hasher_ = std::make_unique<Hasher>(this);
 }
 
-ItemStore::~ItemStore() {
+ItemStore::Impl::~Impl() {
   // Every segment goes back to the pool; a segment readers still pin stays
   // until they release it, so then the pool must outlive the store: it is
   // kept reachable on purpose (a leak only in this shutdown corner).
@@ -67,31 +67,31 @@ ItemStore::~ItemStore() {
   }
 }
 
-ItemStore::Shard& ItemStore::ShardFor(uint64_t hash) {
+ItemStore::Impl::Shard& ItemStore::Impl::ShardFor(uint64_t hash) {
   // High bits pick the shard, low bits the bucket, so the two stay independent.
   if (config_.shard_bits == 0) return shards_[0];
   return shards_[hash >> (64 - config_.shard_bits)];
 }
 
-ItemView ItemStore::ItemAt(uint64_t slot_value) const {
+ItemView ItemStore::Impl::ItemAt(uint64_t slot_value) const {
   return ItemView(pool_->Get(slot::Segment(slot_value))->At(slot::Offset(slot_value)));
 }
 
-Segment* ItemStore::SegmentOf(uint64_t slot_value) const {
+Segment* ItemStore::Impl::SegmentOf(uint64_t slot_value) const {
   return pool_->Get(slot::Segment(slot_value));
 }
 
 // ---------------------------------------------------------------------------
 // Time and CAS.
 
-int64_t ItemStore::NowSeconds() const { return config_.clock->NowMicros() / 1000000; }
+int64_t ItemStore::Impl::NowSeconds() const { return config_.clock->NowMicros() / 1000000; }
 
-ItemStore::Times ItemStore::Now() const {
+ItemStore::Impl::Times ItemStore::Impl::Now() const {
   const int64_t us = config_.clock->NowMicros();
   return Times{us, us / 1000000, TickOf(us), static_cast<uint32_t>(us / 1000)};
 }
 
-int64_t ItemStore::ToStoreTime(int64_t exptime) const {
+int64_t ItemStore::Impl::ToStoreTime(int64_t exptime) const {
   if (exptime == 0) return 0;
   const int64_t now = NowSeconds();
   // "Already expired" must be a non-zero time <= now (0 means never). Store
@@ -108,7 +108,7 @@ int64_t ItemStore::ToStoreTime(int64_t exptime) const {
   return std::min<int64_t>(t, INT32_MAX);
 }
 
-int32_t ItemStore::ToExpiryTick(int64_t exptime) const {
+int32_t ItemStore::Impl::ToExpiryTick(int64_t exptime) const {
   if (exptime == 0) return 0;
   const int64_t now_tick = TickOf(config_.clock->NowMicros());
   // As ToStoreTime: "already expired" is a non-zero tick <= now.
@@ -130,13 +130,13 @@ int32_t ItemStore::ToExpiryTick(int64_t exptime) const {
   return static_cast<int32_t>(std::min<int64_t>(tick, INT32_MAX));
 }
 
-int64_t ItemStore::ToUnixTime(int64_t store_s) const {
+int64_t ItemStore::Impl::ToUnixTime(int64_t store_s) const {
   return store_s + (config_.clock->UnixSeconds() - NowSeconds());
 }
 
 // The counter stays below kNarrowCasLimit (items store it in 6 bytes): after
 // 2^48 stores it starts again from 2.
-uint64_t ItemStore::NextCas() {
+uint64_t ItemStore::Impl::NextCas() {
   const uint64_t c = next_cas_.fetch_add(1, std::memory_order_relaxed);
   return c < kNarrowCasLimit ? c : 2 + (c - 2) % (kNarrowCasLimit - 2);
 }
@@ -144,28 +144,28 @@ uint64_t ItemStore::NextCas() {
 // ---------------------------------------------------------------------------
 // Limits.
 
-bool ItemStore::ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const {
+bool ItemStore::Impl::ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const {
   if (key_len > kMaxKeyLength) return false;
   const size_t total = kMemcachedHeaderBytes + kMemcachedCasBytes + key_len + 1 +
                        (client_flags != 0 ? kMemcachedFlagsBytes : 0) + value_len + 2;
   return total <= config_.item_size_max;
 }
 
-size_t ItemStore::MaxValueLength(size_t key_len) const {
+size_t ItemStore::Impl::MaxValueLength(size_t key_len) const {
   const size_t overhead = kMemcachedHeaderBytes + kMemcachedCasBytes + key_len + 1 + 2;
   return config_.item_size_max > overhead ? config_.item_size_max - overhead : 0;
 }
 
-size_t ItemStore::memory_limit() const { return pool_->limit(); }
+size_t ItemStore::Impl::memory_limit() const { return pool_->limit(); }
 
-void ItemStore::SetMemoryLimit(size_t bytes) {
+void ItemStore::Impl::SetMemoryLimit(size_t bytes) {
   pool_->set_limit(bytes);
 }
 
 // ---------------------------------------------------------------------------
 // Linking and unlinking.
 
-uint64_t ItemStore::LinkLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemView item,
+uint64_t ItemStore::Impl::LinkLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemView item,
                                uint8_t state, uint8_t freq, bool new_key, bool counts_as_new) {
   if (new_key) {
     const size_t window = shard.index.items() * shard_count_;
@@ -203,7 +203,7 @@ uint64_t ItemStore::LinkLocked(Shard& shard, uint64_t hash, const Placed& placed
 
 // Takes the item out of the index (leaving a ghost if asked), uncounts it and
 // wakes its key's parked readers. Readers holding an ItemRef keep its bytes.
-void ItemStore::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost) {
+void ItemStore::Impl::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost) {
   const uint64_t s = *slot;
   const ItemView item = ItemAt(s);
   Segment* seg = SegmentOf(s);
@@ -229,7 +229,7 @@ void ItemStore::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost) {
 // Counts an item of a victim segment that is about to be removed: evicted,
 // or (expired, flushed) reclaimed. memcached counts these where its LRU tail
 // is pulled; an item that expires on access counts only as get_expired.
-void ItemStore::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, const Times& t,
+void ItemStore::Impl::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, const Times& t,
                                    bool evicted) {
   const int64_t now_s = t.now_s;
   const bool fetched = Has(s, kItemFetched);
@@ -265,7 +265,7 @@ void ItemStore::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, cons
 }
 
 // A new value of the key ended the live lease `token` after `took_ms`.
-void ItemStore::CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
+void ItemStore::Impl::CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
                                      const Times& t) {
   shard.counters.lease_fulfilled++;
   if (!Watching(StoreEventKind::kLeaseFulfilled)) return;
@@ -276,26 +276,26 @@ void ItemStore::CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fres
 }
 
 // Ends the waits of the key's parked readers (see ShardLock).
-void ItemStore::WakeLocked(Shard& shard, std::string_view key) {
+void ItemStore::Impl::WakeLocked(Shard& shard, std::string_view key) {
   if (!shard.parked.empty()) shard.parked.Wake(key);
 }
 
-void ItemStore::SetLeaseLocked(Shard& shard, uint64_t s, uint32_t granted_ms) {
+void ItemStore::Impl::SetLeaseLocked(Shard& shard, uint64_t s, uint32_t granted_ms) {
   if (shard.leases.Set(slot::LocationKey(s), granted_ms)) pool_->Charge(LeaseTable::kEntryBytes);
 }
 
-uint32_t ItemStore::LeaseGrantedLocked(const Shard& shard, uint64_t s) const {
+uint32_t ItemStore::Impl::LeaseGrantedLocked(const Shard& shard, uint64_t s) const {
   return shard.leases.GrantedAt(slot::LocationKey(s));
 }
 
-void ItemStore::DropLeaseLocked(Shard& shard, uint64_t s) {
+void ItemStore::Impl::DropLeaseLocked(Shard& shard, uint64_t s) {
   if (shard.leases.Drop(slot::LocationKey(s))) pool_->Uncharge(LeaseTable::kEntryBytes);
 }
 
 // ---------------------------------------------------------------------------
 // Lookup with lazy expiry and delayed flush.
 
-bool ItemStore::IsFlushed(ItemView item, int64_t now_s) const {
+bool ItemStore::Impl::IsFlushed(ItemView item, int64_t now_s) const {
   const int64_t deadline = flush_deadline_.load(std::memory_order_relaxed);
   return deadline != 0 && now_s >= deadline && item.last_access() < deadline;
 }
@@ -303,7 +303,7 @@ bool ItemStore::IsFlushed(ItemView item, int64_t now_s) const {
 // Finds the key, removing it first when it is flushed or expired beyond the
 // stale grace. Stubs (placeholders, vivified items still waiting for their
 // value) never linger as stale values.
-ItemStore::Found ItemStore::LookupLocked(Shard& shard, std::string_view key, uint64_t hash,
+ItemStore::Impl::Found ItemStore::Impl::LookupLocked(Shard& shard, std::string_view key, uint64_t hash,
                                          const Times& t) {
   const int64_t now_s = t.now_s;
   Found f;
@@ -339,12 +339,52 @@ ItemStore::Found ItemStore::LookupLocked(Shard& shard, std::string_view key, uin
   return f;
 }
 
-void ItemStore::RemoveKey(std::string_view key) {
+void ItemStore::Impl::RemoveKey(std::string_view key) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
   ShardLock lock(this, shard);
   uint64_t* slot = shard.index.Find(hash, [&](uint64_t s) { return ItemAt(s).key() == key; });
   if (slot != nullptr) UnlinkLocked(shard, slot);
 }
+
+// ---------------------------------------------------------------------------
+// ItemStore: each call handed to the store behind it.
+
+ItemStore::ItemStore(const StoreConfig& config) : impl_(std::make_unique<Impl>(config)) {}
+ItemStore::~ItemStore() = default;
+
+ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) { return impl_->Read(key, opts); }
+StoreResult ItemStore::Store(const StoreRequest& req) { return impl_->Store(req); }
+DeleteStatus ItemStore::Delete(const DeleteRequest& req) { return impl_->Delete(req); }
+ArithResult ItemStore::Arithmetic(const ArithRequest& req) { return impl_->Arithmetic(req); }
+bool ItemStore::Touch(std::string_view key, int64_t exptime) { return impl_->Touch(key, exptime); }
+void ItemStore::FlushAll(int64_t delay_s) { impl_->FlushAll(delay_s); }
+size_t ItemStore::ReclaimExpired(size_t budget) { return impl_->ReclaimExpired(budget); }
+size_t ItemStore::Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope) {
+  return impl_->Crawl(cursor, max_buckets, scope);
+}
+void ItemStore::SetMemoryLimit(size_t bytes) { impl_->SetMemoryLimit(bytes); }
+size_t ItemStore::memory_limit() const { return impl_->memory_limit(); }
+size_t ItemStore::item_size_max() const { return impl_->config().item_size_max; }
+size_t ItemStore::MaxValueLength(size_t key_len) const { return impl_->MaxValueLength(key_len); }
+StoreStats ItemStore::Stats() const { return impl_->Stats(); }
+void ItemStore::ResetStats() { impl_->ResetStats(); }
+void ItemStore::ClassAges(uint64_t ages[kMemcachedClasses + 1]) const { impl_->ClassAges(ages); }
+void ItemStore::TrackSizes(bool on) { impl_->TrackSizes(on); }
+bool ItemStore::tracking_sizes() const { return impl_->tracking_sizes(); }
+std::vector<std::pair<uint64_t, uint64_t>> ItemStore::SizeHistogram() const { return impl_->SizeHistogram(); }
+size_t ItemStore::Walk(WalkCursor* cursor, size_t max_buckets,
+                       const std::function<void(const WalkedItem&)>& visit) {
+  return impl_->Walk(cursor, max_buckets, visit);
+}
+StoreStatus ItemStore::Restore(const RestoreRequest& req) { return impl_->Restore(req); }
+void ItemStore::ReserveItems(size_t items) { impl_->ReserveItems(items); }
+uint64_t ItemStore::CasCounter() const { return impl_->CasCounter(); }
+void ItemStore::AdvanceCasPast(uint64_t cas) { impl_->AdvanceCasPast(cas); }
+int64_t ItemStore::ToUnixTime(int64_t store_s) const { return impl_->ToUnixTime(store_s); }
+int64_t ItemStore::NowSeconds() const { return impl_->NowSeconds(); }
+int64_t ItemStore::ToStoreTime(int64_t exptime) const { return impl_->ToStoreTime(exptime); }
+int32_t ItemStore::ToExpiryTick(int64_t exptime) const { return impl_->ToExpiryTick(exptime); }
+const StoreConfig& ItemStore::config() const { return impl_->config(); }
 
 }  // namespace herdless

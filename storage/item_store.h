@@ -20,12 +20,10 @@
 #ifndef HERDLESS_STORAGE_ITEM_STORE_H_
 #define HERDLESS_STORAGE_ITEM_STORE_H_
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -42,10 +40,7 @@
 
 namespace herdless {
 
-class SegmentPool;
-class S3Fifo;
 class Segment;
-enum class SegmentQueue : uint8_t;
 
 struct StoreConfig {
   size_t memory_limit = 64u << 20;   // bytes of item memory (-m)
@@ -138,7 +133,7 @@ class ItemStore {
   // cache_memlimit: a smaller limit evicts down to it lazily.
   void SetMemoryLimit(size_t bytes);
   size_t memory_limit() const;
-  size_t item_size_max() const { return config_.item_size_max; }
+  size_t item_size_max() const;
 
   // Largest value length that fits an item with this key (memcached's rule:
   // header + key + value + CRLF + CAS must fit item_size_max).
@@ -182,7 +177,7 @@ class ItemStore {
 
   // The CAS counter: the value the next new CAS is drawn from, and a way to
   // move it past a CAS handed out before a restart (it never moves back).
-  uint64_t CasCounter() const { return next_cas_.load(std::memory_order_relaxed); }
+  uint64_t CasCounter() const;
   void AdvanceCasPast(uint64_t cas);
 
   // Unix time of a store second (WalkedItem's exptime and last access), for
@@ -200,112 +195,13 @@ class ItemStore {
   // clamped to the int32 range).
   int32_t ToExpiryTick(int64_t exptime) const;
 
-  const StoreConfig& config() const { return config_; }
+  const StoreConfig& config() const;
 
  private:
-  struct Shard;
-  struct Found;
-  struct Times;
-  struct Placed;
-  class ShardLock;
-  class Hasher;
-  Shard& ShardFor(uint64_t hash);
-
-  // Helpers defined in item_store.cc; "Locked" ones need the shard's lock held.
-  Times Now() const;
-  uint64_t NextCas();
-  bool ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const;
-  bool IsFlushed(ItemView item, int64_t now_s) const;
-  int32_t PlaceholderExptime(int64_t now_us) const;   // an expiry tick
-  ItemView ItemAt(uint64_t slot) const;
-  Segment* SegmentOf(uint64_t slot) const;
-  Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
-
-  // New items are placed (room taken at the small queue's tail, or a jumbo
-  // segment), written and linked under the shard's lock; when there is no
-  // room the caller unlocks, calls MakeRoom() and tries again.
-  bool PlaceLocked(size_t bytes, int64_t now_s, Placed* out);
-  bool MakeRoom(size_t bytes);
-  // For an operation that found no room: unlocks and makes room. True when
-  // the operation should start over (from its lookup), false to give up.
-  bool RoomToRetry(ShardLock& lock, int attempt, size_t bytes);
-  bool EvictSegment(bool compact);
-  void EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, const Times& t, bool compact);
-  void CountKeptLocked(Shard& shard, SegmentQueue from);
-  // Links a written item; returns its slot. `new_key`: a store of a key that
-  // had no item (a fresh ghost gives it a read). `counts_as_new` false: the
-  // same item rewritten (an incr that memcached does in place).
-  uint64_t LinkLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemView item,
-                      uint8_t state, uint8_t freq, bool new_key, bool counts_as_new = true);
-  void UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost = false);
-  // Counts an item evicted (a victim segment's item that leaves), or
-  // reclaimed by eviction (`evicted` false: it had expired or was flushed).
-  void CountRemovalLocked(Shard& shard, uint64_t slot, ItemView item, const Times& t, bool evicted);
-  void CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
-                            const Times& t);
-  // The expiry crawl's rule for one item: removes it when flushed, or expired
-  // beyond the stale grace (a stub when expired at all), counting it as
-  // crawler_reclaimed. True when removed.
-  bool CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t);
-  // The size histogram (TrackSizes): an item of `bytes` joins (+1) or leaves (-1).
-  void CountSizeLocked(const Shard& shard, size_t bytes, int delta);
-  bool Watching(StoreEventKind kind) const {
-    return config_.events != nullptr && config_.events->Wants(kind);
-  }
-  // Writes a copy of the slot's item with `fields` (the same key and value)
-  // and points the slot at it (the slot pointer stays valid). False when
-  // there is no room.
-  bool RelocateLocked(Shard& shard, uint64_t* slot, ItemFields fields, int64_t now_s);
-  void RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed, ItemView copy, uint8_t freq);
-  // Makes sure the slot's item can hold `exptime`, a tick (copying it with room for a
-  // TTL if it has none). False when that needs `*needed` bytes there are not.
-  bool RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t exptime, int64_t now_s,
-                            size_t* needed);
-  void HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
-                 int64_t touch_exptime, const Times& t, double u, ReadResult* r);
-  // Read rates (storage/read_rate.h). A key read twice within one second
-  // gets an estimate (from its next store when the item has no room).
-  void TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t);
-  // The estimate a new item of the key gets at `t` with `exptime` (a tick):
-  // `old`'s decayed, or none once it has decayed below one read.
-  ReadRateState CarriedRateLocked(Shard& shard, ItemView old, const Times& t, int32_t exptime);
-  // Remembers the estimate (decayed to now_s) of a key removed on expiry, and
-  // recalls it, decayed to now, when the key is not in the index
-  // (Shard::expired_rates); none if not remembered.
-  static void RememberRateLocked(Shard& shard, uint64_t hash, ReadRateState rate, int64_t now_s);
-  ReadRateState RecalledRateLocked(Shard& shard, uint64_t hash, int64_t now_s);
-  // Sets the item's last access to now (an access that is not a read),
-  // decaying its estimate to it first.
-  void MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t now_s);
-  // Rewrites the estimate in place, keeping the shard's counts.
-  void SetRateLocked(Shard& shard, ItemView item, ReadRateState rate);
-  static void CountRateLocked(Shard& shard, ReadRateState rate, int sign);
-  void RemoveKey(std::string_view key);
-  size_t SweepAll(int64_t flushed_before);
-  StoreResult StoreConcat(const StoreRequest& req);
-  static void WakeLocked(Shard& shard, std::string_view key);
-  // The side table of live leases' grant times, keyed by item location.
-  void SetLeaseLocked(Shard& shard, uint64_t slot, uint32_t granted_ms);
-  uint32_t LeaseGrantedLocked(const Shard& shard, uint64_t slot) const;
-  void DropLeaseLocked(Shard& shard, uint64_t slot);
-
-  StoreConfig config_;
-  std::unique_ptr<Shard[]> shards_;
-  size_t shard_count_;
-  std::unique_ptr<SegmentPool> pool_;     // item memory and the -m budget
-  std::unique_ptr<S3Fifo> queues_;
-  std::unique_ptr<Hasher> hasher_;
-  std::atomic<uint64_t> next_cas_{2};   // CAS 0 and 1 are lease tokens' special values
-  std::atomic<uint64_t> evicted_segments_{0};
-  std::atomic<size_t> reclaim_cursor_{0};   // shard the expiry crawler visits next
-  std::atomic<int64_t> flush_deadline_{0};  // pending delayed flush (store seconds), 0 = none
-  std::atomic<int64_t> flush_swept_{0};     // the deadline ReclaimExpired already applied
-  std::atomic<uint64_t> crawler_passes_{0};
-  // Size histogram (TrackSizes): 32-byte buckets; a shard counts its items
-  // into it while its track_sizes is set (both changed under its lock).
-  mutable std::mutex sizes_mu_;             // serialises TrackSizes
-  std::unique_ptr<std::atomic<uint32_t>[]> sizes_;
-  size_t size_buckets_ = 0;
+  // The store itself: its shards, memory, queues and the helpers the
+  // operations share (storage/item_store_internal.h), made once with the store.
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace herdless

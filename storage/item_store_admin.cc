@@ -16,7 +16,7 @@ using namespace store_internal;
 
 // Drops every item whose last store/touch/fetch was before `flushed_before`
 // (everything when it is INT64_MAX).
-size_t ItemStore::SweepAll(int64_t flushed_before) {
+size_t ItemStore::Impl::SweepAll(int64_t flushed_before) {
   size_t removed = 0;
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[i];
@@ -34,7 +34,7 @@ size_t ItemStore::SweepAll(int64_t flushed_before) {
   return removed;
 }
 
-void ItemStore::FlushAll(int64_t delay_s) {
+void ItemStore::Impl::FlushAll(int64_t delay_s) {
   const int64_t now_s = NowSeconds();
   const int64_t deadline = delay_s > 0 ? ToStoreTime(delay_s) : 0;
   if (deadline <= now_s) {
@@ -48,7 +48,7 @@ void ItemStore::FlushAll(int64_t delay_s) {
   if (previous != 0 && previous <= now_s) SweepAll(previous);
 }
 
-size_t ItemStore::ReclaimExpired(size_t budget) {
+size_t ItemStore::Impl::ReclaimExpired(size_t budget) {
   // A delayed flush_all takes effect here, once, when its deadline passes:
   // its items go at once, and readers parked on them are woken (a lazy check
   // on access alone would leave them waiting for their lease to time out).
@@ -96,7 +96,7 @@ size_t ItemStore::ReclaimExpired(size_t budget) {
 // LookupLocked's rule: flushed, or expired beyond the stale grace (a stub as
 // soon as it expires). memcached's crawler counts flushed items as reclaimed
 // too, and only expired ones as expired_unfetched.
-bool ItemStore::CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t) {
+bool ItemStore::Impl::CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t) {
   const int64_t now_s = t.now_s;
   const uint64_t s = *slot;
   const ItemView item = ItemAt(s);
@@ -123,7 +123,7 @@ bool ItemStore::CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t) {
   return true;
 }
 
-size_t ItemStore::Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope) {
+size_t ItemStore::Impl::Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope) {
   if (cursor->done) return 0;
   size_t removed = 0;
   Shard& shard = shards_[cursor->shard];
@@ -152,7 +152,7 @@ ItemRef WalkedItem::Pin() const {
   return ItemRef(segment);
 }
 
-size_t ItemStore::Walk(WalkCursor* cursor, size_t max_buckets,
+size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
                        const std::function<void(const WalkedItem&)>& visit) {
   if (cursor->done) return 0;
   size_t visited = 0;
@@ -204,7 +204,7 @@ size_t ItemStore::Walk(WalkCursor* cursor, size_t max_buckets,
   return visited;
 }
 
-void ItemStore::ReserveItems(size_t items) {
+void ItemStore::Impl::ReserveItems(size_t items) {
   // Keys spread evenly over the shards; a few percent more for the spread.
   const size_t per_shard = items / shard_count_ + items / shard_count_ / 16 + 64;
   for (size_t i = 0; i < shard_count_; i++) {
@@ -213,7 +213,7 @@ void ItemStore::ReserveItems(size_t items) {
   }
 }
 
-void ItemStore::AdvanceCasPast(uint64_t cas) {
+void ItemStore::Impl::AdvanceCasPast(uint64_t cas) {
   // CAS values at or above the counter's wrap point never come from it.
   if (cas >= kNarrowCasLimit) return;
   uint64_t next = next_cas_.load(std::memory_order_relaxed);
@@ -222,7 +222,7 @@ void ItemStore::AdvanceCasPast(uint64_t cas) {
   }
 }
 
-StoreStatus ItemStore::Restore(const RestoreRequest& req) {
+StoreStatus ItemStore::Impl::Restore(const RestoreRequest& req) {
   if (!ItemFits(req.key.size(), req.client_flags, req.value.size())) return StoreStatus::kTooLarge;
   const int64_t now_unix = config_.clock->UnixSeconds();
   // LookupLocked's rule: an item expired beyond the stale grace is gone.
@@ -270,7 +270,7 @@ StoreStatus ItemStore::Restore(const RestoreRequest& req) {
   }
 }
 
-StoreStats ItemStore::Stats() const {
+StoreStats ItemStore::Impl::Stats() const {
   StoreStats s;
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[i];
@@ -296,7 +296,7 @@ StoreStats ItemStore::Stats() const {
   return s;
 }
 
-void ItemStore::ResetStats() {
+void ItemStore::Impl::ResetStats() {
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[i];
     std::lock_guard<std::mutex> lock(shard.mu);
@@ -309,7 +309,7 @@ void ItemStore::ResetStats() {
 // ---------------------------------------------------------------------------
 // Class ages and the size histogram.
 
-void ItemStore::ClassAges(uint64_t ages[kMemcachedClasses + 1]) const {
+void ItemStore::Impl::ClassAges(uint64_t ages[kMemcachedClasses + 1]) const {
   int64_t oldest[kMemcachedClasses + 1];
   for (int k = 0; k <= kMemcachedClasses; k++) oldest[k] = INT64_MAX;
   queues_->ForEachSegment([&](const Segment& seg) {
@@ -331,12 +331,12 @@ constexpr size_t kSizeBucketBytes = 32;   // memcached's `stats sizes` granulari
 size_t SizeBucket(size_t bytes) { return (bytes + kSizeBucketBytes - 1) / kSizeBucketBytes; }
 }  // namespace
 
-void ItemStore::CountSizeLocked(const Shard&, size_t bytes, int delta) {
+void ItemStore::Impl::CountSizeLocked(const Shard&, size_t bytes, int delta) {
   const size_t bucket = std::min(SizeBucket(bytes), size_buckets_ - 1);
   sizes_[bucket].fetch_add(static_cast<uint32_t>(delta), std::memory_order_relaxed);
 }
 
-void ItemStore::TrackSizes(bool on) {
+void ItemStore::Impl::TrackSizes(bool on) {
   std::lock_guard<std::mutex> guard(sizes_mu_);
   if (on == (sizes_ != nullptr)) return;
   if (on) {
@@ -360,12 +360,12 @@ void ItemStore::TrackSizes(bool on) {
   if (!on) sizes_.reset();
 }
 
-bool ItemStore::tracking_sizes() const {
+bool ItemStore::Impl::tracking_sizes() const {
   std::lock_guard<std::mutex> guard(sizes_mu_);
   return sizes_ != nullptr;
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> ItemStore::SizeHistogram() const {
+std::vector<std::pair<uint64_t, uint64_t>> ItemStore::Impl::SizeHistogram() const {
   std::vector<std::pair<uint64_t, uint64_t>> out;
   std::lock_guard<std::mutex> guard(sizes_mu_);
   if (sizes_ == nullptr) return out;

@@ -2,16 +2,22 @@
 // core; item_store_read.cc, item_store_write.cc: the operations;
 // item_store_rates.cc: read rates; item_store_memory.cc: placing items,
 // eviction, relocation; item_store_admin.cc: flush, expiry crawl, walk,
-// restore, stats): a shard, its lock guard, what a lookup found, and small
-// helpers. Not a public interface: include it only from those files.
+// restore, stats): the store itself (ItemStore::Impl, to which ItemStore
+// forwards each call: one pointer more, no allocation per call), a shard,
+// its lock guard, what a lookup found, and small helpers. Not a public
+// interface: include it only from those files.
 #ifndef HERDLESS_STORAGE_ITEM_STORE_INTERNAL_H_
 #define HERDLESS_STORAGE_ITEM_STORE_INTERNAL_H_
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <atomic>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "storage/eviction.h"
@@ -97,9 +103,153 @@ inline void NoteClassIn(Segment* seg, int slab_class) {
 }  // namespace store_internal
 
 // ---------------------------------------------------------------------------
+// The store behind ItemStore's calls, which it forwards unchanged.
+
+class ItemStore::Impl {
+ public:
+  explicit Impl(const StoreConfig& config);
+  ~Impl();
+
+  // ItemStore's calls (their contracts: storage/item_store.h).
+  ReadResult Read(std::string_view key, const ReadOptions& opts);
+  StoreResult Store(const StoreRequest& req);
+  DeleteStatus Delete(const DeleteRequest& req);
+  ArithResult Arithmetic(const ArithRequest& req);
+  bool Touch(std::string_view key, int64_t exptime);
+  void FlushAll(int64_t delay_s);
+  size_t ReclaimExpired(size_t budget);
+  size_t Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope);
+  void SetMemoryLimit(size_t bytes);
+  size_t memory_limit() const;
+  size_t MaxValueLength(size_t key_len) const;
+  StoreStats Stats() const;
+  void ResetStats();
+  void ClassAges(uint64_t ages[kMemcachedClasses + 1]) const;
+  void TrackSizes(bool on);
+  bool tracking_sizes() const;
+  std::vector<std::pair<uint64_t, uint64_t>> SizeHistogram() const;
+  size_t Walk(WalkCursor* cursor, size_t max_buckets,
+              const std::function<void(const WalkedItem&)>& visit);
+  StoreStatus Restore(const RestoreRequest& req);
+  void ReserveItems(size_t items);
+  uint64_t CasCounter() const { return next_cas_.load(std::memory_order_relaxed); }
+  void AdvanceCasPast(uint64_t cas);
+  int64_t ToUnixTime(int64_t store_s) const;
+  int64_t NowSeconds() const;
+  int64_t ToStoreTime(int64_t exptime) const;
+  int32_t ToExpiryTick(int64_t exptime) const;
+  const StoreConfig& config() const { return config_; }
+
+ private:
+  struct Shard;
+  struct Found;
+  struct Times;
+  struct Placed;
+  class ShardLock;
+  class Hasher;
+  Shard& ShardFor(uint64_t hash);
+
+  // Helpers; "Locked" ones need the shard's lock held.
+  Times Now() const;
+  uint64_t NextCas();
+  bool ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const;
+  bool IsFlushed(ItemView item, int64_t now_s) const;
+  int32_t PlaceholderExptime(int64_t now_us) const;   // an expiry tick
+  ItemView ItemAt(uint64_t slot) const;
+  Segment* SegmentOf(uint64_t slot) const;
+  Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
+
+  // New items are placed (room taken at the small queue's tail, or a jumbo
+  // segment), written and linked under the shard's lock; when there is no
+  // room the caller unlocks, calls MakeRoom() and tries again.
+  bool PlaceLocked(size_t bytes, int64_t now_s, Placed* out);
+  bool MakeRoom(size_t bytes);
+  // For an operation that found no room: unlocks and makes room. True when
+  // the operation should start over (from its lookup), false to give up.
+  bool RoomToRetry(ShardLock& lock, int attempt, size_t bytes);
+  bool EvictSegment(bool compact);
+  void EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, const Times& t, bool compact);
+  void CountKeptLocked(Shard& shard, SegmentQueue from);
+  // Links a written item; returns its slot. `new_key`: a store of a key that
+  // had no item (a fresh ghost gives it a read). `counts_as_new` false: the
+  // same item rewritten (an incr that memcached does in place).
+  uint64_t LinkLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemView item,
+                      uint8_t state, uint8_t freq, bool new_key, bool counts_as_new = true);
+  void UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghost = false);
+  // Counts an item evicted (a victim segment's item that leaves), or
+  // reclaimed by eviction (`evicted` false: it had expired or was flushed).
+  void CountRemovalLocked(Shard& shard, uint64_t slot, ItemView item, const Times& t, bool evicted);
+  void CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
+                            const Times& t);
+  // The expiry crawl's rule for one item: removes it when flushed, or expired
+  // beyond the stale grace (a stub when expired at all), counting it as
+  // crawler_reclaimed. True when removed.
+  bool CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t);
+  // The size histogram (TrackSizes): an item of `bytes` joins (+1) or leaves (-1).
+  void CountSizeLocked(const Shard& shard, size_t bytes, int delta);
+  bool Watching(StoreEventKind kind) const {
+    return config_.events != nullptr && config_.events->Wants(kind);
+  }
+  // Writes a copy of the slot's item with `fields` (the same key and value)
+  // and points the slot at it (the slot pointer stays valid). False when
+  // there is no room.
+  bool RelocateLocked(Shard& shard, uint64_t* slot, ItemFields fields, int64_t now_s);
+  void RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed, ItemView copy, uint8_t freq);
+  // Makes sure the slot's item can hold `exptime`, a tick (copying it with room for a
+  // TTL if it has none). False when that needs `*needed` bytes there are not.
+  bool RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t exptime, int64_t now_s,
+                            size_t* needed);
+  void HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
+                 int64_t touch_exptime, const Times& t, double u, ReadResult* r);
+  // Read rates (storage/read_rate.h). A key read twice within one second
+  // gets an estimate (from its next store when the item has no room).
+  void TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t);
+  // The estimate a new item of the key gets at `t` with `exptime` (a tick):
+  // `old`'s decayed, or none once it has decayed below one read.
+  ReadRateState CarriedRateLocked(Shard& shard, ItemView old, const Times& t, int32_t exptime);
+  // Remembers the estimate (decayed to now_s) of a key removed on expiry, and
+  // recalls it, decayed to now, when the key is not in the index
+  // (Shard::expired_rates); none if not remembered.
+  static void RememberRateLocked(Shard& shard, uint64_t hash, ReadRateState rate, int64_t now_s);
+  ReadRateState RecalledRateLocked(Shard& shard, uint64_t hash, int64_t now_s);
+  // Sets the item's last access to now (an access that is not a read),
+  // decaying its estimate to it first.
+  void MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t now_s);
+  // Rewrites the estimate in place, keeping the shard's counts.
+  void SetRateLocked(Shard& shard, ItemView item, ReadRateState rate);
+  static void CountRateLocked(Shard& shard, ReadRateState rate, int sign);
+  void RemoveKey(std::string_view key);
+  size_t SweepAll(int64_t flushed_before);
+  StoreResult StoreConcat(const StoreRequest& req);
+  static void WakeLocked(Shard& shard, std::string_view key);
+  // The side table of live leases' grant times, keyed by item location.
+  void SetLeaseLocked(Shard& shard, uint64_t slot, uint32_t granted_ms);
+  uint32_t LeaseGrantedLocked(const Shard& shard, uint64_t slot) const;
+  void DropLeaseLocked(Shard& shard, uint64_t slot);
+
+  StoreConfig config_;
+  std::unique_ptr<Shard[]> shards_;
+  size_t shard_count_;
+  std::unique_ptr<SegmentPool> pool_;     // item memory and the -m budget
+  std::unique_ptr<S3Fifo> queues_;
+  std::unique_ptr<Hasher> hasher_;
+  std::atomic<uint64_t> next_cas_{2};   // CAS 0 and 1 are lease tokens' special values
+  std::atomic<uint64_t> evicted_segments_{0};
+  std::atomic<size_t> reclaim_cursor_{0};   // shard the expiry crawler visits next
+  std::atomic<int64_t> flush_deadline_{0};  // pending delayed flush (store seconds), 0 = none
+  std::atomic<int64_t> flush_swept_{0};     // the deadline ReclaimExpired already applied
+  std::atomic<uint64_t> crawler_passes_{0};
+  // Size histogram (TrackSizes): 32-byte buckets; a shard counts its items
+  // into it while its track_sizes is set (both changed under its lock).
+  mutable std::mutex sizes_mu_;             // serialises TrackSizes
+  std::unique_ptr<std::atomic<uint32_t>[]> sizes_;
+  size_t size_buckets_ = 0;
+};
+
+// ---------------------------------------------------------------------------
 // The shard.
 
-struct ItemStore::Times {
+struct ItemStore::Impl::Times {
   int64_t now_us;
   int64_t now_s;     // whole store seconds: last access, flush deadlines
   int64_t now_tick;  // store ticks (storage/store_time.h): expiry
@@ -107,7 +257,7 @@ struct ItemStore::Times {
 };
 
 // What a lookup found under the key.
-struct ItemStore::Found {
+struct ItemStore::Impl::Found {
   enum Presence : uint8_t {
     kAbsent,
     kLive,            // a real, unexpired item
@@ -127,13 +277,13 @@ struct ItemStore::Found {
 
 // Where a new item goes: a segment (jumbo or the small queue's open one) and
 // an offset in it, with room taken for `bytes`.
-struct ItemStore::Placed {
+struct ItemStore::Impl::Placed {
   Segment* segment = nullptr;
   uint32_t offset = 0;
   uint32_t bytes = 0;
 };
 
-struct ItemStore::Shard {
+struct ItemStore::Impl::Shard {
   std::mutex mu;
   Index index;
   size_t bytes = 0;       // herdless's bytes of the linked items
@@ -158,27 +308,27 @@ struct ItemStore::Shard {
   };
   static constexpr size_t kRememberedRates = 16;
   RememberedRate remembered_rates[kRememberedRates];
-  bool track_sizes = false;        // count linked items in ItemStore::sizes_
+  bool track_sizes = false;        // count linked items in Impl::sizes_
 };
 
 // Hashes a slot's item (the index rehashes buckets as it grows).
-class ItemStore::Hasher final : public SlotHasher {
+class ItemStore::Impl::Hasher final : public SlotHasher {
  public:
-  explicit Hasher(const ItemStore* store) : store_(store) {}
+  explicit Hasher(const Impl* store) : store_(store) {}
   uint64_t HashOf(uint64_t slot_value) const override {
     return store_internal::HashKey(store_->ItemAt(slot_value).key());
   }
 
  private:
-  const ItemStore* store_;
+  const Impl* store_;
 };
 
 // The shard's lock. Tickets woken and index tables retired while it was held
 // are delivered and unmapped after it is released, so a sink never runs
 // under a store lock and a big munmap never holds the shard.
-class ItemStore::ShardLock {
+class ItemStore::Impl::ShardLock {
  public:
-  ShardLock(const ItemStore* store, Shard& shard) : store_(store), shard_(shard) { lock(); }
+  ShardLock(const Impl* store, Shard& shard) : store_(store), shard_(shard) { lock(); }
   ~ShardLock() {
     if (locked_) unlock();
   }
@@ -203,7 +353,7 @@ class ItemStore::ShardLock {
   }
 
  private:
-  const ItemStore* store_;
+  const Impl* store_;
   Shard& shard_;
   bool locked_ = false;
 };

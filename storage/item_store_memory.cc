@@ -16,7 +16,7 @@ using namespace store_internal;
 // ---------------------------------------------------------------------------
 // Memory and eviction.
 
-bool ItemStore::PlaceLocked(size_t bytes, int64_t now_s, Placed* out) {
+bool ItemStore::Impl::PlaceLocked(size_t bytes, int64_t now_s, Placed* out) {
   out->bytes = static_cast<uint32_t>(bytes);
   if (bytes > pool_->max_fixed_item()) {
     Segment* s = pool_->NewJumbo(bytes, now_s);
@@ -47,7 +47,7 @@ bool ItemStore::PlaceLocked(size_t bytes, int64_t now_s, Placed* out) {
 // items that are gone is compacted instead: its live items are copied to the
 // main queue's tail. False when the item can never fit or nothing is left to
 // evict (or to compact).
-bool ItemStore::MakeRoom(size_t bytes) {
+bool ItemStore::Impl::MakeRoom(size_t bytes) {
   if (bytes > pool_->max_fixed_item() && SegmentPool::JumboCharge(bytes) > memory_limit()) {
     return false;   // evicting everything would not help
   }
@@ -61,7 +61,7 @@ bool ItemStore::MakeRoom(size_t bytes) {
   return true;   // the caller tries again
 }
 
-bool ItemStore::RoomToRetry(ShardLock& lock, int attempt, size_t bytes) {
+bool ItemStore::Impl::RoomToRetry(ShardLock& lock, int attempt, size_t bytes) {
   lock.unlock();
   return attempt < kMaxRoomAttempts && MakeRoom(bytes);
 }
@@ -71,7 +71,7 @@ bool ItemStore::RoomToRetry(ShardLock& lock, int attempt, size_t bytes) {
 // reader pins it), except a jumbo whose item is kept: it moves to M whole.
 // `compact`: the victim is the segment with the most dead bytes, and every
 // live item of it is kept.
-bool ItemStore::EvictSegment(bool compact) {
+bool ItemStore::Impl::EvictSegment(bool compact) {
   Segment* victim = compact ? queues_->PopMostDead() : queues_->PopVictim();
   if (victim == nullptr) return false;
   evicted_segments_.fetch_add(1, std::memory_order_relaxed);
@@ -105,7 +105,7 @@ bool ItemStore::EvictSegment(bool compact) {
 // it is copied to the main queue's tail or evicted (from the small queue, a
 // ghost of it stays in the index). When compacting, every item that is not
 // flushed or expired is kept.
-void ItemStore::EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, const Times& t,
+void ItemStore::Impl::EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, const Times& t,
                                 bool compact) {
   const int64_t now_s = t.now_s;
   const uint64_t s = *slot;
@@ -139,14 +139,14 @@ void ItemStore::EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, c
   UnlinkLocked(shard, slot, ghost);
 }
 
-void ItemStore::CountKeptLocked(Shard& shard, SegmentQueue from) {
+void ItemStore::Impl::CountKeptLocked(Shard& shard, SegmentQueue from) {
   if (from == SegmentQueue::kSmall) shard.counters.moved_to_main++;
   else shard.counters.main_reinserted++;
 }
 
 // Points the slot at a copy of its item (written at `placed`, of the same
 // key and value), keeping its state; the slot stays where it is in the index.
-void ItemStore::RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed, ItemView copy,
+void ItemStore::Impl::RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed, ItemView copy,
                               uint8_t freq) {
   const uint64_t s = *slot;
   const ItemView old_item = ItemAt(s);
@@ -175,7 +175,7 @@ void ItemStore::RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed
   if (old_seg->live_items.fetch_sub(1, std::memory_order_acq_rel) == 1) queues_->OnEmptied(old_seg);
 }
 
-bool ItemStore::RelocateLocked(Shard& shard, uint64_t* slot, ItemFields fields, int64_t now_s) {
+bool ItemStore::Impl::RelocateLocked(Shard& shard, uint64_t* slot, ItemFields fields, int64_t now_s) {
   const ItemView old_item = ItemAt(*slot);
   fields.full_header = false;
   fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
@@ -187,7 +187,7 @@ bool ItemStore::RelocateLocked(Shard& shard, uint64_t* slot, ItemFields fields, 
   return true;
 }
 
-bool ItemStore::RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t exptime, int64_t now_s,
+bool ItemStore::Impl::RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t exptime, int64_t now_s,
                                      size_t* needed) {
   if (ItemAt(*slot).CanHoldExptime(exptime)) return true;
   ItemFields fields = ItemAt(*slot).Fields();

@@ -15,7 +15,7 @@ using namespace store_internal;
 // and in hot_items when its hot mark is set; the counts follow the item bytes
 // (LinkLocked, UnlinkLocked, RepointLocked, SetRateLocked).
 
-void ItemStore::CountRateLocked(Shard& shard, ReadRateState rate, int sign) {
+void ItemStore::Impl::CountRateLocked(Shard& shard, ReadRateState rate, int sign) {
   if (!rate.present()) return;
   if (sign > 0) {
     shard.rated_items++;
@@ -26,14 +26,14 @@ void ItemStore::CountRateLocked(Shard& shard, ReadRateState rate, int sign) {
   }
 }
 
-void ItemStore::SetRateLocked(Shard& shard, ItemView item, ReadRateState rate) {
+void ItemStore::Impl::SetRateLocked(Shard& shard, ItemView item, ReadRateState rate) {
   if (!rate.present()) rate.set_hot(false);
   CountRateLocked(shard, item.read_rate(), -1);
   item.set_read_rate(rate);
   CountRateLocked(shard, rate, +1);
 }
 
-ReadRateState ItemStore::CarriedRateLocked(Shard& shard, ItemView old, const Times& t, int32_t exptime) {
+ReadRateState ItemStore::Impl::CarriedRateLocked(Shard& shard, ItemView old, const Times& t, int32_t exptime) {
   ReadRateState rate = old.read_rate();
   if (!rate.present()) return ReadRateState{};
   const int64_t since_s = std::max<int64_t>(0, t.now_s - old.last_access());
@@ -43,11 +43,11 @@ ReadRateState ItemStore::CarriedRateLocked(Shard& shard, ItemView old, const Tim
   return rate;
 }
 
-void ItemStore::RememberRateLocked(Shard& shard, uint64_t hash, ReadRateState rate, int64_t now_s) {
+void ItemStore::Impl::RememberRateLocked(Shard& shard, uint64_t hash, ReadRateState rate, int64_t now_s) {
   if (rate.present()) shard.remembered_rates[hash % Shard::kRememberedRates] = {hash, rate.count, now_s};
 }
 
-ReadRateState ItemStore::RecalledRateLocked(Shard& shard, uint64_t hash, int64_t now_s) {
+ReadRateState ItemStore::Impl::RecalledRateLocked(Shard& shard, uint64_t hash, int64_t now_s) {
   const Shard::RememberedRate& e = shard.remembered_rates[hash % Shard::kRememberedRates];
   ReadRateState rate;
   if (e.hash != hash || e.count == 0) return rate;
@@ -55,7 +55,7 @@ ReadRateState ItemStore::RecalledRateLocked(Shard& shard, uint64_t hash, int64_t
   return rate;
 }
 
-void ItemStore::MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t now_s) {
+void ItemStore::Impl::MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t now_s) {
   ReadRateState rate = item.read_rate();
   if (rate.present() && now_s > item.last_access()) {
     rate.count = ReadRate::Decayed(rate.count, now_s - item.last_access(), NextRandom(&shard.random));
@@ -70,7 +70,7 @@ void ItemStore::MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t now_s)
 // When the item has no room for it, the estimate is remembered for the key's
 // next item (its next store): copying the item here would make a hit
 // allocate.
-void ItemStore::TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t) {
+void ItemStore::Impl::TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t) {
   const int64_t now_s = t.now_s;
   const ItemView item = ItemAt(*slot);
   if (item.read_rate().present() || item.last_access() != now_s || !Has(*slot, kItemFetched)) return;

@@ -1,4 +1,4 @@
-// ItemStore::Read: lookup, then a hit (touch, counting, the lease decision)
+// ItemStore::Impl::Read: lookup, then a hit (touch, counting, the lease decision)
 // or a miss that creates a stub holding the key's lease.
 #include "storage/item_store.h"
 
@@ -26,7 +26,7 @@ constexpr int64_t kPlaceholderTtlWithoutTimeoutS = 10;
 // after the one in which the lease ends. (Rounding the grant time down
 // instead could end it a few ms after the lease, before the readers parked on
 // it notice the timeout, and they would all be woken by its expiry.)
-int32_t ItemStore::PlaceholderExptime(int64_t now_us) const {
+int32_t ItemStore::Impl::PlaceholderExptime(int64_t now_us) const {
   if (config_.lease.lease_timeout_ms == 0) {
     return ClampStoreTime(TickOf(now_us) + kPlaceholderTtlWithoutTimeoutS * kTicksPerSecond);
   }
@@ -34,7 +34,7 @@ int32_t ItemStore::PlaceholderExptime(int64_t now_us) const {
   return ClampStoreTime(((lease_end_us + 999999) / 1000000 + 1) * kTicksPerSecond);
 }
 
-ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
+ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
   const bool classic = opts.kind == ReadKind::kClassic;
@@ -124,7 +124,7 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
   return r;
 }
 
-void ItemStore::HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
+void ItemStore::Impl::HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
                           int64_t touch_exptime, const Times& t, double u, ReadResult* r) {
   const bool stub = Has(*slot, kItemPlaceholder | kItemNeedsValue);
   if (opts.bump && !stub) TrackIfHotLocked(shard, slot, t);   // may copy the item

@@ -23,7 +23,7 @@ constexpr int64_t kAddBumpInterval = 60;  // memcached's ITEM_UPDATE_INTERVAL
 // ---------------------------------------------------------------------------
 // Store.
 
-StoreResult ItemStore::Store(const StoreRequest& req) {
+StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
   StoreResult res;
   // A lease-set that fails leaves the key alone, as any refused lease-set does.
   const bool remove_on_failure =
@@ -168,7 +168,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
 
 // append / prepend: a new item holding old + new bytes, with the old item's
 // client flags and TTL. Needs a live item, unless ms N vivifies it.
-StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
+StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
   StoreResult res;
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
@@ -252,7 +252,7 @@ StoreResult ItemStore::StoreConcat(const StoreRequest& req) {
 // ---------------------------------------------------------------------------
 // Delete, Touch, Arithmetic.
 
-DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
+DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
   const int32_t new_exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
@@ -301,7 +301,7 @@ DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
   }
 }
 
-bool ItemStore::Touch(std::string_view key, int64_t exptime) {
+bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
   const int32_t new_exptime = ToExpiryTick(exptime);
@@ -332,7 +332,7 @@ bool ItemStore::Touch(std::string_view key, int64_t exptime) {
   }
 }
 
-ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
+ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
   ArithResult res;
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
