@@ -140,13 +140,16 @@ class ItemStore::Impl {
   int32_t ToExpiryTick(int64_t exptime) const;
   const StoreConfig& config() const { return config_; }
 
- private:
+  // The parts the helpers below share (defined after the class).
   struct Shard;
   struct Found;
   struct Times;
   struct Placed;
+  struct Hit;   // item_store_read.cc
   class ShardLock;
   class Hasher;
+
+ private:
   Shard& ShardFor(uint64_t hash);
 
   // Helpers; "Locked" ones need the shard's lock held.
@@ -199,8 +202,25 @@ class ItemStore::Impl {
   // TTL if it has none). False when that needs `*needed` bytes there are not.
   bool RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t exptime, int64_t now_s,
                             size_t* needed);
+  // Reads (item_store_read.cc): a miss that creates a stub holding the key's
+  // lease, and a hit in its steps.
+  static bool VisibleTo(const Found& f, const ReadOptions& opts);
+  ItemFields StubFields(std::string_view key, const Found& f, const ReadOptions& opts,
+                        int32_t touch_exptime, const Times& t, uint8_t* state) const;
+  void LinkStubLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemFields fields,
+                      uint8_t state, bool placeholder, const Times& t, ReadResult* r);
   void HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
-                 int64_t touch_exptime, const Times& t, double u, ReadResult* r);
+                 int32_t touch_exptime, const Times& t, double u, ReadResult* r);
+  Hit AccessLocked(Shard& shard, uint64_t* slot, const ReadOptions& opts, int32_t touch_exptime,
+                   const Times& t, ReadResult* r);
+  static void TouchHit(Hit* h, int32_t touch_exptime, const Times& t);
+  void DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const ReadOptions& opts, const Times& t,
+                         double u, ReadResult* r);
+  void GrantLeaseLocked(Shard& shard, Hit& h, const LeaseView& view, const LeaseDecision& d,
+                        const Times& t);
+  void RegrantLocked(Shard& shard, Hit& h, uint32_t dead_granted_ms, const Times& t);
+  void FillHit(const Hit& h, bool stale, ReadResult* r) const;
+  void CountStaleServedLocked(Shard& shard, ItemView item, const Times& t);
   // Read rates (storage/read_rate.h). A key read twice within one second
   // gets an estimate (from its next store when the item has no room).
   void TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t);

@@ -1,5 +1,9 @@
-// ItemStore::Impl::Read: lookup, then a hit (touch, counting, the lease decision)
-// or a miss that creates a stub holding the key's lease.
+// ItemStore's reads. Read looks the key up, then serves a hit or, for the
+// reads that ask for one, creates a stub on a miss that holds the key's
+// lease. A hit reads top to bottom: the access (read rate, touch, per-class
+// count, bump), the lease decision (and the grant, or the re-grant after a
+// timeout), the touch that waits for that decision, the result, and a stale
+// value served.
 #include "storage/item_store.h"
 
 #include <algorithm>
@@ -16,10 +20,36 @@ namespace {
 // needs an end: the FB paper hands out one token per key every 10 seconds.
 constexpr int64_t kPlaceholderTtlWithoutTimeoutS = 10;
 
+// A miss creates a stub that holds the key's lease for these reads: a
+// placeholder (lease-get, classic stampede modes), or a 0-byte item
+// (kMeta with create_on_miss).
+bool WantsStub(const ReadOptions& opts) {
+  return (opts.kind == ReadKind::kMeta && opts.has_vivify) || opts.kind == ReadKind::kLeaseGet ||
+         opts.kind == ReadKind::kClassicLease;
+}
+bool MakesPlaceholder(const ReadOptions& opts) { return opts.kind != ReadKind::kMeta; }
+
 }  // namespace
 
-// ---------------------------------------------------------------------------
-// Read.
+// What a hit works on: the item, and what it looked like before this read.
+struct ItemStore::Impl::Hit {
+  uint64_t* slot = nullptr;
+  ItemView item{nullptr};
+  bool stub = false;            // a placeholder, or an item still waiting for its value
+  bool touch_later = false;     // see AccessLocked
+  int32_t exptime_before = 0;
+  int64_t since_access_s = 0;   // before this read, at least 0
+  int64_t ttl_before_s = 0;     // the TTL the estimate kept before any touch
+  ReadRateState rate;           // the estimate as this read leaves it
+};
+
+// Placeholders are seen only by the reads that would create one; values in
+// stale grace are not seen by classic reads.
+bool ItemStore::Impl::VisibleTo(const Found& f, const ReadOptions& opts) {
+  if (f.presence == Found::kPlaceholder) return WantsStub(opts);
+  if (f.presence == Found::kExpiredInGrace) return opts.kind != ReadKind::kClassic;
+  return f.slot != nullptr;
+}
 
 // A placeholder lives a little longer than its lease, so that a timeout is
 // seen as a regrant (which renews it) rather than as a miss: until the second
@@ -37,15 +67,10 @@ int32_t ItemStore::Impl::PlaceholderExptime(int64_t now_us) const {
 ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
-  const bool classic = opts.kind == ReadKind::kClassic;
-  const double u =
-      (!classic && opts.lease.xfetch_beta > 0) ? config_.random->UniformOpenClosed() : 1.0;
+  const double u = (opts.kind != ReadKind::kClassic && opts.lease.xfetch_beta > 0)
+                       ? config_.random->UniformOpenClosed()
+                       : 1.0;
   const int32_t touch_exptime = opts.has_touch ? ToExpiryTick(opts.touch_exptime) : 0;
-  const bool wants_stub = (opts.kind == ReadKind::kMeta && opts.has_vivify) ||
-                          opts.kind == ReadKind::kLeaseGet ||
-                          opts.kind == ReadKind::kClassicLease;
-  const bool makes_placeholder = opts.kind != ReadKind::kMeta;
-
   ReadResult r;
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
@@ -53,10 +78,7 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
     const Found f = LookupLocked(shard, key, hash, t);
     r.miss_expired = f.removed_expired;
     r.miss_flushed = f.removed_flushed;
-    bool visible = f.slot != nullptr;
-    if (f.presence == Found::kPlaceholder) visible = wants_stub;
-    if (f.presence == Found::kExpiredInGrace && classic) visible = false;
-    if (visible) {
+    if (VisibleTo(f, opts)) {
       // A touch that gives a TTL to an item stored without one needs a copy
       // with room for it: made before anything else changes.
       size_t needed = 0;
@@ -70,184 +92,234 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
         shard.parked.Park(key, *opts.park);
         r.parked = true;
       }
-      break;
+      return r;
     }
-    if (!wants_stub) break;  // a plain miss; invisible items stay as they are
+    if (!WantsStub(opts)) return r;  // a plain miss; invisible items stay as they are
 
     // A miss that creates a stub and wins its lease.
-    ItemFields fields;
-    fields.key = key;
-    fields.last_access = ClampStoreTime(t.now_s);
-    uint8_t state = kItemTokenSent | kItemNeedsValue;
-    if (makes_placeholder) {
-      fields.exptime = PlaceholderExptime(t.now_us);
-      state |= kItemPlaceholder;
-    } else {
-      // memcached's mg N: a real 0-byte item with the N TTL (or T's).
-      fields.exptime = opts.has_touch ? touch_exptime : ToExpiryTick(opts.vivify_exptime);
-      if (opts.bump) state |= kItemFetched;
-    }
-    fields.cas = 2;   // narrow: the real one is drawn once there is room
-    fields.read_rate = f.carried_rate;
-    if (fields.read_rate.present()) {
-      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
-    }
+    uint8_t state = 0;
+    const ItemFields fields = StubFields(key, f, opts, touch_exptime, t, &state);
     Placed placed;
     if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
       if (!RoomToRetry(lock, attempt, ItemSize(fields))) return r;  // a miss without a lease
       continue;  // the key may have changed meanwhile: look again
     }
-    fields.cas = NextCas();
-    const ItemView stub = WriteItem(placed.segment->At(placed.offset), fields);
-    const uint64_t s = LinkLocked(shard, hash, placed, stub, state, 0, /*new_key=*/true);
-    SetLeaseLocked(shard, s, t.now_ms);
-    shard.counters.lease_grants++;
-    if (Watching(StoreEventKind::kLeaseGranted)) {
-      StoreEvent e = EventAbout(StoreEventKind::kLeaseGranted, stub, t.now_tick);
-      e.token = fields.cas;
-      e.reason = LeaseReason::kMiss;
-      config_.events->OnEvent(e);
-    }
-    placed.segment->Pin();
-    r.status = ReadStatus::kHit;
-    r.item = ItemRef(placed.segment);
-    r.value = stub.value();
-    r.client_flags = 0;
-    r.cas = fields.cas;
-    r.ttl_before = r.ttl_after = TtlAt(fields.exptime, t.now_tick);
-    r.lease = LeaseVerdict::kWin;
-    r.placeholder = makes_placeholder;
-    r.vivified = !makes_placeholder;
-    r.no_value = true;
-    break;
+    LinkStubLocked(shard, hash, placed, fields, state, MakesPlaceholder(opts), t, &r);
+    return r;
   }
-  return r;
 }
 
-void ItemStore::Impl::HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
-                          int64_t touch_exptime, const Times& t, double u, ReadResult* r) {
-  const bool stub = Has(*slot, kItemPlaceholder | kItemNeedsValue);
-  if (opts.bump && !stub) TrackIfHotLocked(shard, slot, t);   // may copy the item
-  ItemView item = ItemAt(*slot);
-  const int32_t exptime_before = item.exptime();
-  const int64_t since_access_s = std::max<int64_t>(0, t.now_s - item.last_access());
-  ReadRateState rate = item.read_rate();
-  const int64_t ttl_before_s = ReadRate::TtlOfCode(rate.ttl_code());
-  r->reads_per_s = rate.present() ? ReadRate::PerSecond(rate.count, since_access_s) : 0;
+// ---------------------------------------------------------------------------
+// A miss that creates a stub.
 
-  // The touch. A classic-mode read (kClassicLease) touches only a fresh value
-  // it is given, after the lease decision: touching a stale value would make
-  // it look fresh, and the reader chosen to recompute is answered a miss.
-  const bool touch_later = opts.has_touch && opts.kind == ReadKind::kClassicLease;
-  auto touch = [&] {
-    item.set_exptime(static_cast<int32_t>(touch_exptime));
-    rate.set_ttl_code(ReadRate::TtlCode(TtlAt(touch_exptime, t.now_tick)));
-  };
-  r->ttl_before = TtlAt(exptime_before, t.now_tick);
-  if (opts.has_touch && !touch_later) touch();
-  r->ttl_after = TtlAt(item.exptime(), t.now_tick);
+ItemFields ItemStore::Impl::StubFields(std::string_view key, const Found& f, const ReadOptions& opts,
+                                       int32_t touch_exptime, const Times& t, uint8_t* state) const {
+  ItemFields fields;
+  fields.key = key;
+  fields.last_access = ClampStoreTime(t.now_s);
+  *state = kItemTokenSent | kItemNeedsValue;
+  if (MakesPlaceholder(opts)) {
+    fields.exptime = PlaceholderExptime(t.now_us);
+    *state |= kItemPlaceholder;
+  } else {
+    // As memcached's: a real 0-byte item with the creation TTL (or the touch's).
+    fields.exptime = opts.has_touch ? touch_exptime : ToExpiryTick(opts.vivify_exptime);
+    if (opts.bump) *state |= kItemFetched;
+  }
+  fields.cas = 2;   // narrow: the real one is drawn once there is room
+  fields.read_rate = f.carried_rate;
+  if (fields.read_rate.present()) {
+    fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
+  }
+  return fields;
+}
+
+void ItemStore::Impl::LinkStubLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemFields fields,
+                                     uint8_t state, bool placeholder, const Times& t, ReadResult* r) {
+  fields.cas = NextCas();
+  const ItemView stub = WriteItem(placed.segment->At(placed.offset), fields);
+  const uint64_t s = LinkLocked(shard, hash, placed, stub, state, 0, /*new_key=*/true);
+  SetLeaseLocked(shard, s, t.now_ms);
+  shard.counters.lease_grants++;
+  if (Watching(StoreEventKind::kLeaseGranted)) {
+    StoreEvent e = EventAbout(StoreEventKind::kLeaseGranted, stub, t.now_tick);
+    e.token = fields.cas;
+    e.reason = LeaseReason::kMiss;
+    config_.events->OnEvent(e);
+  }
+  placed.segment->Pin();
+  r->status = ReadStatus::kHit;
+  r->item = ItemRef(placed.segment);
+  r->value = stub.value();
+  r->client_flags = 0;
+  r->cas = fields.cas;
+  r->ttl_before = r->ttl_after = TtlAt(fields.exptime, t.now_tick);
+  r->lease = LeaseVerdict::kWin;
+  r->placeholder = placeholder;
+  r->vivified = !placeholder;
+  r->no_value = true;
+}
+
+// ---------------------------------------------------------------------------
+// A hit.
+
+void ItemStore::Impl::HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
+                                int32_t touch_exptime, const Times& t, double u, ReadResult* r) {
+  Hit hit = AccessLocked(shard, slot, opts, touch_exptime, t, r);
+  const bool classic = opts.kind == ReadKind::kClassic;
+  // Classic reads ignore staleness entirely (memcached §1.7.11).
+  const bool stale = !classic && (found.presence == Found::kExpiredInGrace || Has(*slot, kItemStale));
+  if (!classic) DecideLeaseLocked(shard, hit, stale, opts, t, u, r);
+  if (hit.touch_later && !stale && !hit.stub && r->lease != LeaseVerdict::kWin) {
+    TouchHit(&hit, touch_exptime, t);
+    if (hit.rate.present()) hit.item.set_read_rate(hit.rate);   // the TTL code only: counts unchanged
+    r->ttl_after = TtlAt(hit.item.exptime(), t.now_tick);
+  }
+  FillHit(hit, stale, r);
+  // A classic-mode winner is answered with a miss: it does not see the stale value.
+  if (stale && !(opts.kind == ReadKind::kClassicLease && r->lease == LeaseVerdict::kWin)) {
+    CountStaleServedLocked(shard, hit.item, t);
+  }
+}
+
+// The access: the key's read rate (r->reads_per_s is its estimate before this
+// read), the touch, the per-class hit, the bump. A classic-mode read
+// (kClassicLease) touches only a fresh value it is given, after the lease
+// decision (touch_later): touching a stale value would make it look fresh,
+// and the reader chosen to recompute is answered a miss.
+ItemStore::Impl::Hit ItemStore::Impl::AccessLocked(Shard& shard, uint64_t* slot, const ReadOptions& opts,
+                                                   int32_t touch_exptime, const Times& t, ReadResult* r) {
+  Hit h;
+  h.slot = slot;
+  h.stub = Has(*slot, kItemPlaceholder | kItemNeedsValue);
+  if (opts.bump && !h.stub) TrackIfHotLocked(shard, slot, t);   // may copy the item
+  h.item = ItemAt(*slot);
+  h.touch_later = opts.has_touch && opts.kind == ReadKind::kClassicLease;
+  h.exptime_before = h.item.exptime();
+  h.since_access_s = std::max<int64_t>(0, t.now_s - h.item.last_access());
+  h.rate = h.item.read_rate();
+  h.ttl_before_s = ReadRate::TtlOfCode(h.rate.ttl_code());
+  r->reads_per_s = h.rate.present() ? ReadRate::PerSecond(h.rate.count, h.since_access_s) : 0;
+  r->ttl_before = TtlAt(h.exptime_before, t.now_tick);
+  if (opts.has_touch && !h.touch_later) TouchHit(&h, touch_exptime, t);
+  r->ttl_after = TtlAt(h.item.exptime(), t.now_tick);
   r->fetched_before = Has(*slot, kItemFetched);
-  r->seconds_since_access = t.now_s - item.last_access();
-  if (!Has(*slot, kItemPlaceholder | kItemNeedsValue)) {
-    StoreStats::Class& c = shard.counters.classes[SlabClassOf(item)];
+  r->seconds_since_access = t.now_s - h.item.last_access();
+  if (!h.stub) {
+    StoreStats::Class& c = shard.counters.classes[SlabClassOf(h.item)];
     (opts.has_touch ? c.touch_hits : c.get_hits)++;
   }
   r->frequency = slot::Freq(*slot);
   if (opts.bump) {
-    if (rate.present()) {
-      rate.count = ReadRate::AfterRead(rate.count, since_access_s, NextRandom(&shard.random));
-      rate.set_hot(r->reads_per_s >= config_.lease.refresh_hot_per_s);
+    if (h.rate.present()) {
+      h.rate.count = ReadRate::AfterRead(h.rate.count, h.since_access_s, NextRandom(&shard.random));
+      h.rate.set_hot(r->reads_per_s >= config_.lease.refresh_hot_per_s);
     }
     // A hit only counts: no list to move (storage/eviction.h).
     const uint8_t freq = std::min<uint8_t>(slot::Freq(*slot) + 1, S3Fifo::kMaxFrequency);
     *slot = slot::WithFreq(slot::WithState(*slot, slot::State(*slot) | kItemFetched), freq);
-    item.set_last_access(ClampStoreTime(t.now_s));
+    h.item.set_last_access(ClampStoreTime(t.now_s));
   }
-  if (rate.present()) SetRateLocked(shard, item, rate);
+  if (h.rate.present()) SetRateLocked(shard, h.item, h.rate);
+  return h;
+}
 
-  const bool classic = opts.kind == ReadKind::kClassic;
-  // Classic reads ignore staleness entirely (memcached §1.7.11).
-  const bool stale =
-      !classic && (found.presence == Found::kExpiredInGrace || Has(*slot, kItemStale));
-  if (!classic) {
-    const bool judge_new_ttl = opts.recache_after_touch || !opts.has_touch || touch_later;
-    LeaseView view;
-    view.stale = stale;
-    view.token_sent = Has(*slot, kItemTokenSent);
-    view.needs_value = Has(*slot, kItemNeedsValue);
-    view.exptime = judge_new_ttl ? item.exptime() : exptime_before;
-    view.lease_granted_ms = view.token_sent ? LeaseGrantedLocked(shard, *slot) : 0;
-    view.delta_ms = item.delta_ms();
-    view.reads_per_s = r->reads_per_s;
-    view.ttl_s = judge_new_ttl ? ReadRate::TtlOfCode(rate.ttl_code()) : ttl_before_s;
-    const LeaseDecision d = DecideRead(config_.lease, view, opts.lease, t.now_us, u);
-    if (d.verdict == LeaseVerdict::kWin) {
-      if (!view.token_sent) {
-        *slot = slot::WithState(*slot, slot::State(*slot) | kItemTokenSent);
-        shard.leases_out++;
-      }
-      SetLeaseLocked(shard, *slot, t.now_ms);
-      LeaseReason reason = d.by_xfetch     ? LeaseReason::kXFetch
-                           : view.stale    ? LeaseReason::kStale
-                           : view.needs_value ? LeaseReason::kMiss
-                                              : LeaseReason::kRecache;
-      if (d.regrant) {
-        // A new CAS supersedes the dead holder's token: its fenced store fails.
-        const uint64_t dead_token = item.cas();
-        item.set_cas(NextCas());
-        if (Has(*slot, kItemPlaceholder)) item.set_exptime(PlaceholderExptime(t.now_us));
-        shard.counters.lease_timeouts++;
-        // Readers parked on the dead lease wait for the new one instead.
-        WakeLocked(shard, item.key());
-        reason = LeaseReason::kTakeover;
-        if (Watching(StoreEventKind::kLeaseTimedOut)) {
-          StoreEvent e = EventAbout(StoreEventKind::kLeaseTimedOut, item, t.now_tick);
-          e.token = item.cas();
-          e.previous_token = dead_token;
-          e.held_ms = t.now_ms - view.lease_granted_ms;
-          config_.events->OnEvent(e);
-        }
-      }
-      shard.counters.lease_grants++;
-      if (d.by_xfetch) shard.counters.xfetch_grants++;
-      if (d.by_refresh) shard.counters.refresh_grants++;
-      if (Watching(StoreEventKind::kLeaseGranted)) {
-        StoreEvent e = EventAbout(StoreEventKind::kLeaseGranted, item, t.now_tick);
-        e.token = item.cas();
-        e.reason = reason;
-        config_.events->OnEvent(e);
-      }
-    }
-    r->lease = d.verdict;
-    r->lease_by_xfetch = d.by_xfetch;
-    r->lease_by_refresh = d.by_refresh;
-  }
-  if (touch_later && !stale && !stub && r->lease != LeaseVerdict::kWin) {
-    touch();
-    if (rate.present()) item.set_read_rate(rate);   // the TTL code only: counts unchanged
-    r->ttl_after = TtlAt(item.exptime(), t.now_tick);
-  }
+// The touch: the new expiry, and the TTL the key's estimate goes on with.
+void ItemStore::Impl::TouchHit(Hit* h, int32_t touch_exptime, const Times& t) {
+  h->item.set_exptime(touch_exptime);
+  h->rate.set_ttl_code(ReadRate::TtlCode(TtlAt(touch_exptime, t.now_tick)));
+}
 
-  Segment* seg = SegmentOf(*slot);
+// The lease decision of a read that is not classic (storage/lease.h), and
+// the grant when this reader wins.
+void ItemStore::Impl::DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const ReadOptions& opts,
+                                        const Times& t, double u, ReadResult* r) {
+  // Which TTL the decision judges: before or after this read's touch.
+  const bool judge_new_ttl = opts.recache_after_touch || !opts.has_touch || h.touch_later;
+  LeaseView view;
+  view.stale = stale;
+  view.token_sent = Has(*h.slot, kItemTokenSent);
+  view.needs_value = Has(*h.slot, kItemNeedsValue);
+  view.exptime = judge_new_ttl ? h.item.exptime() : h.exptime_before;
+  view.lease_granted_ms = view.token_sent ? LeaseGrantedLocked(shard, *h.slot) : 0;
+  view.delta_ms = h.item.delta_ms();
+  view.reads_per_s = r->reads_per_s;
+  view.ttl_s = judge_new_ttl ? ReadRate::TtlOfCode(h.rate.ttl_code()) : h.ttl_before_s;
+  const LeaseDecision d = DecideRead(config_.lease, view, opts.lease, t.now_us, u);
+  if (d.verdict == LeaseVerdict::kWin) GrantLeaseLocked(shard, h, view, d, t);
+  r->lease = d.verdict;
+  r->lease_by_xfetch = d.by_xfetch;
+  r->lease_by_refresh = d.by_refresh;
+}
+
+// The item carries the reader's lease from now (its CAS is the token).
+void ItemStore::Impl::GrantLeaseLocked(Shard& shard, Hit& h, const LeaseView& view, const LeaseDecision& d,
+                                       const Times& t) {
+  uint64_t* slot = h.slot;
+  if (!view.token_sent) {
+    *slot = slot::WithState(*slot, slot::State(*slot) | kItemTokenSent);
+    shard.leases_out++;
+  }
+  SetLeaseLocked(shard, *slot, t.now_ms);
+  LeaseReason reason = d.by_xfetch         ? LeaseReason::kXFetch
+                       : view.stale        ? LeaseReason::kStale
+                       : view.needs_value  ? LeaseReason::kMiss
+                                           : LeaseReason::kRecache;
+  if (d.regrant) {
+    RegrantLocked(shard, h, view.lease_granted_ms, t);
+    reason = LeaseReason::kTakeover;
+  }
+  shard.counters.lease_grants++;
+  if (d.by_xfetch) shard.counters.xfetch_grants++;
+  if (d.by_refresh) shard.counters.refresh_grants++;
+  if (Watching(StoreEventKind::kLeaseGranted)) {
+    StoreEvent e = EventAbout(StoreEventKind::kLeaseGranted, h.item, t.now_tick);
+    e.token = h.item.cas();
+    e.reason = reason;
+    config_.events->OnEvent(e);
+  }
+}
+
+// The previous holder's lease (granted at `dead_granted_ms`) timed out: a new
+// CAS supersedes its token, so its fenced store fails; a placeholder lives
+// on; readers parked on the dead lease wait for the new one instead.
+void ItemStore::Impl::RegrantLocked(Shard& shard, Hit& h, uint32_t dead_granted_ms, const Times& t) {
+  const uint64_t dead_token = h.item.cas();
+  h.item.set_cas(NextCas());
+  if (Has(*h.slot, kItemPlaceholder)) h.item.set_exptime(PlaceholderExptime(t.now_us));
+  shard.counters.lease_timeouts++;
+  WakeLocked(shard, h.item.key());
+  if (Watching(StoreEventKind::kLeaseTimedOut)) {
+    StoreEvent e = EventAbout(StoreEventKind::kLeaseTimedOut, h.item, t.now_tick);
+    e.token = h.item.cas();
+    e.previous_token = dead_token;
+    e.held_ms = t.now_ms - dead_granted_ms;
+    config_.events->OnEvent(e);
+  }
+}
+
+// The result: the value (pinned) and the metadata as they are now.
+void ItemStore::Impl::FillHit(const Hit& h, bool stale, ReadResult* r) const {
+  Segment* seg = SegmentOf(*h.slot);
   seg->Pin();
   r->status = ReadStatus::kHit;
   r->item = ItemRef(seg);
-  r->value = item.value();
-  r->client_flags = item.client_flags();
-  r->cas = item.cas();
-  r->recompute_ms = item.delta_ms();
+  r->value = h.item.value();
+  r->client_flags = h.item.client_flags();
+  r->cas = h.item.cas();
+  r->recompute_ms = h.item.delta_ms();
   r->stale = stale;
-  r->placeholder = Has(*slot, kItemPlaceholder);
-  r->no_value = stub;
-  r->binary_key = Has(*slot, kItemBinaryKey);
-  // A classic-mode winner is answered with a miss: it does not see the stale value.
-  if (stale && !(opts.kind == ReadKind::kClassicLease && r->lease == LeaseVerdict::kWin)) {
-    shard.counters.stale_hits++;
-    if (Watching(StoreEventKind::kStaleServed)) {
-      StoreEvent e = EventAbout(StoreEventKind::kStaleServed, item, t.now_tick);
-      e.token = item.cas();
-      config_.events->OnEvent(e);
-    }
+  r->placeholder = Has(*h.slot, kItemPlaceholder);
+  r->no_value = h.stub;
+  r->binary_key = Has(*h.slot, kItemBinaryKey);
+}
+
+void ItemStore::Impl::CountStaleServedLocked(Shard& shard, ItemView item, const Times& t) {
+  shard.counters.stale_hits++;
+  if (Watching(StoreEventKind::kStaleServed)) {
+    StoreEvent e = EventAbout(StoreEventKind::kStaleServed, item, t.now_tick);
+    e.token = item.cas();
+    config_.events->OnEvent(e);
   }
 }
 
