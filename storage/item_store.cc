@@ -67,29 +67,10 @@ ItemStore::Impl::~Impl() {
   }
 }
 
-ItemStore::Impl::Shard& ItemStore::Impl::ShardFor(uint64_t hash) {
-  // High bits pick the shard, low bits the bucket, so the two stay independent.
-  if (config_.shard_bits == 0) return shards_[0];
-  return shards_[hash >> (64 - config_.shard_bits)];
-}
-
-ItemView ItemStore::Impl::ItemAt(uint64_t slot_value) const {
-  return ItemView(pool_->Get(slot::Segment(slot_value))->At(slot::Offset(slot_value)));
-}
-
-Segment* ItemStore::Impl::SegmentOf(uint64_t slot_value) const {
-  return pool_->Get(slot::Segment(slot_value));
-}
-
 // ---------------------------------------------------------------------------
 // Time and CAS.
 
 int64_t ItemStore::Impl::NowSeconds() const { return config_.clock->NowMicros() / 1000000; }
-
-ItemStore::Impl::Times ItemStore::Impl::Now() const {
-  const int64_t us = config_.clock->NowMicros();
-  return Times{us, us / 1000000, TickOf(us), static_cast<uint32_t>(us / 1000)};
-}
 
 int64_t ItemStore::Impl::ToStoreTime(int64_t exptime) const {
   if (exptime == 0) return 0;
@@ -134,13 +115,6 @@ int64_t ItemStore::Impl::ToUnixTime(int64_t store_s) const {
   return store_s + (config_.clock->UnixSeconds() - NowSeconds());
 }
 
-// The counter stays below kNarrowCasLimit (items store it in 6 bytes): after
-// 2^48 stores it starts again from 2.
-uint64_t ItemStore::Impl::NextCas() {
-  const uint64_t c = next_cas_.fetch_add(1, std::memory_order_relaxed);
-  return c < kNarrowCasLimit ? c : 2 + (c - 2) % (kNarrowCasLimit - 2);
-}
-
 // ---------------------------------------------------------------------------
 // Limits.
 
@@ -166,7 +140,7 @@ void ItemStore::Impl::SetMemoryLimit(size_t bytes) {
 // Linking and unlinking.
 
 uint64_t ItemStore::Impl::LinkLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemView item,
-                               uint8_t state, uint8_t freq, bool new_key, bool counts_as_new) {
+                                     uint8_t state, uint8_t freq, bool new_key, bool counts_as_new) {
   if (new_key) {
     const size_t window = shard.index.items() * shard_count_;
     if (shard.index.TakeGhost(hash, [&](uint32_t stamp) { return queues_->GhostFresh(stamp, window); })) {
@@ -230,7 +204,7 @@ void ItemStore::Impl::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghos
 // or (expired, flushed) reclaimed. memcached counts these where its LRU tail
 // is pulled; an item that expires on access counts only as get_expired.
 void ItemStore::Impl::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item, const Times& t,
-                                   bool evicted) {
+                                         bool evicted) {
   const int64_t now_s = t.now_s;
   const bool fetched = Has(s, kItemFetched);
   const int slab_class = SlabClassOf(item);
@@ -266,7 +240,7 @@ void ItemStore::Impl::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item
 
 // A new value of the key ended the live lease `token` after `took_ms`.
 void ItemStore::Impl::CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
-                                     const Times& t) {
+                                           const Times& t) {
   shard.counters.lease_fulfilled++;
   if (!Watching(StoreEventKind::kLeaseFulfilled)) return;
   StoreEvent e = EventAbout(StoreEventKind::kLeaseFulfilled, fresh, t.now_tick);
@@ -284,10 +258,6 @@ void ItemStore::Impl::SetLeaseLocked(Shard& shard, uint64_t s, uint32_t granted_
   if (shard.leases.Set(slot::LocationKey(s), granted_ms)) pool_->Charge(LeaseTable::kEntryBytes);
 }
 
-uint32_t ItemStore::Impl::LeaseGrantedLocked(const Shard& shard, uint64_t s) const {
-  return shard.leases.GrantedAt(slot::LocationKey(s));
-}
-
 void ItemStore::Impl::DropLeaseLocked(Shard& shard, uint64_t s) {
   if (shard.leases.Drop(slot::LocationKey(s))) pool_->Uncharge(LeaseTable::kEntryBytes);
 }
@@ -295,16 +265,11 @@ void ItemStore::Impl::DropLeaseLocked(Shard& shard, uint64_t s) {
 // ---------------------------------------------------------------------------
 // Lookup with lazy expiry and delayed flush.
 
-bool ItemStore::Impl::IsFlushed(ItemView item, int64_t now_s) const {
-  const int64_t deadline = flush_deadline_.load(std::memory_order_relaxed);
-  return deadline != 0 && now_s >= deadline && item.last_access() < deadline;
-}
-
 // Finds the key, removing it first when it is flushed or expired beyond the
 // stale grace. Stubs (placeholders, vivified items still waiting for their
 // value) never linger as stale values.
 ItemStore::Impl::Found ItemStore::Impl::LookupLocked(Shard& shard, std::string_view key, uint64_t hash,
-                                         const Times& t) {
+                                                     const Times& t) {
   const int64_t now_s = t.now_s;
   Found f;
   uint64_t* slot = shard.index.Find(hash, [&](uint64_t s) { return ItemAt(s).key() == key; });

@@ -153,7 +153,7 @@ ItemRef WalkedItem::Pin() const {
 }
 
 size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
-                       const std::function<void(const WalkedItem&)>& visit) {
+                             const std::function<void(const WalkedItem&)>& visit) {
   if (cursor->done) return 0;
   size_t visited = 0;
   Shard& shard = shards_[cursor->shard];
@@ -252,14 +252,12 @@ StoreStatus ItemStore::Impl::Restore(const RestoreRequest& req) {
         req.last_access_unix == 0 ? t.now_s : std::min(req.last_access_unix - now_unix + t.now_s, t.now_s));
     fields.delta_ms = req.delta_ms;
     fields.cas = req.cas != 0 ? req.cas : 2;
-    fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
     Placed placed;
-    if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
-      if (!req.evict || !RoomToRetry(lock, attempt, ItemSize(fields))) return StoreStatus::kNoMemory;
-      continue;
-    }
-    if (req.cas == 0) fields.cas = NextCas();
-    const ItemView item = WriteItem(placed.segment->At(placed.offset), fields);
+    ItemView item(nullptr);
+    const Placement placement =
+        WriteNewLocked(lock, attempt, t, /*draw_cas=*/req.cas == 0, &fields, &placed, &item, req.evict);
+    if (placement == Placement::kRetry) continue;
+    if (placement == Placement::kNoRoom) return StoreStatus::kNoMemory;
     CopyBytes(item.value_data(), req.value);
     if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
     const uint8_t state = (req.fetched ? kItemFetched : 0) | (req.stale ? kItemStale : 0) |

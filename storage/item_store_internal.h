@@ -32,6 +32,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+// See ItemStore::Impl's helpers.
+#define HERDLESS_STEP [[gnu::always_inline]] inline
+
 namespace herdless {
 namespace store_internal {
 
@@ -150,29 +153,28 @@ class ItemStore::Impl {
   class Hasher;
 
  private:
-  Shard& ShardFor(uint64_t hash);
+  // Helpers; "Locked" ones need the shard's lock held. Those declared inline
+  // are defined at the end of this header. A HERDLESS_STEP is a step of the
+  // operations of one file, written apart so that each reads top to bottom,
+  // and folded back into its callers there: the hot path pays no call for it.
 
-  // Helpers; "Locked" ones need the shard's lock held.
-  Times Now() const;
-  uint64_t NextCas();
+  // The core (item_store.cc).
+  inline Shard& ShardFor(uint64_t hash);
+  inline Times Now() const;
+  inline uint64_t NextCas();
   bool ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const;
-  bool IsFlushed(ItemView item, int64_t now_s) const;
-  int32_t PlaceholderExptime(int64_t now_us) const;   // an expiry tick
-  ItemView ItemAt(uint64_t slot) const;
-  Segment* SegmentOf(uint64_t slot) const;
+  inline bool IsFlushed(ItemView item, int64_t now_s) const;
+  inline ItemView ItemAt(uint64_t slot) const;
+  inline Segment* SegmentOf(uint64_t slot) const;
   Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
-
-  // New items are placed (room taken at the small queue's tail, or a jumbo
-  // segment), written and linked under the shard's lock; when there is no
-  // room the caller unlocks, calls MakeRoom() and tries again.
-  bool PlaceLocked(size_t bytes, int64_t now_s, Placed* out);
-  bool MakeRoom(size_t bytes);
-  // For an operation that found no room: unlocks and makes room. True when
-  // the operation should start over (from its lookup), false to give up.
-  bool RoomToRetry(ShardLock& lock, int attempt, size_t bytes);
-  bool EvictSegment(bool compact);
-  void EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, const Times& t, bool compact);
-  void CountKeptLocked(Shard& shard, SegmentQueue from);
+  void RemoveKey(std::string_view key);
+  // Places a new item and writes its header (`fields`, made full for a jumbo;
+  // a new CAS drawn into them when `draw_cas`); the caller writes the value.
+  // kRetry: there was no room, so the lock was let go and room made: start
+  // over from the lookup. kNoRoom: give up (at once when !make_room).
+  enum class Placement : uint8_t { kWritten, kRetry, kNoRoom };
+  inline Placement WriteNewLocked(ShardLock& lock, int attempt, const Times& t, bool draw_cas,
+                                  ItemFields* fields, Placed* placed, ItemView* item, bool make_room = true);
   // Links a written item; returns its slot. `new_key`: a store of a key that
   // had no item (a fresh ghost gives it a read). `counts_as_new` false: the
   // same item rewritten (an incr that memcached does in place).
@@ -184,15 +186,27 @@ class ItemStore::Impl {
   void CountRemovalLocked(Shard& shard, uint64_t slot, ItemView item, const Times& t, bool evicted);
   void CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
                             const Times& t);
-  // The expiry crawl's rule for one item: removes it when flushed, or expired
-  // beyond the stale grace (a stub when expired at all), counting it as
-  // crawler_reclaimed. True when removed.
-  bool CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t);
-  // The size histogram (TrackSizes): an item of `bytes` joins (+1) or leaves (-1).
-  void CountSizeLocked(const Shard& shard, size_t bytes, int delta);
   bool Watching(StoreEventKind kind) const {
     return config_.events != nullptr && config_.events->Wants(kind);
   }
+  static void WakeLocked(Shard& shard, std::string_view key);
+  // The side table of live leases' grant times, keyed by item location.
+  void SetLeaseLocked(Shard& shard, uint64_t slot, uint32_t granted_ms);
+  inline uint32_t LeaseGrantedLocked(const Shard& shard, uint64_t slot) const;
+  void DropLeaseLocked(Shard& shard, uint64_t slot);
+
+  // Memory (item_store_memory.cc). New items are placed (room taken at the
+  // small queue's tail, or a jumbo segment), written and linked under the
+  // shard's lock; when there is no room the caller unlocks, calls MakeRoom()
+  // and tries again.
+  bool PlaceLocked(size_t bytes, int64_t now_s, Placed* out);
+  bool MakeRoom(size_t bytes);
+  // For an operation that found no room: unlocks and makes room. True when
+  // the operation should start over (from its lookup), false to give up.
+  bool RoomToRetry(ShardLock& lock, int attempt, size_t bytes);
+  bool EvictSegment(bool compact);
+  void EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, const Times& t, bool compact);
+  void CountKeptLocked(Shard& shard, SegmentQueue from);
   // Writes a copy of the slot's item with `fields` (the same key and value)
   // and points the slot at it (the slot pointer stays valid). False when
   // there is no room.
@@ -202,34 +216,65 @@ class ItemStore::Impl {
   // TTL if it has none). False when that needs `*needed` bytes there are not.
   bool RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t exptime, int64_t now_s,
                             size_t* needed);
+
   // Reads (item_store_read.cc): a miss that creates a stub holding the key's
   // lease, and a hit in its steps.
-  static bool VisibleTo(const Found& f, const ReadOptions& opts);
+  int32_t PlaceholderExptime(int64_t now_us) const;   // an expiry tick
+  HERDLESS_STEP static bool VisibleTo(const Found& f, const ReadOptions& opts);
   ItemFields StubFields(std::string_view key, const Found& f, const ReadOptions& opts,
                         int32_t touch_exptime, const Times& t, uint8_t* state) const;
-  void LinkStubLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemFields fields,
-                      uint8_t state, bool placeholder, const Times& t, ReadResult* r);
-  void HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
-                 int32_t touch_exptime, const Times& t, double u, ReadResult* r);
-  Hit AccessLocked(Shard& shard, uint64_t* slot, const ReadOptions& opts, int32_t touch_exptime,
-                   const Times& t, ReadResult* r);
-  static void TouchHit(Hit* h, int32_t touch_exptime, const Times& t);
-  void DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const ReadOptions& opts, const Times& t,
-                         double u, ReadResult* r);
+  void LinkStubLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemView stub, uint8_t state,
+                      bool placeholder, const Times& t, ReadResult* r);
+  HERDLESS_STEP void HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
+                               int32_t touch_exptime, const Times& t, double u, ReadResult* r);
+  HERDLESS_STEP Hit AccessLocked(Shard& shard, uint64_t* slot, const ReadOptions& opts, int32_t touch_exptime,
+                                 const Times& t, ReadResult* r);
+  HERDLESS_STEP static void TouchHit(Hit* h, int32_t touch_exptime, const Times& t);
+  HERDLESS_STEP void DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const ReadOptions& opts,
+                                       const Times& t, double u, ReadResult* r);
   void GrantLeaseLocked(Shard& shard, Hit& h, const LeaseView& view, const LeaseDecision& d,
                         const Times& t);
   void RegrantLocked(Shard& shard, Hit& h, uint32_t dead_granted_ms, const Times& t);
-  void FillHit(const Hit& h, bool stale, ReadResult* r) const;
+  HERDLESS_STEP void FillHit(const Hit& h, bool stale, ReadResult* r) const;
   void CountStaleServedLocked(Shard& shard, ItemView item, const Times& t);
-  // Read rates (storage/read_rate.h). A key read twice within one second
-  // gets an estimate (from its next store when the item has no room).
+
+  // Writes (item_store_write.cc): a store decides what to do with the item
+  // the lookup found, builds the new one's fields and links it in its place.
+  enum class StoreAction : uint8_t { kPlain, kStale, kReject };
+  HERDLESS_STEP StoreAction StoreActionLocked(Shard& shard, const Found& f, const StoreRequest& req,
+                                              bool first_attempt, const Times& t, StoreStats::Class& counts,
+                                              StoreStatus* status);
+  // What a new value of a key does with the key's lease: ends it (fulfilled,
+  // after took_ms), or keeps it (a new item with kItemTokenSent: granted_ms).
+  struct LeaseHandover {
+    bool fulfilled = false;
+    uint32_t took_ms = 0;
+    uint32_t granted_ms = 0;
+  };
+  HERDLESS_STEP ItemFields StoreFieldsLocked(Shard& shard, uint64_t hash, const Found& f,
+                                             const StoreRequest& req, int32_t exptime, StoreAction action,
+                                             const Times& t, uint8_t* state, LeaseHandover* lease);
+  HERDLESS_STEP LeaseHandover EndLeaseLocked(const Shard& shard, uint64_t old_slot, ItemFields* fields,
+                                             const Times& t) const;
+  // Links a new item of the key in the place of the one the lookup found (if
+  // any), counting the lease it fulfils, keeping the one it keeps.
+  HERDLESS_STEP uint64_t ReplaceLocked(Shard& shard, uint64_t hash, const Found& f, const Placed& placed,
+                                       ItemView item, uint8_t state, uint8_t freq, const LeaseHandover& lease,
+                                       const Times& t, bool counts_as_new = true);
+  StoreResult StoreConcat(const StoreRequest& req);
+  HERDLESS_STEP static ArithStatus CountedValueLocked(Shard& shard, ItemView old_item, const ArithRequest& req,
+                                                      bool first_attempt, uint64_t* value);
+
+  // Read rates (item_store_rates.cc; storage/read_rate.h). A key read twice
+  // within one second gets an estimate (from its next store when the item
+  // has no room).
   void TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t);
   // The estimate a new item of the key gets at `t` with `exptime` (a tick):
   // `old`'s decayed, or none once it has decayed below one read.
   ReadRateState CarriedRateLocked(Shard& shard, ItemView old, const Times& t, int32_t exptime);
   // Remembers the estimate (decayed to now_s) of a key removed on expiry, and
   // recalls it, decayed to now, when the key is not in the index
-  // (Shard::expired_rates); none if not remembered.
+  // (Shard::remembered_rates); none if not remembered.
   static void RememberRateLocked(Shard& shard, uint64_t hash, ReadRateState rate, int64_t now_s);
   ReadRateState RecalledRateLocked(Shard& shard, uint64_t hash, int64_t now_s);
   // Sets the item's last access to now (an access that is not a read),
@@ -237,15 +282,16 @@ class ItemStore::Impl {
   void MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t now_s);
   // Rewrites the estimate in place, keeping the shard's counts.
   void SetRateLocked(Shard& shard, ItemView item, ReadRateState rate);
-  static void CountRateLocked(Shard& shard, ReadRateState rate, int sign);
-  void RemoveKey(std::string_view key);
+  static inline void CountRateLocked(Shard& shard, ReadRateState rate, int sign);
+
+  // Maintenance (item_store_admin.cc).
   size_t SweepAll(int64_t flushed_before);
-  StoreResult StoreConcat(const StoreRequest& req);
-  static void WakeLocked(Shard& shard, std::string_view key);
-  // The side table of live leases' grant times, keyed by item location.
-  void SetLeaseLocked(Shard& shard, uint64_t slot, uint32_t granted_ms);
-  uint32_t LeaseGrantedLocked(const Shard& shard, uint64_t slot) const;
-  void DropLeaseLocked(Shard& shard, uint64_t slot);
+  // The expiry crawl's rule for one item: removes it when flushed, or expired
+  // beyond the stale grace (a stub when expired at all), counting it as
+  // crawler_reclaimed. True when removed.
+  bool CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t);
+  // The size histogram (TrackSizes): an item of `bytes` joins (+1) or leaves (-1).
+  void CountSizeLocked(const Shard& shard, size_t bytes, int delta);
 
   StoreConfig config_;
   std::unique_ptr<Shard[]> shards_;
@@ -377,6 +423,70 @@ class ItemStore::Impl::ShardLock {
   Shard& shard_;
   bool locked_ = false;
 };
+
+
+// ---------------------------------------------------------------------------
+// The inline helpers of the core, which every operation calls.
+
+ItemStore::Impl::Shard& ItemStore::Impl::ShardFor(uint64_t hash) {
+  // High bits pick the shard, low bits the bucket, so the two stay independent.
+  if (config_.shard_bits == 0) return shards_[0];
+  return shards_[hash >> (64 - config_.shard_bits)];
+}
+
+ItemView ItemStore::Impl::ItemAt(uint64_t slot_value) const {
+  return ItemView(pool_->Get(slot::Segment(slot_value))->At(slot::Offset(slot_value)));
+}
+
+Segment* ItemStore::Impl::SegmentOf(uint64_t slot_value) const {
+  return pool_->Get(slot::Segment(slot_value));
+}
+
+ItemStore::Impl::Times ItemStore::Impl::Now() const {
+  const int64_t us = config_.clock->NowMicros();
+  return Times{us, us / 1000000, TickOf(us), static_cast<uint32_t>(us / 1000)};
+}
+
+// The counter stays below kNarrowCasLimit (items store it in 6 bytes): after
+// 2^48 stores it starts again from 2.
+uint64_t ItemStore::Impl::NextCas() {
+  const uint64_t c = next_cas_.fetch_add(1, std::memory_order_relaxed);
+  return c < kNarrowCasLimit ? c : 2 + (c - 2) % (kNarrowCasLimit - 2);
+}
+
+bool ItemStore::Impl::IsFlushed(ItemView item, int64_t now_s) const {
+  const int64_t deadline = flush_deadline_.load(std::memory_order_relaxed);
+  return deadline != 0 && now_s >= deadline && item.last_access() < deadline;
+}
+
+uint32_t ItemStore::Impl::LeaseGrantedLocked(const Shard& shard, uint64_t s) const {
+  return shard.leases.GrantedAt(slot::LocationKey(s));
+}
+
+void ItemStore::Impl::CountRateLocked(Shard& shard, ReadRateState rate, int sign) {
+  if (!rate.present()) return;
+  if (sign > 0) {
+    shard.rated_items++;
+    if (rate.hot()) shard.hot_items++;
+  } else {
+    shard.rated_items--;
+    if (rate.hot()) shard.hot_items--;
+  }
+}
+
+ItemStore::Impl::Placement ItemStore::Impl::WriteNewLocked(ShardLock& lock, int attempt, const Times& t,
+                                                           bool draw_cas, ItemFields* fields, Placed* placed,
+                                                           ItemView* item, bool make_room) {
+  fields->full_header = false;
+  fields->full_header = ItemSize(*fields) > pool_->max_fixed_item();
+  if (!PlaceLocked(ItemSize(*fields), t.now_s, placed)) {
+    if (!make_room) return Placement::kNoRoom;
+    return RoomToRetry(lock, attempt, ItemSize(*fields)) ? Placement::kRetry : Placement::kNoRoom;
+  }
+  if (draw_cas) fields->cas = NextCas();
+  *item = WriteItem(placed->segment->At(placed->offset), *fields);
+  return Placement::kWritten;
+}
 
 }  // namespace herdless
 

@@ -106,7 +106,7 @@ bool ItemStore::Impl::EvictSegment(bool compact) {
 // ghost of it stays in the index). When compacting, every item that is not
 // flushed or expired is kept.
 void ItemStore::Impl::EvictFromLocked(Shard& shard, uint64_t* slot, Segment* victim, const Times& t,
-                                bool compact) {
+                                      bool compact) {
   const int64_t now_s = t.now_s;
   const uint64_t s = *slot;
   const ItemView item = ItemAt(s);
@@ -147,7 +147,7 @@ void ItemStore::Impl::CountKeptLocked(Shard& shard, SegmentQueue from) {
 // Points the slot at a copy of its item (written at `placed`, of the same
 // key and value), keeping its state; the slot stays where it is in the index.
 void ItemStore::Impl::RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed, ItemView copy,
-                              uint8_t freq) {
+                                    uint8_t freq) {
   const uint64_t s = *slot;
   const ItemView old_item = ItemAt(s);
   Segment* old_seg = SegmentOf(s);
@@ -188,7 +188,7 @@ bool ItemStore::Impl::RelocateLocked(Shard& shard, uint64_t* slot, ItemFields fi
 }
 
 bool ItemStore::Impl::RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t exptime, int64_t now_s,
-                                     size_t* needed) {
+                                           size_t* needed) {
   if (ItemAt(*slot).CanHoldExptime(exptime)) return true;
   ItemFields fields = ItemAt(*slot).Fields();
   fields.exptime = exptime;

@@ -15,17 +15,6 @@ using namespace store_internal;
 // and in hot_items when its hot mark is set; the counts follow the item bytes
 // (LinkLocked, UnlinkLocked, RepointLocked, SetRateLocked).
 
-void ItemStore::Impl::CountRateLocked(Shard& shard, ReadRateState rate, int sign) {
-  if (!rate.present()) return;
-  if (sign > 0) {
-    shard.rated_items++;
-    if (rate.hot()) shard.hot_items++;
-  } else {
-    shard.rated_items--;
-    if (rate.hot()) shard.hot_items--;
-  }
-}
-
 void ItemStore::Impl::SetRateLocked(Shard& shard, ItemView item, ReadRateState rate) {
   if (!rate.present()) rate.set_hot(false);
   CountRateLocked(shard, item.read_rate(), -1);

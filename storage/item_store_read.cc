@@ -98,13 +98,13 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
 
     // A miss that creates a stub and wins its lease.
     uint8_t state = 0;
-    const ItemFields fields = StubFields(key, f, opts, touch_exptime, t, &state);
+    ItemFields fields = StubFields(key, f, opts, touch_exptime, t, &state);
     Placed placed;
-    if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
-      if (!RoomToRetry(lock, attempt, ItemSize(fields))) return r;  // a miss without a lease
-      continue;  // the key may have changed meanwhile: look again
-    }
-    LinkStubLocked(shard, hash, placed, fields, state, MakesPlaceholder(opts), t, &r);
+    ItemView stub(nullptr);
+    const Placement placement = WriteNewLocked(lock, attempt, t, /*draw_cas=*/true, &fields, &placed, &stub);
+    if (placement == Placement::kRetry) continue;  // the key may have changed meanwhile: look again
+    if (placement == Placement::kNoRoom) return r;  // a miss without a lease
+    LinkStubLocked(shard, hash, placed, stub, state, MakesPlaceholder(opts), t, &r);
     return r;
   }
 }
@@ -134,16 +134,14 @@ ItemFields ItemStore::Impl::StubFields(std::string_view key, const Found& f, con
   return fields;
 }
 
-void ItemStore::Impl::LinkStubLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemFields fields,
+void ItemStore::Impl::LinkStubLocked(Shard& shard, uint64_t hash, const Placed& placed, ItemView stub,
                                      uint8_t state, bool placeholder, const Times& t, ReadResult* r) {
-  fields.cas = NextCas();
-  const ItemView stub = WriteItem(placed.segment->At(placed.offset), fields);
   const uint64_t s = LinkLocked(shard, hash, placed, stub, state, 0, /*new_key=*/true);
   SetLeaseLocked(shard, s, t.now_ms);
   shard.counters.lease_grants++;
   if (Watching(StoreEventKind::kLeaseGranted)) {
     StoreEvent e = EventAbout(StoreEventKind::kLeaseGranted, stub, t.now_tick);
-    e.token = fields.cas;
+    e.token = stub.cas();
     e.reason = LeaseReason::kMiss;
     config_.events->OnEvent(e);
   }
@@ -152,8 +150,8 @@ void ItemStore::Impl::LinkStubLocked(Shard& shard, uint64_t hash, const Placed& 
   r->item = ItemRef(placed.segment);
   r->value = stub.value();
   r->client_flags = 0;
-  r->cas = fields.cas;
-  r->ttl_before = r->ttl_after = TtlAt(fields.exptime, t.now_tick);
+  r->cas = stub.cas();
+  r->ttl_before = r->ttl_after = TtlAt(stub.exptime(), t.now_tick);
   r->lease = LeaseVerdict::kWin;
   r->placeholder = placeholder;
   r->vivified = !placeholder;

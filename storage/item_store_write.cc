@@ -40,10 +40,6 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
   if (pool_->used() > pool_->limit() && config_.evictions) EvictSegment(/*compact=*/false);
 
   const int32_t exptime = ToExpiryTick(req.exptime);
-  // meta's C turns set and replace into a compare-and-swap (memcached).
-  const bool cas_mode = req.mode == StoreMode::kCas ||
-                        (req.compare_cas != 0 &&
-                         (req.mode == StoreMode::kSet || req.mode == StoreMode::kReplace));
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
   // memcached counts a store's per-class stats in the new item's class.
@@ -54,111 +50,28 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
     ShardLock lock(this, shard);
     if (attempt == 0) counts.set_cmds++;
     const Found f = LookupLocked(shard, req.key, hash, t);
-    const uint64_t old_slot = f.slot != nullptr ? *f.slot : 0;
-    const bool live = f.presence == Found::kLive;
-
-    enum class Action { kPlain, kStale, kReject } action = Action::kReject;
-    if (req.lease_token != 0) {
-      // lease-set: only the holder of the live lease may store.
-      if (f.slot != nullptr && Has(old_slot, kItemTokenSent) &&
-          ItemAt(old_slot).cas() == req.lease_token) {
-        action = Action::kPlain;
-      } else {
-        shard.counters.lease_sets_refused++;
-        res.status = StoreStatus::kNotStored;
-      }
-    } else if (cas_mode) {
-      // Stubs and values in stale grace take part: a lease winner's token is their CAS.
-      if (f.slot == nullptr) {
-        res.status = StoreStatus::kNotFound;
-      } else if (req.compare_cas != 0 && req.compare_cas == ItemAt(old_slot).cas()) {
-        action = Action::kPlain;
-        if (attempt == 0) counts.cas_hits++;
-      } else if (req.invalidate && req.compare_cas != 0 && req.compare_cas < ItemAt(old_slot).cas()) {
-        action = Action::kStale;  // memcached's ms I: an older CAS stores a stale value
-      } else {
-        res.status = StoreStatus::kExists;
-        counts.cas_badval++;
-      }
-    } else if (req.mode == StoreMode::kAdd) {
-      if (live) {
-        // memcached's add bumps the existing item (its time at most once a minute).
-        ItemView old_item = ItemAt(old_slot);
-        *f.slot = slot::WithFreq(old_slot, std::min<uint8_t>(slot::Freq(old_slot) + 1, S3Fifo::kMaxFrequency));
-        if (old_item.last_access() < t.now_s - kAddBumpInterval) {
-          MoveAccessTimeLocked(shard, old_item, t.now_s);
-        }
-        res.status = StoreStatus::kNotStored;
-      } else {
-        action = Action::kPlain;
-      }
-    } else if (req.mode == StoreMode::kReplace) {
-      if (live) action = Action::kPlain;
-      else res.status = StoreStatus::kNotStored;
-    } else {
-      action = Action::kPlain;  // set
-    }
-    if (action == Action::kReject) return res;
-
-    // The new item's fields. A plain store ends any lease on the key and, when
-    // it fulfils one, measures the recompute time.
-    ItemFields fields;
-    fields.key = req.key;
-    fields.value_len = static_cast<uint32_t>(req.value.size());
-    fields.client_flags = req.client_flags;
-    fields.exptime = exptime;
-    fields.last_access = ClampStoreTime(t.now_s);
-    fields.cas = req.new_cas != 0 ? req.new_cas : 2;
-    uint8_t state = req.binary_key ? kItemBinaryKey : 0;
-    uint32_t granted = 0;
-    bool fulfilled = false;
-    uint32_t took_ms = 0;
-    if (f.slot != nullptr) {
-      const ItemView old_item = ItemAt(old_slot);
-      fields.delta_ms = old_item.delta_ms();
-      if (action == Action::kStale) {
-        // Keeps the old TTL, is marked stale and keeps any outstanding lease.
-        fields.exptime = old_item.exptime();
-        state |= kItemStale | (slot::State(old_slot) & kItemTokenSent);
-        if (state & kItemTokenSent) granted = LeaseGrantedLocked(shard, old_slot);
-      } else if (Has(old_slot, kItemTokenSent)) {
-        fulfilled = true;
-        took_ms = t.now_ms - LeaseGrantedLocked(shard, old_slot);
-        fields.delta_ms = SmoothDelta(old_item.delta_ms(), took_ms);
-      }
-      // The key's read rate goes on with its new value.
-      fields.read_rate = CarriedRateLocked(shard, old_item, t, fields.exptime);
-      if (!fields.read_rate.present()) {
-        fields.read_rate = RecalledRateLocked(shard, hash, t.now_s);
-        fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
-      }
-    } else if (f.carried_rate.present()) {
-      fields.read_rate = f.carried_rate;
-      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
-    }
-    fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
+    const StoreAction action = StoreActionLocked(shard, f, req, attempt == 0, t, counts, &res.status);
+    if (action == StoreAction::kReject) return res;
+    uint8_t state = 0;
+    LeaseHandover lease;
+    ItemFields fields = StoreFieldsLocked(shard, hash, f, req, exptime, action, t, &state, &lease);
     Placed placed;
-    if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
-      if (!RoomToRetry(lock, attempt, ItemSize(fields))) {
-        // RoomToRetry let the shard's lock go; its counters need it again.
-        lock.lock();
-        counts.outofmemory++;
-        lock.unlock();
-        if (remove_on_failure) RemoveKey(req.key);
-        res.status = StoreStatus::kNoMemory;
-        return res;
-      }
-      continue;
+    ItemView item(nullptr);
+    const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
+    if (placement == Placement::kRetry) continue;
+    if (placement == Placement::kNoRoom) {
+      // RoomToRetry let the shard's lock go; its counters need it again.
+      lock.lock();
+      counts.outofmemory++;
+      lock.unlock();
+      if (remove_on_failure) RemoveKey(req.key);
+      res.status = StoreStatus::kNoMemory;
+      return res;
     }
-    if (req.new_cas == 0) fields.cas = NextCas();
-    const ItemView item = WriteItem(placed.segment->At(placed.offset), fields);
     CopyBytes(item.value_data(), req.value);
     // The new value's frequency carries the key's reads: it is the same key.
-    const uint8_t freq = f.slot != nullptr ? slot::Freq(old_slot) : 0;
-    if (fulfilled) CountFulfilledLocked(shard, ItemAt(old_slot).cas(), item, took_ms, t);
-    if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
-    const uint64_t s = LinkLocked(shard, hash, placed, item, state, freq, /*new_key=*/f.slot == nullptr);
-    if (state & kItemTokenSent) SetLeaseLocked(shard, s, granted);
+    const uint8_t freq = f.slot != nullptr ? slot::Freq(*f.slot) : 0;
+    ReplaceLocked(shard, hash, f, placed, item, state, freq, lease, t);
     res.status = StoreStatus::kStored;
     res.cas = fields.cas;
     res.stored_size = fields.value_len;
@@ -166,8 +79,126 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
   }
 }
 
+// What a store does with the item the lookup found: store a plain value, a
+// stale one, or nothing (kReject, with *status saying why).
+ItemStore::Impl::StoreAction ItemStore::Impl::StoreActionLocked(Shard& shard, const Found& f,
+                                                                const StoreRequest& req, bool first_attempt,
+                                                                const Times& t, StoreStats::Class& counts,
+                                                                StoreStatus* status) {
+  const uint64_t old_slot = f.slot != nullptr ? *f.slot : 0;
+  const bool live = f.presence == Found::kLive;
+  // meta's C turns set and replace into a compare-and-swap (memcached).
+  const bool cas_mode = req.mode == StoreMode::kCas ||
+                        (req.compare_cas != 0 &&
+                         (req.mode == StoreMode::kSet || req.mode == StoreMode::kReplace));
+  if (req.lease_token != 0) {
+    // lease-set: only the holder of the live lease may store.
+    if (f.slot != nullptr && Has(old_slot, kItemTokenSent) && ItemAt(old_slot).cas() == req.lease_token) {
+      return StoreAction::kPlain;
+    }
+    shard.counters.lease_sets_refused++;
+    *status = StoreStatus::kNotStored;
+    return StoreAction::kReject;
+  }
+  if (cas_mode) {
+    // Stubs and values in stale grace take part: a lease winner's token is their CAS.
+    if (f.slot == nullptr) {
+      *status = StoreStatus::kNotFound;
+      return StoreAction::kReject;
+    }
+    if (req.compare_cas != 0 && req.compare_cas == ItemAt(old_slot).cas()) {
+      if (first_attempt) counts.cas_hits++;
+      return StoreAction::kPlain;
+    }
+    if (req.invalidate && req.compare_cas != 0 && req.compare_cas < ItemAt(old_slot).cas()) {
+      return StoreAction::kStale;  // an older CAS stores a stale value (memcached's)
+    }
+    *status = StoreStatus::kExists;
+    counts.cas_badval++;
+    return StoreAction::kReject;
+  }
+  if (req.mode == StoreMode::kAdd && live) {
+    // memcached's add bumps the existing item (its time at most once a minute).
+    ItemView old_item = ItemAt(old_slot);
+    *f.slot = slot::WithFreq(old_slot, std::min<uint8_t>(slot::Freq(old_slot) + 1, S3Fifo::kMaxFrequency));
+    if (old_item.last_access() < t.now_s - kAddBumpInterval) MoveAccessTimeLocked(shard, old_item, t.now_s);
+    *status = StoreStatus::kNotStored;
+    return StoreAction::kReject;
+  }
+  if (req.mode == StoreMode::kReplace && !live) {
+    *status = StoreStatus::kNotStored;
+    return StoreAction::kReject;
+  }
+  return StoreAction::kPlain;   // set, add of a new key, replace of a live one
+}
+
+// The new item's fields: the request's, with the key's recompute time and
+// read rate. A plain store ends any lease on the key and, when it fulfils
+// one, measures the recompute time; a stale one keeps the old TTL, is marked
+// stale and keeps any outstanding lease (*lease says which).
+ItemFields ItemStore::Impl::StoreFieldsLocked(Shard& shard, uint64_t hash, const Found& f,
+                                              const StoreRequest& req, int32_t exptime, StoreAction action,
+                                              const Times& t, uint8_t* state, LeaseHandover* lease) {
+  ItemFields fields;
+  fields.key = req.key;
+  fields.value_len = static_cast<uint32_t>(req.value.size());
+  fields.client_flags = req.client_flags;
+  fields.exptime = exptime;
+  fields.last_access = ClampStoreTime(t.now_s);
+  fields.cas = req.new_cas != 0 ? req.new_cas : 2;
+  *state = req.binary_key ? kItemBinaryKey : 0;
+  if (f.slot == nullptr) {
+    if (f.carried_rate.present()) {
+      fields.read_rate = f.carried_rate;
+      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
+    }
+    return fields;
+  }
+  const uint64_t old_slot = *f.slot;
+  const ItemView old_item = ItemAt(old_slot);
+  fields.delta_ms = old_item.delta_ms();
+  if (action == StoreAction::kStale) {
+    fields.exptime = old_item.exptime();
+    *state |= kItemStale | (slot::State(old_slot) & kItemTokenSent);
+    if (*state & kItemTokenSent) lease->granted_ms = LeaseGrantedLocked(shard, old_slot);
+  } else {
+    *lease = EndLeaseLocked(shard, old_slot, &fields, t);
+  }
+  // The key's read rate goes on with its new value.
+  fields.read_rate = CarriedRateLocked(shard, old_item, t, fields.exptime);
+  if (!fields.read_rate.present()) {
+    fields.read_rate = RecalledRateLocked(shard, hash, t.now_s);
+    fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
+  }
+  return fields;
+}
+
+// A new value of the key ends the lease the item at `old_slot` holds, if it
+// holds one, and measures the recompute time into fields->delta_ms.
+ItemStore::Impl::LeaseHandover ItemStore::Impl::EndLeaseLocked(const Shard& shard, uint64_t old_slot,
+                                                               ItemFields* fields, const Times& t) const {
+  LeaseHandover lease;
+  if (!Has(old_slot, kItemTokenSent)) return lease;
+  lease.fulfilled = true;
+  lease.took_ms = t.now_ms - LeaseGrantedLocked(shard, old_slot);
+  fields->delta_ms = SmoothDelta(fields->delta_ms, lease.took_ms);
+  return lease;
+}
+
+uint64_t ItemStore::Impl::ReplaceLocked(Shard& shard, uint64_t hash, const Found& f, const Placed& placed,
+                                        ItemView item, uint8_t state, uint8_t freq, const LeaseHandover& lease,
+                                        const Times& t, bool counts_as_new) {
+  if (lease.fulfilled) CountFulfilledLocked(shard, ItemAt(*f.slot).cas(), item, lease.took_ms, t);
+  if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
+  const uint64_t s = LinkLocked(shard, hash, placed, item, state, freq, /*new_key=*/f.slot == nullptr,
+                                counts_as_new);
+  if (state & kItemTokenSent) SetLeaseLocked(shard, s, lease.granted_ms);
+  return s;
+}
+
 // append / prepend: a new item holding old + new bytes, with the old item's
-// client flags and TTL. Needs a live item, unless ms N vivifies it.
+// client flags and TTL. Needs a live item, unless the request creates one on
+// a miss.
 StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
   StoreResult res;
   const uint64_t hash = HashKey(req.key);
@@ -182,8 +213,7 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
       res.status = StoreStatus::kNotStored;
       return res;
     }
-    const uint64_t old_slot = live ? *f.slot : 0;
-    if (live && req.compare_cas != 0 && req.compare_cas != ItemAt(old_slot).cas()) {
+    if (live && req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) {
       res.status = StoreStatus::kExists;
       return res;
     }
@@ -195,7 +225,7 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     fields.cas = req.new_cas != 0 ? req.new_cas : 2;
     std::string_view old_value;
     if (live) {
-      const ItemView old_item = ItemAt(old_slot);
+      const ItemView old_item = ItemAt(*f.slot);
       old_value = old_item.value();
       fields.client_flags = old_item.client_flags();
       fields.exptime = old_item.exptime();
@@ -211,37 +241,26 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     fields.value_len = static_cast<uint32_t>(len);
     // A new value of the key (whatever it held: a value in stale grace, a
     // stub) ends its lease, and measures the recompute time when it does.
-    bool fulfilled = false;
-    uint32_t took_ms = 0;
+    LeaseHandover lease;
     if (f.slot != nullptr) {
-      const uint64_t s = *f.slot;
-      fields.delta_ms = ItemAt(s).delta_ms();
-      if (Has(s, kItemTokenSent)) {
-        fulfilled = true;
-        took_ms = t.now_ms - LeaseGrantedLocked(shard, s);
-        fields.delta_ms = SmoothDelta(fields.delta_ms, took_ms);
-      }
-      fields.read_rate = CarriedRateLocked(shard, ItemAt(s), t, fields.exptime);
+      fields.delta_ms = ItemAt(*f.slot).delta_ms();
+      lease = EndLeaseLocked(shard, *f.slot, &fields, t);
+      fields.read_rate = CarriedRateLocked(shard, ItemAt(*f.slot), t, fields.exptime);
     }
-    fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
     Placed placed;
-    if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
-      if (!RoomToRetry(lock, attempt, ItemSize(fields))) {
-        res.status = StoreStatus::kNotStored;
-        return res;
-      }
-      continue;
+    ItemView item(nullptr);
+    const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
+    if (placement == Placement::kRetry) continue;
+    if (placement == Placement::kNoRoom) {
+      res.status = StoreStatus::kNotStored;
+      return res;
     }
-    if (req.new_cas == 0) fields.cas = NextCas();
-    const ItemView item = WriteItem(placed.segment->At(placed.offset), fields);
     const std::string_view first = append ? old_value : req.value;
     const std::string_view second = append ? req.value : old_value;
     CopyBytes(item.value_data(), first);
     CopyBytes(item.value_data() + first.size(), second);
     const uint8_t freq = f.slot != nullptr ? slot::Freq(*f.slot) : 0;
-    if (fulfilled) CountFulfilledLocked(shard, ItemAt(*f.slot).cas(), item, took_ms, t);
-    if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
-    LinkLocked(shard, hash, placed, item, 0, freq, /*new_key=*/f.slot == nullptr);
+    ReplaceLocked(shard, hash, f, placed, item, 0, freq, lease, t);
     res.status = StoreStatus::kStored;
     res.cas = fields.cas;
     res.stored_size = fields.value_len;
@@ -349,38 +368,19 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     }
     uint64_t value;
     ItemFields fields;
-    fields.key = req.key;
     uint8_t state = 0;
     uint8_t freq = 0;
-    bool fits_in_place = false;   // memcached would rewrite the old item's bytes
     if (live) {
       const ItemView old_item = ItemAt(*f.slot);
-      // memcached's order: empty value, then CAS, then the number itself.
-      if (old_item.value_len() == 0) {
-        res.status = ArithStatus::kNonNumeric;
-        return res;
-      }
-      if (req.compare_cas != 0 && req.compare_cas != old_item.cas()) {
-        res.status = ArithStatus::kExists;
-        return res;
-      }
-      uint64_t current;
-      if (!ParseCounter(old_item.value(), &current)) {
-        res.status = ArithStatus::kNonNumeric;
-        return res;
-      }
-      if (req.incr) value = current + req.delta;  // wraps mod 2^64
-      else value = req.delta > current ? 0 : current - req.delta;
-      if (attempt == 0) {
-        StoreStats::Class& c = shard.counters.classes[SlabClassOf(old_item)];
-        (req.incr ? c.incr_hits : c.decr_hits)++;
-      }
+      res.status = CountedValueLocked(shard, old_item, req, attempt == 0, &value);
+      if (res.status != ArithStatus::kOk) return res;
       // Looks like memcached's in-place update: same flags, TTL and state bits.
       fields = old_item.Fields();
       state = slot::State(*f.slot) & (kItemFetched | kItemStale | kItemTokenSent | kItemBinaryKey);
       freq = slot::Freq(*f.slot);
     } else {
-      value = req.initial;  // ma N J: created with the initial value, no delta applied
+      value = req.initial;  // created with the initial value, no delta applied
+      fields.key = req.key;
       fields.exptime = vivify_exptime;
       fields.last_access = ClampStoreTime(t.now_s);
     }
@@ -389,31 +389,24 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
         static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), value).ptr - digits);
     // memcached rewrites a number in place when it still fits, padding with
     // spaces ("10" decr 1 reads "9 "); a longer one gets a new item.
-    if (live) fits_in_place = len <= ItemAt(*f.slot).value_len();
+    const bool fits_in_place = live && len <= ItemAt(*f.slot).value_len();
     fields.value_len = static_cast<uint32_t>(fits_in_place ? ItemAt(*f.slot).value_len() : len);
     res.ttl_before = TtlAt(fields.exptime, t.now_tick);
     if (req.has_ttl) fields.exptime = ttl_exptime;
     fields.cas = req.new_cas != 0 ? req.new_cas : 2;
-    fields.full_header = false;
-    fields.full_header = ItemSize(fields) > pool_->max_fixed_item();
     Placed placed;
-    if (!PlaceLocked(ItemSize(fields), t.now_s, &placed)) {
-      if (!RoomToRetry(lock, attempt, ItemSize(fields))) {
-        res.status = ArithStatus::kNoMemory;
-        return res;
-      }
-      continue;
+    ItemView item(nullptr);
+    const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
+    if (placement == Placement::kRetry) continue;
+    if (placement == Placement::kNoRoom) {
+      res.status = ArithStatus::kNoMemory;
+      return res;
     }
-    if (req.new_cas == 0) fields.cas = NextCas();
-    const ItemView item = WriteItem(placed.segment->At(placed.offset), fields);
     CopyBytes(item.value_data(), std::string_view(digits, len));
     std::memset(item.value_data() + len, ' ', fields.value_len - len);
-    uint32_t granted = 0;
-    if (live && (state & kItemTokenSent)) granted = LeaseGrantedLocked(shard, *f.slot);
-    if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
-    const uint64_t s = LinkLocked(shard, hash, placed, item, state, freq,
-                                  /*new_key=*/f.slot == nullptr, /*counts_as_new=*/!fits_in_place);
-    if (state & kItemTokenSent) SetLeaseLocked(shard, s, granted);
+    LeaseHandover lease;   // a lease on the number stays with it
+    if (state & kItemTokenSent) lease.granted_ms = LeaseGrantedLocked(shard, *f.slot);
+    ReplaceLocked(shard, hash, f, placed, item, state, freq, lease, t, /*counts_as_new=*/!fits_in_place);
     res.created = !live;
     res.status = ArithStatus::kOk;
     res.value = value;
@@ -421,6 +414,24 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     res.ttl = TtlAt(fields.exptime, t.now_tick);
     return res;
   }
+}
+
+// incr/decr of a live item: memcached's order of checks (an empty value,
+// then the CAS, then the number itself); the result wraps mod 2^64 up and
+// stops at 0 down. Counts the class's hit on the first attempt.
+ArithStatus ItemStore::Impl::CountedValueLocked(Shard& shard, ItemView old_item, const ArithRequest& req,
+                                                bool first_attempt, uint64_t* value) {
+  if (old_item.value_len() == 0) return ArithStatus::kNonNumeric;
+  if (req.compare_cas != 0 && req.compare_cas != old_item.cas()) return ArithStatus::kExists;
+  uint64_t current;
+  if (!ParseCounter(old_item.value(), &current)) return ArithStatus::kNonNumeric;
+  if (req.incr) *value = current + req.delta;
+  else *value = req.delta > current ? 0 : current - req.delta;
+  if (first_attempt) {
+    StoreStats::Class& c = shard.counters.classes[SlabClassOf(old_item)];
+    (req.incr ? c.incr_hits : c.decr_hits)++;
+  }
+  return ArithStatus::kOk;
 }
 
 }  // namespace herdless
