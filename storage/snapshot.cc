@@ -1,7 +1,7 @@
-// The snapshot file: its encoding, the writer (a walk of the store into
-// per-hotness block buffers), the reader (check everything, then hand out
-// blocks hottest first) and the loader (one thread reads ahead, one restores). Reading
-// order: format, writer, reader, loader.
+// The snapshot file's writer (a walk of the store into per-hotness block
+// buffers), reader (check everything, then hand out blocks hottest first) and
+// loader (one thread reads ahead, one restores), in that order; the encoding
+// of each part is in snapshot_format.cc.
 #include "storage/snapshot.h"
 
 #include <fcntl.h>
@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -22,118 +21,11 @@
 
 #include "storage/item_store.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 namespace herdless {
-
-static_assert(std::endian::native == std::endian::little,
-              "the snapshot format is little-endian and written with memcpy");
-
-namespace snapshot_format {
-namespace {
-
-void Put16(char* p, uint16_t v) { std::memcpy(p, &v, 2); }
-void Put32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
-void Put64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
-
-}  // namespace
-
-int HotnessClass(uint8_t frequency, int64_t seconds_since_access) {
-  const int age_step = seconds_since_access < 60     ? 0
-                       : seconds_since_access < 600  ? 1
-                       : seconds_since_access < 3600 ? 2
-                                                     : 3;
-  return (3 - std::min<int>(frequency, 3)) + age_step;
-}
-
-std::string EncodeHeader(const FileHeader& h) {
-  std::string out(kHeaderSize, '\0');
-  char* p = out.data();
-  std::memcpy(p, kMagic, sizeof(kMagic));
-  Put32(p + 8, h.version);
-  Put32(p + 12, static_cast<uint32_t>(kHeaderSize));
-  Put64(p + 16, h.memory_limit);
-  Put64(p + 24, h.item_size_max);
-  Put64(p + 32, static_cast<uint64_t>(h.written_unix));
-  Put32(p + 40, h.block_target);
-  Put32(p + 44, h.hotness_classes);
-  // bytes 48..55 reserved (zero)
-  Put64(p + 56, XXH3_64bits(p, 56));
-  return out;
-}
-
-size_t RecordSize(const Record& r) { return kRecordHeaderSize + r.key.size() + r.value.size(); }
-
-void EncodeRecordHead(char* p, const Record& r) {
-  p[0] = static_cast<char>(r.key.size());
-  p[1] = static_cast<char>((r.binary_key ? kRecordBinaryKey : 0) | (r.fetched ? kRecordFetched : 0) |
-                           (r.invalidated ? kRecordInvalidated : 0) |
-                           (std::min<uint8_t>(r.frequency, 3) << kRecordFrequencyShift));
-  Put16(p + 2, r.delta_ms);
-  Put32(p + 4, static_cast<uint32_t>(r.value.size()));
-  Put32(p + 8, r.client_flags);
-  Put32(p + 12, r.exptime_unix);
-  Put32(p + 16, r.last_access_unix);
-  Put64(p + 20, r.cas);
-  std::memcpy(p + kRecordHeaderSize, r.key.data(), r.key.size());
-}
-
-void AppendRecord(std::string* out, const Record& r) {
-  const size_t at = out->size();
-  out->resize(at + RecordSize(r));
-  char* p = out->data() + at;
-  EncodeRecordHead(p, r);
-  if (!r.value.empty()) std::memcpy(p + kRecordHeaderSize + r.key.size(), r.value.data(), r.value.size());
-}
-
-std::string EncodeEndPayload(const EndBlock& e) {
-  std::string out(kEndPayloadSize, '\0');
-  Put64(out.data(), e.items);
-  Put64(out.data() + 8, e.item_blocks);
-  Put64(out.data() + 16, e.cas_counter);
-  Put64(out.data() + 24, static_cast<uint64_t>(e.finished_unix));
-  return out;
-}
-
-void EncodeBlockHeader(char out[kBlockHeaderSize], uint32_t sequence, uint8_t kind, uint8_t hotness,
-                       uint32_t payload_len, uint32_t records,
-                       const std::vector<std::string_view>& payload_pieces) {
-  std::memset(out, 0, kBlockHeaderSize);
-  Put32(out, kBlockMagic);
-  Put32(out + 4, sequence);
-  out[8] = static_cast<char>(kind);
-  out[9] = static_cast<char>(hotness);
-  Put32(out + 12, payload_len);
-  Put32(out + 16, records);
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  XXH3_64bits_update(&state, out, 24);
-  for (std::string_view piece : payload_pieces) XXH3_64bits_update(&state, piece.data(), piece.size());
-  Put64(out + 24, XXH3_64bits_digest(&state));
-}
-
-}  // namespace snapshot_format
 
 using namespace snapshot_format;
 
 namespace {
-
-uint16_t Get16(const char* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-uint32_t Get32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-uint64_t Get64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
 
 std::string Errno(const std::string& what, int err) { return what + ": " + std::strerror(err); }
 
@@ -422,31 +314,18 @@ bool ParseRecords(std::string_view payload, uint32_t expected, uint64_t item_siz
   while (pos < payload.size()) {
     if (payload.size() - pos < kRecordHeaderSize) return fail("truncated");
     const char* p = payload.data() + pos;
-    const size_t key_len = static_cast<uint8_t>(p[0]);
+    const Record r = DecodeRecordHead(p);
     const uint8_t flags = static_cast<uint8_t>(p[1]);
-    const uint32_t value_len = Get32(p + 4);
-    if (key_len == 0 || key_len > kMaxKeyLength) return fail("key length " + std::to_string(key_len));
+    if (r.key.empty() || r.key.size() > kMaxKeyLength) {
+      return fail("key length " + std::to_string(r.key.size()));
+    }
     if (flags & ~kRecordKnownBits) return fail("unknown flag bits");
-    if (value_len > item_size_max) {
-      return fail("a " + std::to_string(value_len) + "-byte value, over the writer's -I");
+    if (r.value.size() > item_size_max) {
+      return fail("a " + std::to_string(r.value.size()) + "-byte value, over the writer's -I");
     }
-    const size_t size = kRecordHeaderSize + key_len + value_len;
+    const size_t size = RecordSize(r);
     if (size > payload.size() - pos) return fail("runs past the end of its block");
-    if (visit != nullptr) {
-      Record r;
-      r.key = std::string_view(p + kRecordHeaderSize, key_len);
-      r.value = std::string_view(p + kRecordHeaderSize + key_len, value_len);
-      r.delta_ms = Get16(p + 2);
-      r.client_flags = Get32(p + 8);
-      r.exptime_unix = Get32(p + 12);
-      r.last_access_unix = Get32(p + 16);
-      r.cas = Get64(p + 20);
-      r.binary_key = flags & kRecordBinaryKey;
-      r.fetched = flags & kRecordFetched;
-      r.invalidated = flags & kRecordInvalidated;
-      r.frequency = (flags >> kRecordFrequencyShift) & 3;
-      (*visit)(r);
-    }
+    if (visit != nullptr) (*visit)(r);
     pos += size;
     n++;
   }
@@ -470,20 +349,14 @@ bool SnapshotReader::ReadBlockHeader(uint64_t offset, BlockRef* ref, uint8_t* ki
     *error = "read error";
     return false;
   }
-  if (Get32(h) != kBlockMagic) {
-    *error = "not a block header";
-    return false;
-  }
+  BlockHeader bh;
+  if (!DecodeBlockHeader(h, &bh, error)) return false;
   ref->offset = offset;
-  ref->sequence = Get32(h + 4);
-  *kind = static_cast<uint8_t>(h[8]);
-  ref->hotness = static_cast<uint8_t>(h[9]);
-  ref->payload_len = Get32(h + 12);
-  ref->records = Get32(h + 16);
-  if ((*kind != kBlockItems && *kind != kBlockEnd) || Get16(h + 10) != 0 || Get32(h + 20) != 0) {
-    *error = "unknown block kind or reserved bits set";
-    return false;
-  }
+  ref->sequence = bh.sequence;
+  *kind = bh.kind;
+  ref->hotness = bh.hotness;
+  ref->payload_len = bh.payload_len;
+  ref->records = bh.records;
   if (ref->payload_len > size - offset - kBlockHeaderSize) {
     *error = "its " + std::to_string(ref->payload_len) + "-byte payload runs past the end of the file (truncated)";
     return false;
@@ -500,11 +373,7 @@ bool SnapshotReader::ReadBlock(uint64_t offset, BlockRef* ref, uint8_t* kind, st
     *error = "read error";
     return false;
   }
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  XXH3_64bits_update(&state, h, 24);
-  XXH3_64bits_update(&state, payload->data(), payload->size());
-  if (XXH3_64bits_digest(&state) != Get64(h + 24)) {
+  if (!BlockChecksumMatches(h, *payload)) {
     *error = "checksum mismatch";
     return false;
   }
@@ -513,6 +382,18 @@ bool SnapshotReader::ReadBlock(uint64_t offset, BlockRef* ref, uint8_t* kind, st
 
 bool SnapshotReader::Check(std::string* error, int threads) {
   blocks_.clear();
+  std::vector<BlockRef> in_file_order;
+  if (!ReadHeader(error) || !ReadBlockChain(&in_file_order, error) ||
+      !CheckBlocks(in_file_order, threads, error)) {
+    return false;
+  }
+  std::vector<std::vector<BlockRef>> by_hotness(header_.hotness_classes);
+  for (const BlockRef& ref : in_file_order) by_hotness[ref.hotness].push_back(ref);
+  for (const std::vector<BlockRef>& blocks : by_hotness) blocks_.insert(blocks_.end(), blocks.begin(), blocks.end());
+  return true;
+}
+
+bool SnapshotReader::ReadHeader(std::string* error) {
   const uint64_t size = source_->Size();
   if (size == 0) {
     *error = "empty file";
@@ -523,40 +404,16 @@ bool SnapshotReader::Check(std::string* error, int threads) {
     *error = "not a herdless snapshot (" + std::to_string(size) + " bytes, shorter than a header)";
     return false;
   }
-  if (std::memcmp(h, kMagic, sizeof(kMagic)) != 0) {
-    *error = "not a herdless snapshot (no HRDLSNAP magic)";
-    return false;
-  }
-  header_.version = Get32(h + 8);
-  if (header_.version != kVersion) {
-    *error = "snapshot format version " + std::to_string(header_.version) + ", this herdless reads version " +
-             std::to_string(kVersion);
-    return false;
-  }
-  if (Get32(h + 12) != kHeaderSize || Get64(h + 48) != 0) {
-    *error = "bad header (size or reserved bytes)";
-    return false;
-  }
-  if (XXH3_64bits(h, 56) != Get64(h + 56)) {
-    *error = "header checksum mismatch";
-    return false;
-  }
-  header_.memory_limit = Get64(h + 16);
-  header_.item_size_max = Get64(h + 24);
-  header_.written_unix = static_cast<int64_t>(Get64(h + 32));
-  header_.block_target = Get32(h + 40);
-  header_.hotness_classes = Get32(h + 44);
-  if (header_.hotness_classes == 0 || header_.hotness_classes > 256) {
-    *error = "bad header (" + std::to_string(header_.hotness_classes) + " hotness classes)";
-    return false;
-  }
+  return DecodeHeader(h, &header_, error);
+}
 
-  // First the chain of block headers, in file order (32 bytes read per block)...
-  std::vector<BlockRef> in_file_order;
+// The chain of block headers, in file order (32 bytes read per block), up to
+// the end block, which must end the file.
+bool SnapshotReader::ReadBlockChain(std::vector<BlockRef>* in_file_order, std::string* error) {
+  const uint64_t size = source_->Size();
   uint64_t offset = kHeaderSize;
   uint32_t sequence = 0;
   uint64_t items = 0;
-  bool ended = false;
   while (offset < size) {
     BlockRef ref;
     uint8_t kind = 0;
@@ -571,51 +428,55 @@ bool SnapshotReader::Check(std::string* error, int threads) {
                " (blocks missing or out of order)";
       return false;
     }
-    const uint64_t next = offset + kBlockHeaderSize + ref.payload_len;
-    if (kind == kBlockEnd) {
-      std::string payload;
-      if (!ReadBlock(offset, &ref, &kind, &payload, &why)) {
-        *error = At("end block", sequence, offset) + ": " + why;
-        return false;
-      }
-      if (ref.payload_len != kEndPayloadSize || ref.records != 0 || ref.hotness != 0) {
-        *error = At("end block", sequence, offset) + ": bad size";
-        return false;
-      }
-      end_.items = Get64(payload.data());
-      end_.item_blocks = Get64(payload.data() + 8);
-      end_.cas_counter = Get64(payload.data() + 16);
-      end_.finished_unix = static_cast<int64_t>(Get64(payload.data() + 24));
-      if (end_.items != items || end_.item_blocks != sequence) {
-        *error = At("end block", sequence, offset) + ": counts " + std::to_string(end_.items) + " items in " +
-                 std::to_string(end_.item_blocks) + " blocks, the file holds " + std::to_string(items) +
-                 " in " + std::to_string(sequence);
-        return false;
-      }
-      if (next != size) {
-        *error = std::to_string(size - next) + " bytes after the end block";
-        return false;
-      }
-      ended = true;
-      break;
-    }
+    if (kind == kBlockEnd) return CheckEndBlock(offset, sequence, items, error);
     if (ref.hotness >= header_.hotness_classes) {
       *error = At("block", sequence, offset) + ": hotness class " + std::to_string(ref.hotness);
       return false;
     }
     items += ref.records;
-    in_file_order.push_back(ref);
-    offset = next;
+    in_file_order->push_back(ref);
+    offset += kBlockHeaderSize + ref.payload_len;
     sequence++;
   }
-  if (!ended) {
-    *error = "no end block: the file is cut short (" + std::to_string(size) + " bytes, " +
-             std::to_string(sequence) + " whole block headers)";
+  *error = "no end block: the file is cut short (" + std::to_string(size) + " bytes, " +
+           std::to_string(sequence) + " whole block headers)";
+  return false;
+}
+
+// The end block at `offset`, after `sequence` item blocks holding `items`
+// records: its checksum, its counts, and that nothing follows it.
+bool SnapshotReader::CheckEndBlock(uint64_t offset, uint32_t sequence, uint64_t items, std::string* error) {
+  BlockRef ref;
+  uint8_t kind = 0;
+  std::string payload;
+  std::string why;
+  if (!ReadBlock(offset, &ref, &kind, &payload, &why)) {
+    *error = At("end block", sequence, offset) + ": " + why;
     return false;
   }
+  if (ref.payload_len != kEndPayloadSize || ref.records != 0 || ref.hotness != 0) {
+    *error = At("end block", sequence, offset) + ": bad size";
+    return false;
+  }
+  end_ = DecodeEndPayload(payload.data());
+  if (end_.items != items || end_.item_blocks != sequence) {
+    *error = At("end block", sequence, offset) + ": counts " + std::to_string(end_.items) + " items in " +
+             std::to_string(end_.item_blocks) + " blocks, the file holds " + std::to_string(items) + " in " +
+             std::to_string(sequence);
+    return false;
+  }
+  const uint64_t next = offset + kBlockHeaderSize + ref.payload_len;
+  if (next != source_->Size()) {
+    *error = std::to_string(source_->Size() - next) + " bytes after the end block";
+    return false;
+  }
+  return true;
+}
 
-  // ...then every item block's checksum and records, on a few threads. The
-  // error reported is the first bad block's in file order.
+// Every item block's checksum and records, on a few threads. The error
+// reported is the first bad block's in file order.
+bool SnapshotReader::CheckBlocks(const std::vector<BlockRef>& in_file_order, int threads,
+                                 std::string* error) const {
   std::atomic<size_t> next_block{0};
   std::mutex error_mu;
   size_t first_bad = in_file_order.size();
@@ -647,9 +508,6 @@ bool SnapshotReader::Check(std::string* error, int threads) {
     *error = first_error;
     return false;
   }
-  std::vector<std::vector<BlockRef>> by_hotness(header_.hotness_classes);
-  for (const BlockRef& ref : in_file_order) by_hotness[ref.hotness].push_back(ref);
-  for (const std::vector<BlockRef>& blocks : by_hotness) blocks_.insert(blocks_.end(), blocks.begin(), blocks.end());
   return true;
 }
 
@@ -738,6 +596,85 @@ class BlockPipeline {
   bool finished_ = false;
 };
 
+// False, with the reason, when the file was written with another -m or -I.
+bool SameLimits(const FileHeader& header, const ItemStore& store, std::string* error) {
+  if (header.memory_limit == store.memory_limit() && header.item_size_max == store.item_size_max()) return true;
+  *error = "written with -m " + std::to_string(header.memory_limit >> 20) + " -I " +
+           std::to_string(header.item_size_max) + ", this herdless runs -m " +
+           std::to_string(store.memory_limit() >> 20) + " -I " + std::to_string(store.item_size_max());
+  return false;
+}
+
+// A record as the store restores it: without evicting, so that a smaller
+// cache keeps the hottest items (they come first).
+RestoreRequest RestoreRequestOf(const Record& r) {
+  RestoreRequest q;
+  q.key = r.key;
+  q.value = r.value;
+  q.client_flags = r.client_flags;
+  q.exptime_unix = r.exptime_unix;
+  q.last_access_unix = r.last_access_unix;
+  q.cas = r.cas;
+  q.delta_ms = r.delta_ms;
+  q.frequency = r.frequency;
+  q.fetched = r.fetched;
+  q.stale = r.invalidated;
+  q.binary_key = r.binary_key;
+  q.evict = false;
+  return q;
+}
+
+void CountRestored(StoreStatus status, const Record& r, int64_t now_unix, SnapshotLoadResult* result) {
+  switch (status) {
+    case StoreStatus::kStored:
+      result->loaded++;
+      if (r.invalidated || (r.exptime_unix != 0 && r.exptime_unix <= now_unix)) result->stale++;
+      break;
+    case StoreStatus::kTooLarge: result->skipped_too_large++; break;
+    case StoreStatus::kNoMemory: result->skipped_no_memory++; break;
+    default: result->skipped_expired++; break;
+  }
+}
+
+// Visits the records of every item block of a checked file in load order;
+// returns the first error ("" if none): a block that changed since the
+// check, skipped whole. Every item goes through the store's one append
+// point, so a second restoring thread would only wait on it: from 2
+// threads, one restores while another reads and checks the next blocks.
+std::string RestoreBlocks(const SnapshotReader& reader, int threads,
+                          const std::function<void(const Record&)>& restore) {
+  std::string first_error;
+  if (threads <= 1) {
+    std::string buffer;
+    for (size_t i = 0; i < reader.item_blocks(); i++) {
+      std::string error;
+      if (!reader.VisitBlock(i, &buffer, restore, &error) && first_error.empty()) first_error = error;
+    }
+    return first_error;
+  }
+  BlockPipeline pipeline;
+  std::thread read_ahead([&] {
+    for (size_t i = 0; i < reader.item_blocks(); i++) {
+      std::string* buffer = pipeline.TakeFree();
+      std::string error;
+      if (reader.ReadCheckedBlock(i, buffer, &error)) {
+        pipeline.PutReady(i, buffer);
+      } else {
+        if (first_error.empty()) first_error = error;
+        pipeline.PutFree(buffer);
+      }
+    }
+    pipeline.Finish();
+  });
+  size_t i;
+  for (std::string* buffer; (buffer = pipeline.TakeReady(&i)) != nullptr;) {
+    reader.VisitCheckedBlock(i, *buffer, restore);
+    pipeline.PutFree(buffer);
+  }
+  read_ahead.join();
+  return first_error;
+}
+
 }  // namespace
 
 SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& source,
@@ -752,87 +689,18 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
     return result;
   }
   result.header = reader.header();
-  if (options.require_same_limits && (result.header.memory_limit != store->memory_limit() ||
-                                      result.header.item_size_max != store->item_size_max())) {
+  if (options.require_same_limits && !SameLimits(result.header, *store, &result.error)) {
     result.status = SnapshotLoadResult::Status::kInvalid;
-    result.error = "written with -m " + std::to_string(result.header.memory_limit >> 20) + " -I " +
-                   std::to_string(result.header.item_size_max) + ", this herdless runs -m " +
-                   std::to_string(store->memory_limit() >> 20) + " -I " +
-                   std::to_string(store->item_size_max());
     result.seconds = SecondsSince(start);
     return result;
   }
   // No CAS handed out before the restart is handed out again.
   if (reader.end().cas_counter > 0) store->AdvanceCasPast(reader.end().cas_counter - 1);
   store->ReserveItems(reader.end().items);
-
   const int64_t now_unix = store->config().clock->UnixSeconds();
-  struct Counts {
-    uint64_t loaded = 0, expired = 0, too_large = 0, no_memory = 0, stale = 0;
-  };
-  Counts counts;
-  const std::function<void(const Record&)> restore = [&](const Record& r) {
-    RestoreRequest q;
-    q.key = r.key;
-    q.value = r.value;
-    q.client_flags = r.client_flags;
-    q.exptime_unix = r.exptime_unix;
-    q.last_access_unix = r.last_access_unix;
-    q.cas = r.cas;
-    q.delta_ms = r.delta_ms;
-    q.frequency = r.frequency;
-    q.fetched = r.fetched;
-    q.stale = r.invalidated;
-    q.binary_key = r.binary_key;
-    q.evict = false;
-    switch (store->Restore(q)) {
-      case StoreStatus::kStored:
-        counts.loaded++;
-        if (r.invalidated || (r.exptime_unix != 0 && r.exptime_unix <= now_unix)) counts.stale++;
-        break;
-      case StoreStatus::kTooLarge: counts.too_large++; break;
-      case StoreStatus::kNoMemory: counts.no_memory++; break;
-      default: counts.expired++; break;
-    }
-  };
-  // Every item goes through the store's one append point, so a second
-  // restoring thread would only wait on it: one thread restores while
-  // another reads and checks the next blocks.
-  if (options.threads <= 1) {
-    std::string buffer;
-    for (size_t i = 0; i < reader.item_blocks(); i++) {
-      std::string error;
-      if (!reader.VisitBlock(i, &buffer, restore, &error) && result.error.empty()) result.error = error;
-    }
-  } else {
-    BlockPipeline pipeline;
-    std::string read_error;
-    std::thread read_ahead([&] {
-      for (size_t i = 0; i < reader.item_blocks(); i++) {
-        std::string* buffer = pipeline.TakeFree();
-        std::string error;
-        if (reader.ReadCheckedBlock(i, buffer, &error)) {
-          pipeline.PutReady(i, buffer);
-        } else {
-          if (read_error.empty()) read_error = error;
-          pipeline.PutFree(buffer);
-        }
-      }
-      pipeline.Finish();
-    });
-    size_t i;
-    for (std::string* buffer; (buffer = pipeline.TakeReady(&i)) != nullptr;) {
-      reader.VisitCheckedBlock(i, *buffer, restore);
-      pipeline.PutFree(buffer);
-    }
-    read_ahead.join();
-    result.error = read_error;
-  }
-  result.loaded = counts.loaded;
-  result.skipped_expired = counts.expired;
-  result.skipped_too_large = counts.too_large;
-  result.skipped_no_memory = counts.no_memory;
-  result.stale = counts.stale;
+  result.error = RestoreBlocks(reader, options.threads, [&](const Record& r) {
+    CountRestored(store->Restore(RestoreRequestOf(r)), r, now_unix, &result);
+  });
   // A block that changed after the check was skipped whole; the rest stands.
   result.status = result.error.empty() ? SnapshotLoadResult::Status::kLoaded
                                        : SnapshotLoadResult::Status::kInvalid;

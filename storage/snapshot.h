@@ -100,19 +100,42 @@ struct EndBlock {
 // (0: read in the last minute, 1: ten minutes, 2: an hour, 3: older).
 int HotnessClass(uint8_t frequency, int64_t seconds_since_access);
 
+// Each part's encoder, and its decoder (in snapshot_format.cc).
 std::string EncodeHeader(const FileHeader& h);
+// The header's kHeaderSize bytes at `bytes`, checked (magic, version, size,
+// reserved bytes, checksum, hotness classes). False with *error.
+bool DecodeHeader(const char* bytes, FileHeader* h, std::string* error);
+
 size_t RecordSize(const Record& r);
 // Appends the record (header, key, value) to `out`.
 void AppendRecord(std::string* out, const Record& r);
 // Writes the record's 28-byte header followed by its key to `out`
 // (kRecordHeaderSize + key size bytes); the value follows it in the file.
 void EncodeRecordHead(char* out, const Record& r);
+// The record whose kRecordHeaderSize-byte header is at `bytes`, its key and
+// value pointing after it: the caller checks them against the block's bounds.
+Record DecodeRecordHead(const char* bytes);
+
 std::string EncodeEndPayload(const EndBlock& e);
+EndBlock DecodeEndPayload(const char* bytes);   // kEndPayloadSize bytes
+
 // A block header with its checksum over the header's first 24 bytes and the
 // payload, given in pieces (a big record is written from the item's memory).
 void EncodeBlockHeader(char out[kBlockHeaderSize], uint32_t sequence, uint8_t kind, uint8_t hotness,
                        uint32_t payload_len, uint32_t records,
                        const std::vector<std::string_view>& payload_pieces);
+struct BlockHeader {
+  uint32_t sequence = 0;
+  uint8_t kind = 0;           // kBlockItems or kBlockEnd
+  uint8_t hotness = 0;
+  uint32_t payload_len = 0;
+  uint32_t records = 0;
+};
+// The block header's kBlockHeaderSize bytes at `bytes`, checked (magic,
+// kind, reserved bits; not the checksum). False with *error.
+bool DecodeBlockHeader(const char* bytes, BlockHeader* h, std::string* error);
+// True when the checksum in the block header at `header` covers `payload`.
+bool BlockChecksumMatches(const char* header, std::string_view payload);
 
 }  // namespace snapshot_format
 
@@ -173,6 +196,12 @@ class SnapshotReader {
     uint32_t sequence = 0;
     uint8_t hotness = 0;
   };
+  // Check's steps: the file header; the chain of block headers (and the end
+  // block), which also sizes every item block; then the item blocks whole.
+  bool ReadHeader(std::string* error);
+  bool ReadBlockChain(std::vector<BlockRef>* in_file_order, std::string* error);
+  bool CheckEndBlock(uint64_t offset, uint32_t sequence, uint64_t items, std::string* error);
+  bool CheckBlocks(const std::vector<BlockRef>& in_file_order, int threads, std::string* error) const;
   // Reads and checks the block header at `offset` (not the checksum) into
   // *ref, *kind and h. False with *error.
   bool ReadBlockHeader(uint64_t offset, BlockRef* ref, uint8_t* kind, char h[snapshot_format::kBlockHeaderSize],

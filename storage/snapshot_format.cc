@@ -1,0 +1,202 @@
+// The snapshot file's encoding (storage/snapshot.h, docs/operations.md): each
+// part's encoder beside its decoder, so the layout of every byte is written
+// in one place. The decoders check what the bytes alone can tell.
+#include "storage/snapshot.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace herdless {
+
+static_assert(std::endian::native == std::endian::little,
+              "the snapshot format is little-endian and written with memcpy");
+
+namespace snapshot_format {
+namespace {
+
+void Put16(char* p, uint16_t v) { std::memcpy(p, &v, 2); }
+void Put32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void Put64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
+
+uint16_t Get16(const char* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+uint32_t Get32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+uint64_t Get64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+// A block's checksum: XXH3 of its header's first 24 bytes and its payload.
+uint64_t BlockChecksum(const char* header, const std::string_view* pieces, size_t n) {
+  XXH3_state_t state;
+  XXH3_64bits_reset(&state);
+  XXH3_64bits_update(&state, header, 24);
+  for (size_t i = 0; i < n; i++) XXH3_64bits_update(&state, pieces[i].data(), pieces[i].size());
+  return XXH3_64bits_digest(&state);
+}
+
+}  // namespace
+
+int HotnessClass(uint8_t frequency, int64_t seconds_since_access) {
+  const int age_step = seconds_since_access < 60     ? 0
+                       : seconds_since_access < 600  ? 1
+                       : seconds_since_access < 3600 ? 2
+                                                     : 3;
+  return (3 - std::min<int>(frequency, 3)) + age_step;
+}
+
+std::string EncodeHeader(const FileHeader& h) {
+  std::string out(kHeaderSize, '\0');
+  char* p = out.data();
+  std::memcpy(p, kMagic, sizeof(kMagic));
+  Put32(p + 8, h.version);
+  Put32(p + 12, static_cast<uint32_t>(kHeaderSize));
+  Put64(p + 16, h.memory_limit);
+  Put64(p + 24, h.item_size_max);
+  Put64(p + 32, static_cast<uint64_t>(h.written_unix));
+  Put32(p + 40, h.block_target);
+  Put32(p + 44, h.hotness_classes);
+  // bytes 48..55 reserved (zero)
+  Put64(p + 56, XXH3_64bits(p, 56));
+  return out;
+}
+
+bool DecodeHeader(const char* p, FileHeader* h, std::string* error) {
+  if (std::memcmp(p, kMagic, sizeof(kMagic)) != 0) {
+    *error = "not a herdless snapshot (no HRDLSNAP magic)";
+    return false;
+  }
+  h->version = Get32(p + 8);
+  if (h->version != kVersion) {
+    *error = "snapshot format version " + std::to_string(h->version) + ", this herdless reads version " +
+             std::to_string(kVersion);
+    return false;
+  }
+  if (Get32(p + 12) != kHeaderSize || Get64(p + 48) != 0) {
+    *error = "bad header (size or reserved bytes)";
+    return false;
+  }
+  if (XXH3_64bits(p, 56) != Get64(p + 56)) {
+    *error = "header checksum mismatch";
+    return false;
+  }
+  h->memory_limit = Get64(p + 16);
+  h->item_size_max = Get64(p + 24);
+  h->written_unix = static_cast<int64_t>(Get64(p + 32));
+  h->block_target = Get32(p + 40);
+  h->hotness_classes = Get32(p + 44);
+  if (h->hotness_classes == 0 || h->hotness_classes > 256) {
+    *error = "bad header (" + std::to_string(h->hotness_classes) + " hotness classes)";
+    return false;
+  }
+  return true;
+}
+
+size_t RecordSize(const Record& r) { return kRecordHeaderSize + r.key.size() + r.value.size(); }
+
+void EncodeRecordHead(char* p, const Record& r) {
+  p[0] = static_cast<char>(r.key.size());
+  p[1] = static_cast<char>((r.binary_key ? kRecordBinaryKey : 0) | (r.fetched ? kRecordFetched : 0) |
+                           (r.invalidated ? kRecordInvalidated : 0) |
+                           (std::min<uint8_t>(r.frequency, 3) << kRecordFrequencyShift));
+  Put16(p + 2, r.delta_ms);
+  Put32(p + 4, static_cast<uint32_t>(r.value.size()));
+  Put32(p + 8, r.client_flags);
+  Put32(p + 12, r.exptime_unix);
+  Put32(p + 16, r.last_access_unix);
+  Put64(p + 20, r.cas);
+  std::memcpy(p + kRecordHeaderSize, r.key.data(), r.key.size());
+}
+
+Record DecodeRecordHead(const char* p) {
+  const size_t key_len = static_cast<uint8_t>(p[0]);
+  const uint8_t flags = static_cast<uint8_t>(p[1]);
+  Record r;
+  r.key = std::string_view(p + kRecordHeaderSize, key_len);
+  r.value = std::string_view(p + kRecordHeaderSize + key_len, Get32(p + 4));
+  r.delta_ms = Get16(p + 2);
+  r.client_flags = Get32(p + 8);
+  r.exptime_unix = Get32(p + 12);
+  r.last_access_unix = Get32(p + 16);
+  r.cas = Get64(p + 20);
+  r.binary_key = flags & kRecordBinaryKey;
+  r.fetched = flags & kRecordFetched;
+  r.invalidated = flags & kRecordInvalidated;
+  r.frequency = (flags >> kRecordFrequencyShift) & 3;
+  return r;
+}
+
+void AppendRecord(std::string* out, const Record& r) {
+  const size_t at = out->size();
+  out->resize(at + RecordSize(r));
+  char* p = out->data() + at;
+  EncodeRecordHead(p, r);
+  if (!r.value.empty()) std::memcpy(p + kRecordHeaderSize + r.key.size(), r.value.data(), r.value.size());
+}
+
+std::string EncodeEndPayload(const EndBlock& e) {
+  std::string out(kEndPayloadSize, '\0');
+  Put64(out.data(), e.items);
+  Put64(out.data() + 8, e.item_blocks);
+  Put64(out.data() + 16, e.cas_counter);
+  Put64(out.data() + 24, static_cast<uint64_t>(e.finished_unix));
+  return out;
+}
+
+EndBlock DecodeEndPayload(const char* p) {
+  EndBlock e;
+  e.items = Get64(p);
+  e.item_blocks = Get64(p + 8);
+  e.cas_counter = Get64(p + 16);
+  e.finished_unix = static_cast<int64_t>(Get64(p + 24));
+  return e;
+}
+
+void EncodeBlockHeader(char out[kBlockHeaderSize], uint32_t sequence, uint8_t kind, uint8_t hotness,
+                       uint32_t payload_len, uint32_t records,
+                       const std::vector<std::string_view>& payload_pieces) {
+  std::memset(out, 0, kBlockHeaderSize);
+  Put32(out, kBlockMagic);
+  Put32(out + 4, sequence);
+  out[8] = static_cast<char>(kind);
+  out[9] = static_cast<char>(hotness);
+  Put32(out + 12, payload_len);
+  Put32(out + 16, records);
+  Put64(out + 24, BlockChecksum(out, payload_pieces.data(), payload_pieces.size()));
+}
+
+bool DecodeBlockHeader(const char* h, BlockHeader* out, std::string* error) {
+  if (Get32(h) != kBlockMagic) {
+    *error = "not a block header";
+    return false;
+  }
+  out->sequence = Get32(h + 4);
+  out->kind = static_cast<uint8_t>(h[8]);
+  out->hotness = static_cast<uint8_t>(h[9]);
+  out->payload_len = Get32(h + 12);
+  out->records = Get32(h + 16);
+  if ((out->kind != kBlockItems && out->kind != kBlockEnd) || Get16(h + 10) != 0 || Get32(h + 20) != 0) {
+    *error = "unknown block kind or reserved bits set";
+    return false;
+  }
+  return true;
+}
+
+bool BlockChecksumMatches(const char* h, std::string_view payload) {
+  return BlockChecksum(h, &payload, 1) == Get64(h + 24);
+}
+
+}  // namespace snapshot_format
+}  // namespace herdless
