@@ -41,11 +41,11 @@ inline uint64_t ReverseBits(uint64_t v) {
 
 // Bits of a slot's state.
 enum ItemState : uint8_t {
-  kItemFetched = 1 << 0,      // read at least once since stored (mg h)
-  kItemStale = 1 << 1,        // invalidated (md I / ms I)
-  kItemTokenSent = 1 << 2,    // a lease (recache right, memcached's W) is out
+  kItemFetched = 1 << 0,      // read at least once since stored
+  kItemStale = 1 << 1,        // invalidated by a delete or store (not by its expiry)
+  kItemTokenSent = 1 << 2,    // a lease (the right to recompute the value) is out
   kItemNeedsValue = 1 << 3,   // a stub made by vivify/lease-get: waiting for its value
-  kItemPlaceholder = 1 << 4,  // lease-only stub: invisible to get/gets/mg without N
+  kItemPlaceholder = 1 << 4,  // lease-only stub: invisible to reads that would not create one
   kItemBinaryKey = 1 << 5,    // stored by a meta command with a base64 key (`b`)
 };
 

@@ -54,7 +54,8 @@ enum ItemFormat : uint8_t {
 
 // A CAS below this is stored in 6 bytes. The store's CAS counter stays below
 // it (it wraps there: 2^48 stores, 9 years at a million a second); CAS values
-// given by clients (ms E, md E) or by a snapshot are stored whole.
+// given by clients (StoreRequest::new_cas and its kin) or by a snapshot are
+// stored whole.
 constexpr uint64_t kNarrowCasLimit = uint64_t{1} << 48;
 constexpr uint32_t kShortValueLimit = 1024;
 

@@ -7,8 +7,8 @@
 // the store walks its items: expired and stale ones are reclaimed, read ones
 // move to the main queue, the others are evicted (storage/eviction.h).
 // Expiry is lazy (checked on access) plus ReclaimExpired(), which a
-// maintenance timer calls. The per-key lease (memcached's W/X/Z, lease-get,
-// classic stampede modes, XFetch, refresh-ahead) is decided by
+// maintenance timer calls. The per-key lease (memcached's meta leases,
+// lease-get, classic stampede modes, XFetch, refresh-ahead) is decided by
 // storage/lease.h, with each hot key's read rate (storage/read_rate.h). Readers
 // parked in classic wait mode (ReadOptions::park) are woken through
 // StoreConfig::wake_sink when their key changes; evictions and lease events
@@ -88,7 +88,7 @@ struct WalkedItem {
   uint8_t frequency = 0;         // 0..3
   bool fetched = false;
   bool stale = false;            // invalidated, or expired within stale_grace
-  bool invalidated = false;      // made stale by md I / ms I (not by its expiry)
+  bool invalidated = false;      // made stale by a delete or store (not by its expiry)
   bool binary_key = false;
   bool no_value = false;         // a lease stub still waiting for its value
   bool placeholder = false;      // a lease-get placeholder (invisible to plain gets)

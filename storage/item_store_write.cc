@@ -294,7 +294,8 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
       UnlinkLocked(shard, f.slot);
       return DeleteStatus::kDeleted;
     }
-    // md I: keep the value as stale, so the next reader wins and others get X.
+    // Keep the value as stale, so that the next reader wins the lease and
+    // the others are served the stale value.
     const uint64_t new_cas = req.new_cas != 0 ? req.new_cas : 0;
     ItemView item = ItemAt(*f.slot);
     if (!item.CanHoldCas(new_cas) || (req.has_ttl && !item.CanHoldExptime(new_exptime))) {

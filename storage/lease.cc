@@ -39,19 +39,19 @@ LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const Lease
   const uint32_t now_ms = static_cast<uint32_t>(now_us / 1000);
   const bool live = v.token_sent && LeaseLive(s, v.lease_granted_ms, now_ms);
   if (live) {
-    d.verdict = LeaseVerdict::kHeld;  // memcached's Z
+    d.verdict = LeaseVerdict::kHeld;
     return d;
   }
 
   bool win = false;
   if (v.stale || v.needs_value) {
-    // memcached: a stale item wins automatically, even without N or R. A stub
+    // memcached: a stale item wins automatically, whatever the reader asked. A stub
     // whose earlier lease timed out wants its value from the next reader.
     win = true;
   } else if (ask.has_recache && v.exptime != 0 && !v.just_vivified) {
-    // memcached's R: it->exptime < current_time + R, in whole seconds as
-    // memcached counts them (the remaining TTL `mg t` shows). Items without
-    // TTL never win.
+    // memcached's recache rule: it->exptime < current_time + threshold, in
+    // whole seconds as memcached counts them (the remaining TTL it shows).
+    // Items without TTL never win.
     win = SecondsUntil(v.exptime, TickOf(now_us)) < ask.recache_below_s;
   }
   const double delta_ms = v.delta_ms != 0 ? v.delta_ms : s.default_delta_ms;

@@ -1,5 +1,5 @@
 // The lease state machine, as pure functions over one item's state, so every
-// protocol path (meta W/X/Z, lease-get, classic stale/wait modes, XFetch,
+// protocol path (meta leases, lease-get, classic stale/wait modes, XFetch,
 // refresh-ahead) takes the same decision and tests can drive it with a fixed
 // clock and random draw.
 // ItemStore calls these under the shard lock; nothing here locks or allocates,
@@ -28,10 +28,10 @@ struct LeaseSettings {
 
 // What a reader asked for, beyond a plain read.
 struct LeaseAsk {
-  bool has_recache = false;  // memcached mg R<t>
+  bool has_recache = false;  // win it once the TTL left falls below recache_below_s
   int64_t recache_below_s = 0;
   double xfetch_beta = 0;    // 0 = no draw
-  bool refresh_ahead = false;  // adaptive refresh-ahead window (mg Yr, -o refresh_ahead)
+  bool refresh_ahead = false;  // adaptive refresh-ahead window (RefreshWindowUs)
 };
 
 // What the item looks like to the decision (copied out of the header).
@@ -49,8 +49,8 @@ struct LeaseView {
 
 enum class LeaseVerdict : uint8_t {
   kNone,        // no hint: plain hit
-  kWin,         // this reader gets the lease (memcached's W)
-  kHeld,        // someone else holds a live lease (memcached's Z)
+  kWin,         // this reader gets the lease
+  kHeld,        // someone else holds a live lease
 };
 
 struct LeaseDecision {

@@ -26,7 +26,7 @@ enum class LeaseReason : uint8_t {
   kMiss,      // the key had no value (a stub now holds the lease)
   kStale,     // the value is stale (invalidated, or expired within the stale grace)
   kXFetch,    // an XFetch draw chose this reader before the expiry
-  kRecache,   // memcached's mg R: the TTL fell below the reader's threshold
+  kRecache,   // the TTL fell below the reader's threshold (LeaseAsk::has_recache)
   kTakeover,  // the previous holder's lease timed out
 };
 

@@ -2,6 +2,8 @@
 // a read and its options, a store, a delete, an incr/decr, a restore from a
 // snapshot. Plain values; every string_view is the caller's and needs to
 // live only for the call, except ReadResult::value, which `item` keeps.
+// Fields say what storage does; which protocol flag asks for it is the
+// protocol's business (protocol/meta_executor.cc).
 #ifndef HERDLESS_STORAGE_STORE_REQUESTS_H_
 #define HERDLESS_STORAGE_STORE_REQUESTS_H_
 
@@ -20,21 +22,21 @@ struct WaitTicket;
 enum class ReadKind : uint8_t {
   kClassic,     // get/gets/gat/gats: stale = miss, placeholders = miss, no leases
   kClassicLease,// get/gets/gat/gats in classic_stampede stale|wait mode
-  kMeta,        // mg: memcached's semantics (X/W/Z), herdless's Y
+  kMeta,        // meta get: stale values served, leases won and held, as memcached's
   kLeaseGet,    // mcrouter lease-get
 };
 
 struct ReadOptions {
   ReadKind kind = ReadKind::kClassic;
-  bool bump = true;               // false = mg u: no LRU bump, not marked fetched
-  bool has_touch = false;         // gat / mg T: new exptime on hit (kClassicLease:
-                                  // only on a fresh value this reader is given)
+  bool bump = true;               // false: no LRU bump, not marked fetched
+  bool has_touch = false;         // a new exptime on a hit (kClassicLease: only on
+                                  // a fresh value this reader is given)
   int64_t touch_exptime = 0;
-  bool has_vivify = false;        // mg N<ttl>: a miss creates a 0-byte item and wins
-  int64_t vivify_exptime = 0;
-  LeaseAsk lease;                 // mg R / mg Y / -o xfetch_beta / -o refresh_ahead
-  // memcached applies mg flags in order: with T before R, R judges the new TTL.
-  // false (default): R judges the TTL the item had before this read's touch.
+  bool has_vivify = false;        // kMeta: a miss creates a 0-byte item that wins the lease
+  int64_t vivify_exptime = 0;     // its exptime (touch_exptime with has_touch)
+  LeaseAsk lease;                 // what the lease decision may grant (storage/lease.h)
+  // The lease decision judges the TTL after this read's touch; false
+  // (default): the TTL the item had before it.
   bool recache_after_touch = false;
   // Classic wait mode: when the key has no value and another client holds its
   // lease, register this ticket under the shard lock (no wake-up can be lost
@@ -52,17 +54,17 @@ struct ReadResult {
   uint32_t client_flags = 0;
   uint64_t cas = 0;
   int64_t ttl_before = -1;        // remaining TTL in seconds before any touch, -1 = none
-  int64_t ttl_after = -1;         // remaining TTL after the touch (== before without T)
-  bool fetched_before = false;    // mg h
-  int64_t seconds_since_access = 0;  // mg l (before this read)
-  bool stale = false;             // memcached's X
-  LeaseVerdict lease = LeaseVerdict::kNone;  // kWin = W, kHeld = Z
+  int64_t ttl_after = -1;         // remaining TTL after the touch (== before without one)
+  bool fetched_before = false;    // read since it was stored, before this read
+  int64_t seconds_since_access = 0;  // before this read
+  bool stale = false;             // invalidated, or expired within the stale grace
+  LeaseVerdict lease = LeaseVerdict::kNone;
   bool lease_by_xfetch = false;
   bool lease_by_refresh = false;  // the win came from the refresh-ahead window
   bool vivified = false;          // this read created the item
   bool placeholder = false;       // the hit is a lease-only stub with no value
   bool binary_key = false;        // the item was stored with a base64 key
-  bool no_value = false;          // a stub still waiting for its value (placeholder or mg N)
+  bool no_value = false;          // a stub still waiting for its value (placeholder or created)
   bool parked = false;            // opts.park was registered: the sink will be told
   bool miss_expired = false;      // a miss because this read found the item expired
   bool miss_flushed = false;      // a miss because this read found the item flushed
@@ -88,15 +90,17 @@ struct StoreRequest {
   std::string_view value;         // copied into the new item
   uint32_t client_flags = 0;
   int64_t exptime = 0;
-  uint64_t compare_cas = 0;       // kCas / ms C: 0 = none (kCas with 0 never matches... as memcached)
-  bool invalidate = false;        // ms I: a CAS older than the item's stores a stale item
-  uint64_t lease_token = 0;       // lease-set: store only if this lease is the live one
-  bool has_vivify = false;        // ms N (append/prepend): a miss creates the item
+  // The CAS the item must have: kCas, and kSet / kReplace become a
+  // compare-and-swap with it. 0 = none (kCas with 0 never matches, as memcached).
+  uint64_t compare_cas = 0;
+  bool invalidate = false;        // a compare_cas older than the item's stores a stale item
+  uint64_t lease_token = 0;       // store only if this lease is the live one
+  bool has_vivify = false;        // kAppend / kPrepend: a miss creates the item
   int64_t vivify_exptime = 0;
-  uint64_t new_cas = 0;           // ms E: use this CAS instead of the counter (0 = counter)
-  bool binary_key = false;        // ms b: remember that the key came in base64
+  uint64_t new_cas = 0;           // the new item's CAS instead of the counter's (0 = counter)
+  bool binary_key = false;        // remember that the key is binary (shown in base64)
   // On kTooLarge / kNoMemory memcached removes the existing item "to avoid stale
-  // data": classic only for set (always done for kSet), ms in every mode (set this).
+  // data": done for kSet always; for the other modes when this is set.
   bool unlink_on_failure = false;
 };
 
@@ -108,11 +112,11 @@ struct StoreResult {
 
 struct DeleteRequest {
   std::string_view key;
-  uint64_t compare_cas = 0;       // md C
-  bool invalidate = false;        // md I: keep the value as stale, new CAS, clear the lease
-  bool has_ttl = false;           // md T (with I)
+  uint64_t compare_cas = 0;       // the CAS the item must have, 0 = any
+  bool invalidate = false;        // keep the value as stale, new CAS, clear the lease
+  bool has_ttl = false;           // with invalidate: a new exptime for the stale value
   int64_t exptime = 0;
-  uint64_t new_cas = 0;           // md E
+  uint64_t new_cas = 0;           // the stale value's CAS instead of the counter's (0 = counter)
 };
 
 enum class DeleteStatus : uint8_t { kDeleted, kNotFound, kExists };
@@ -121,13 +125,13 @@ struct ArithRequest {
   std::string_view key;
   bool incr = true;
   uint64_t delta = 1;
-  uint64_t compare_cas = 0;       // ma C
-  bool has_vivify = false;        // ma N: create with `initial` on a miss
+  uint64_t compare_cas = 0;       // the CAS the item must have, 0 = any
+  bool has_vivify = false;        // a miss creates the item, holding `initial`
   int64_t vivify_exptime = 0;
-  uint64_t initial = 0;           // ma J
-  bool has_ttl = false;           // ma T: new exptime on success
+  uint64_t initial = 0;           // (no delta applied to it)
+  bool has_ttl = false;           // a new exptime on success
   int64_t exptime = 0;
-  uint64_t new_cas = 0;           // ma E
+  uint64_t new_cas = 0;           // the new value's CAS instead of the counter's (0 = counter)
 };
 
 enum class ArithStatus : uint8_t { kOk, kNotFound, kNonNumeric, kExists, kNoMemory };
@@ -137,7 +141,7 @@ struct ArithResult {
   uint64_t value = 0;
   uint64_t cas = 0;
   int64_t ttl = -1;
-  int64_t ttl_before = -1;       // before the T of this request (ma t before T)
+  int64_t ttl_before = -1;       // before this request's new exptime
   bool created = false;
 };
 
@@ -153,7 +157,7 @@ struct RestoreRequest {
   uint16_t delta_ms = 0;         // measured recompute time, 0 = unmeasured
   uint8_t frequency = 0;         // 0..3
   bool fetched = false;
-  bool stale = false;            // invalidated (md I / ms I)
+  bool stale = false;            // invalidated (not by its expiry)
   bool binary_key = false;
   // false: kNoMemory when the budget is spent, instead of evicting (a
   // snapshot loaded hottest first then keeps its hottest items).
