@@ -266,8 +266,8 @@ void ItemStore::Impl::DropLeaseLocked(Shard& shard, uint64_t s) {
 // Lookup with lazy expiry and delayed flush.
 
 // Finds the key, removing it first when it is flushed or expired beyond the
-// stale grace. Stubs (placeholders, vivified items still waiting for their
-// value) never linger as stale values.
+// stale grace. Stubs (placeholders, items created on a miss still waiting
+// for their value) never linger as stale values.
 ItemStore::Impl::Found ItemStore::Impl::LookupLocked(Shard& shard, std::string_view key, uint64_t hash,
                                                      const Times& t) {
   const int64_t now_s = t.now_s;

@@ -365,8 +365,8 @@ struct ItemStore::Impl::Shard {
   // expiry (a hot key without refresh-ahead expires every TTL and would
   // otherwise start counting again each time), and items without room for
   // the field when their key turned hot. The key's next item takes its
-  // estimate from here (Store, a vivified stub). A direct-mapped table by
-  // hash, overwritten freely.
+  // estimate from here (Store, a stub created on a miss). A direct-mapped
+  // table by hash, overwritten freely.
   struct RememberedRate {
     uint64_t hash = 0;
     uint16_t count = 0;   // ReadRateState::count, as of at_s

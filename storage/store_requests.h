@@ -63,7 +63,7 @@ struct ReadResult {
   bool lease_by_refresh = false;  // the win came from the refresh-ahead window
   bool vivified = false;          // this read created the item
   bool placeholder = false;       // the hit is a lease-only stub with no value
-  bool binary_key = false;        // the item was stored with a base64 key
+  bool binary_key = false;        // stored with StoreRequest::binary_key
   bool no_value = false;          // a stub still waiting for its value (placeholder or created)
   bool parked = false;            // opts.park was registered: the sink will be told
   bool miss_expired = false;      // a miss because this read found the item expired
@@ -98,7 +98,7 @@ struct StoreRequest {
   bool has_vivify = false;        // kAppend / kPrepend: a miss creates the item
   int64_t vivify_exptime = 0;
   uint64_t new_cas = 0;           // the new item's CAS instead of the counter's (0 = counter)
-  bool binary_key = false;        // remember that the key is binary (shown in base64)
+  bool binary_key = false;        // remember that the key is binary (for the protocol)
   // On kTooLarge / kNoMemory memcached removes the existing item "to avoid stale
   // data": done for kSet always; for the other modes when this is set.
   bool unlink_on_failure = false;
