@@ -409,9 +409,9 @@ void BinaryExecutor::Arithmetic(const BinaryRequest& req, ReplyBuffer* out) {
   ar.delta = req.delta;
   ar.compare_cas = req.cas;
   if (req.exptime != kNoAutoCreate) {
-    ar.has_vivify = true;
+    ar.create_on_miss = true;
     ar.initial = req.initial;
-    ar.vivify_exptime = req.exptime;
+    ar.create_exptime = req.exptime;
   }
   const ArithResult r = store_->Arithmetic(ar);
   switch (r.status) {

@@ -142,14 +142,14 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   opts.bump = !flags.Has('u');
   opts.has_touch = touch;
   opts.touch_exptime = args.T;
-  opts.has_vivify = flags.Has('N');
-  opts.vivify_exptime = args.N;
+  opts.create_on_miss = flags.Has('N');
+  opts.create_exptime = args.N;
   opts.lease.has_recache = flags.Has('R');
   opts.lease.recache_below_s = args.R;
   opts.lease.xfetch_beta = flags.Has('Y') ? args.Y : 0;
   opts.lease.refresh_ahead = flags.Has('Y') && args.Y_refresh;
   // memcached applies the flags in order: with T before R, R judges the new TTL.
-  opts.recache_after_touch = touch && FlagIndex(flags, 'T') < FlagIndex(flags, 'R');
+  opts.judge_touched_ttl = touch && FlagIndex(flags, 'T') < FlagIndex(flags, 'R');
   ReadResult r = store->Read(req.key, opts);
   stats->CountMissCause(r.miss_expired, r.miss_flushed);
   watch.Fetch(req.key, r, r.status == ReadStatus::kHit);
@@ -181,13 +181,13 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
     out->Append("HD");
   }
 
-  TtlWalk ttl(*store, r.vivified ? -1 : r.ttl_before, r.ttl_after,
-              LastTtlChange(flags, r.vivified));
+  TtlWalk ttl(*store, r.created ? -1 : r.ttl_before, r.ttl_after,
+              LastTtlChange(flags, r.created));
   for (int i = 0; i < flags.count; ++i) {
     const Flag& flag = flags.list[i];
     switch (flag.name) {
       case 'T': ttl.Change(i, args.T); break;
-      case 'N': if (r.vivified) ttl.Change(i, args.N); break;
+      case 'N': if (r.created) ttl.Change(i, args.N); break;
       case 's': AppendNumberFlag('s', r.value.size(), out); break;
       case 't': AppendTtlFlag(ttl.current(), out); break;
       case 'c': AppendNumberFlag('c', r.cas, out); break;
@@ -260,13 +260,13 @@ void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   }
   if (has_cas && sr.mode != StoreMode::kAdd) sr.compare_cas = args.C;
   // I only means something for a CAS store: an older CAS stores a stale item.
-  sr.invalidate = flags.Has('I') && sr.mode == StoreMode::kCas;
+  sr.stale_on_older_cas = flags.Has('I') && sr.mode == StoreMode::kCas;
   sr.key = req.key;
   sr.value = req.value;
   sr.client_flags = flags.Has('F') ? args.F : 0;
   sr.exptime = flags.Has('T') ? args.T : 0;
-  sr.has_vivify = flags.Has('N');
-  sr.vivify_exptime = args.N;
+  sr.create_on_miss = flags.Has('N');
+  sr.create_exptime = args.N;
   sr.new_cas = flags.Has('E') ? args.E : 0;
   sr.binary_key = req.key_was_base64;
 
@@ -340,8 +340,8 @@ void ExecuteDelete(ItemStore* store, ThreadStats* stats, const Request& req, Rep
   DeleteRequest dr;
   dr.key = req.key;
   dr.compare_cas = flags.Has('C') ? args.C : 0;
-  dr.invalidate = flags.Has('I');
-  dr.has_ttl = flags.Has('T') && dr.invalidate;   // T without I is ignored
+  dr.mark_stale = flags.Has('I');
+  dr.has_ttl = flags.Has('T') && dr.mark_stale;   // T without I is ignored
   dr.exptime = args.T;
   dr.new_cas = flags.Has('E') ? args.E : 0;
   DeleteStatus status = store->Delete(dr);
@@ -350,7 +350,7 @@ void ExecuteDelete(ItemStore* store, ThreadStats* stats, const Request& req, Rep
   switch (status) {
     case DeleteStatus::kDeleted:
       // Invalidation keeps the item, so memcached counts no delete hit.
-      if (!dr.invalidate) stats->delete_hits.Add();
+      if (!dr.mark_stale) stats->delete_hits.Add();
       if (flags.Has('q')) return;   // q hides only HD
       code = "HD";
       break;
@@ -390,8 +390,8 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
   ar.key = req.key;
   ar.delta = flags.Has('D') ? args.D : 1;
   ar.compare_cas = flags.Has('C') ? args.C : 0;
-  ar.has_vivify = flags.Has('N');
-  ar.vivify_exptime = args.N;
+  ar.create_on_miss = flags.Has('N');
+  ar.create_exptime = args.N;
   ar.initial = flags.Has('J') ? args.J : 0;
   ar.has_ttl = flags.Has('T');
   ar.exptime = args.T;

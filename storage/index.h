@@ -44,7 +44,7 @@ enum ItemState : uint8_t {
   kItemFetched = 1 << 0,      // read at least once since stored
   kItemStale = 1 << 1,        // invalidated by a delete or store (not by its expiry)
   kItemTokenSent = 1 << 2,    // a lease (the right to recompute the value) is out
-  kItemNeedsValue = 1 << 3,   // a stub a read made (a placeholder, or created): no value yet
+  kItemNeedsValue = 1 << 3,   // a stub a read made (create_on_miss, placeholder): no value yet
   kItemPlaceholder = 1 << 4,  // lease-only stub: invisible to reads that would not create one
   kItemBinaryKey = 1 << 5,    // stored with a binary key (StoreRequest::binary_key)
 };

@@ -24,7 +24,7 @@ constexpr int64_t kPlaceholderTtlWithoutTimeoutS = 10;
 // placeholder (lease-get, classic stampede modes), or a 0-byte item
 // (kMeta with create_on_miss).
 bool WantsStub(const ReadOptions& opts) {
-  return (opts.kind == ReadKind::kMeta && opts.has_vivify) || opts.kind == ReadKind::kLeaseGet ||
+  return (opts.kind == ReadKind::kMeta && opts.create_on_miss) || opts.kind == ReadKind::kLeaseGet ||
          opts.kind == ReadKind::kClassicLease;
 }
 bool MakesPlaceholder(const ReadOptions& opts) { return opts.kind != ReadKind::kMeta; }
@@ -123,7 +123,7 @@ ItemFields ItemStore::Impl::StubFields(std::string_view key, const Found& f, con
     *state |= kItemPlaceholder;
   } else {
     // As memcached's: a real 0-byte item with the creation TTL (or the touch's).
-    fields.exptime = opts.has_touch ? touch_exptime : ToExpiryTick(opts.vivify_exptime);
+    fields.exptime = opts.has_touch ? touch_exptime : ToExpiryTick(opts.create_exptime);
     if (opts.bump) *state |= kItemFetched;
   }
   fields.cas = 2;   // narrow: the real one is drawn once there is room
@@ -154,7 +154,7 @@ void ItemStore::Impl::LinkStubLocked(Shard& shard, uint64_t hash, const Placed& 
   r->ttl_before = r->ttl_after = TtlAt(stub.exptime(), t.now_tick);
   r->lease = LeaseVerdict::kWin;
   r->placeholder = placeholder;
-  r->vivified = !placeholder;
+  r->created = !placeholder;
   r->no_value = true;
 }
 
@@ -233,7 +233,7 @@ void ItemStore::Impl::TouchHit(Hit* h, int32_t touch_exptime, const Times& t) {
 void ItemStore::Impl::DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const ReadOptions& opts,
                                         const Times& t, double u, ReadResult* r) {
   // Which TTL the decision judges: before or after this read's touch.
-  const bool judge_new_ttl = opts.recache_after_touch || !opts.has_touch || h.touch_later;
+  const bool judge_new_ttl = opts.judge_touched_ttl || !opts.has_touch || h.touch_later;
   LeaseView view;
   view.stale = stale;
   view.token_sent = Has(*h.slot, kItemTokenSent);

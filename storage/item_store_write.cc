@@ -110,7 +110,7 @@ ItemStore::Impl::StoreAction ItemStore::Impl::StoreActionLocked(Shard& shard, co
       if (first_attempt) counts.cas_hits++;
       return StoreAction::kPlain;
     }
-    if (req.invalidate && req.compare_cas != 0 && req.compare_cas < ItemAt(old_slot).cas()) {
+    if (req.stale_on_older_cas && req.compare_cas != 0 && req.compare_cas < ItemAt(old_slot).cas()) {
       return StoreAction::kStale;  // an older CAS stores a stale value (memcached's)
     }
     *status = StoreStatus::kExists;
@@ -209,7 +209,7 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     ShardLock lock(this, shard);
     const Found f = LookupLocked(shard, req.key, hash, t);
     const bool live = f.presence == Found::kLive;
-    if (!live && !req.has_vivify) {
+    if (!live && !req.create_on_miss) {
       res.status = StoreStatus::kNotStored;
       return res;
     }
@@ -231,7 +231,7 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
       fields.exptime = old_item.exptime();
     } else {
       fields.client_flags = req.client_flags;
-      fields.exptime = ToExpiryTick(req.vivify_exptime);
+      fields.exptime = ToExpiryTick(req.create_exptime);
     }
     const size_t len = old_value.size() + req.value.size();
     if (!ItemFits(req.key.size(), fields.client_flags, len)) {
@@ -284,13 +284,13 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
       UnlinkLocked(shard, f.slot);  // cancels the lease; the key had no value
       return DeleteStatus::kNotFound;
     }
-    if (f.presence == Found::kExpiredInGrace && !req.invalidate) {
+    if (f.presence == Found::kExpiredInGrace && !req.mark_stale) {
       UnlinkLocked(shard, f.slot);  // expired, as memcached sees it
       return DeleteStatus::kNotFound;
     }
     if (req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) return DeleteStatus::kExists;
     shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].delete_hits++;
-    if (!req.invalidate) {
+    if (!req.mark_stale) {
       UnlinkLocked(shard, f.slot);
       return DeleteStatus::kDeleted;
     }
@@ -357,13 +357,13 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
   const int32_t ttl_exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
-  const int32_t vivify_exptime = req.has_vivify ? ToExpiryTick(req.vivify_exptime) : 0;
+  const int32_t create_exptime = req.create_on_miss ? ToExpiryTick(req.create_exptime) : 0;
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
     const Found f = LookupLocked(shard, req.key, hash, t);
     const bool live = f.presence == Found::kLive;
-    if (!live && !req.has_vivify) {
+    if (!live && !req.create_on_miss) {
       res.status = ArithStatus::kNotFound;
       return res;
     }
@@ -382,7 +382,7 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     } else {
       value = req.initial;  // created with the initial value, no delta applied
       fields.key = req.key;
-      fields.exptime = vivify_exptime;
+      fields.exptime = create_exptime;
       fields.last_access = ClampStoreTime(t.now_s);
     }
     char digits[24];

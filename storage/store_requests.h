@@ -32,12 +32,12 @@ struct ReadOptions {
   bool has_touch = false;         // a new exptime on a hit (kClassicLease: only on
                                   // a fresh value this reader is given)
   int64_t touch_exptime = 0;
-  bool has_vivify = false;        // kMeta: a miss creates a 0-byte item that wins the lease
-  int64_t vivify_exptime = 0;     // its exptime (touch_exptime with has_touch)
+  bool create_on_miss = false;    // kMeta: a miss creates a 0-byte item that wins the lease
+  int64_t create_exptime = 0;     // its exptime (touch_exptime with has_touch)
   LeaseAsk lease;                 // what the lease decision may grant (storage/lease.h)
   // The lease decision judges the TTL after this read's touch; false
   // (default): the TTL the item had before it.
-  bool recache_after_touch = false;
+  bool judge_touched_ttl = false;
   // Classic wait mode: when the key has no value and another client holds its
   // lease, register this ticket under the shard lock (no wake-up can be lost
   // between the read and the park) and report parked. nullptr = never park.
@@ -61,7 +61,7 @@ struct ReadResult {
   LeaseVerdict lease = LeaseVerdict::kNone;
   bool lease_by_xfetch = false;
   bool lease_by_refresh = false;  // the win came from the refresh-ahead window
-  bool vivified = false;          // this read created the item
+  bool created = false;           // this read created the item (create_on_miss)
   bool placeholder = false;       // the hit is a lease-only stub with no value
   bool binary_key = false;        // stored with StoreRequest::binary_key
   bool no_value = false;          // a stub still waiting for its value (placeholder or created)
@@ -93,10 +93,11 @@ struct StoreRequest {
   // The CAS the item must have: kCas, and kSet / kReplace become a
   // compare-and-swap with it. 0 = none (kCas with 0 never matches, as memcached).
   uint64_t compare_cas = 0;
-  bool invalidate = false;        // a compare_cas older than the item's stores a stale item
+  // A compare_cas older than the item's stores the value as a stale item.
+  bool stale_on_older_cas = false;
   uint64_t lease_token = 0;       // store only if this lease is the live one
-  bool has_vivify = false;        // kAppend / kPrepend: a miss creates the item
-  int64_t vivify_exptime = 0;
+  bool create_on_miss = false;    // kAppend / kPrepend: a miss creates the item
+  int64_t create_exptime = 0;
   uint64_t new_cas = 0;           // the new item's CAS instead of the counter's (0 = counter)
   bool binary_key = false;        // remember that the key is binary (for the protocol)
   // On kTooLarge / kNoMemory memcached removes the existing item "to avoid stale
@@ -113,8 +114,8 @@ struct StoreResult {
 struct DeleteRequest {
   std::string_view key;
   uint64_t compare_cas = 0;       // the CAS the item must have, 0 = any
-  bool invalidate = false;        // keep the value as stale, new CAS, clear the lease
-  bool has_ttl = false;           // with invalidate: a new exptime for the stale value
+  bool mark_stale = false;        // keep the value as stale, new CAS, clear the lease
+  bool has_ttl = false;           // with mark_stale: a new exptime for the stale value
   int64_t exptime = 0;
   uint64_t new_cas = 0;           // the stale value's CAS instead of the counter's (0 = counter)
 };
@@ -126,8 +127,8 @@ struct ArithRequest {
   bool incr = true;
   uint64_t delta = 1;
   uint64_t compare_cas = 0;       // the CAS the item must have, 0 = any
-  bool has_vivify = false;        // a miss creates the item, holding `initial`
-  int64_t vivify_exptime = 0;
+  bool create_on_miss = false;    // a miss creates the item, holding `initial`
+  int64_t create_exptime = 0;
   uint64_t initial = 0;           // (no delta applied to it)
   bool has_ttl = false;           // a new exptime on success
   int64_t exptime = 0;

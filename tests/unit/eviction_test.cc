@@ -171,7 +171,7 @@ TEST_F(EvictionPolicyTest, ExpiredAndStaleItemsGoEvenWhenRead) {
   for (const char* k : {"live", "short", "invalidated"}) ASSERT_TRUE(Hit(k));
   DeleteRequest inv;
   inv.key = "invalidated";
-  inv.invalidate = true;
+  inv.mark_stale = true;
   ASSERT_EQ(store_->Delete(inv), DeleteStatus::kDeleted);
   clock_.AdvanceSeconds(5);
   const size_t capacity = Capacity();

@@ -154,8 +154,8 @@ TEST_F(ItemStoreTest, AppendWithVivifyCreatesTheItemFromItsData) {
   req.key = "k";
   req.value = "data";
   req.client_flags = 3;
-  req.has_vivify = true;
-  req.vivify_exptime = 30;
+  req.create_on_miss = true;
+  req.create_exptime = 30;
   ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored);
   ReadResult r = Read("k");
   EXPECT_EQ(r.value, "data");
@@ -474,7 +474,7 @@ TEST_F(ItemStoreTest, EvictionCountsStaleItemsEvictedAndExpiredOnesReclaimed) {
   Put("k2", value);
   DeleteRequest inv;
   inv.key = "k2";
-  inv.invalidate = true;
+  inv.mark_stale = true;
   ASSERT_EQ(store_->Delete(inv), DeleteStatus::kDeleted);
   clock_.AdvanceSeconds(5);
   // Fill until the segment of k0..k2 (the oldest) is evicted.
@@ -579,7 +579,7 @@ TEST_F(ItemStoreTest, InvalidateKeepsTheValueForMetaButClassicIgnoresStaleness) 
   const uint64_t cas = Put("k", "v", 100).cas;
   DeleteRequest req;
   req.key = "k";
-  req.invalidate = true;
+  req.mark_stale = true;
   req.has_ttl = true;
   req.exptime = 30;
   ASSERT_EQ(store_->Delete(req), DeleteStatus::kDeleted);
@@ -664,8 +664,8 @@ TEST_F(ItemStoreTest, ArithmeticOnAMissingKeyIsNotFound) {
 TEST_F(ItemStoreTest, MetaArithmeticVivifiesWithTheInitialValue) {
   ArithRequest req;
   req.key = "n";
-  req.has_vivify = true;
-  req.vivify_exptime = 30;
+  req.create_on_miss = true;
+  req.create_exptime = 30;
   req.initial = 5;
   ArithResult a = store_->Arithmetic(req);
   ASSERT_EQ(a.status, ArithStatus::kOk);
@@ -887,7 +887,7 @@ TEST_F(ItemStoreTest, ConcurrentWritersAndReadersNeverSeeATornValue) {
         } else if (op < 5) {
           DeleteRequest req;
           req.key = key;
-          req.invalidate = (x >> 40) % 2 == 0;  // md I keeps the value as stale
+          req.mark_stale = (x >> 40) % 2 == 0;  // md I keeps the value as stale
           store_->Delete(req);
         } else if (op < 6) {
           StoreRequest req;
@@ -1143,7 +1143,7 @@ TEST_F(ItemStoreTest, InvalidateWithAWideCasKeepsTheStaleValue) {
   Put("k", "v");
   DeleteRequest inv;
   inv.key = "k";
-  inv.invalidate = true;
+  inv.mark_stale = true;
   inv.new_cas = uint64_t{1} << 60;   // md E: wider than a stored CAS
   ASSERT_EQ(store_->Delete(inv), DeleteStatus::kDeleted);
   ReadResult r = Read("k", ReadKind::kMeta);

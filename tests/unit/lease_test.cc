@@ -118,7 +118,7 @@ TEST_F(DecideReadTest, RecacheWindowWinsOnlyBelowTheRemainingTtl) {
   view_.exptime = 0;  // no TTL never wins by R
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
   view_.exptime = (100 + 5) * kTicksPerSecond;
-  view_.just_vivified = true;
+  view_.just_created = true;
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
 }
 
@@ -215,7 +215,7 @@ TEST(RefreshDecisionTest, WinsInsideTheWindowOnlyWhenAskedAndNoLeaseIsLive) {
   v.reads_per_s = 25;
   EXPECT_EQ(DecideRead(s, v, ask, 100999999, 1).verdict, LeaseVerdict::kNone);
   v.exptime = 101 * kTicksPerSecond;
-  v.just_vivified = true;
+  v.just_created = true;
   EXPECT_EQ(DecideRead(s, v, ask, 100999999, 1).verdict, LeaseVerdict::kNone);
 }
 
@@ -276,8 +276,8 @@ class LeaseStoreTest : public ::testing::Test {
   }
   ReadResult MgVivify(std::string_view key, int64_t ttl = 30) {
     ReadOptions opts;
-    opts.has_vivify = true;
-    opts.vivify_exptime = ttl;
+    opts.create_on_miss = true;
+    opts.create_exptime = ttl;
     return Mg(key, opts);
   }
   StoreResult Set(std::string_view key, std::string_view value, int64_t exptime = 0) {
@@ -293,7 +293,7 @@ class LeaseStoreTest : public ::testing::Test {
     req.key = key;
     req.value = value;
     req.compare_cas = cas;
-    req.invalidate = invalidate;
+    req.stale_on_older_cas = invalidate;
     req.exptime = exptime;
     return store_->Store(req);
   }
@@ -307,7 +307,7 @@ class LeaseStoreTest : public ::testing::Test {
   DeleteStatus Invalidate(std::string_view key, int64_t ttl = 30) {
     DeleteRequest req;
     req.key = key;
-    req.invalidate = true;
+    req.mark_stale = true;
     req.has_ttl = true;
     req.exptime = ttl;
     return store_->Delete(req);
@@ -322,7 +322,7 @@ class LeaseStoreTest : public ::testing::Test {
 TEST_F(LeaseStoreTest, VivifyWinsThenOthersSeeZ) {
   ReadResult first = MgVivify("k");
   ASSERT_EQ(first.status, ReadStatus::kHit);  // memcached counts it as a hit
-  EXPECT_TRUE(first.vivified);
+  EXPECT_TRUE(first.created);
   EXPECT_FALSE(first.placeholder);
   EXPECT_EQ(first.lease, LeaseVerdict::kWin);
   EXPECT_EQ(first.value, "");
@@ -330,7 +330,7 @@ TEST_F(LeaseStoreTest, VivifyWinsThenOthersSeeZ) {
   EXPECT_EQ(first.client_flags, 0u);
 
   ReadResult second = MgVivify("k");
-  EXPECT_FALSE(second.vivified);
+  EXPECT_FALSE(second.created);
   EXPECT_EQ(second.lease, LeaseVerdict::kHeld);
   EXPECT_TRUE(second.fetched_before);  // memcached: h1 after the vivifying mg
   EXPECT_EQ(second.cas, first.cas);
@@ -394,7 +394,7 @@ TEST_F(LeaseStoreTest, WithoutTimeoutTheLeaseLastsAsLongAsTheStub) {
   EXPECT_EQ(MgVivify("k", 30).lease, LeaseVerdict::kHeld);
   clock_.AdvanceSeconds(1);  // the stub's N TTL is the lease length
   ReadResult r = MgVivify("k", 30);
-  EXPECT_TRUE(r.vivified);
+  EXPECT_TRUE(r.created);
   EXPECT_EQ(r.lease, LeaseVerdict::kWin);
 }
 
@@ -529,14 +529,14 @@ TEST_F(LeaseStoreTest, RecacheJudgesTheTtlBeforeATouchUnlessToldOtherwise) {
   EXPECT_EQ(Mg("k", opts).lease, LeaseVerdict::kWin);  // mg R200 T1000: R sees 100 s
 
   Set("j", "v", 100);
-  opts.recache_after_touch = true;  // mg T1000 R200: R sees 1000 s
+  opts.judge_touched_ttl = true;  // mg T1000 R200: R sees 1000 s
   EXPECT_EQ(Mg("j", opts).lease, LeaseVerdict::kNone);
 }
 
 TEST_F(LeaseStoreTest, VivifiedItemDoesNotAlsoWinByRecache) {
   ReadOptions opts;
-  opts.has_vivify = true;
-  opts.vivify_exptime = 30;
+  opts.create_on_miss = true;
+  opts.create_exptime = 30;
   opts.lease.has_recache = true;
   opts.lease.recache_below_s = 60;
   EXPECT_EQ(Mg("k", opts).lease, LeaseVerdict::kWin);

@@ -116,7 +116,7 @@ TEST_F(SnapshotTest, EveryItemComesBackWithItsMetadata) {
   a.Bump("key6", 1);
   DeleteRequest invalidate;
   invalidate.key = "key8";
-  invalidate.invalidate = true;
+  invalidate.mark_stale = true;
   ASSERT_EQ(a.store->Delete(invalidate), DeleteStatus::kDeleted);
   RestoreRequest measured;   // an item whose recompute time was measured
   measured.key = "measured";

@@ -517,11 +517,11 @@ TEST_F(WaitersTest, DelayedFlushWakesWhenItTakesEffect) {
 TEST_F(WaitersTest, InvalidatingAVivifiedStubWakes) {
   ReadOptions vivify;
   vivify.kind = ReadKind::kMeta;
-  vivify.has_vivify = true;
-  vivify.vivify_exptime = 30;
+  vivify.create_on_miss = true;
+  vivify.create_exptime = 30;
   ASSERT_EQ(store_->Read("k", vivify).lease, LeaseVerdict::kWin);
   EXPECT_TRUE(ParkedRead("k", Ticket(1)).parked);   // mg N stub: no value yet
-  store_->Delete(DeleteRequest{.key = "k", .invalidate = true});
+  store_->Delete(DeleteRequest{.key = "k", .mark_stale = true});
   EXPECT_EQ(sink_.woken.size(), 1u);
 }
 
