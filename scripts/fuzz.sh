@@ -40,7 +40,7 @@ mapfile -t LIB_SOURCES < <(
 compile() {
   local src="$1" obj="$FUZZ_DIR/obj/${1//\//_}.o"
   if [ -f "$obj" ] && [ "$obj" -nt "$REPO_ROOT/$src" ] &&
-     [ -z "$(find "$REPO_ROOT/protocol" "$REPO_ROOT/storage" "$REPO_ROOT/daemon" -name '*.h' -newer "$obj")" ]; then
+     [ -z "$(find "$REPO_ROOT/protocol" "$REPO_ROOT/storage" "$REPO_ROOT/daemon" "$REPO_ROOT/tests/unit" -name '*.h' -newer "$obj")" ]; then
     return 0
   fi
   quietly "$CXX" "${CXXFLAGS[@]}" -fsanitize=fuzzer-no-link -c "$REPO_ROOT/$src" -o "$obj"
