@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "protocol/request_loop.h"
+
 namespace herdless {
 
 namespace {
@@ -139,60 +141,68 @@ bool ParseSaslPlain(std::string_view message, std::string_view* user, std::strin
   return authzid.empty() || authzid == *user;
 }
 
+namespace {
+
+// One request of the exchange at the front of `rest`, answered.
+StepResult AnswerAuthRequest(std::string_view rest, const AuthFile& auth, ReplyBuffer* out,
+                             ThreadStats* stats, AuthOutcome* outcome) {
+  const size_t newline = rest.find('\n');
+  if (newline == std::string_view::npos) {
+    if (rest.size() > kMaxAuthLine) outcome->close = true;   // junk: hang up, as memcached
+    return {};
+  }
+  std::string_view line = rest.substr(0, newline);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  std::string_view words[6];
+  const size_t count = SplitWords(line, words, 6);
+  uint64_t length = 0;
+  if (count < 5 || words[0] != "set" || !ParseLength(words[4], &length)) {
+    out->Append("CLIENT_ERROR unauthenticated\r\n");
+    return {newline + 1, true};
+  }
+  if (length > kMaxAuthPayload) {
+    // memcached would buffer the whole block first; no credential is this long.
+    stats->auth_cmds.Add();
+    stats->auth_errors.Add();
+    out->Append("CLIENT_ERROR authentication failure\r\n");
+    outcome->close = true;
+    return {};
+  }
+  const size_t block = static_cast<size_t>(length) + 2;
+  if (rest.size() - (newline + 1) < block) return {};   // the block is still arriving
+  const std::string_view data = rest.substr(newline + 1, block);
+  const size_t consumed = newline + 1 + block;
+  if (data.substr(block - 2) != "\r\n") {
+    out->Append("CLIENT_ERROR bad command line termination\r\n");
+    return {consumed, true};
+  }
+  std::string_view token[2];
+  if (SplitWords(data.substr(0, block - 2), token, 2) < 2) {
+    out->Append("CLIENT_ERROR bad authentication token format\r\n");
+    return {consumed, true};
+  }
+  stats->auth_cmds.Add();
+  if (auth.Check(token[0], token[1])) {
+    out->Append("STORED\r\n");
+    outcome->authenticated = true;
+    return {consumed, false};
+  }
+  stats->auth_errors.Add();
+  out->Append("CLIENT_ERROR authentication failure\r\n");
+  return {consumed, true};
+}
+
+}  // namespace
+
+// A pass cut short by -R counts no conn_yields here (as before the loop was
+// shared): only commands count them.
 AuthOutcome ProcessAsciiAuth(std::string_view input, const AuthFile& auth, ReplyBuffer* out,
                              ThreadStats* stats, size_t max_output, int max_requests) {
   AuthOutcome outcome;
-  int handled = 0;
-  while (outcome.consumed < input.size()) {
-    if (handled >= max_requests || out->pending_bytes() > max_output) break;
-    const std::string_view rest = input.substr(outcome.consumed);
-    const size_t newline = rest.find('\n');
-    if (newline == std::string_view::npos) {
-      if (rest.size() > kMaxAuthLine) outcome.close = true;   // junk: hang up, as memcached
-      break;
-    }
-    std::string_view line = rest.substr(0, newline);
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    std::string_view words[6];
-    const size_t count = SplitWords(line, words, 6);
-    uint64_t length = 0;
-    if (count < 5 || words[0] != "set" || !ParseLength(words[4], &length)) {
-      out->Append("CLIENT_ERROR unauthenticated\r\n");
-      outcome.consumed += newline + 1;
-      ++handled;
-      continue;
-    }
-    if (length > kMaxAuthPayload) {
-      // memcached would buffer the whole block first; no credential is this long.
-      stats->auth_cmds.Add();
-      stats->auth_errors.Add();
-      out->Append("CLIENT_ERROR authentication failure\r\n");
-      outcome.close = true;
-      break;
-    }
-    const size_t block = static_cast<size_t>(length) + 2;
-    if (rest.size() - (newline + 1) < block) break;   // the block is still arriving
-    const std::string_view data = rest.substr(newline + 1, block);
-    outcome.consumed += newline + 1 + block;
-    ++handled;
-    if (data.substr(block - 2) != "\r\n") {
-      out->Append("CLIENT_ERROR bad command line termination\r\n");
-      continue;
-    }
-    std::string_view token[2];
-    if (SplitWords(data.substr(0, block - 2), token, 2) < 2) {
-      out->Append("CLIENT_ERROR bad authentication token format\r\n");
-      continue;
-    }
-    stats->auth_cmds.Add();
-    if (auth.Check(token[0], token[1])) {
-      out->Append("STORED\r\n");
-      outcome.authenticated = true;
-      break;
-    }
-    stats->auth_errors.Add();
-    out->Append("CLIENT_ERROR authentication failure\r\n");
-  }
+  RunRequests(input, *out, {max_output, max_requests}, /*yields=*/nullptr, &outcome.consumed,
+              [&](std::string_view rest) {
+                return AnswerAuthRequest(rest, auth, out, stats, &outcome);
+              });
   return outcome;
 }
 

@@ -67,6 +67,11 @@ struct AuthOutcome {
   bool close = false;           // close once the output is written
 };
 
+// SASL PLAIN's message (RFC 4616): [authzid] NUL authcid NUL passwd. False
+// unless it has exactly that shape; an authzid other than empty or the user
+// itself (acting for someone else) is refused.
+bool ParseSaslPlain(std::string_view message, std::string_view* user, std::string_view* password);
+
 // Handles the input of a connection that has not authenticated yet, in
 // memcached's words:
 //   set <any> <any> <any> <bytes>\r\n<user> <password>\r\n   -> STORED
@@ -74,14 +79,10 @@ struct AuthOutcome {
 //   a data block without "\r\n"             -> CLIENT_ERROR bad command line termination
 //   a data block without two words          -> CLIENT_ERROR bad authentication token format
 //   any other line (get, ms, stats, quit...) -> CLIENT_ERROR unauthenticated
-// and nothing else happens. Stops after a success (the rest is commands),
-// at an incomplete request, after `max_requests` lines, or once `out` holds
-// more than `max_output` bytes. Counts auth_cmds and auth_errors.
-// SASL PLAIN's message (RFC 4616): [authzid] NUL authcid NUL passwd. False
-// unless it has exactly that shape; an authzid other than empty or the user
-// itself (acting for someone else) is refused.
-bool ParseSaslPlain(std::string_view message, std::string_view* user, std::string_view* password);
-
+// and nothing else happens. Runs request_loop.h's loop: stops after a
+// success (the rest is commands), at an incomplete request, after
+// `max_requests` lines, or once `out` holds more than `max_output` bytes.
+// Counts auth_cmds and auth_errors.
 AuthOutcome ProcessAsciiAuth(std::string_view input, const AuthFile& auth, ReplyBuffer* out,
                              ThreadStats* stats, size_t max_output, int max_requests);
 

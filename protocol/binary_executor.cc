@@ -33,10 +33,6 @@ namespace {
 
 using namespace binary;
 
-size_t MaxValueLengthOf(const void* ctx, size_t key_len) {
-  return static_cast<const ItemStore*>(ctx)->MaxValueLength(key_len);
-}
-
 void Put32(char* p, uint32_t v) {
   for (int i = 3; i >= 0; --i, v >>= 8) p[i] = static_cast<char>(v);
 }
@@ -77,56 +73,34 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 BinaryExecutor::BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats* stats,
                                const AuthFile* sasl_pwdb)
     : store_(store), server_(server), watch_(server->watch_log()), stats_(stats),
-      sasl_pwdb_(sasl_pwdb) {
-  limits_.max_value_length = &MaxValueLengthOf;
-  limits_.ctx = store_;
-}
+      limits_(ItemStoreLimits(store)), sasl_pwdb_(sasl_pwdb) {}
 
 ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
                                        size_t max_output, int max_requests,
                                        const WaitTicket* park, BinarySession* session) {
   ProcessOutcome outcome;
-  int handled = 0;
   park_ = park;
   session_ = session;
   BinaryRequest req;
-  while (outcome.consumed < input.size()) {
-    if (max_requests > 0 && handled >= max_requests) {
-      stats_->conn_yields.Add();   // -R: give other connections a turn
-      break;
-    }
-    if (out->pending_bytes() > max_output) break;
-    if (sasl_pwdb_ != nullptr && (session_ == nullptr || !session_->authenticated) &&
-        RefuseUnauthenticated(input.substr(outcome.consumed), out, &outcome)) {
-      break;
-    }
-    const BinaryParseResult r = ParseBinaryRequest(input.data() + outcome.consumed,
-                                                   input.size() - outcome.consumed, limits_, &req);
-    if (r.status == ParseStatus::kNeedMore) break;
-    if (r.status == ParseStatus::kClose) {
-      outcome.close = true;
-      break;
-    }
-    outcome.consumed += r.consumed;
-    ++handled;
-    if (r.status == ParseStatus::kError) {
-      Error(out, r.opcode, r.opaque, r.error);
-      outcome.close = r.close;
-    } else {
-      Execute(req, out, &outcome);
-      if (outcome.parked) {
-        // Not answered yet: it stays in the input and runs again when woken.
-        outcome.consumed -= r.consumed;
-        break;
-      }
-    }
-    out->EndMessage();   // UDP: each reply is its own message
-    if (r.swallow > 0) {
-      outcome.swallow = r.swallow;
-      break;
-    }
-    if (outcome.close) break;
-  }
+  RunRequests(input, *out, {max_output, max_requests}, &stats_->conn_yields, &outcome.consumed,
+              [&](std::string_view rest) -> StepResult {
+                if (sasl_pwdb_ != nullptr && (session_ == nullptr || !session_->authenticated) &&
+                    RefuseUnauthenticated(rest, out)) {
+                  outcome.close = true;
+                  return {kHeaderSize, false};
+                }
+                const BinaryParseResult r =
+                    ParseBinaryRequest(rest.data(), rest.size(), limits_, &req);
+                return FinishParsedStep(r, out, &outcome, [&] {
+                  if (r.status == ParseStatus::kError) {
+                    Error(out, r.opcode, r.opaque, r.error);
+                    outcome.close = r.close;
+                  } else {
+                    Execute(req, out, &outcome);
+                  }
+                  return false;   // binary replies are never hidden whole
+                });
+              });
   park_ = nullptr;
   session_ = nullptr;
   return outcome;
@@ -134,10 +108,10 @@ ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
 
 // -S before authentication: memcached's dispatch_bin_command answers every
 // opcode but the SASL ones and Version with "Auth failure." and closes, from
-// the header alone (nothing more of the request is read). A SASL request
+// the header alone (nothing more of the request is read: the caller consumes
+// the header and closes). A SASL request
 // whose body could not be a mechanism and a PLAIN message is refused so too.
-bool BinaryExecutor::RefuseUnauthenticated(std::string_view rest, ReplyBuffer* out,
-                                           ProcessOutcome* outcome) {
+bool BinaryExecutor::RefuseUnauthenticated(std::string_view rest, ReplyBuffer* out) {
   if (rest.size() < kHeaderSize || static_cast<unsigned char>(rest[0]) != kRequestMagic) {
     return false;   // the parser waits for the header, or closes on a bad magic
   }
@@ -149,8 +123,6 @@ bool BinaryExecutor::RefuseUnauthenticated(std::string_view rest, ReplyBuffer* o
   const bool sasl = opcode == kSaslListMechs || opcode == kSaslAuth || opcode == kSaslStep;
   if ((sasl || opcode == kVersion) && bodylen <= kMaxAuthPayload) return false;
   Error(out, opcode, opaque, kAuthError);
-  outcome->consumed += kHeaderSize;
-  outcome->close = true;
   return true;
 }
 

@@ -18,6 +18,7 @@
 #include "protocol/binary_parser.h"
 #include "protocol/executor.h"
 #include "protocol/reply.h"
+#include "protocol/request_loop.h"
 #include "protocol/server_info.h"
 #include "protocol/thread_stats.h"
 #include "storage/item_store.h"
@@ -62,7 +63,7 @@ class BinaryExecutor {
   void Arithmetic(const BinaryRequest& req, ReplyBuffer* out);
   void Flush(const BinaryRequest& req, ReplyBuffer* out);
   void Stat(const BinaryRequest& req, ReplyBuffer* out);
-  bool RefuseUnauthenticated(std::string_view rest, ReplyBuffer* out, ProcessOutcome* outcome);
+  bool RefuseUnauthenticated(std::string_view rest, ReplyBuffer* out);
   void SaslAuth(const BinaryRequest& req, ReplyBuffer* out);
 
   ItemStore* store_;

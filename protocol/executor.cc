@@ -48,10 +48,6 @@ constexpr int64_t kMaxVerbosity = 2;
 constexpr int64_t kMinMemlimitMb = 8;
 constexpr int64_t kMaxMemlimitMb = 1000000000;
 
-size_t MaxValueLengthOf(const void* ctx, size_t key_len) {
-  return static_cast<const ItemStore*>(ctx)->MaxValueLength(key_len);
-}
-
 // Classic replies obey noreply entirely: memcached's out_string() drops every
 // line, errors included, once the command said noreply.
 void Reply(const Request& req, ReplyBuffer* out, std::string_view line) {
@@ -974,60 +970,37 @@ bool CountClassicRead(ThreadStats* stats, const ReadOptions& opts, const ReadRes
 }
 
 Executor::Executor(ItemStore* store, ServerInfo* server, ThreadStats* stats)
-    : store_(store), server_(server), stats_(stats), watch_(server->watch_log()) {
-  limits_.max_value_length = &MaxValueLengthOf;
-  limits_.ctx = store_;
+    : store_(store), server_(server), stats_(stats), limits_(ItemStoreLimits(store)),
+      watch_(server->watch_log()) {}
+
+void Executor::AnswerParseError(const ParseResult& r, ReplyBuffer* out) {
+  // memcached counts a storage command as cmd_set once its data block is
+  // read, before it finds the block malformed.
+  if (r.error == kBadDataChunk) stats_->cmd_set.Add();
+  // A classic command's noreply hides its errors too.
+  if (!r.suppress) {
+    out->Append(r.error);
+    out->Append("\r\n");
+  }
 }
 
 ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_t max_output,
                                  int max_requests, const WaitTicket* park) {
   ProcessOutcome outcome;
-  int handled = 0;
   park_ = park;
   batch_output_ = out->pending_bytes();
-  while (outcome.consumed < input.size()) {
-    if (max_requests > 0 && handled >= max_requests) {
-      stats_->conn_yields.Add();   // -R: give other connections a turn
-      break;
-    }
-    if (out->pending_bytes() > max_output) break;
-    if (outcome.stream != ProcessOutcome::Stream::kNone) break;
-    const ParseResult r = ParseRequest(input.data() + outcome.consumed,
-                                       input.size() - outcome.consumed, limits_, &request_);
-    if (r.status == ParseStatus::kNeedMore) break;
-    if (r.status == ParseStatus::kClose) {
-      outcome.close = true;
-      break;
-    }
-    outcome.consumed += r.consumed;
-    ++handled;
-    if (r.status == ParseStatus::kError) {
-      // memcached counts a storage command as cmd_set once its data block is
-      // read, before it finds the block malformed.
-      if (r.error == kBadDataChunk) stats_->cmd_set.Add();
-      // A classic command's noreply hides its errors too.
-      if (!r.suppress) {
-        out->Append(r.error);
-        out->Append("\r\n");
-      }
-    } else {
-      Execute(request_, out, &outcome);
-      if (outcome.parked) {
-        // Not answered yet: it stays in the input and runs again when woken.
-        outcome.consumed -= r.consumed;
-        break;
-      }
-    }
-    // UDP: each command's reply is its own message; a reply hidden by noreply
-    // (or a meta q) sends nothing at all.
-    out->EndMessage(/*skipped=*/request_.noreply || request_.meta.Has('q'));
-    if (r.swallow > 0) {
-      // The daemon drops these bytes as they arrive, then calls again.
-      outcome.swallow = r.swallow;
-      break;
-    }
-    if (outcome.close) break;
-  }
+  RunRequests(input, *out, {max_output, max_requests}, &stats_->conn_yields, &outcome.consumed,
+              [&](std::string_view rest) {
+                const ParseResult r = ParseRequest(rest.data(), rest.size(), limits_, &request_);
+                return FinishParsedStep(r, out, &outcome, [&] {
+                  if (r.status == ParseStatus::kError) {
+                    AnswerParseError(r, out);
+                  } else {
+                    Execute(request_, out, &outcome);
+                  }
+                  return request_.noreply || request_.meta.Has('q');
+                });
+              });
   park_ = nullptr;
   return outcome;
 }

@@ -1,8 +1,7 @@
 // Executor: runs requests against the ItemStore and writes memcached's replies
 // into a ReplyBuffer. One per worker thread (it owns that worker's
-// ThreadStats); not thread-safe. Process() parses and executes as many
-// complete requests as the input holds, in order, so pipelined requests are
-// answered in order with one write.
+// ThreadStats); not thread-safe. Process() runs request_loop.h's loop over
+// the text protocol's requests (classic, meta and lease commands).
 #ifndef HERDLESS_PROTOCOL_EXECUTOR_H_
 #define HERDLESS_PROTOCOL_EXECUTOR_H_
 
@@ -12,6 +11,7 @@
 
 #include "protocol/reply.h"
 #include "protocol/request.h"
+#include "protocol/request_loop.h"
 #include "protocol/server_info.h"
 #include "protocol/stat_writer.h"
 #include "protocol/text_parser.h"
@@ -22,25 +22,6 @@ namespace herdless {
 
 // What `version` says (memcached's VERSION, marked as herdless).
 inline constexpr std::string_view kServerVersion = "1.6.18-herdless";
-
-struct ProcessOutcome {
-  size_t consumed = 0;     // input bytes used (drop them from the buffer)
-  uint64_t swallow = 0;    // then discard this many further input bytes
-  bool close = false;      // close the connection once the output is written
-  // Classic wait mode: the request at `consumed` is parked (not consumed, and
-  // nothing of its reply written). The store will wake the ticket given to
-  // Process(); then call Process() again, which re-runs it.
-  bool parked = false;
-  uint64_t park_token = 0; // the lease it waits for (a new one = a new wait)
-  std::string_view park_key;  // its key (in the input, which still holds the request)
-  // lru_crawler metadump, watch: the connection streams from here on (the
-  // dump until its END, log lines until it closes); Process() stopped after
-  // the command. The connection runs the stream (protocol/metadump.h,
-  // daemon/watch_hub.h).
-  enum class Stream : uint8_t { kNone, kMetadump, kWatch };
-  Stream stream = Stream::kNone;
-  uint64_t stream_arg = 0; // metadump: size classes (bit c = class c); watch: kinds
-};
 
 // A classic read of one key (text get/gets/gat/gats; binary Get, GetK, GAT,
 // GATK and their quiet variants; binary Touch, `with_value` false). In a
@@ -70,12 +51,11 @@ class Executor {
  public:
   Executor(ItemStore* store, ServerInfo* server, ThreadStats* stats);
 
-  // Handles complete requests from `input`. Stops early (returning what it
-  // consumed) when the output holds more than `max_output` bytes, so a client
-  // that does not read cannot make the server buffer without bound, or at
-  // most `max_requests` requests (-R), or on close/swallow, or at a request
-  // that parks. `park` (classic wait mode): the ticket a parking read
-  // registers; nullptr = no request parks (a timed-out wait re-runs so).
+  // Handles complete requests from `input`, stopping where request_loop.h
+  // says (output over `max_output`, `max_requests` (-R), close, swallow, a
+  // request that parks or starts a stream). `park` (classic wait mode): the
+  // ticket a parking read registers; nullptr = no request parks (a timed-out
+  // wait re-runs so).
   ProcessOutcome Process(std::string_view input, ReplyBuffer* out,
                          size_t max_output, int max_requests,
                          const WaitTicket* park = nullptr);
@@ -92,6 +72,9 @@ class Executor {
   void Execute(Request& req, ReplyBuffer* out, ProcessOutcome* outcome);
 
  private:
+  // A request the parser refused: its error line (unless noreply hides it).
+  void AnswerParseError(const ParseResult& r, ReplyBuffer* out);
+
   ItemStore* store_;
   ServerInfo* server_;
   ThreadStats* stats_;
