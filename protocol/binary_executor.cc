@@ -17,15 +17,16 @@
 //     found. "reset" and "settings" match as prefixes, as memcached's strncmp.
 #include "protocol/binary_executor.h"
 
-#include "protocol/watch.h"
-
 #include <cstdint>
 #include <cstring>
 #include <utility>
 
+#include "protocol/accounting.h"
 #include "protocol/auth.h"
 #include "protocol/binary_wire.h"
 #include "protocol/stat_writer.h"
+#include "protocol/stats_groups.h"
+#include "protocol/watch.h"
 
 namespace herdless {
 
@@ -431,9 +432,7 @@ void BinaryExecutor::Stat(const BinaryRequest& req, ReplyBuffer* out) {
   const std::string_view group = req.key;
   StatWriter w(out, req.opaque);
   if (StartsWith(group, "reset") && !group.empty()) {
-    server_->ResetStats();
-    store_->ResetStats();
-    server_->prefix_stats().Clear();
+    ResetStats(store_, server_);
     w.End();
   } else if (StartsWith(group, "settings")) {
     WriteStatsGroup(store_, server_, "settings", &w);

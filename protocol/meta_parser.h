@@ -1,6 +1,7 @@
 // MetaParser: the meta commands (mg ms md ma mn me) of memcached 1.6.18, as
 // one step of ParseRequest (text_parser.h). Also home of the command-line
-// tokenizer both parsers share, so they split lines identically.
+// tokenizer both parsers and the text executor share, so they split lines
+// identically.
 //
 // Flags follow 1.6.18, which checks one flag table for every meta command:
 //   b c f h k l q s t u v O P L I   (no token, or a token that is ignored)
@@ -41,6 +42,26 @@ struct CommandLine {
 };
 
 void SplitCommandLine(std::string_view line, CommandLine* out);
+
+// The words of a space-separated list one at a time, split as
+// SplitCommandLine splits (for lists of any length: a get's keys, an
+// operator command's arguments).
+class WordIterator {
+ public:
+  explicit WordIterator(std::string_view words) : rest_(words) {}
+  bool Next(std::string_view* word) {
+    while (!rest_.empty() && rest_.front() == ' ') rest_.remove_prefix(1);
+    if (rest_.empty()) return false;
+    size_t end = rest_.find(' ');
+    if (end == std::string_view::npos) end = rest_.size();
+    *word = rest_.substr(0, end);
+    rest_.remove_prefix(end);
+    return true;
+  }
+
+ private:
+  std::string_view rest_;
+};
 
 // What parsing one command line decided; the data block, if any, follows.
 struct LineVerdict {

@@ -1,0 +1,274 @@
+// The operator console, with memcached 1.6.18's replies (proto_text.c
+// process_stat, process_lru_crawler_command, process_slabs_command,
+// process_watch_command).
+#include "protocol/operator_commands.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "protocol/cachedump.h"
+#include "protocol/meta_parser.h"
+#include "protocol/metadump.h"
+#include "protocol/numbers.h"
+#include "protocol/stat_writer.h"
+#include "protocol/stats_groups.h"
+#include "protocol/watch.h"
+
+namespace herdless {
+
+namespace {
+
+// metadump and watch over UDP. memcached 1.6.18 starts the stream anyway and
+// writes it to the unconnected UDP socket, where it is lost: the client gets
+// no reply at all. herdless says why instead.
+constexpr std::string_view kNoStreamOverUdp = "SERVER_ERROR streams not supported over UDP\r\n";
+// memcached's MAX_NUMBER_OF_SLAB_CLASSES: class ids a command may name.
+constexpr uint32_t kMaxSlabClassIds = 64;
+
+// The words of a command's arguments (memcached's tokens after the command).
+struct Words {
+  static constexpr int kMax = 8;
+  std::string_view word[kMax];
+  int count = 0;
+  explicit Words(std::string_view args) {
+    WordIterator it(args);
+    std::string_view w;
+    while (it.Next(&w)) {
+      if (count == kMax) {
+        count = kMax + 1;   // more than any operator command takes
+        break;
+      }
+      word[count++] = w;
+    }
+  }
+};
+
+// First space-separated word of `args` and what follows it.
+std::string_view FirstWord(std::string_view args, std::string_view* rest) {
+  WordIterator words(args);
+  std::string_view word;
+  if (!words.Next(&word)) word = {};
+  const size_t end = word.empty() ? args.size() : (word.data() - args.data()) + word.size();
+  *rest = args.substr(end);
+  return word;
+}
+
+// stats detail on|off|dump (process_stats_detail); extra words are ignored.
+void StatsDetail(ServerInfo* server, std::string_view args, ReplyBuffer* out) {
+  std::string_view ignored;
+  const std::string_view mode = FirstWord(args, &ignored);
+  PrefixStats& prefixes = server->prefix_stats();
+  if (mode == "on" || mode == "off") {
+    prefixes.set_enabled(mode == "on");
+    out->Append("OK\r\n");
+  } else if (mode == "dump") {
+    out->Append(prefixes.Dump());
+  } else {
+    out->Append("CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+  }
+}
+
+// stats cachedump <class> <limit> (process_stat): memcached's checks in its
+// order; extra words are ignored. Class ids 0 and 40..63 are valid and empty.
+void StatsCachedump(ItemStore* store, ServerInfo* server, std::string_view args,
+                    ReplyBuffer* out) {
+  if (!server->Settings().dump_enabled) {
+    out->Append("CLIENT_ERROR stats cachedump not allowed\r\n");
+    return;
+  }
+  const Words w(args);
+  if (w.count < 2) {
+    out->Append("CLIENT_ERROR bad command line\r\n");
+    return;
+  }
+  uint32_t id, limit;
+  if (!ParseUint32(w.word[0], &id) || !ParseUint32(w.word[1], &limit)) {
+    out->Append("CLIENT_ERROR bad command line format\r\n");
+    return;
+  }
+  if (id >= kMaxSlabClassIds) {
+    out->Append("CLIENT_ERROR Illegal slab id\r\n");
+    return;
+  }
+  std::string reply;
+  Cachedump(store, static_cast<int>(id), limit, &reply);
+  out->Append(reply);
+}
+
+}  // namespace
+
+// lru_crawler <crawl|metadump|tocrawl|sleep> <arg> | <enable|disable>, with
+// memcached 1.6.18's replies (process_lru_crawler_command). crawl runs in the
+// background (ServerInfo::StartCrawl); metadump turns the connection into a
+// stream (ProcessOutcome::stream).
+void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
+                       ReplyBuffer* out, ProcessOutcome* outcome) {
+  const Words w(req.args);
+  OperatorSettings& ops = server->operators();
+  const bool enabled = ops.lru_crawler.load(std::memory_order_relaxed);
+  if (w.count == 2 && (w.word[0] == "crawl" || w.word[0] == "metadump")) {
+    const bool dump = w.word[0] == "metadump";
+    if (!enabled) {
+      out->Append("CLIENT_ERROR lru crawler disabled\r\n");
+      return;
+    }
+    if (dump && !server->Settings().dump_enabled) {
+      out->Append("ERROR metadump not allowed\r\n");
+      return;
+    }
+    if (dump && pipelined) {
+      out->Append("ERROR cannot pipeline other commands before metadump\r\n");
+      return;
+    }
+    uint64_t classes = 0;
+    // "hash" walks the hash table in memcached: herdless's dump always does.
+    if (!(dump && w.word[1] == "hash") && !ParseCrawlerClasses(w.word[1], &classes)) {
+      out->Append("BADCLASS invalid class id\r\n");
+      return;
+    }
+    if (dump && datagram) {
+      out->Append(kNoStreamOverUdp);
+      return;
+    }
+    if (dump) {
+      outcome->stream = ProcessOutcome::Stream::kMetadump;
+      outcome->stream_arg = w.word[1] == "hash" ? kAllCrawlerClasses : classes;
+      return;
+    }
+    switch (server->StartCrawl(classes, ops.lru_crawler_tocrawl.load(std::memory_order_relaxed))) {
+      case CrawlStart::kOk: out->Append("OK\r\n"); return;
+      case CrawlStart::kRunning: out->Append("BUSY currently processing crawler request\r\n"); return;
+      case CrawlStart::kError: break;
+    }
+    out->Append("ERROR an unknown error happened\r\n");
+    return;
+  }
+  if (w.count == 2 && (w.word[0] == "tocrawl" || w.word[0] == "sleep")) {
+    uint32_t n;
+    if (!ParseUint32(w.word[1], &n)) {
+      out->Append("CLIENT_ERROR bad command line format\r\n");
+      return;
+    }
+    if (w.word[0] == "tocrawl") {
+      ops.lru_crawler_tocrawl.store(n, std::memory_order_relaxed);
+    } else if (n > 1000000) {
+      out->Append("CLIENT_ERROR sleep must be one second or less\r\n");
+      return;
+    } else {
+      ops.lru_crawler_sleep.store(n, std::memory_order_relaxed);
+    }
+    out->Append("OK\r\n");
+    return;
+  }
+  if (w.count == 1 && (w.word[0] == "enable" || w.word[0] == "disable")) {
+    // memcached fails to start a running crawler thread; stopping a stopped one is OK.
+    const bool on = w.word[0] == "enable";
+    if (ops.lru_crawler.exchange(on, std::memory_order_relaxed) && on) {
+      out->Append("ERROR failed to start lru crawler thread\r\n");
+    } else {
+      out->Append("OK\r\n");
+    }
+    return;
+  }
+  out->Append("ERROR\r\n");
+}
+
+// slabs automove <0|1|2> | automove ratio <r> | reassign <src> <dst>
+// (process_slabs_command). herdless has no slabs to move: every segment
+// returns to one free pool that every class takes from, which is what
+// automove asks for; the setting is kept and shown. reassign is answered as
+// memcached answers a source class with no spare page, which is always true
+// here (a class never holds a free segment).
+void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  const Words w(req.args);
+  OperatorSettings& ops = server->operators();
+  const bool noreply = w.count > 0 && w.count <= Words::kMax && w.word[w.count - 1] == "noreply";
+  auto reply = [&](std::string_view line) {
+    if (!noreply) out->Append(line);
+  };
+  if (w.count == 3 && w.word[0] == "reassign") {
+    int32_t src, dst;
+    if (!ParseInt32(w.word[1], &src) || !ParseInt32(w.word[2], &dst)) {
+      out->Append("CLIENT_ERROR bad command line format\r\n");
+    } else if (src == dst) {
+      out->Append("SAME src and dst class are identical\r\n");
+    } else if (src < -1 || src > kMemcachedClasses || dst < 0 || dst > kMemcachedClasses) {
+      out->Append("BADCLASS invalid src or dst class id\r\n");
+    } else {
+      out->Append("NOSPARE source class has no spare pages\r\n");
+    }
+    return;
+  }
+  if (w.count >= 2 && w.count <= Words::kMax && w.word[0] == "automove") {
+    if (w.word[1] == "ratio") {
+      double ratio;
+      if (w.count < 3 || !ParseDouble(w.word[2], &ratio)) {
+        reply("ERROR\r\n");
+        return;
+      }
+      ops.slab_automove_ratio.store(ratio, std::memory_order_relaxed);
+    } else {
+      uint32_t level;
+      if (!ParseUint32(w.word[1], &level)) {
+        reply("CLIENT_ERROR bad command line format\r\n");
+        return;
+      }
+      if (level > 2) {
+        reply("ERROR\r\n");
+        return;
+      }
+      ops.slab_automove.store(level, std::memory_order_relaxed);
+    }
+    reply("OK\r\n");
+    return;
+  }
+  out->Append("ERROR\r\n");
+}
+
+// watch [kinds]: memcached's process_watch_command.
+void WatchCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
+                  ReplyBuffer* out, ProcessOutcome* outcome) {
+  if (!server->Settings().watch_enabled) {
+    out->Append("CLIENT_ERROR watch commands not allowed\r\n");
+    return;
+  }
+  if (pipelined) {
+    out->Append("ERROR cannot pipeline other commands before watch\r\n");
+    return;
+  }
+  uint32_t kinds;
+  if (!ParseWatchKinds(req.args, &kinds)) {
+    out->Append("ERROR\r\n");
+    return;
+  }
+  if (datagram) {
+    out->Append(kNoStreamOverUdp);
+    return;
+  }
+  outcome->stream = ProcessOutcome::Stream::kWatch;
+  outcome->stream_arg = kinds;
+}
+
+// stats [<group>] (process_stat): reset, detail, cachedump, conns, or one of
+// stats_groups.h's groups; any other word is ERROR.
+void StatsCommand(ItemStore* store, ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  std::string_view rest;
+  const std::string_view sub = FirstWord(req.args, &rest);
+  StatWriter w(out);
+  if (sub == "reset") {
+    ResetStats(store, server);
+    out->Append("RESET\r\n");
+  } else if (sub == "detail") {
+    StatsDetail(server, rest, out);
+  } else if (sub == "cachedump") {
+    StatsCachedump(store, server, rest, out);
+  } else if (sub == "conns") {
+    ConnsStats(server, &w);
+    w.End();
+  } else if (!WriteStatsGroup(store, server, sub, &w)) {
+    out->Append("ERROR\r\n");
+  }
+}
+
+}  // namespace herdless

@@ -1,0 +1,30 @@
+// The operator console of the text protocol: `stats` with its sub-commands
+// (reset, detail, cachedump, conns, and stats_groups.h's groups),
+// lru_crawler, slabs and watch, with memcached 1.6.18's replies
+// (docs/operations.md). A command's arguments are the words in
+// Request::args. Commands that turn the connection into a stream
+// (lru_crawler metadump, watch) only say so in ProcessOutcome::stream; the
+// connection runs the stream. They refuse to start one when `pipelined`
+// (replies of earlier requests of this pass are pending: a stream must start
+// the connection's output) or over a `datagram` socket.
+#ifndef HERDLESS_PROTOCOL_OPERATOR_COMMANDS_H_
+#define HERDLESS_PROTOCOL_OPERATOR_COMMANDS_H_
+
+#include "protocol/reply.h"
+#include "protocol/request.h"
+#include "protocol/request_loop.h"
+#include "protocol/server_info.h"
+#include "storage/item_store.h"
+
+namespace herdless {
+
+void StatsCommand(ItemStore* store, ServerInfo* server, const Request& req, ReplyBuffer* out);
+void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
+                       ReplyBuffer* out, ProcessOutcome* outcome);
+void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
+void WatchCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
+                  ReplyBuffer* out, ProcessOutcome* outcome);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_OPERATOR_COMMANDS_H_

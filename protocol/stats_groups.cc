@@ -1,0 +1,306 @@
+#include "protocol/stats_groups.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+namespace herdless {
+
+namespace {
+
+// Stats memcached prints for machinery herdless does not have: the names stay,
+// so dashboards and tools that read them keep working.
+void Zeros(StatWriter* w, std::initializer_list<std::string_view> names) {
+  for (std::string_view name : names) w->Add(name, uint64_t{0});
+}
+
+int HashPowerLevel(uint64_t buckets) {
+  int power = 0;
+  while (buckets > 1) {
+    buckets >>= 1;
+    ++power;
+  }
+  return power;
+}
+
+// herdless's warm-restart figures (-e): the last write and the load at start.
+void SnapshotStats(const SnapshotFigures& f, StatWriter* w) {
+  w->Add("snapshot_in_progress", uint64_t{f.in_progress});
+  w->Add("snapshot_writes", f.writes);
+  w->Add("snapshot_failures", f.failures);
+  w->AddSigned("snapshot_last_time", f.last_time);
+  w->Add("snapshot_last_duration_ms", f.last_duration_ms);
+  w->Add("snapshot_last_bytes", f.last_bytes);
+  w->Add("snapshot_last_items", f.last_items);
+  w->Add("snapshot_loaded_items", f.loaded_items);
+  w->Add("snapshot_load_skipped_expired", f.load_skipped_expired);
+  w->Add("snapshot_load_skipped_too_large", f.load_skipped_too_large);
+  w->Add("snapshot_load_skipped_no_memory", f.load_skipped_no_memory);
+  w->Add("snapshot_load_ms", f.load_ms);
+}
+
+// `stats`: memcached's names in memcached's order (server_stats, then the
+// engine totals), as a memcached run with no slab rebalancer, LRU crawler,
+// segmented LRU, extstore, proxy or TLS prints them, since herdless has none
+// of those. Its own lease counters follow at the end, then the snapshot's.
+void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
+  const ServerSnapshot snap = server->Snapshot();
+  const ProtocolSettings& settings = server->Settings();
+  const StoreStats ss = store->Stats();
+  const ThreadStatsTotals& t = snap.totals;
+
+  w->AddSigned("pid", snap.pid);
+  w->AddSigned("uptime", snap.uptime);
+  w->AddSigned("time", snap.time);
+  w->Add("version", kServerVersion);
+  w->Add("libevent", std::string_view(snap.libevent));
+  w->Add("pointer_size", uint64_t{8 * sizeof(void*)});
+  w->AddFixed("rusage_user", snap.rusage_user, 6);
+  w->AddFixed("rusage_system", snap.rusage_system, 6);
+  w->Add("max_connections", snap.max_connections);
+  w->Add("curr_connections", snap.curr_connections);
+  w->Add("total_connections", snap.total_connections);
+  w->Add("rejected_connections", snap.rejected_connections);
+  w->Add("connection_structures", snap.connection_structures);
+  // memcached's response-object and read-buffer pools: herdless has neither
+  // (replies point into items, buffers belong to connections).
+  Zeros(w, {"response_obj_oom", "response_obj_count", "response_obj_bytes", "read_buf_count",
+            "read_buf_bytes", "read_buf_bytes_free", "read_buf_oom"});
+  w->Add("reserved_fds", snap.reserved_fds);
+  w->Add("cmd_get", t.cmd_get);
+  w->Add("cmd_set", t.cmd_set);
+  w->Add("cmd_flush", t.cmd_flush);
+  w->Add("cmd_touch", t.cmd_touch);
+  w->Add("cmd_meta", t.cmd_meta);
+  w->Add("get_hits", t.get_hits);
+  w->Add("get_misses", t.get_misses);
+  w->Add("get_expired", t.get_expired);
+  w->Add("get_flushed", t.get_flushed);
+  w->Add("delete_misses", t.delete_misses);
+  w->Add("delete_hits", t.delete_hits);
+  w->Add("incr_misses", t.incr_misses);
+  w->Add("incr_hits", t.incr_hits);
+  w->Add("decr_misses", t.decr_misses);
+  w->Add("decr_hits", t.decr_hits);
+  w->Add("cas_misses", t.cas_misses);
+  w->Add("cas_hits", t.cas_hits);
+  w->Add("cas_badval", t.cas_badval);
+  w->Add("touch_hits", t.touch_hits);
+  w->Add("touch_misses", t.touch_misses);
+  w->Add("store_too_large", t.store_too_large);
+  w->Add("store_no_memory", t.store_no_memory);
+  w->Add("auth_cmds", t.auth_cmds);
+  w->Add("auth_errors", t.auth_errors);
+  if (settings.idle_timeout != 0) w->Add("idle_kicks", t.idle_kicks);
+  w->Add("bytes_read", t.bytes_read);
+  w->Add("bytes_written", t.bytes_written);
+  w->Add("limit_maxbytes", uint64_t{store->memory_limit()});
+  w->Add("accepting_conns", uint64_t{1});
+  w->Add("listen_disabled_num", uint64_t{0});
+  w->Add("time_in_listen_disabled_us", uint64_t{0});
+  w->Add("threads", snap.threads);
+  w->Add("conn_yields", t.conn_yields);
+  w->Add("hash_power_level", uint64_t(HashPowerLevel(ss.hash_buckets)));
+  w->Add("hash_bytes", ss.hash_bytes);
+  w->Add("hash_is_expanding", uint64_t{0});
+  // No slab rebalancer or LRU maintainer thread: memcached's names, zero.
+  // A segment back in the free pool is a page any class takes: slabs_moved.
+  Zeros(w, {"slab_reassign_rescues", "slab_reassign_chunk_rescues",
+            "slab_reassign_evictions_nomem", "slab_reassign_inline_reclaim",
+            "slab_reassign_busy_items", "slab_reassign_busy_deletes", "slab_reassign_running"});
+  w->Add("slabs_moved", ss.segments_recycled);
+  w->Add("lru_crawler_running", uint64_t{server->CrawlRunning() ? 1u : 0u});
+  w->Add("lru_crawler_starts", server->CrawlStarts());
+  w->Add("lru_maintainer_juggles", uint64_t{0});
+  w->Add("malloc_fails", uint64_t{0});
+  // herdless's workers write log lines straight into the watchers' buffers:
+  // nothing is dropped or written on the way (log_worker_*).
+  Zeros(w, {"log_worker_dropped", "log_worker_written"});
+  w->Add("log_watcher_skipped", snap.log_watcher_skipped);
+  w->Add("log_watcher_sent", snap.log_watcher_sent);
+  w->Add("log_watchers", snap.log_watchers);
+  if (settings.tls.enabled) {
+    if (settings.tls.session_cache) w->Add("ssl_new_sessions", snap.ssl_new_sessions);
+    w->Add("ssl_handshake_errors", t.ssl_handshake_errors);
+    w->AddSigned("time_since_server_cert_refresh", snap.time - snap.ssl_cert_refresh_time);
+  }
+  Zeros(w, {"unexpected_napi_ids", "round_robin_fallback"});
+  w->Add("bytes", ss.bytes);
+  w->Add("curr_items", ss.curr_items);
+  w->Add("total_items", ss.total_items);
+  w->Add("slab_global_page_pool", uint64_t{0});
+  w->Add("expired_unfetched", ss.expired_unfetched);
+  w->Add("evicted_unfetched", ss.evicted_unfetched);
+  w->Add("evicted_active", ss.evicted_active);
+  w->Add("evictions", ss.evictions);
+  w->Add("reclaimed", ss.reclaimed);
+  w->Add("crawler_reclaimed", ss.crawler_reclaimed);
+  w->Add("crawler_items_checked", ss.crawler_items_checked);
+  Zeros(w, {"lrutail_reflocked", "moves_to_cold", "moves_to_warm", "moves_within_lru",
+            "direct_reclaims", "lru_bumps_dropped"});
+  // herdless
+  w->Add("curr_leases", ss.curr_leases);
+  w->Add("lease_grants", ss.lease_grants);
+  w->Add("lease_fulfilled", ss.lease_fulfilled);
+  w->Add("lease_timeouts", ss.lease_timeouts);
+  w->Add("lease_sets_refused", ss.lease_sets_refused);
+  w->Add("xfetch_grants", ss.xfetch_grants);
+  w->Add("refresh_grants", ss.refresh_grants);
+  w->Add("hot_keys", ss.hot_keys);
+  w->Add("tracked_keys", ss.rated_keys);
+  w->Add("stale_hits", ss.stale_hits);
+  w->Add("waits_parked", t.waits_parked);
+  w->Add("waits_woken", t.waits_woken);
+  w->Add("waits_timed_out", t.waits_timed_out);
+  if (snap.snapshot.enabled) SnapshotStats(snap.snapshot, w);
+}
+
+// `stats items` and `stats slabs`: one entry per size class that holds
+// items. herdless stores items in segments, not slabs: a "class" is the
+// memcached slab class an item of that size would occupy (StoreStats::classes,
+// storage/item.h MemcachedSlabClass), so tools and dashboards see the same
+// class numbers as memcached's. docs/operations.md says what each field
+// means here.
+void AddClassStat(StatWriter* w, std::string_view prefix, int cls, std::string_view name,
+                  uint64_t value) {
+  char key[64];
+  const int n = std::snprintf(key, sizeof(key), "%.*s%d:%.*s", static_cast<int>(prefix.size()),
+                              prefix.data(), cls, static_cast<int>(name.size()), name.data());
+  w->Add(std::string_view(key, static_cast<size_t>(n)), value);
+}
+
+void ItemsStats(ItemStore* store, StatWriter* w) {
+  const StoreStats ss = store->Stats();
+  uint64_t ages[kMemcachedClasses + 1];
+  store->ClassAges(ages);
+  for (int k = 1; k <= kMemcachedClasses; k++) {
+    const StoreStats::Class& c = ss.classes[k];
+    if (c.items == 0) continue;
+    auto add = [&](std::string_view name, uint64_t v) { AddClassStat(w, "items:", k, name, v); };
+    add("number", c.items);
+    // No segmented LRU (lru_segmented no): every item counts as cold, as memcached's
+    // without segmentation.
+    add("number_hot", 0);
+    add("number_warm", 0);
+    add("number_cold", c.items);
+    add("age_hot", 0);
+    add("age_warm", 0);
+    add("age", ages[k]);
+    add("mem_requested", c.mem_requested);
+    add("evicted", c.evicted);
+    add("evicted_nonzero", c.evicted_nonzero);
+    add("evicted_time", c.evicted_time);
+    add("outofmemory", c.outofmemory);
+    add("tailrepairs", 0);
+    add("reclaimed", c.reclaimed);
+    add("expired_unfetched", c.expired_unfetched);
+    add("evicted_unfetched", c.evicted_unfetched);
+    add("evicted_active", c.evicted_active);
+    add("crawler_reclaimed", c.crawler_reclaimed);
+    add("crawler_items_checked", c.crawler_items_checked);
+    add("lrutail_reflocked", 0);
+    add("moves_to_cold", 0);
+    add("moves_to_warm", 0);
+    add("moves_within_lru", 0);
+    add("direct_reclaims", 0);
+    add("hits_to_hot", 0);
+    add("hits_to_warm", 0);
+    add("hits_to_cold", c.get_hits + c.touch_hits);
+    add("hits_to_temp", 0);
+  }
+}
+
+void SlabsStats(ItemStore* store, StatWriter* w) {
+  const StoreStats ss = store->Stats();
+  uint64_t active = 0;
+  for (int k = 1; k <= kMemcachedClasses; k++) {
+    const StoreStats::Class& c = ss.classes[k];
+    if (c.items == 0) continue;
+    active++;
+    auto add = [&](std::string_view name, uint64_t v) { AddClassStat(w, "", k, name, v); };
+    const uint64_t chunk = MemcachedChunkSize(k);
+    // The class's items in segment units, rounded up: segments are shared by
+    // every class, so this is the memory its items take, not pages it owns.
+    const uint64_t pages = ss.segment_size == 0 ? 0 : (c.bytes + ss.segment_size - 1) / ss.segment_size;
+    add("chunk_size", chunk);
+    add("chunks_per_page", ss.segment_size / chunk);
+    add("total_pages", pages);
+    // Items are not kept in chunks: one "chunk" per item, none free (free
+    // room is in the segments being filled, shared by every class).
+    add("total_chunks", c.items);
+    add("used_chunks", c.items);
+    add("free_chunks", 0);
+    add("free_chunks_end", 0);
+    add("get_hits", c.get_hits);
+    add("cmd_set", c.set_cmds);
+    add("delete_hits", c.delete_hits);
+    add("incr_hits", c.incr_hits);
+    add("decr_hits", c.decr_hits);
+    add("cas_hits", c.cas_hits);
+    add("cas_badval", c.cas_badval);
+    add("touch_hits", c.touch_hits);
+  }
+  w->Add("active_slabs", active);
+  w->Add("total_malloced", ss.total_malloced);
+}
+
+// `stats sizes`: the histogram of item sizes while sizes_enable is on.
+void SizesStats(ItemStore* store, StatWriter* w) {
+  if (!store->tracking_sizes()) {
+    w->Add("sizes_status", "disabled");
+    return;
+  }
+  for (const auto& [bytes, count] : store->SizeHistogram()) {
+    char name[24];
+    const int n = std::snprintf(name, sizeof(name), "%llu", static_cast<unsigned long long>(bytes));
+    w->Add(std::string_view(name, static_cast<size_t>(n)), count);
+  }
+}
+
+}  // namespace
+
+bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view group,
+                     StatWriter* w) {
+  if (group.empty()) {
+    GeneralStats(store, server, w);
+  } else if (group == "settings") {
+    server->WriteSettings(*store, w);
+  } else if (group == "items") {
+    ItemsStats(store, w);
+  } else if (group == "slabs") {
+    SlabsStats(store, w);
+  } else if (group == "sizes") {
+    SizesStats(store, w);
+  } else if (group == "sizes_disable" || group == "sizes_enable") {
+    // memcached writes these two without an end marker.
+    const bool on = group == "sizes_enable";
+    store->TrackSizes(on);
+    w->Add("sizes_status", on ? "enabled" : "disabled");
+    return true;
+  } else {
+    return false;
+  }
+  w->End();
+  return true;
+}
+
+void ConnsStats(ServerInfo* server, StatWriter* w) {
+  for (const ConnectionInfo& c : server->Connections()) {
+    const std::string prefix = std::to_string(c.fd) + ":";
+    if (c.udp) w->Add(prefix + "UDP", "UDP");
+    w->Add(prefix + "addr", std::string_view(c.addr));
+    if (!c.listen_addr.empty()) w->Add(prefix + "listen_addr", std::string_view(c.listen_addr));
+    w->Add(prefix + "state", std::string_view(c.state));
+    w->AddSigned(prefix + "secs_since_last_cmd", c.secs_since_last_cmd);
+  }
+}
+
+void ResetStats(ItemStore* store, ServerInfo* server) {
+  server->ResetStats();
+  store->ResetStats();
+  server->prefix_stats().Clear();   // memcached's stats_reset clears them too
+}
+
+}  // namespace herdless

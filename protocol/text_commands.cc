@@ -1,0 +1,466 @@
+// The classic text protocol's commands and mcrouter's lease commands, with
+// memcached 1.6.18's replies and counters (proto_text.c process_*_command).
+//
+// Counting follows memcached exactly, including its quirks:
+//   - cmd_get counts keys of get/gets, not commands; gat/gats keys count as
+//     cmd_touch with touch_hits/touch_misses and never as cmd_get/get_hits.
+//   - cmd_set counts storage commands whose data block was read (a malformed
+//     block too: the Executor counts that one), not those refused as too
+//     large or out of memory.
+//   - cas_misses: cas on a missing key; cas_badval: CAS mismatch.
+//   - cmd_flush counts refused flush_all commands too.
+//   - cmd_meta is counted by ExecuteMeta (memcached counts only `me`).
+//   - bytes_read / bytes_written are counted by the daemon, which sees the
+//     socket (swallowed data blocks and partial writes included).
+#include "protocol/text_commands.h"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "protocol/accounting.h"
+#include "protocol/meta_executor.h"
+#include "protocol/meta_parser.h"
+#include "protocol/numbers.h"
+#include "protocol/operator_commands.h"
+#include "protocol/stats_groups.h"
+
+namespace herdless {
+
+namespace {
+
+// memcached caps `verbosity` at MAX_VERBOSITY_LEVEL.
+constexpr int64_t kMaxVerbosity = 2;
+// cache_memlimit bounds (megabytes), as process_memlimit_command.
+constexpr int64_t kMinMemlimitMb = 8;
+constexpr int64_t kMaxMemlimitMb = 1000000000;
+
+// Classic replies obey noreply entirely: memcached's out_string() drops every
+// line, errors included, once the command said noreply.
+void Reply(const Request& req, ReplyBuffer* out, std::string_view line) {
+  if (!req.noreply) out->Append(line);
+}
+
+// ---------------------------------------------------------------------------
+// get / gets / gat / gats
+
+// "VALUE <key> <flags> <bytes>[ <cas>]\r\n" built in one piece, so a hit costs
+// one copy plus the in-place value.
+void AppendValueLine(std::string_view key, uint32_t flags, uint32_t bytes, bool with_cas,
+                     uint64_t cas, ReplyBuffer* out) {
+  char line[6 + kMaxKeyLength + 3 * (1 + kMaxUint64Digits) + 2];
+  char* p = line;
+  std::memcpy(p, "VALUE ", 6);
+  p += 6;
+  std::memcpy(p, key.data(), key.size());
+  p += key.size();
+  *p++ = ' ';
+  p = FormatUint64(flags, p);
+  *p++ = ' ';
+  p = FormatUint64(bytes, p);
+  if (with_cas) {
+    *p++ = ' ';
+    p = FormatUint64(cas, p);
+  }
+  *p++ = '\r';
+  *p++ = '\n';
+  out->Append(std::string_view(line, p - line));
+}
+
+bool IsSingleKey(std::string_view keys) {
+  WordIterator words(keys);
+  std::string_view key;
+  return words.Next(&key) && !words.Next(&key);
+}
+
+// A multi-key get never parks (see ClassicReadOptions), so no reply is ever
+// half written.
+void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
+              const WaitTicket* park, const WatchContext& watch, PrefixStats* prefixes,
+              const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
+  const bool with_cas = req.command == Command::kGets || req.command == Command::kGats;
+  const bool touch = req.command == Command::kGat || req.command == Command::kGats;
+  const ReadOptions opts =
+      ClassicReadOptions(settings, touch, req.exptime, IsSingleKey(req.keys) ? park : nullptr);
+  WordIterator keys(req.keys);
+  std::string_view key;
+  bool first = true;
+  while (keys.Next(&key)) {
+    // Over UDP memcached sends each key's reply as its own message.
+    if (!first) out->EndMessage();
+    first = false;
+    ReadResult r = store->Read(key, opts);
+    if (r.parked) {
+      outcome->parked = true;
+      outcome->park_key = key;
+      outcome->park_token = r.cas;
+      return;
+    }
+    const bool hit = CountClassicRead(stats, opts, r);
+    watch.Fetch(key, r, hit);
+    if (prefixes->enabled()) prefixes->RecordGet(key, hit);
+    if (!hit) continue;
+    // With -C memcached keeps no CAS and `gets` shows 0.
+    AppendValueLine(key, r.client_flags, r.value.size(), with_cas,
+                    settings.cas_enabled ? r.cas : 0, out);
+    out->AppendItemBytes(std::move(r.item), r.value);
+    out->Append("\r\n");
+  }
+  out->Append("END\r\n");
+}
+
+// ---------------------------------------------------------------------------
+// mcrouter's lease-get (docs/protocol.md): VALUE on a fresh hit; otherwise
+// LVALUE with the lease token (this client recomputes) or token 1 (another
+// client does), and whatever value the key has: fresh (an XFetch draw), stale,
+// or none (an empty data block).
+
+constexpr uint64_t kHotMissToken = 1;
+
+void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
+              PrefixStats* prefixes, const Request& req, ReplyBuffer* out) {
+  ReadOptions opts;
+  opts.kind = ReadKind::kLeaseGet;
+  opts.lease.xfetch_beta = settings.xfetch_beta;
+  opts.lease.refresh_ahead = settings.refresh_ahead;
+  ReadResult r = store->Read(req.key, opts);
+  stats->CountMissCause(r.miss_expired, r.miss_flushed);
+  const bool has_value = r.status == ReadStatus::kHit && !r.no_value;
+  stats->cmd_get.Add();
+  (has_value ? stats->get_hits : stats->get_misses).Add();
+  if (prefixes->enabled()) prefixes->RecordGet(req.key, has_value);
+  if (r.status == ReadStatus::kMiss) {
+    out->Append("END\r\n");   // no memory for the lease's placeholder: a miss without a token
+    return;
+  }
+  // A fresh value whose lease another client holds (an early refresh under
+  // way) is a plain hit: only stale values and misses are "hot misses".
+  if (r.lease == LeaseVerdict::kNone || (r.lease == LeaseVerdict::kHeld && has_value && !r.stale)) {
+    AppendValueLine(req.key, r.client_flags, r.value.size(), false, 0, out);
+  } else {
+    out->Append("LVALUE ");
+    out->Append(req.key);
+    out->Append(" ");
+    out->AppendNumber(r.lease == LeaseVerdict::kWin ? r.cas : kHotMissToken);
+    out->Append(" ");
+    out->AppendNumber(r.client_flags);
+    out->Append(" ");
+    out->AppendNumber(r.value.size());
+    out->Append("\r\n");
+  }
+  out->AppendItemBytes(std::move(r.item), r.value);
+  out->Append("\r\nEND\r\n");
+}
+
+// ---------------------------------------------------------------------------
+// set / add / replace / append / prepend / cas
+
+StoreMode ModeOf(Command c) {
+  switch (c) {
+    case Command::kAdd: return StoreMode::kAdd;
+    case Command::kReplace: return StoreMode::kReplace;
+    case Command::kAppend: return StoreMode::kAppend;
+    case Command::kPrepend: return StoreMode::kPrepend;
+    case Command::kCas: return StoreMode::kCas;
+    default: return StoreMode::kSet;
+  }
+}
+
+// lease-set is a set that only the key's lease holder may make. A refused one
+// leaves the key alone: a superseded holder must never remove a newer value.
+void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
+            PrefixStats* prefixes, const Request& req, ReplyBuffer* out) {
+  const StoreMode mode = ModeOf(req.command);
+  // memcached counts a storage command's prefix before it allocates the item.
+  if (prefixes->enabled()) prefixes->RecordSet(req.key);
+  const bool concat = mode == StoreMode::kAppend || mode == StoreMode::kPrepend;
+  const bool lease_set = req.command == Command::kLeaseSet;
+  const bool unlink_on_failure = mode == StoreMode::kSet && !lease_set;
+  if (req.value_too_large) {
+    // The parser is swallowing the block. memcached unlinks the old value of
+    // a refused set "to avoid stale data persisting in cache".
+    stats->store_too_large.Add();
+    if (unlink_on_failure) store->Delete(DeleteRequest{.key = req.key});
+    Reply(req, out, "SERVER_ERROR object too large for cache\r\n");
+    return;
+  }
+
+  StoreRequest sr;
+  sr.mode = mode;
+  sr.key = req.key;
+  sr.value = req.value;
+  sr.client_flags = req.client_flags;
+  sr.exptime = req.exptime;
+  if (mode == StoreMode::kCas) sr.compare_cas = req.cas_unique;
+  if (lease_set) {
+    if (req.cas_unique <= kHotMissToken) {   // 0 and 1 are never a lease
+      stats->cmd_set.Add();
+      Reply(req, out, "NOT_STORED\r\n");
+      return;
+    }
+    sr.lease_token = req.cas_unique;
+  }
+  const StoreResult r = store->Store(sr);
+  watch.Store(store, req.key, req.value.size(), req.client_flags, req.exptime, mode, r.status);
+
+  // memcached allocates the new item before it looks at the old one: a set,
+  // add, replace or cas that does not fit fails with SERVER_ERROR. append and
+  // prepend allocate the combined item later, in do_store_item, where a
+  // failure is a plain NOT_STORED.
+  if ((r.status == StoreStatus::kTooLarge || r.status == StoreStatus::kNoMemory) && !concat) {
+    if (r.status == StoreStatus::kTooLarge) {
+      // item_store.h: a too-large set has already removed the old item.
+      stats->store_too_large.Add();
+      Reply(req, out, "SERVER_ERROR object too large for cache\r\n");
+    } else {
+      stats->store_no_memory.Add();
+      if (unlink_on_failure) store->Delete(DeleteRequest{.key = req.key});
+      Reply(req, out, "SERVER_ERROR out of memory storing object\r\n");
+    }
+    return;
+  }
+
+  stats->cmd_set.Add();
+  switch (r.status) {
+    case StoreStatus::kStored:
+      if (mode == StoreMode::kCas) stats->cas_hits.Add();
+      Reply(req, out, "STORED\r\n");
+      return;
+    case StoreStatus::kExists:
+      if (mode == StoreMode::kCas) stats->cas_badval.Add();
+      Reply(req, out, "EXISTS\r\n");
+      return;
+    case StoreStatus::kNotFound:
+      // Only cas tells a missing item apart; replace/append/prepend say
+      // NOT_STORED.
+      if (mode == StoreMode::kCas) {
+        stats->cas_misses.Add();
+        Reply(req, out, "NOT_FOUND\r\n");
+      } else {
+        Reply(req, out, "NOT_STORED\r\n");
+      }
+      return;
+    case StoreStatus::kNotStored:
+    case StoreStatus::kTooLarge:
+    case StoreStatus::kNoMemory:
+      Reply(req, out, "NOT_STORED\r\n");
+      return;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// delete / incr / decr / touch
+
+void Delete(ItemStore* store, ThreadStats* stats, PrefixStats* prefixes, const Request& req,
+            ReplyBuffer* out) {
+  if (prefixes->enabled()) prefixes->RecordDelete(req.key);
+  if (store->Delete(DeleteRequest{.key = req.key}) == DeleteStatus::kDeleted) {
+    stats->delete_hits.Add();
+    Reply(req, out, "DELETED\r\n");
+  } else {
+    stats->delete_misses.Add();
+    Reply(req, out, "NOT_FOUND\r\n");
+  }
+}
+
+void Arithmetic(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  const bool incr = req.command == Command::kIncr;
+  ArithRequest ar;
+  ar.key = req.key;
+  ar.incr = incr;
+  ar.delta = req.delta;
+  const ArithResult r = store->Arithmetic(ar);
+  switch (r.status) {
+    case ArithStatus::kOk:
+      (incr ? stats->incr_hits : stats->decr_hits).Add();
+      if (!req.noreply) {
+        out->AppendNumber(r.value);
+        out->Append("\r\n");
+      }
+      return;
+    case ArithStatus::kNotFound:
+      (incr ? stats->incr_misses : stats->decr_misses).Add();
+      Reply(req, out, "NOT_FOUND\r\n");
+      return;
+    case ArithStatus::kNonNumeric:
+      Reply(req, out, "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+      return;
+    case ArithStatus::kNoMemory:
+      // memcached counts the hit before it fails to allocate the new value.
+      (incr ? stats->incr_hits : stats->decr_hits).Add();
+      Reply(req, out, "SERVER_ERROR out of memory\r\n");
+      return;
+    case ArithStatus::kExists:   // only with a compare CAS, which incr/decr lack
+      Reply(req, out, "EXISTS\r\n");
+      return;
+  }
+}
+
+void Touch(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+  stats->cmd_touch.Add();
+  if (store->Touch(req.key, req.exptime)) {
+    stats->touch_hits.Add();
+    Reply(req, out, "TOUCHED\r\n");
+  } else {
+    stats->touch_misses.Add();
+    Reply(req, out, "NOT_FOUND\r\n");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// flush_all / verbosity / cache_memlimit / shutdown
+
+void FlushAll(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
+              const Request& req, ReplyBuffer* out) {
+  stats->cmd_flush.Add();   // memcached counts refused flushes too
+  if (!settings.flush_enabled) {
+    Reply(req, out, "CLIENT_ERROR flush_all not allowed\r\n");
+    return;
+  }
+  // The delay is an exptime (relative, or absolute past 30 days); zero or a
+  // negative delay means now.
+  int64_t delay = 0;
+  if (req.has_number && req.number > 0) delay = store->ToStoreTime(req.number) - store->NowSeconds();
+  store->FlushAll(delay > 0 ? delay : 0);
+  Reply(req, out, "OK\r\n");
+}
+
+void CacheMemlimit(ItemStore* store, const Request& req, ReplyBuffer* out) {
+  // memcached reads the megabytes with safe_strtoul: anything else is ERROR.
+  if (!req.has_number || req.number < 0 || req.number > int64_t{UINT32_MAX}) {
+    Reply(req, out, "ERROR\r\n");
+  } else if (req.number < kMinMemlimitMb) {
+    Reply(req, out, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n");
+  } else if (req.number > kMaxMemlimitMb) {
+    Reply(req, out, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n");
+  } else {
+    store->SetMemoryLimit(static_cast<size_t>(req.number) << 20);
+    Reply(req, out, "OK\r\n");
+  }
+}
+
+// memcached ignores noreply here (process_shutdown_command never reads it).
+void Shutdown(ServerInfo* server, const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
+  if (!server->Settings().shutdown_enabled) {
+    out->Append("ERROR: shutdown not enabled\r\n");
+    return;
+  }
+  if (req.args.empty() || req.args == "graceful") {
+    server->Shutdown(/*graceful=*/!req.args.empty());
+    outcome->close = true;
+    return;
+  }
+  out->Append("CLIENT_ERROR invalid shutdown mode\r\n");
+}
+
+// memcached's process_refresh_certs_command: noreply hides the OK, not an
+// error. A build without TLS does not know the command.
+void RefreshCerts(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  if (!server->Settings().tls.available) {
+    out->Append("ERROR\r\n");
+    return;
+  }
+  std::string error;
+  if (server->RefreshCerts(&error)) {
+    Reply(req, out, "OK\r\n");
+    return;
+  }
+  out->Append(error);
+  out->Append("\r\n");
+}
+
+void Verbosity(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  server->SetVerbosity(static_cast<int>(req.number > kMaxVerbosity ? kMaxVerbosity
+                                        : req.number < 0           ? 0
+                                                                   : req.number));
+  Reply(req, out, "OK\r\n");
+}
+
+void Version(ReplyBuffer* out) {
+  out->Append("VERSION ");
+  out->Append(kServerVersion);
+  out->Append("\r\n");
+}
+
+}  // namespace
+
+void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* out,
+                        ProcessOutcome* outcome) {
+  const bool pipelined = out->pending_bytes() > c.batch_output;
+  switch (req.command) {
+    case Command::kGet:
+    case Command::kGets:
+    case Command::kGat:
+    case Command::kGats:
+      Retrieve(c.store, c.stats, c.server->Settings(), c.park, c.watch, &c.server->prefix_stats(),
+               req, out, outcome);
+      return;
+    case Command::kSet:
+    case Command::kAdd:
+    case Command::kReplace:
+    case Command::kAppend:
+    case Command::kPrepend:
+    case Command::kCas:
+    case Command::kLeaseSet:
+      Update(c.store, c.stats, c.watch, &c.server->prefix_stats(), req, out);
+      return;
+    case Command::kDelete:
+      Delete(c.store, c.stats, &c.server->prefix_stats(), req, out);
+      return;
+    case Command::kIncr:
+    case Command::kDecr:
+      Arithmetic(c.store, c.stats, req, out);
+      return;
+    case Command::kTouch:
+      Touch(c.store, c.stats, req, out);
+      return;
+    case Command::kFlushAll:
+      FlushAll(c.store, c.stats, c.server->Settings(), req, out);
+      return;
+    case Command::kStats:
+      StatsCommand(c.store, c.server, req, out);
+      return;
+    case Command::kVersion:
+      Version(out);
+      return;
+    case Command::kVerbosity:
+      Verbosity(c.server, req, out);
+      return;
+    case Command::kQuit:
+      outcome->close = true;
+      return;
+    case Command::kShutdown:
+      Shutdown(c.server, req, out, outcome);
+      return;
+    case Command::kCacheMemlimit:
+      CacheMemlimit(c.store, req, out);
+      return;
+    case Command::kRefreshCerts:
+      RefreshCerts(c.server, req, out);
+      return;
+    case Command::kLruCrawler:
+      LruCrawlerCommand(c.server, req, pipelined, c.datagram, out, outcome);
+      return;
+    case Command::kSlabs:
+      SlabsCommand(c.server, req, out);
+      return;
+    case Command::kWatch:
+      WatchCommand(c.server, req, pipelined, c.datagram, out, outcome);
+      return;
+    case Command::kMetaGet:
+    case Command::kMetaSet:
+    case Command::kMetaDelete:
+    case Command::kMetaArithmetic:
+    case Command::kMetaNoop:
+    case Command::kMetaDebug:
+      ExecuteMeta(c.store, c.stats, req, out, &c.watch);
+      return;
+    case Command::kLeaseGet:
+      LeaseGet(c.store, c.stats, c.server->Settings(), &c.server->prefix_stats(), req, out);
+      return;
+  }
+}
+
+}  // namespace herdless

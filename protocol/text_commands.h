@@ -1,0 +1,40 @@
+// The text protocol's commands: classic (get..cas, delete, incr, touch,
+// flush_all, version, verbosity, quit, shutdown, cache_memlimit,
+// refresh_certs), mcrouter's lease-get and lease-set, and the dispatch to the
+// meta commands (meta_executor.h) and the operator console
+// (operator_commands.h). Replies and counters are memcached 1.6.18's.
+#ifndef HERDLESS_PROTOCOL_TEXT_COMMANDS_H_
+#define HERDLESS_PROTOCOL_TEXT_COMMANDS_H_
+
+#include <cstddef>
+
+#include "protocol/reply.h"
+#include "protocol/request.h"
+#include "protocol/request_loop.h"
+#include "protocol/server_info.h"
+#include "protocol/thread_stats.h"
+#include "protocol/watch.h"
+#include "storage/item_store.h"
+
+namespace herdless {
+
+// What a text command runs against: one worker's store, server, counters
+// and, for the pass of Process() under way, the client it answers.
+struct TextContext {
+  ItemStore* store = nullptr;
+  ServerInfo* server = nullptr;
+  ThreadStats* stats = nullptr;
+  WatchContext watch;                 // `watch` lines: the server's log, the client's fd
+  const WaitTicket* park = nullptr;   // classic wait mode: the ticket a read parks on
+  size_t batch_output = 0;            // output pending when the pass began
+  bool datagram = false;              // a UDP client: no streams
+};
+
+// Runs one parsed request and writes its reply into `out`; close, park and
+// streams go into `outcome`.
+void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* out,
+                        ProcessOutcome* outcome);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_TEXT_COMMANDS_H_
