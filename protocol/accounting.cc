@@ -23,14 +23,46 @@ bool CountClassicRead(ThreadStats* stats, const ReadOptions& opts, const ReadRes
   stats->CountMissCause(r.miss_expired, r.miss_flushed);
   bool hit = r.status == ReadStatus::kHit;
   if (hit && opts.kind == ReadKind::kClassicLease) hit = !r.no_value && r.lease != LeaseVerdict::kWin;
-  if (opts.has_touch) {
+  CountRead(stats, opts.has_touch, hit);
+  return hit;
+}
+
+void CountRead(ThreadStats* stats, bool touch, bool hit) {
+  if (touch) {
     stats->cmd_touch.Add();
     (hit ? stats->touch_hits : stats->touch_misses).Add();
   } else {
     stats->cmd_get.Add();
     (hit ? stats->get_hits : stats->get_misses).Add();
   }
-  return hit;
+}
+
+void CountStoreRefusal(ThreadStats* stats, StoreStatus status) {
+  (status == StoreStatus::kTooLarge ? stats->store_too_large : stats->store_no_memory).Add();
+}
+
+std::string_view StoreRefusalLine(StoreStatus status) {
+  return status == StoreStatus::kTooLarge ? "SERVER_ERROR object too large for cache\r\n"
+                                          : "SERVER_ERROR out of memory storing object\r\n";
+}
+
+void CountStore(ThreadStats* stats, StoreStatus status, bool compare) {
+  stats->cmd_set.Add();
+  if (!compare) return;
+  switch (status) {
+    case StoreStatus::kStored: stats->cas_hits.Add(); return;
+    case StoreStatus::kExists: stats->cas_badval.Add(); return;
+    case StoreStatus::kNotFound: stats->cas_misses.Add(); return;
+    default: return;
+  }
+}
+
+void CountArithmetic(ThreadStats* stats, bool incr, bool hit) {
+  if (incr) {
+    (hit ? stats->incr_hits : stats->incr_misses).Add();
+  } else {
+    (hit ? stats->decr_hits : stats->decr_misses).Add();
+  }
 }
 
 }  // namespace herdless

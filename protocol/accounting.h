@@ -1,10 +1,12 @@
-// Accounting: how a read is counted in ThreadStats, as memcached counts it,
-// written once for the text, meta and binary executors, with the classic
-// read's options that decide what a read counts as.
+// Accounting: how reads, stores and incr/decr count in ThreadStats, as
+// memcached counts them, written once for the text, meta and binary
+// executors; with the classic read's options, which decide what a read
+// counts as.
 #ifndef HERDLESS_PROTOCOL_ACCOUNTING_H_
 #define HERDLESS_PROTOCOL_ACCOUNTING_H_
 
 #include <cstdint>
+#include <string_view>
 
 #include "protocol/server_info.h"
 #include "protocol/thread_stats.h"
@@ -29,6 +31,32 @@ ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int
 // cmd_touch/touch_hits/touch_misses for a touch, plus get_expired/get_flushed)
 // and returns whether the client is given the value.
 bool CountClassicRead(ThreadStats* stats, const ReadOptions& opts, const ReadResult& r);
+
+// A read: cmd_get with get_hits or get_misses, or for a touch cmd_touch with
+// touch_hits or touch_misses.
+void CountRead(ThreadStats* stats, bool touch, bool hit);
+
+// Stores (text set..cas and lease-set, ms, binary Set..Prepend). memcached
+// allocates a store's item before it reads the value: a store whose item is
+// too large or finds no memory is refused there, and is no cmd_set. (Text
+// and binary append and prepend allocate the combined item later, where
+// either failure is a plain "not stored" that counts as a cmd_set.)
+inline bool IsAllocationFailure(StoreStatus status) {
+  return status == StoreStatus::kTooLarge || status == StoreStatus::kNoMemory;
+}
+// A store refused so: store_too_large or store_no_memory, as memcached's text
+// and meta protocols count it (its binary protocol counts neither).
+void CountStoreRefusal(ThreadStats* stats, StoreStatus status);
+// The text and meta protocols' reply to it, "\r\n" included.
+std::string_view StoreRefusalLine(StoreStatus status);
+// A store that was not refused: cmd_set, and for a compare-and-swap
+// (`compare`) cas_hits, cas_badval or cas_misses when it stored, found
+// another CAS, or found no item.
+void CountStore(ThreadStats* stats, StoreStatus status, bool compare);
+
+// incr/decr (text, ma, binary): incr_hits or incr_misses, decr_hits or
+// decr_misses.
+void CountArithmetic(ThreadStats* stats, bool incr, bool hit);
 
 }  // namespace herdless
 

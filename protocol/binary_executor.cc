@@ -298,8 +298,8 @@ void BinaryExecutor::Update(const BinaryRequest& req, ReplyBuffer* out) {
   const StoreResult r = store_->Store(sr);
   WatchContext{watch_, client_fd_}.Store(store_, req.key, req.value.size(), req.flags, req.exptime,
                                          sr.mode, r.status);
-  // memcached allocates the item before it reads the value: a store that
-  // does not fit fails then, before cmd_set is counted.
+  // Refused at allocation (accounting.h): no cmd_set, and in the binary
+  // protocol neither store_too_large nor store_no_memory.
   if (r.status == StoreStatus::kTooLarge) {
     Error(out, req, kTooLarge);
     return;
@@ -308,18 +308,15 @@ void BinaryExecutor::Update(const BinaryRequest& req, ReplyBuffer* out) {
     Error(out, req, kOutOfMemory, "Out of memory allocating item");
     return;
   }
-  stats_->cmd_set.Add();
+  CountStore(stats_, r.status, compare);
   switch (r.status) {
     case StoreStatus::kStored:
-      if (compare) stats_->cas_hits.Add();
       Success(out, req, cas_enabled ? r.cas : 0);
       return;
     case StoreStatus::kExists:
-      if (compare) stats_->cas_badval.Add();
       Error(out, req, kKeyExists);
       return;
     case StoreStatus::kNotFound:
-      if (compare) stats_->cas_misses.Add();
       Error(out, req, kKeyNotFound);
       return;
     default:
@@ -347,7 +344,7 @@ void BinaryExecutor::Concat(const BinaryRequest& req, ReplyBuffer* out) {
   const StoreResult r = store_->Store(sr);
   WatchContext{watch_, client_fd_}.Store(store_, req.key, req.value.size(), 0, 0, sr.mode,
                                          r.status);
-  stats_->cmd_set.Add();
+  CountStore(stats_, r.status, /*compare=*/false);
   if (r.status == StoreStatus::kStored) {
     Success(out, req, cas_enabled ? r.cas : 0);
   } else if (r.status == StoreStatus::kExists) {
@@ -389,7 +386,7 @@ void BinaryExecutor::Arithmetic(const BinaryRequest& req, ReplyBuffer* out) {
   const ArithResult r = store_->Arithmetic(ar);
   switch (r.status) {
     case ArithStatus::kOk: {
-      if (!r.created) (incr ? stats_->incr_hits : stats_->decr_hits).Add();
+      if (!r.created) CountArithmetic(stats_, incr, /*hit=*/true);
       char value[8];
       Put32(value, static_cast<uint32_t>(r.value >> 32));
       Put32(value + 4, static_cast<uint32_t>(r.value));
@@ -398,7 +395,7 @@ void BinaryExecutor::Arithmetic(const BinaryRequest& req, ReplyBuffer* out) {
       return;
     }
     case ArithStatus::kNotFound:
-      (incr ? stats_->incr_misses : stats_->decr_misses).Add();
+      CountArithmetic(stats_, incr, /*hit=*/false);
       Error(out, req, kKeyNotFound);
       return;
     case ArithStatus::kNonNumeric:
@@ -409,7 +406,7 @@ void BinaryExecutor::Arithmetic(const BinaryRequest& req, ReplyBuffer* out) {
       return;
     case ArithStatus::kNoMemory:
       // memcached counts the hit before it fails to allocate the new value.
-      (incr ? stats_->incr_hits : stats_->decr_hits).Add();
+      CountArithmetic(stats_, incr, /*hit=*/true);
       Error(out, req, kOutOfMemory, "Out of memory incrementing value");
       return;
   }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <utility>
 
+#include "protocol/accounting.h"
 #include "protocol/key.h"
 #include "protocol/numbers.h"
 
@@ -157,21 +158,14 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   // memcached decides "touch or get" while writing a hit's flags, so a miss
   // is always a get miss, a hit with T a touch hit, and a vivified miss a hit.
   if (r.status == ReadStatus::kMiss) {
-    stats->cmd_get.Add();
-    stats->get_misses.Add();
+    CountRead(stats, /*touch=*/false, /*hit=*/false);
     if (flags.Has('q')) return;   // q hides only EN
     out->Append("EN");
     AppendOpaqueAndKey(req, out);
     EndLine(out);
     return;
   }
-  if (touch) {
-    stats->cmd_touch.Add();
-    stats->touch_hits.Add();
-  } else {
-    stats->cmd_get.Add();
-    stats->get_hits.Add();
-  }
+  CountRead(stats, touch, /*hit=*/true);
 
   const bool with_value = flags.Has('v');
   if (with_value) {
@@ -277,38 +271,21 @@ void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   // cannot fit is not a set command. The parser has already swallowed a value
   // declared over the limit.
   if (req.value_too_large) {
-    DeleteRequest drop;
-    drop.key = req.key;
-    store->Delete(drop);
-    stats->store_too_large.Add();
-    out->Append("SERVER_ERROR object too large for cache\r\n");
+    store->Delete(DeleteRequest{.key = req.key});
+    CountStoreRefusal(stats, StoreStatus::kTooLarge);
+    out->Append(StoreRefusalLine(StoreStatus::kTooLarge));
     return;
   }
 
   StoreResult result = store->Store(sr);
   watch.Store(store, req.key, sr.value.size(), sr.client_flags, sr.exptime, sr.mode, result.status);
-  switch (result.status) {
-    case StoreStatus::kTooLarge:
-      stats->store_too_large.Add();
-      out->Append("SERVER_ERROR object too large for cache\r\n");
-      return;
-    case StoreStatus::kNoMemory:
-      stats->store_no_memory.Add();
-      out->Append("SERVER_ERROR out of memory storing object\r\n");
-      return;
-    default:
-      break;
+  // Unlike text append and prepend, ms refuses them so too.
+  if (IsAllocationFailure(result.status)) {
+    CountStoreRefusal(stats, result.status);
+    out->Append(StoreRefusalLine(result.status));
+    return;
   }
-
-  stats->cmd_set.Add();
-  if (sr.mode == StoreMode::kCas) {
-    switch (result.status) {
-      case StoreStatus::kStored: stats->cas_hits.Add(); break;
-      case StoreStatus::kExists: stats->cas_badval.Add(); break;
-      case StoreStatus::kNotFound: stats->cas_misses.Add(); break;
-      default: break;
-    }
-  }
+  CountStore(stats, result.status, /*compare=*/sr.mode == StoreMode::kCas);
 
   const bool stored = result.status == StoreStatus::kStored;
   if (stored && flags.Has('q')) return;   // q hides only HD
@@ -406,11 +383,7 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
       out->Append("SERVER_ERROR out of memory\r\n");
       return;
     case ArithStatus::kNotFound:
-      if (ar.incr) {
-        stats->incr_misses.Add();
-      } else {
-        stats->decr_misses.Add();
-      }
+      CountArithmetic(stats, ar.incr, /*hit=*/false);
       out->Append("NF");
       AppendOpaqueAndKey(req, out);
       EndLine(out);
@@ -427,11 +400,7 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
   // memcached counts hits only for an existing item, and its q hides the HD
   // of an update but not of a creation (N on a miss).
   if (!r.created) {
-    if (ar.incr) {
-      stats->incr_hits.Add();
-    } else {
-      stats->decr_hits.Add();
-    }
+    CountArithmetic(stats, ar.incr, /*hit=*/true);
     if (flags.Has('q')) return;
   }
 

@@ -128,8 +128,7 @@ void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
   ReadResult r = store->Read(req.key, opts);
   stats->CountMissCause(r.miss_expired, r.miss_flushed);
   const bool has_value = r.status == ReadStatus::kHit && !r.no_value;
-  stats->cmd_get.Add();
-  (has_value ? stats->get_hits : stats->get_misses).Add();
+  CountRead(stats, /*touch=*/false, has_value);
   if (prefixes->enabled()) prefixes->RecordGet(req.key, has_value);
   if (r.status == ReadStatus::kMiss) {
     out->Append("END\r\n");   // no memory for the lease's placeholder: a miss without a token
@@ -168,6 +167,17 @@ StoreMode ModeOf(Command c) {
   }
 }
 
+// The reply to a store that was not refused.
+std::string_view StoreReplyLine(StoreStatus status, StoreMode mode) {
+  switch (status) {
+    case StoreStatus::kStored: return "STORED\r\n";
+    case StoreStatus::kExists: return "EXISTS\r\n";
+    // Only cas tells a missing item apart; replace/append/prepend say NOT_STORED.
+    case StoreStatus::kNotFound: return mode == StoreMode::kCas ? "NOT_FOUND\r\n" : "NOT_STORED\r\n";
+    default: return "NOT_STORED\r\n";
+  }
+}
+
 // lease-set is a set that only the key's lease holder may make. A refused one
 // leaves the key alone: a superseded holder must never remove a newer value.
 void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
@@ -181,9 +191,9 @@ void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   if (req.value_too_large) {
     // The parser is swallowing the block. memcached unlinks the old value of
     // a refused set "to avoid stale data persisting in cache".
-    stats->store_too_large.Add();
+    CountStoreRefusal(stats, StoreStatus::kTooLarge);
     if (unlink_on_failure) store->Delete(DeleteRequest{.key = req.key});
-    Reply(req, out, "SERVER_ERROR object too large for cache\r\n");
+    Reply(req, out, StoreRefusalLine(StoreStatus::kTooLarge));
     return;
   }
 
@@ -196,7 +206,7 @@ void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   if (mode == StoreMode::kCas) sr.compare_cas = req.cas_unique;
   if (lease_set) {
     if (req.cas_unique <= kHotMissToken) {   // 0 and 1 are never a lease
-      stats->cmd_set.Add();
+      CountStore(stats, StoreStatus::kNotStored, /*compare=*/false);
       Reply(req, out, "NOT_STORED\r\n");
       return;
     }
@@ -205,49 +215,19 @@ void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   const StoreResult r = store->Store(sr);
   watch.Store(store, req.key, req.value.size(), req.client_flags, req.exptime, mode, r.status);
 
-  // memcached allocates the new item before it looks at the old one: a set,
-  // add, replace or cas that does not fit fails with SERVER_ERROR. append and
-  // prepend allocate the combined item later, in do_store_item, where a
-  // failure is a plain NOT_STORED.
-  if ((r.status == StoreStatus::kTooLarge || r.status == StoreStatus::kNoMemory) && !concat) {
-    if (r.status == StoreStatus::kTooLarge) {
-      // item_store.h: a too-large set has already removed the old item.
-      stats->store_too_large.Add();
-      Reply(req, out, "SERVER_ERROR object too large for cache\r\n");
-    } else {
-      stats->store_no_memory.Add();
-      if (unlink_on_failure) store->Delete(DeleteRequest{.key = req.key});
-      Reply(req, out, "SERVER_ERROR out of memory storing object\r\n");
+  // A set, add, replace or cas that does not fit fails with SERVER_ERROR;
+  // append and prepend allocate later, where it is a plain NOT_STORED.
+  if (IsAllocationFailure(r.status) && !concat) {
+    // item_store.h: a too-large set has already removed the old item.
+    if (r.status == StoreStatus::kNoMemory && unlink_on_failure) {
+      store->Delete(DeleteRequest{.key = req.key});
     }
+    CountStoreRefusal(stats, r.status);
+    Reply(req, out, StoreRefusalLine(r.status));
     return;
   }
-
-  stats->cmd_set.Add();
-  switch (r.status) {
-    case StoreStatus::kStored:
-      if (mode == StoreMode::kCas) stats->cas_hits.Add();
-      Reply(req, out, "STORED\r\n");
-      return;
-    case StoreStatus::kExists:
-      if (mode == StoreMode::kCas) stats->cas_badval.Add();
-      Reply(req, out, "EXISTS\r\n");
-      return;
-    case StoreStatus::kNotFound:
-      // Only cas tells a missing item apart; replace/append/prepend say
-      // NOT_STORED.
-      if (mode == StoreMode::kCas) {
-        stats->cas_misses.Add();
-        Reply(req, out, "NOT_FOUND\r\n");
-      } else {
-        Reply(req, out, "NOT_STORED\r\n");
-      }
-      return;
-    case StoreStatus::kNotStored:
-    case StoreStatus::kTooLarge:
-    case StoreStatus::kNoMemory:
-      Reply(req, out, "NOT_STORED\r\n");
-      return;
-  }
+  CountStore(stats, r.status, /*compare=*/mode == StoreMode::kCas);
+  Reply(req, out, StoreReplyLine(r.status, mode));
 }
 
 // ---------------------------------------------------------------------------
@@ -274,14 +254,14 @@ void Arithmetic(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   const ArithResult r = store->Arithmetic(ar);
   switch (r.status) {
     case ArithStatus::kOk:
-      (incr ? stats->incr_hits : stats->decr_hits).Add();
+      CountArithmetic(stats, incr, /*hit=*/true);
       if (!req.noreply) {
         out->AppendNumber(r.value);
         out->Append("\r\n");
       }
       return;
     case ArithStatus::kNotFound:
-      (incr ? stats->incr_misses : stats->decr_misses).Add();
+      CountArithmetic(stats, incr, /*hit=*/false);
       Reply(req, out, "NOT_FOUND\r\n");
       return;
     case ArithStatus::kNonNumeric:
@@ -289,7 +269,7 @@ void Arithmetic(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
       return;
     case ArithStatus::kNoMemory:
       // memcached counts the hit before it fails to allocate the new value.
-      (incr ? stats->incr_hits : stats->decr_hits).Add();
+      CountArithmetic(stats, incr, /*hit=*/true);
       Reply(req, out, "SERVER_ERROR out of memory\r\n");
       return;
     case ArithStatus::kExists:   // only with a compare CAS, which incr/decr lack
@@ -299,14 +279,9 @@ void Arithmetic(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
 }
 
 void Touch(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
-  stats->cmd_touch.Add();
-  if (store->Touch(req.key, req.exptime)) {
-    stats->touch_hits.Add();
-    Reply(req, out, "TOUCHED\r\n");
-  } else {
-    stats->touch_misses.Add();
-    Reply(req, out, "NOT_FOUND\r\n");
-  }
+  const bool touched = store->Touch(req.key, req.exptime);
+  CountRead(stats, /*touch=*/true, touched);
+  Reply(req, out, touched ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
 }
 
 // ---------------------------------------------------------------------------
