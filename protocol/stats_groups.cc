@@ -41,16 +41,8 @@ void SnapshotStats(const SnapshotFigures& f, StatWriter* w) {
   w->Add("snapshot_load_ms", f.load_ms);
 }
 
-// `stats`: memcached's names in memcached's order (server_stats, then the
-// engine totals), as a memcached run with no slab rebalancer, LRU crawler,
-// segmented LRU, extstore, proxy or TLS prints them, since herdless has none
-// of those. Its own lease counters follow at the end, then the snapshot's.
-void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
-  const ServerSnapshot snap = server->Snapshot();
-  const ProtocolSettings& settings = server->Settings();
-  const StoreStats ss = store->Stats();
-  const ThreadStatsTotals& t = snap.totals;
-
+// server_stats' first lines: the process and its connections.
+void ProcessStats(const ServerSnapshot& snap, StatWriter* w) {
   w->AddSigned("pid", snap.pid);
   w->AddSigned("uptime", snap.uptime);
   w->AddSigned("time", snap.time);
@@ -69,39 +61,11 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   Zeros(w, {"response_obj_oom", "response_obj_count", "response_obj_bytes", "read_buf_count",
             "read_buf_bytes", "read_buf_bytes_free", "read_buf_oom"});
   w->Add("reserved_fds", snap.reserved_fds);
-  w->Add("cmd_get", t.cmd_get);
-  w->Add("cmd_set", t.cmd_set);
-  w->Add("cmd_flush", t.cmd_flush);
-  w->Add("cmd_touch", t.cmd_touch);
-  w->Add("cmd_meta", t.cmd_meta);
-  w->Add("get_hits", t.get_hits);
-  w->Add("get_misses", t.get_misses);
-  w->Add("get_expired", t.get_expired);
-  w->Add("get_flushed", t.get_flushed);
-  w->Add("delete_misses", t.delete_misses);
-  w->Add("delete_hits", t.delete_hits);
-  w->Add("incr_misses", t.incr_misses);
-  w->Add("incr_hits", t.incr_hits);
-  w->Add("decr_misses", t.decr_misses);
-  w->Add("decr_hits", t.decr_hits);
-  w->Add("cas_misses", t.cas_misses);
-  w->Add("cas_hits", t.cas_hits);
-  w->Add("cas_badval", t.cas_badval);
-  w->Add("touch_hits", t.touch_hits);
-  w->Add("touch_misses", t.touch_misses);
-  w->Add("store_too_large", t.store_too_large);
-  w->Add("store_no_memory", t.store_no_memory);
-  w->Add("auth_cmds", t.auth_cmds);
-  w->Add("auth_errors", t.auth_errors);
-  if (settings.idle_timeout != 0) w->Add("idle_kicks", t.idle_kicks);
-  w->Add("bytes_read", t.bytes_read);
-  w->Add("bytes_written", t.bytes_written);
-  w->Add("limit_maxbytes", uint64_t{store->memory_limit()});
-  w->Add("accepting_conns", uint64_t{1});
-  w->Add("listen_disabled_num", uint64_t{0});
-  w->Add("time_in_listen_disabled_us", uint64_t{0});
-  w->Add("threads", snap.threads);
-  w->Add("conn_yields", t.conn_yields);
+}
+
+// server_stats' hash table, slab mover, LRU crawler and logger lines.
+void MaintenanceStats(const StoreStats& ss, ServerInfo* server, const ServerSnapshot& snap,
+                      StatWriter* w) {
   w->Add("hash_power_level", uint64_t(HashPowerLevel(ss.hash_buckets)));
   w->Add("hash_bytes", ss.hash_bytes);
   w->Add("hash_is_expanding", uint64_t{0});
@@ -121,12 +85,11 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("log_watcher_skipped", snap.log_watcher_skipped);
   w->Add("log_watcher_sent", snap.log_watcher_sent);
   w->Add("log_watchers", snap.log_watchers);
-  if (settings.tls.enabled) {
-    if (settings.tls.session_cache) w->Add("ssl_new_sessions", snap.ssl_new_sessions);
-    w->Add("ssl_handshake_errors", t.ssl_handshake_errors);
-    w->AddSigned("time_since_server_cert_refresh", snap.time - snap.ssl_cert_refresh_time);
-  }
-  Zeros(w, {"unexpected_napi_ids", "round_robin_fallback"});
+}
+
+// The engine's totals (memcached's threadlocal and slab stats, then
+// do_item_stats_totals).
+void ItemTotalsStats(const StoreStats& ss, StatWriter* w) {
   w->Add("bytes", ss.bytes);
   w->Add("curr_items", ss.curr_items);
   w->Add("total_items", ss.total_items);
@@ -140,7 +103,10 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("crawler_items_checked", ss.crawler_items_checked);
   Zeros(w, {"lrutail_reflocked", "moves_to_cold", "moves_to_warm", "moves_within_lru",
             "direct_reclaims", "lru_bumps_dropped"});
-  // herdless
+}
+
+// herdless's stampede counters.
+void LeaseStats(const StoreStats& ss, StatWriter* w) {
   w->Add("curr_leases", ss.curr_leases);
   w->Add("lease_grants", ss.lease_grants);
   w->Add("lease_fulfilled", ss.lease_fulfilled);
@@ -151,10 +117,43 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("hot_keys", ss.hot_keys);
   w->Add("tracked_keys", ss.rated_keys);
   w->Add("stale_hits", ss.stale_hits);
-  w->Add("waits_parked", t.waits_parked);
-  w->Add("waits_woken", t.waits_woken);
-  w->Add("waits_timed_out", t.waits_timed_out);
+}
+
+// `stats`: memcached's names in memcached's order (server_stats, then the
+// engine totals), as a memcached run with no slab rebalancer, LRU crawler,
+// segmented LRU, extstore, proxy or TLS prints them, since herdless has none
+// of those. Its own lease and wait counters follow at the end, then the
+// snapshot's. The workers' counters print from thread_stats.h's lists.
+void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
+  const ServerSnapshot snap = server->Snapshot();
+  const ProtocolSettings& settings = server->Settings();
+  const StoreStats ss = store->Stats();
+  const ThreadStatsTotals& t = snap.totals;
+#define HERDLESS_ADD_TOTAL(name) w->Add(#name, t.name);
+
+  ProcessStats(snap, w);
+  HERDLESS_COMMAND_STATS(HERDLESS_ADD_TOTAL)
+  if (settings.idle_timeout != 0) w->Add("idle_kicks", t.idle_kicks);
+  w->Add("bytes_read", t.bytes_read);
+  w->Add("bytes_written", t.bytes_written);
+  w->Add("limit_maxbytes", uint64_t{store->memory_limit()});
+  w->Add("accepting_conns", uint64_t{1});
+  w->Add("listen_disabled_num", uint64_t{0});
+  w->Add("time_in_listen_disabled_us", uint64_t{0});
+  w->Add("threads", snap.threads);
+  w->Add("conn_yields", t.conn_yields);
+  MaintenanceStats(ss, server, snap, w);
+  if (settings.tls.enabled) {
+    if (settings.tls.session_cache) w->Add("ssl_new_sessions", snap.ssl_new_sessions);
+    w->Add("ssl_handshake_errors", t.ssl_handshake_errors);
+    w->AddSigned("time_since_server_cert_refresh", snap.time - snap.ssl_cert_refresh_time);
+  }
+  Zeros(w, {"unexpected_napi_ids", "round_robin_fallback"});
+  ItemTotalsStats(ss, w);
+  LeaseStats(ss, w);
+  HERDLESS_WAIT_STATS(HERDLESS_ADD_TOTAL)
   if (snap.snapshot.enabled) SnapshotStats(snap.snapshot, w);
+#undef HERDLESS_ADD_TOTAL
 }
 
 // `stats items` and `stats slabs`: one entry per size class that holds

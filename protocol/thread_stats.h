@@ -20,16 +20,25 @@ class Counter {
   std::atomic<uint64_t> v_{0};
 };
 
-// The names are memcached's `stats` names (plus herdless's lease counters).
-#define HERDLESS_THREAD_STATS(X) \
+// The counters, by the place `stats` prints them (stats_groups.cc); the
+// names are memcached's `stats` names (plus herdless's wait counters).
+// The command counters: one run, in memcached's order, after reserved_fds.
+#define HERDLESS_COMMAND_STATS(X) \
   X(cmd_get) X(cmd_set) X(cmd_flush) X(cmd_touch) X(cmd_meta) \
   X(get_hits) X(get_misses) X(get_expired) X(get_flushed) \
   X(delete_misses) X(delete_hits) X(incr_misses) X(incr_hits) \
   X(decr_misses) X(decr_hits) X(cas_misses) X(cas_hits) X(cas_badval) \
   X(touch_hits) X(touch_misses) X(store_too_large) X(store_no_memory) \
-  X(auth_cmds) X(auth_errors) X(ssl_handshake_errors) \
-  X(bytes_read) X(bytes_written) X(conn_yields) X(idle_kicks) \
-  X(waits_parked) X(waits_woken) X(waits_timed_out)
+  X(auth_cmds) X(auth_errors)
+// The connection counters: each where memcached prints it, some only with
+// a setting on (idle_kicks with -o idle_timeout, ssl_* with -Z).
+#define HERDLESS_CONNECTION_STATS(X) \
+  X(ssl_handshake_errors) X(bytes_read) X(bytes_written) X(conn_yields) X(idle_kicks)
+// Classic wait mode's parked readers: one run, after the lease counters.
+#define HERDLESS_WAIT_STATS(X) X(waits_parked) X(waits_woken) X(waits_timed_out)
+
+#define HERDLESS_THREAD_STATS(X) \
+  HERDLESS_COMMAND_STATS(X) HERDLESS_CONNECTION_STATS(X) HERDLESS_WAIT_STATS(X)
 
 struct ThreadStats {
 #define HERDLESS_DECLARE_COUNTER(name) Counter name;
