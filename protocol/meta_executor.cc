@@ -130,14 +130,30 @@ int FlagIndex(const MetaFlags& flags, char name) {
 }
 
 // ---------------------------------------------------------------------------
+// Reply lines shared by the commands.
+
+// A reply that echoes only O and k: EN, NF, EX and md's HD.
+void AppendCodeLine(std::string_view code, const Request& req, ReplyBuffer* out) {
+  out->Append(code);
+  AppendOpaqueAndKey(req, out);
+  EndLine(out);
+}
+
+// The code of a success: "VA <bytes>" when the value follows (v), else "HD".
+void AppendSuccessCode(bool with_value, size_t value_length, ReplyBuffer* out) {
+  if (with_value) {
+    out->Append("VA ");
+    out->AppendNumber(value_length);
+  } else {
+    out->Append("HD");
+  }
+}
+
+// ---------------------------------------------------------------------------
 // mg
 
-void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-                ReplyBuffer* out) {
-  const MetaFlags& flags = req.meta;
-  const MetaArgs& args = req.meta_args;
+ReadOptions MetaReadOptions(const MetaFlags& flags, const MetaArgs& args) {
   const bool touch = flags.Has('T');
-
   ReadOptions opts;
   opts.kind = ReadKind::kMeta;
   opts.bump = !flags.Has('u');
@@ -151,31 +167,15 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   opts.lease.refresh_ahead = flags.Has('Y') && args.Y_refresh;
   // memcached applies the flags in order: with T before R, R judges the new TTL.
   opts.judge_touched_ttl = touch && FlagIndex(flags, 'T') < FlagIndex(flags, 'R');
-  ReadResult r = store->Read(req.key, opts);
-  stats->CountMissCause(r.miss_expired, r.miss_flushed);
-  watch.Fetch(req.key, r, r.status == ReadStatus::kHit);
+  return opts;
+}
 
-  // memcached decides "touch or get" while writing a hit's flags, so a miss
-  // is always a get miss, a hit with T a touch hit, and a vivified miss a hit.
-  if (r.status == ReadStatus::kMiss) {
-    CountRead(stats, /*touch=*/false, /*hit=*/false);
-    if (flags.Has('q')) return;   // q hides only EN
-    out->Append("EN");
-    AppendOpaqueAndKey(req, out);
-    EndLine(out);
-    return;
-  }
-  CountRead(stats, touch, /*hit=*/true);
-
-  const bool with_value = flags.Has('v');
-  if (with_value) {
-    out->Append("VA ");
-    out->AppendNumber(r.value.size());
-  } else {
-    out->Append("HD");
-  }
-
-  TtlWalk ttl(*store, r.created ? -1 : r.ttl_before, r.ttl_after,
+// A hit's return flags in request order, then the lease hints.
+void AppendGetFlags(const ItemStore& store, const Request& req, const ReadResult& r,
+                    ReplyBuffer* out) {
+  const MetaFlags& flags = req.meta;
+  const MetaArgs& args = req.meta_args;
+  TtlWalk ttl(store, r.created ? -1 : r.ttl_before, r.ttl_after,
               LastTtlChange(flags, r.created));
   for (int i = 0; i < flags.count; ++i) {
     const Flag& flag = flags.list[i];
@@ -203,8 +203,30 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   if (r.lease == LeaseVerdict::kHeld) out->Append(" Z");
   if (r.stale) out->Append(" X");
   if (r.lease == LeaseVerdict::kWin) out->Append(" W");
-  EndLine(out);
+}
 
+void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
+                ReplyBuffer* out) {
+  const MetaFlags& flags = req.meta;
+  const ReadOptions opts = MetaReadOptions(flags, req.meta_args);
+  ReadResult r = store->Read(req.key, opts);
+  stats->CountMissCause(r.miss_expired, r.miss_flushed);
+  watch.Fetch(req.key, r, r.status == ReadStatus::kHit);
+
+  // memcached decides "touch or get" while writing a hit's flags, so a miss
+  // is always a get miss, a hit with T a touch hit, and a vivified miss a hit.
+  if (r.status == ReadStatus::kMiss) {
+    CountRead(stats, /*touch=*/false, /*hit=*/false);
+    if (flags.Has('q')) return;   // q hides only EN
+    AppendCodeLine("EN", req, out);
+    return;
+  }
+  CountRead(stats, opts.has_touch, /*hit=*/true);
+
+  const bool with_value = flags.Has('v');
+  AppendSuccessCode(with_value, r.value.size(), out);
+  AppendGetFlags(*store, req, r, out);
+  EndLine(out);
   if (with_value) {
     out->AppendItemBytes(std::move(r.item), r.value);
     out->Append("\r\n");
@@ -236,38 +258,60 @@ std::string_view StoreCode(StoreStatus status) {
   }
 }
 
-void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-                ReplyBuffer* out) {
+// The store an ms asks for; false for a mode memcached does not know.
+bool MetaStoreRequest(const Request& req, StoreRequest* sr) {
   const MetaFlags& flags = req.meta;
   const MetaArgs& args = req.meta_args;
-
-  StoreRequest sr;
-  if (!StoreModeFor(args.M, &sr.mode)) {
-    out->Append("CLIENT_ERROR invalid mode for ms M token\r\n");
-    return;
-  }
+  if (!StoreModeFor(args.M, &sr->mode)) return false;
   const bool has_cas = flags.Has('C');
   // C turns set and replace into a CAS store; append and prepend check it
   // themselves; add ignores it (memcached).
-  if (has_cas && (sr.mode == StoreMode::kSet || sr.mode == StoreMode::kReplace)) {
-    sr.mode = StoreMode::kCas;
+  if (has_cas && (sr->mode == StoreMode::kSet || sr->mode == StoreMode::kReplace)) {
+    sr->mode = StoreMode::kCas;
   }
-  if (has_cas && sr.mode != StoreMode::kAdd) sr.compare_cas = args.C;
+  if (has_cas && sr->mode != StoreMode::kAdd) sr->compare_cas = args.C;
   // I only means something for a CAS store: an older CAS stores a stale item.
-  sr.stale_on_older_cas = flags.Has('I') && sr.mode == StoreMode::kCas;
-  sr.key = req.key;
-  sr.value = req.value;
-  sr.client_flags = flags.Has('F') ? args.F : 0;
-  sr.exptime = flags.Has('T') ? args.T : 0;
-  sr.create_on_miss = flags.Has('N');
-  sr.create_exptime = args.N;
-  sr.new_cas = flags.Has('E') ? args.E : 0;
-  sr.binary_key = req.key_was_base64;
-
+  sr->stale_on_older_cas = flags.Has('I') && sr->mode == StoreMode::kCas;
+  sr->key = req.key;
+  sr->value = req.value;
+  sr->client_flags = flags.Has('F') ? args.F : 0;
+  sr->exptime = flags.Has('T') ? args.T : 0;
+  sr->create_on_miss = flags.Has('N');
+  sr->create_exptime = args.N;
+  sr->new_cas = flags.Has('E') ? args.E : 0;
+  sr->binary_key = req.key_was_base64;
   // memcached drops the key's old item when the new one cannot be allocated,
   // in every ms mode, so a stale value does not outlive the failed write.
-  sr.unlink_on_failure = true;
-  // It also fails the allocation before reading the data, so an item that
+  sr->unlink_on_failure = true;
+  return true;
+}
+
+void AppendSetFlags(const Request& req, const StoreResult& result, ReplyBuffer* out) {
+  const bool stored = result.status == StoreStatus::kStored;
+  const MetaFlags& flags = req.meta;
+  for (int i = 0; i < flags.count; ++i) {
+    const Flag& flag = flags.list[i];
+    switch (flag.name) {
+      case 'O': AppendOpaqueFlag(flag, out); break;
+      case 'k': AppendKeyFlag(req, out); break;
+      case 'c': AppendNumberFlag('c', stored ? result.cas : 0, out); break;
+      // memcached 1.6.20+: the item's final size (append/prepend included).
+      case 's':
+        AppendNumberFlag('s', stored ? result.stored_size : req.value.size(), out);
+        break;
+      default: break;
+    }
+  }
+}
+
+void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
+                ReplyBuffer* out) {
+  StoreRequest sr;
+  if (!MetaStoreRequest(req, &sr)) {
+    out->Append("CLIENT_ERROR invalid mode for ms M token\r\n");
+    return;
+  }
+  // memcached fails the allocation before reading the data, so an item that
   // cannot fit is not a set command. The parser has already swallowed a value
   // declared over the limit.
   if (req.value_too_large) {
@@ -287,23 +331,9 @@ void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   }
   CountStore(stats, result.status, /*compare=*/sr.mode == StoreMode::kCas);
 
-  const bool stored = result.status == StoreStatus::kStored;
-  if (stored && flags.Has('q')) return;   // q hides only HD
-
+  if (result.status == StoreStatus::kStored && req.meta.Has('q')) return;   // q hides only HD
   out->Append(StoreCode(result.status));
-  for (int i = 0; i < flags.count; ++i) {
-    const Flag& flag = flags.list[i];
-    switch (flag.name) {
-      case 'O': AppendOpaqueFlag(flag, out); break;
-      case 'k': AppendKeyFlag(req, out); break;
-      case 'c': AppendNumberFlag('c', stored ? result.cas : 0, out); break;
-      // memcached 1.6.20+: the item's final size (append/prepend included).
-      case 's':
-        AppendNumberFlag('s', stored ? result.stored_size : req.value.size(), out);
-        break;
-      default: break;
-    }
-  }
+  AppendSetFlags(req, result, out);
   EndLine(out);
 }
 
@@ -340,83 +370,50 @@ void ExecuteDelete(ItemStore* store, ThreadStats* stats, const Request& req, Rep
       code = "NF";
       break;
   }
-  out->Append(code);
-  AppendOpaqueAndKey(req, out);
-  EndLine(out);
+  AppendCodeLine(code, req, out);
 }
 
 // ---------------------------------------------------------------------------
 // ma
 
-void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
-                       ReplyBuffer* out) {
+// The incr or decr an ma asks for; false for a mode memcached does not know.
+bool MetaArithRequest(const Request& req, ArithRequest* ar) {
   const MetaFlags& flags = req.meta;
   const MetaArgs& args = req.meta_args;
-
-  ArithRequest ar;
   switch (args.M) {
     case 0:
     case 'I':
-    case '+': ar.incr = true; break;
+    case '+': ar->incr = true; break;
     case 'D':
-    case '-': ar.incr = false; break;
-    default:
-      out->Append("CLIENT_ERROR invalid mode for ma M token\r\n");
-      return;
+    case '-': ar->incr = false; break;
+    default: return false;
   }
-  ar.key = req.key;
-  ar.delta = flags.Has('D') ? args.D : 1;
-  ar.compare_cas = flags.Has('C') ? args.C : 0;
-  ar.create_on_miss = flags.Has('N');
-  ar.create_exptime = args.N;
-  ar.initial = flags.Has('J') ? args.J : 0;
-  ar.has_ttl = flags.Has('T');
-  ar.exptime = args.T;
-  ar.new_cas = flags.Has('E') ? args.E : 0;
-  ArithResult r = store->Arithmetic(ar);
+  ar->key = req.key;
+  ar->delta = flags.Has('D') ? args.D : 1;
+  ar->compare_cas = flags.Has('C') ? args.C : 0;
+  ar->create_on_miss = flags.Has('N');
+  ar->create_exptime = args.N;
+  ar->initial = flags.Has('J') ? args.J : 0;
+  ar->has_ttl = flags.Has('T');
+  ar->exptime = args.T;
+  ar->new_cas = flags.Has('E') ? args.E : 0;
+  return true;
+}
 
-  switch (r.status) {
-    case ArithStatus::kNonNumeric:
-      out->Append("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
-      return;
-    case ArithStatus::kNoMemory:
-      out->Append("SERVER_ERROR out of memory\r\n");
-      return;
-    case ArithStatus::kNotFound:
-      CountArithmetic(stats, ar.incr, /*hit=*/false);
-      out->Append("NF");
-      AppendOpaqueAndKey(req, out);
-      EndLine(out);
-      return;
-    case ArithStatus::kExists:
-      out->Append("EX");
-      AppendOpaqueAndKey(req, out);
-      EndLine(out);
-      return;
-    case ArithStatus::kOk:
-      break;
-  }
-
-  // memcached counts hits only for an existing item, and its q hides the HD
-  // of an update but not of a creation (N on a miss).
-  if (!r.created) {
-    CountArithmetic(stats, ar.incr, /*hit=*/true);
-    if (flags.Has('q')) return;
-  }
-
+// The reply to an incr or decr that went through: HD or VA, the return
+// flags, the number.
+void AppendArithmeticReply(const ItemStore& store, const Request& req, const ArithResult& r,
+                           ReplyBuffer* out) {
+  const MetaFlags& flags = req.meta;
+  const MetaArgs& args = req.meta_args;
   char number[24];
   char* number_end = FormatUint64(r.value, number);
   std::string_view digits(number, number_end - number);
 
   const bool with_value = flags.Has('v');
-  if (with_value) {
-    out->Append("VA ");
-    out->AppendNumber(digits.size());
-  } else {
-    out->Append("HD");
-  }
+  AppendSuccessCode(with_value, digits.size(), out);
   // `t` before `T` on an existing item reports the TTL it had (memcached).
-  TtlWalk ttl(*store, r.created ? -1 : r.ttl_before, r.ttl, LastTtlChange(flags, r.created));
+  TtlWalk ttl(store, r.created ? -1 : r.ttl_before, r.ttl, LastTtlChange(flags, r.created));
   for (int i = 0; i < flags.count; ++i) {
     const Flag& flag = flags.list[i];
     switch (flag.name) {
@@ -434,6 +431,40 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
     out->Append(digits);
     EndLine(out);
   }
+}
+
+void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
+                       ReplyBuffer* out) {
+  ArithRequest ar;
+  if (!MetaArithRequest(req, &ar)) {
+    out->Append("CLIENT_ERROR invalid mode for ma M token\r\n");
+    return;
+  }
+  const ArithResult r = store->Arithmetic(ar);
+  switch (r.status) {
+    case ArithStatus::kNonNumeric:
+      out->Append("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
+      return;
+    case ArithStatus::kNoMemory:
+      out->Append("SERVER_ERROR out of memory\r\n");
+      return;
+    case ArithStatus::kNotFound:
+      CountArithmetic(stats, ar.incr, /*hit=*/false);
+      AppendCodeLine("NF", req, out);
+      return;
+    case ArithStatus::kExists:
+      AppendCodeLine("EX", req, out);
+      return;
+    case ArithStatus::kOk:
+      break;
+  }
+  // memcached counts hits only for an existing item, and its q hides the HD
+  // of an update but not of a creation (N on a miss).
+  if (!r.created) {
+    CountArithmetic(stats, ar.incr, /*hit=*/true);
+    if (req.meta.Has('q')) return;
+  }
+  AppendArithmeticReply(*store, req, r, out);
 }
 
 // ---------------------------------------------------------------------------
