@@ -35,6 +35,101 @@ LineVerdict Error(std::string_view message, uint64_t swallow = 0) {
   return v;
 }
 
+// What reading one flag's token found.
+enum class FlagToken : uint8_t {
+  kOk,
+  kBad,       // a bad token: remembered, parsing goes on
+  kInvalid,   // not a flag of this command: parsing stops
+};
+
+// The numeric tokens: N R T (int32 TTLs), C (uint64), F (uint32), J D
+// (uint64), M (one char). `error` gets memcached's message for a bad one
+// (F has none of its own).
+FlagToken ParseNumericToken(unsigned char c, std::string_view t, MetaArgs* args,
+                            std::string_view* error) {
+  const std::string_view value = t.substr(1);
+  switch (c) {
+    case 'N':
+    case 'R':
+    case 'T': {
+      int32_t ttl;
+      if (!ParseInt32(value, &ttl)) {
+        *error = kBadToken;
+        return FlagToken::kBad;
+      }
+      (c == 'N' ? args->N : c == 'R' ? args->R : args->T) = ttl;
+      return FlagToken::kOk;
+    }
+    case 'C':
+      if (ParseUint64(value, &args->C)) return FlagToken::kOk;
+      *error = kBadToken;
+      return FlagToken::kBad;
+    case 'F':
+      return ParseUint32(value, &args->F) ? FlagToken::kOk : FlagToken::kBad;
+    case 'M':
+      if (t.size() == 2) {
+        args->M = t[1];
+        return FlagToken::kOk;
+      }
+      *error = "CLIENT_ERROR incorrect length for M token";
+      return FlagToken::kBad;
+    case 'J':
+      if (ParseUint64(value, &args->J)) return FlagToken::kOk;
+      *error = "CLIENT_ERROR invalid numeric initial value";
+      return FlagToken::kBad;
+    case 'D':
+      if (ParseUint64(value, &args->D)) return FlagToken::kOk;
+      *error = "CLIENT_ERROR invalid numeric delta value";
+      return FlagToken::kBad;
+    default:
+      return FlagToken::kInvalid;
+  }
+}
+
+// Y<beta>, Yr or Yr<beta>: an XFetch draw, refresh-ahead, or both.
+FlagToken ParseXfetchToken(std::string_view beta, MetaArgs* args, std::string_view* error) {
+  if (!beta.empty() && beta[0] == 'r') {
+    args->Y_refresh = true;
+    beta.remove_prefix(1);
+  }
+  if ((!args->Y_refresh || !beta.empty()) && (!ParseDouble(beta, &args->Y) || !(args->Y > 0))) {
+    *error = kBadToken;
+    return FlagToken::kBad;
+  }
+  return FlagToken::kOk;
+}
+
+// The token of flag `c` (token `t`, the flag character first).
+FlagToken ParseFlagToken(unsigned char c, std::string_view t, bool allow_y, Request* out,
+                         std::string_view* error) {
+  switch (c) {
+    case 'b': {
+      const size_t n = Base64Decode(out->key, out->decoded_key, sizeof(out->decoded_key));
+      if (n == 0) {
+        *error = "CLIENT_ERROR error decoding key";
+        return FlagToken::kBad;
+      }
+      out->decoded_key_length = static_cast<uint8_t>(n);
+      out->key = std::string_view(out->decoded_key, n);
+      out->key_was_base64 = true;
+      return FlagToken::kOk;
+    }
+    case 'O':
+      out->meta_args.O = t.substr(1);
+      return FlagToken::kOk;
+    case 'Y':
+      if (!allow_y) return FlagToken::kInvalid;
+      return ParseXfetchToken(t.substr(1), &out->meta_args, error);
+    case 'r':   // herdless: the key's read rate, mg only
+      return allow_y ? FlagToken::kOk : FlagToken::kInvalid;
+    case 'c': case 'f': case 'h': case 'k': case 'l': case 'q': case 's':
+    case 't': case 'u': case 'v': case 'I': case 'P': case 'L':
+      return FlagToken::kOk;
+    default:
+      return ParseNumericToken(c, t, &out->meta_args, error);
+  }
+}
+
 // Reads flag tokens [first, count) into out->meta / out->meta_args, the way
 // memcached's _meta_flag_preparse does: an unknown or repeated flag stops at
 // once; a bad token is remembered (the last message wins; a bad F token has
@@ -45,101 +140,16 @@ std::string_view ParseMetaFlags(const CommandLine& line, int first, bool allow_y
   bool seen[128] = {};
   bool has_error = false;
   std::string_view error = kBadFormat;
-  MetaArgs& args = out->meta_args;
   for (int i = first; i < line.count; ++i) {
     const std::string_view t = line.token[i];
-    const std::string_view value = t.substr(1);
     const auto c = static_cast<unsigned char>(t[0]);
     if (c >= 127 || seen[c]) return "CLIENT_ERROR duplicate flag";
     seen[c] = true;
-    bool ok = true;
-    switch (c) {
-      case 'b': {
-        const size_t n = Base64Decode(out->key, out->decoded_key, sizeof(out->decoded_key));
-        if (n == 0) {
-          error = "CLIENT_ERROR error decoding key";
-          has_error = true;
-        } else {
-          out->decoded_key_length = static_cast<uint8_t>(n);
-          out->key = std::string_view(out->decoded_key, n);
-          out->key_was_base64 = true;
-        }
-        break;
-      }
-      case 'N':
-      case 'R':
-      case 'T': {
-        int32_t ttl;
-        if (!ParseInt32(value, &ttl)) {
-          error = kBadToken;
-          ok = false;
-        } else if (c == 'N') {
-          args.N = ttl;
-        } else if (c == 'R') {
-          args.R = ttl;
-        } else {
-          args.T = ttl;
-        }
-        break;
-      }
-      case 'C':
-        if (!ParseUint64(value, &args.C)) {
-          error = kBadToken;
-          ok = false;
-        }
-        break;
-      case 'F':
-        ok = ParseUint32(value, &args.F);   // memcached sets no message of its own
-        break;
-      case 'M':
-        if (t.size() != 2) {
-          error = "CLIENT_ERROR incorrect length for M token";
-          ok = false;
-        } else {
-          args.M = t[1];
-        }
-        break;
-      case 'J':
-        if (!ParseUint64(value, &args.J)) {
-          error = "CLIENT_ERROR invalid numeric initial value";
-          ok = false;
-        }
-        break;
-      case 'D':
-        if (!ParseUint64(value, &args.D)) {
-          error = "CLIENT_ERROR invalid numeric delta value";
-          ok = false;
-        }
-        break;
-      case 'O':
-        args.O = value;
-        break;
-      case 'Y': {
-        // Y<beta>, Yr or Yr<beta>: an XFetch draw, refresh-ahead, or both.
-        if (!allow_y) return "CLIENT_ERROR invalid flag";
-        std::string_view beta = value;
-        if (!beta.empty() && beta[0] == 'r') {
-          args.Y_refresh = true;
-          beta.remove_prefix(1);
-        }
-        if ((!args.Y_refresh || !beta.empty()) && (!ParseDouble(beta, &args.Y) || !(args.Y > 0))) {
-          error = kBadToken;
-          ok = false;
-        }
-        break;
-      }
-      case 'r':   // herdless: the key's read rate, mg only
-        if (!allow_y) return "CLIENT_ERROR invalid flag";
-        break;
-      case 'c': case 'f': case 'h': case 'k': case 'l': case 'q': case 's':
-      case 't': case 'u': case 'v': case 'I': case 'P': case 'L':
-        break;
-      default:
-        return "CLIENT_ERROR invalid flag";
-    }
-    if (!ok) has_error = true;
+    const FlagToken verdict = ParseFlagToken(c, t, allow_y, out, &error);
+    if (verdict == FlagToken::kInvalid) return "CLIENT_ERROR invalid flag";
+    if (verdict == FlagToken::kBad) has_error = true;
     MetaFlags& flags = out->meta;
-    flags.list[flags.count++] = MetaFlags::Flag{static_cast<char>(c), value};
+    flags.list[flags.count++] = MetaFlags::Flag{static_cast<char>(c), t.substr(1)};
     flags.present |= MetaFlags::Bit(static_cast<char>(c));
   }
   return has_error ? error : std::string_view();
