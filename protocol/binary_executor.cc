@@ -26,7 +26,6 @@
 #include "protocol/binary_wire.h"
 #include "protocol/stat_writer.h"
 #include "protocol/stats_groups.h"
-#include "protocol/watch.h"
 
 namespace herdless {
 
@@ -73,7 +72,7 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 
 BinaryExecutor::BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats* stats,
                                const AuthFile* sasl_pwdb)
-    : store_(store), server_(server), watch_(server->watch_log()), stats_(stats),
+    : store_(store), server_(server), watch_{server->watch_log()}, stats_(stats),
       limits_(ItemStoreLimits(store)), sasl_pwdb_(sasl_pwdb) {}
 
 ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
@@ -240,15 +239,12 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
   const ProtocolSettings& settings = server_->Settings();
   const ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, park_, with_value);
   ReadResult r = store_->Read(req.key, opts);
-  const WatchContext watch{watch_, client_fd_};
   if (r.parked) {
-    outcome->parked = true;
-    outcome->park_token = r.cas;
-    outcome->park_key = req.key;
+    outcome->Park(req.key, r.cas);
     return;
   }
   const bool hit = CountClassicRead(stats_, opts, r);
-  watch.Fetch(req.key, r, hit);
+  watch_.Fetch(req.key, r, hit);
   if (server_->prefix_stats().enabled()) server_->prefix_stats().RecordGet(req.key, hit);
   if (!hit) {
     if (req.quiet) return;
@@ -296,8 +292,7 @@ void BinaryExecutor::Update(const BinaryRequest& req, ReplyBuffer* out) {
   sr.compare_cas = compare ? req.cas : 0;
   sr.unlink_on_failure = unlink_on_failure;
   const StoreResult r = store_->Store(sr);
-  WatchContext{watch_, client_fd_}.Store(store_, req.key, req.value.size(), req.flags, req.exptime,
-                                         sr.mode, r.status);
+  watch_.Store(store_, req.key, req.value.size(), req.flags, req.exptime, sr.mode, r.status);
   // Refused at allocation (accounting.h): no cmd_set, and in the binary
   // protocol neither store_too_large nor store_no_memory.
   if (r.status == StoreStatus::kTooLarge) {
@@ -342,8 +337,7 @@ void BinaryExecutor::Concat(const BinaryRequest& req, ReplyBuffer* out) {
   sr.value = req.value;
   sr.compare_cas = cas_enabled ? req.cas : 0;
   const StoreResult r = store_->Store(sr);
-  WatchContext{watch_, client_fd_}.Store(store_, req.key, req.value.size(), 0, 0, sr.mode,
-                                         r.status);
+  watch_.Store(store_, req.key, req.value.size(), 0, 0, sr.mode, r.status);
   CountStore(stats_, r.status, /*compare=*/false);
   if (r.status == StoreStatus::kStored) {
     Success(out, req, cas_enabled ? r.cas : 0);

@@ -21,6 +21,7 @@
 #include "protocol/request_loop.h"
 #include "protocol/server_info.h"
 #include "protocol/thread_stats.h"
+#include "protocol/watch.h"
 #include "storage/item_store.h"
 
 namespace herdless {
@@ -46,7 +47,7 @@ class BinaryExecutor {
   // `session` is the connection's SASL state (required with -S).
   // The descriptor of the connection whose requests Process() runs next
   // (the cfd of `watch` lines).
-  void set_client_fd(int fd) { client_fd_ = fd; }
+  void set_client_fd(int fd) { watch_.fd = fd; }
 
   ProcessOutcome Process(std::string_view input, ReplyBuffer* out, size_t max_output,
                          int max_requests, const WaitTicket* park = nullptr,
@@ -68,8 +69,7 @@ class BinaryExecutor {
 
   ItemStore* store_;
   ServerInfo* server_;
-  WatchLog* watch_ = nullptr;   // the server's `watch` log
-  int client_fd_ = -1;
+  WatchContext watch_;   // `watch` lines: the server's log, the client's fd
   ThreadStats* stats_;
   ParserLimits limits_;
   const AuthFile* const sasl_pwdb_;

@@ -40,6 +40,13 @@ struct ProcessOutcome {
   enum class Stream : uint8_t { kNone, kMetadump, kWatch };
   Stream stream = Stream::kNone;
   uint64_t stream_arg = 0; // metadump: size classes (bit c = class c); watch: kinds
+
+  // A read of `key` parked on the lease `token` (ReadResult::parked, ::cas).
+  void Park(std::string_view key, uint64_t token) {
+    parked = true;
+    park_key = key;
+    park_token = token;
+  }
 };
 
 struct RequestBounds {

@@ -93,9 +93,7 @@ void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
     first = false;
     ReadResult r = store->Read(key, opts);
     if (r.parked) {
-      outcome->parked = true;
-      outcome->park_key = key;
-      outcome->park_token = r.cas;
+      outcome->Park(key, r.cas);
       return;
     }
     const bool hit = CountClassicRead(stats, opts, r);
