@@ -5,24 +5,18 @@
 #include <cstdio>
 #include <cstring>
 
+#include "protocol/meta_parser.h"
 #include "protocol/request_loop.h"
 
 namespace herdless {
 
 namespace {
 
-// memcached's tokenize_command: words separated by runs of spaces.
+// memcached's tokenize_command: the first `max` words.
 size_t SplitWords(std::string_view s, std::string_view* words, size_t max) {
+  WordIterator it(s);
   size_t n = 0;
-  size_t i = 0;
-  while (i < s.size() && n < max) {
-    while (i < s.size() && s[i] == ' ') ++i;
-    if (i == s.size()) break;
-    size_t end = s.find(' ', i);
-    if (end == std::string_view::npos) end = s.size();
-    words[n++] = s.substr(i, end - i);
-    i = end;
-  }
+  while (n < max && it.Next(&words[n])) ++n;
   return n;
 }
 
