@@ -44,11 +44,12 @@ class BinaryExecutor {
   BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats* stats,
                  const AuthFile* sasl_pwdb = nullptr);
 
-  // `session` is the connection's SASL state (required with -S).
   // The descriptor of the connection whose requests Process() runs next
   // (the cfd of `watch` lines).
   void set_client_fd(int fd) { watch_.fd = fd; }
 
+  // request_loop.h's loop over binary requests, as Executor::Process.
+  // `session` is the connection's SASL state (required with -S).
   ProcessOutcome Process(std::string_view input, ReplyBuffer* out, size_t max_output,
                          int max_requests, const WaitTicket* park = nullptr,
                          BinarySession* session = nullptr);
