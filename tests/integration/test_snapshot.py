@@ -113,13 +113,15 @@ def read_all(conn, keys):
 
 def make_items(rng, n, prefix=b"k", short_ttl=True):
     """Mixed values (binary bytes, \\r\\n inside, empty, up to 2 KB), flags and TTLs
-    (with short_ttl, a sixth have a TTL of 2 s, to expire before they are checked)."""
+    (with short_ttl, a sixth have a TTL of 2 s, to expire before they are checked). The other
+    TTLs are long enough to outlive the slowest run (a TSan build on a loaded machine took 125 s
+    from the fill to the write, and items with a TTL of 100 s expired in between)."""
     items = {}
     for i in range(n):
         size = rng.choice((0, 1, 10, 100, 100, 300, 2000))
         value = rng.randbytes(size) if i % 3 else (b"v%d\r\n" % i) * (size // 8 + 1)
         flags = rng.choice((0, 1, 42, 0xFFFFFFFF, i))
-        ttl = rng.choice((0, 0, 100, 1000, 86400, 2 if short_ttl else 0))
+        ttl = rng.choice((0, 0, 3000, 10000, 86400, 2 if short_ttl else 0))
         items[prefix + b"%d" % i] = (value, flags & 0xFFFFFFFF, ttl)
     return items
 
