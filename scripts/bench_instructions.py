@@ -30,16 +30,23 @@ CONNS = 10
 
 
 def run_once(binary, requests, tool, outdir, tls):
-    port, plain = bench.free_port(), bench.free_port()
+    port = bench.free_port()
     out = os.path.join(outdir, f"callgrind.{os.path.basename(binary)}.{requests}")
     server = [binary, "-t", "1", "-m", "64", "-p", str(port),
               # valgrind keeps a few descriptors: memcached's setrlimit(-c) must match its limit
-              "-c", "1012", "-l", f"127.0.0.1,notls:127.0.0.1:{plain}"]
+              "-c", "1012"]
     client_tls = []
     if tls:
+        # The fill goes through a plain listener; `notls:` needs -Z (memcached
+        # 1.6.18 and herdless both refuse it without).
+        plain = bench.free_port()
         ca, cert, key = tls
-        server += ["-Z", "-o", f"ssl_chain_cert={cert},ssl_key={key}"]
+        server += ["-l", f"127.0.0.1,notls:127.0.0.1:{plain}",
+                   "-Z", "-o", f"ssl_chain_cert={cert},ssl_key={key}"]
         client_tls = ["--tls", f"--cacert={ca}"]
+    else:
+        plain = port
+        server += ["-l", "127.0.0.1"]
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + server
     if os.geteuid() == 0:
         # Run the whole process as nobody: a server that drops privileges itself
