@@ -50,8 +50,10 @@ def run_once(binary, requests, tool, outdir, tls):
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + server
     if os.geteuid() == 0:
         # Run the whole process as nobody: a server that drops privileges itself
-        # could not write its profile to the file valgrind opened as root.
-        argv = ["runuser", "-u", "nobody", "--"] + argv
+        # could not write its profile to the file valgrind opened as root. setpriv
+        # execs valgrind (runuser would stay its parent and SIGKILL it 2 s after
+        # forwarding our SIGTERM: a loaded machine lost the profile so).
+        argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + argv
     proc = subprocess.Popen(["bash", "-c", 'ulimit -n 1024 && exec "$@"', "bash"] + argv,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
