@@ -85,14 +85,16 @@ struct StoreWords {
   int flags_at;   // then exptime and bytes
   int cas_at;     // the CAS or lease token; 0: none
 };
+constexpr StoreWords kStoreWords{5, 2, 0};
+constexpr StoreWords kCasWords{6, 2, 5};
+constexpr StoreWords kLeaseSetWords{6, 3, 2};
 
 // A store command's line. A word where noreply may stand is otherwise
 // ignored; a word that does not read, or a length out of range, is
-// memcached's bad command line format.
+// memcached's bad command line format. (The words' places are a template
+// argument so that each form reads its tokens at constant places.)
+template <StoreWords w>
 LineVerdict ParseStorage(const CommandLine& l, Command command, Request* out) {
-  const StoreWords w = command == Command::kCas        ? StoreWords{6, 2, 5}
-                       : command == Command::kLeaseSet ? StoreWords{6, 3, 2}
-                                                       : StoreWords{5, 2, 0};
   if (l.count != w.count && l.count != w.count + 1) return Error(kUnknown);
   out->command = command;
   out->noreply = TrailingNoreply(l);
@@ -246,7 +248,7 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
       if (word == "gats") return ParseRetrieval(l, Command::kGats, out);
       return Error(kUnknown);
     case 's':
-      if (word == "set") return ParseStorage(l, Command::kSet, out);
+      if (word == "set") return ParseStorage<kStoreWords>(l, Command::kSet, out);
       if (word == "stats") {
         out->args = ArgsAfterCommand(l);
         return Simple(Command::kStats, out);
@@ -261,11 +263,11 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
       }
       return Error(kUnknown);
     case 'a':
-      if (word == "add") return ParseStorage(l, Command::kAdd, out);
-      if (word == "append") return ParseStorage(l, Command::kAppend, out);
+      if (word == "add") return ParseStorage<kStoreWords>(l, Command::kAdd, out);
+      if (word == "append") return ParseStorage<kStoreWords>(l, Command::kAppend, out);
       return Error(kUnknown);
     case 'c':
-      if (word == "cas") return ParseStorage(l, Command::kCas, out);
+      if (word == "cas") return ParseStorage<kCasWords>(l, Command::kCas, out);
       if (word == "cache_memlimit") return ParseNumberCommand(l, Command::kCacheMemlimit, out);
       return Error(kUnknown);
     case 'i':
@@ -281,8 +283,8 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
     default:
       break;
   }
-  if (word == "replace") return ParseStorage(l, Command::kReplace, out);
-  if (word == "prepend") return ParseStorage(l, Command::kPrepend, out);
+  if (word == "replace") return ParseStorage<kStoreWords>(l, Command::kReplace, out);
+  if (word == "prepend") return ParseStorage<kStoreWords>(l, Command::kPrepend, out);
   if (word == "bget") return ParseRetrieval(l, Command::kGet, out);   // ancient alias
   if (word == "flush_all") return ParseFlushAll(l, out);
   if (word == "version") return Simple(Command::kVersion, out);
@@ -293,7 +295,7 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
     out->args = ArgsAfterCommand(l);
     return Simple(word == "watch" ? Command::kWatch : Command::kLruCrawler, out);
   }
-  if (word == "lease-set") return ParseStorage(l, Command::kLeaseSet, out);
+  if (word == "lease-set") return ParseStorage<kLeaseSetWords>(l, Command::kLeaseSet, out);
   if (word == "refresh_certs") {
     // memcached: any words may follow; a last "noreply" hides only the OK.
     out->noreply = TrailingNoreply(l);
