@@ -16,7 +16,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -169,11 +168,13 @@ class ItemStore::Impl {
   inline Segment* SegmentOf(uint64_t slot) const;
   Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
   // A write's attempts on one key (item_store_write.cc): the key's shard
-  // locked and the key looked up, then op(shard, lock, found, times, attempt),
-  // which returns the answer, or nothing once it has let the lock go to make
-  // room: then the lookup and op run again.
+  // locked and the key looked up, then op(lock, found, times, attempt),
+  // which returns true once it has answered (into its caller's result), or
+  // false once it has let the lock go to make room: then the lookup and op
+  // run again.
+  static constexpr bool kAnswered = true, kRetry = false;   // what op returns
   template <typename Op>
-  inline auto LockedAttempts(uint64_t hash, std::string_view key, Op&& op);
+  inline void LockedAttempts(Shard& shard, uint64_t hash, std::string_view key, Op&& op);
   void RemoveKey(std::string_view key);
   // Places a new item and writes its header (`fields`, made full for a jumbo;
   // a new CAS drawn into them when `draw_cas`); the caller writes the value.
@@ -482,14 +483,12 @@ void ItemStore::Impl::CountRateLocked(Shard& shard, ReadRateState rate, int sign
 }
 
 template <typename Op>
-auto ItemStore::Impl::LockedAttempts(uint64_t hash, std::string_view key, Op&& op) {
-  Shard& shard = ShardFor(hash);
+void ItemStore::Impl::LockedAttempts(Shard& shard, uint64_t hash, std::string_view key, Op&& op) {
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
     const Found f = LookupLocked(shard, key, hash, t);
-    auto answer = op(shard, lock, f, t, attempt);
-    if (answer.has_value()) return *std::move(answer);
+    if (op(lock, f, t, attempt)) return;
   }
 }
 
