@@ -4,6 +4,8 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -109,10 +111,15 @@ bool MetricsServer::Start(ItemStore* store, ServerInfo* server, std::string* err
   evhttp_set_max_body_size(http_, 0);
   evhttp_set_gencb(http_, &MetricsServer::OnRequest, this);
   Log(LogLevel::kNotice, "metrics: serving http://%s/metrics", address_.c_str());
+  // Signals stay with the main loop, as for the workers.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &previous);
   thread_ = std::thread([this, stop] {
     event_base_dispatch(base_);
     event_free(stop);
   });
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return true;
 }
 
