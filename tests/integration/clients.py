@@ -52,3 +52,25 @@ def stale_read_lines(port, read, key=b"stampede:k"):
     first, second = read(key.decode()), read(key.decode())
     return ["%s stale-mode read: first a miss, then the stale value" %
             ("ok" if stored and invalidated and first is None and second in ("stale", b"stale") else "FAIL")]
+
+
+def script_reader(argv):
+    """read(key) for stale_read_lines: runs `argv` + [key, port], a script that prints "miss" or
+    "value <value>"."""
+    def reader(port):
+        def read(key):
+            _, out = script_lines(list(argv) + [key], port)
+            text = out.strip()
+            return text[len("value "):] if text.startswith("value ") else None
+        return read
+    return reader
+
+
+def check_stale_reads(results, client, reader, keys=(b"stampede:k",)):
+    """stale_read_lines for each key on herdless with -o classic_stampede=stale; `reader(port)`
+    gives the client's read(key)."""
+    d = harness.start_herdless(["-o", "classic_stampede=stale,stale_grace=60"])
+    for key in keys:
+        for line in stale_read_lines(d.port, reader(d.port), key):
+            results.check(line.startswith("ok "), "%s: %s" % (client, line.split(" ", 1)[1]))
+    d.stop()

@@ -71,26 +71,15 @@ print defined $v ? "value $v\n" : "miss\n";
 """
 
 
-def perl_read(module, port):
-    def read(key):
-        lines, out = clients.script_lines(["perl", "-e", STALE_READER % (module, module), key], port)
-        text = out.strip()
-        return None if text == "miss" else (text[len("value "):] if text.startswith("value ") else text)
-    return read
-
-
 def body(results):
     sbs = harness.SideBySide()
     pair = sbs.pair()
     clients.compare(results, pair, "Cache::Memcached::Fast", ["perl", "-e", FAST], 28)
     clients.compare(results, pair, "Cache::Memcached", ["perl", "-e", CLASSIC], 20)
     sbs.stop(results)
-    d = harness.start_herdless(["-o", "classic_stampede=stale,stale_grace=60"])
     for module in ("Cache::Memcached::Fast", "Cache::Memcached"):
-        key = b"stampede:" + module.replace(":", "").encode()
-        for line in clients.stale_read_lines(d.port, perl_read(module, d.port), key):
-            results.check(line.startswith("ok "), "%s: %s" % (module, line.split(" ", 1)[1]))
-    d.stop()
+        reader = clients.script_reader(["perl", "-e", STALE_READER % (module, module)])
+        clients.check_stale_reads(results, module, reader)
 
 
 if __name__ == "__main__":

@@ -52,21 +52,11 @@ echo $v === false ? "miss" : "value $v";
 """
 
 
-def php_read(port):
-    def read(key):
-        _, out = clients.script_lines(["php", "-r", STALE_READER, key], port)
-        return None if out.strip() == "miss" else out.strip()[len("value "):]
-    return read
-
-
 def body(results):
     sbs = harness.SideBySide()
     clients.compare(results, sbs.pair(), "php-memcache", ["php", "-r", CHECKS], 28)
     sbs.stop(results)
-    d = harness.start_herdless(["-o", "classic_stampede=stale,stale_grace=60"])
-    for line in clients.stale_read_lines(d.port, php_read(d.port)):
-        results.check(line.startswith("ok "), "php-memcache: " + line.split(" ", 1)[1])
-    d.stop()
+    clients.check_stale_reads(results, "php-memcache", clients.script_reader(["php", "-r", STALE_READER]))
 
 
 if __name__ == "__main__":

@@ -96,12 +96,8 @@ def body(results):
     clients.compare(results, pair, "python3-memcache", python_memcache_checks, 25)
     clients.compare(results, pair, "python3-binary-memcached", bmemcached_checks, 22)
     sbs.stop(results)
-    d = harness.start_herdless(["-o", "classic_stampede=stale,stale_grace=60"])
-    c = memcache.Client(["127.0.0.1:%d" % d.port], socket_timeout=harness.TIMEOUT)
-    for line in clients.stale_read_lines(d.port, c.get):
-        results.check(line.startswith("ok "), "python3-memcache: " + line.split(" ", 1)[1])
-    c.disconnect_all()
-    d.stop()
+    clients.check_stale_reads(results, "python3-memcache", lambda port: memcache.Client(
+        ["127.0.0.1:%d" % port], socket_timeout=harness.TIMEOUT).get)
 
 
 if __name__ == "__main__":

@@ -63,21 +63,11 @@ print(v.nil? ? "miss" : "value #{v}")
 """
 
 
-def ruby_read(port):
-    def read(key):
-        _, out = clients.script_lines(["ruby", "-e", STALE_READER, key], port)
-        return None if out.strip() == "miss" else out.strip()[len("value "):]
-    return read
-
-
 def body(results):
     sbs = harness.SideBySide()
     clients.compare(results, sbs.pair(), "ruby-dalli", ["ruby", "-e", CHECKS], 29)
     sbs.stop(results)
-    d = harness.start_herdless(["-o", "classic_stampede=stale,stale_grace=60"])
-    for line in clients.stale_read_lines(d.port, ruby_read(d.port)):
-        results.check(line.startswith("ok "), "ruby-dalli: " + line.split(" ", 1)[1])
-    d.stop()
+    clients.check_stale_reads(results, "ruby-dalli", clients.script_reader(["ruby", "-e", STALE_READER]))
 
 
 if __name__ == "__main__":
