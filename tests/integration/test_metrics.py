@@ -7,7 +7,7 @@
 - `promtool check metrics` passes on the endpoint's text; each family has HELP and TYPE;
 - scrapes while four clients run sets and gets: every scrape parses, counters never go back,
   every request gets its right reply, and the last scrape agrees with `stats`;
-- the endpoint with -s (no TCP listener), `stats settings` shows the address, other paths are
+- the endpoint with -s (no TCP listener) and with -Z, `stats settings` shows the address, other paths are
   404, a bad address or a taken port stops the start.
 
 Every wait is bounded (Prometheus' first scrape of the final counts: at most 30 s).
@@ -201,6 +201,12 @@ def check_setup(results):
                                    "a malformed metrics address")
     harness.check_refuses_to_start(results, ["-o", "metrics=%d" % port], b"metrics: failed to listen",
                                    "a metrics port in use")
+    d.stop()
+    from certs import Certs   # -Z: the endpoint beside TLS listeners
+    tls_port = harness.free_port()
+    d = harness.start_herdless(Certs().server_args() + ["-o", "metrics=%d" % tls_port])
+    values, _, _ = samples(fetch(tls_port)[2])
+    results.equal(values.get("memcached_up"), 1.0, "-Z: the endpoint serves")
     d.stop()
     with Conn(harness.start_herdless().port) as c:
         results.equal(harness.stats(c, "settings").get("metrics"), "NULL", "off by default")
