@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "daemon/metrics_server.h"
+#include "daemon/tls.h"
 
 namespace herdless {
 
