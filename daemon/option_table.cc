@@ -560,6 +560,15 @@ constexpr OptionRow kSuboptions[] = {
        return p.Number(0u, 1u << 30, &p.settings.snapshot_interval_s, "seconds, 0 = off");
      },
      .setting = {"snapshot_interval", Unsigned<&P::snapshot_interval_s>}},
+    {.name = "restore_max_age",
+     .help = "a -e snapshot older than <num> seconds comes back stale (the first\n"
+             "reader recomputes), or not at all with classic_stampede=off\n"
+             "(default: {default}, off)",
+     .help_default = Default<&P::restore_max_age_s>,
+     .apply = [](OptionParse& p) {
+       return p.Number(0u, 1u << 30, &p.settings.restore_max_age_s, "seconds, 0 = off");
+     },
+     .setting = {"restore_max_age", Unsigned<&P::restore_max_age_s>}},
     {.name = "ssl_chain_cert", .help = "certificate chain file in PEM format",
      .apply = [](OptionParse& p) { return TlsText(p, &TlsSettings::chain_cert); },
      .setting = {"ssl_chain_cert", TextOr<kNullPrinted, &P::tls, &TlsSettings::chain_cert>},

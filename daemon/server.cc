@@ -343,8 +343,9 @@ int Server::Run() {
   if (!p.memory_file.empty()) {
     // Before the first accept: clients that connect meanwhile wait in the
     // listen backlog and then find the cache warm.
-    snapshotter_ = std::make_unique<Snapshotter>(store_.get(), p.memory_file, p.snapshot_interval_s,
-                                                 std::max(1, plan.workers));
+    snapshotter_ = std::make_unique<Snapshotter>(
+        store_.get(), p.memory_file, p.snapshot_interval_s, std::max(1, plan.workers),
+        p.restore_max_age_s, p.classic_stampede == ClassicStampedeMode::kOff);
     snapshotter_->Load();
   }
   if (!CreateMainLoop()) return EXIT_FAILURE;

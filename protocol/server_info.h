@@ -89,6 +89,7 @@ struct ProtocolSettings {
   // Warm restart (-e, -o snapshot_interval)
   std::string memory_file;         // -e: the snapshot file, "" = none
   uint32_t snapshot_interval_s = 0;  // 0 = only at an orderly stop
+  uint32_t restore_max_age_s = 0;    // an older snapshot restores stale (or nothing), 0 = off
   // Refresh-ahead (docs/protocol.md): on for lease-get and the classic modes;
   // meta clients ask with mg Yr. lease's refresh_* shape the window.
   bool refresh_ahead = false;

@@ -10,10 +10,15 @@
   fills of its key for warm_holdoff (warm_refused), after which the key warms again.
 - A silent peer: the reader gets its hint after warm_timeout_ms (warm_timeouts), and the
   other clients of the same worker are answered meanwhile; a dead peer: warm_errors.
+- -o restore_max_age: a node back with -e from a snapshot older than that serves none of
+  its values as fresh: stale (the first reader recomputes) in wait mode, nothing restored
+  with classic_stampede off; a younger snapshot restores as before.
 Counts and replies only, no timings.
 """
 
+import os
 import socket
+import tempfile
 import threading
 import time
 
@@ -224,12 +229,47 @@ def bad_peers(res):
     h.stop()
 
 
+def returning_node(res):
+    directory = tempfile.mkdtemp(prefix="herdless-return-")
+    os.chmod(directory, 0o777)
+    path = os.path.join(directory, "snap")
+
+    def restart(mode, max_age, then_sleep=0.0):
+        args = ["-e", path, "-o", "classic_stampede=%s,restore_max_age=%d" % (mode, max_age)]
+        h = harness.start_herdless(args)
+        with harness.Conn(h.port) as c:
+            c.call(b"set k 0 0 3\r\nold\r\n")
+        h.stop()   # an orderly stop writes the snapshot
+        time.sleep(then_sleep)   # ages the file past max_age: waiting, nothing timed
+        return harness.start_herdless(args)
+
+    h = restart("wait", 3600)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"get k\r\n", b"END\r\n"), b"VALUE k 0 3\r\nold\r\nEND\r\n",
+                  "a young snapshot restores fresh values")
+    h.stop()
+    h = restart("wait", 1, then_sleep=2.5)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"get k\r\n", b"END\r\n"), b"END\r\n",
+                  "an old snapshot: the first classic reader recomputes")
+        res.equal(c.call(b"mg k v\r\n", b"\r\nold\r\n"), b"VA 3 Z X\r\nold\r\n",
+                  "... and the others see the value as stale")
+    h.stop()
+    h = restart("off", 1, then_sleep=2.5)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"get k\r\n", b"END\r\n"), b"END\r\n",
+                  "an old snapshot with classic_stampede off: nothing restored")
+        res.equal(harness.stat(c, "curr_items"), 0, "... no item at all")
+    h.stop()
+
+
 def body(res):
     from_memcached(res)
     from_herdless(res)
     gets_only_peer(res)
     writes_meanwhile(res)
     bad_peers(res)
+    returning_node(res)
 
 
 if __name__ == "__main__":
