@@ -6,6 +6,8 @@
 
 #include <cstdio>
 
+#include "daemon/tls.h"
+
 namespace herdless {
 
 namespace {
