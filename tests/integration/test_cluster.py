@@ -10,6 +10,10 @@
   fills of its key for warm_holdoff (warm_refused), after which the key warms again.
 - A silent peer: the reader gets its hint after warm_timeout_ms (warm_timeouts), and the
   other clients of the same worker are answered meanwhile; a dead peer: warm_errors.
+- A node joins behind nutcracker (ketama): two memcached nodes hold 600 keys, a third node is
+  added and every key is read through the proxy with a read-through client (a miss loads
+  from the "database" and sets). Database loads for the moved keys: one per moved key with a
+  memcached as the new node, none with a herdless warming from the two old nodes.
 - -o restore_max_age: a node back with -e from a snapshot older than that serves none of
   its values as fresh: stale (the first reader recomputes) in wait mode, nothing restored
   with classic_stampede off; a younger snapshot restores as before.
@@ -24,6 +28,8 @@ import time
 
 import binproto
 import harness
+import scaleout
+import test_twemproxy
 
 
 class StubPeer:
@@ -263,6 +269,54 @@ def returning_node(res):
     h.stop()
 
 
+JOIN_KEYS = 600
+
+
+def join_loads(res, new_node_args, label):
+    """Database loads when a third node joins two memcached nodes behind nutcracker, and the
+    keys that moved to it."""
+    workdir = tempfile.mkdtemp(prefix="herdless-join-")
+    old = [harness.start_memcached(["-m", "16"]) for _ in range(2)]
+    keys = scaleout.key_names("join:", JOIN_KEYS)
+    proxy = test_twemproxy.start_nutcracker(old, workdir)
+    c = test_twemproxy.client(proxy.port)
+    for k in keys:
+        c.set(k, k.encode(), expire=600)
+    c.close()
+    proxy.stop()
+    peers = ";".join("127.0.0.1:%d" % n.port for n in old)
+    new = (harness.start_memcached(["-m", "16"]) if new_node_args is None else
+           harness.start_herdless(["-t", "2", "-o", new_node_args + ",warm_peer=" + peers]))
+    proxy = test_twemproxy.start_nutcracker(old + [new], workdir)
+    c = test_twemproxy.client(proxy.port)
+    loads = 0
+    wrong = 0
+    for k in keys:
+        value = c.get(k)
+        if value is None:
+            loads += 1   # the read-through client loads from its database and stores
+            c.set(k, k.encode(), expire=600)
+        elif value != k.encode():
+            wrong += 1
+    c.close()
+    moved = sum(1 for held in scaleout.owners([new], keys).values() if held)
+    harness.log("join, new node %s: %d of %d keys moved to it, %d database loads"
+                % (label, moved, JOIN_KEYS, loads))
+    res.equal(wrong, 0, "join (%s): no wrong value" % label)
+    res.check(moved > 0, "join (%s): keys moved to the new node" % label, repr(moved))
+    proxy.stop()
+    for n in old + [new]:
+        n.stop()
+    return moved, loads
+
+
+def joining_node(res):
+    moved, loads = join_loads(res, None, "memcached")
+    res.equal(loads, moved, "join, memcached: one database load per moved key")
+    moved, loads = join_loads(res, "classic_stampede=wait", "herdless warm_peer")
+    res.equal(loads, 0, "join, herdless warming from the old nodes: no database load")
+
+
 def body(res):
     from_memcached(res)
     from_herdless(res)
@@ -270,6 +324,7 @@ def body(res):
     writes_meanwhile(res)
     bad_peers(res)
     returning_node(res)
+    joining_node(res)
 
 
 if __name__ == "__main__":
