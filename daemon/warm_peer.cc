@@ -13,6 +13,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <utility>
+
+#include "protocol/peer_reply.h"
 
 namespace herdless {
 
@@ -28,19 +31,6 @@ bool ParseNumber(std::string_view s, int64_t* out) {
   if (s.empty()) return false;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && end == s.data() + s.size();
-}
-
-// Splits `s` at spaces.
-std::vector<std::string_view> Words(std::string_view s) {
-  std::vector<std::string_view> words;
-  size_t i = 0;
-  while (i < s.size()) {
-    const size_t j = s.find(' ', i);
-    const size_t end = j == std::string_view::npos ? s.size() : j;
-    if (end > i) words.push_back(s.substr(i, end - i));
-    i = end + 1;
-  }
-  return words;
 }
 
 }  // namespace
@@ -278,49 +268,29 @@ void WarmPeers::OnReadable(Peer* peer) {
   if (!ParseReplies(peer)) Reset(peer);
 }
 
-// One reply at a time from the front of peer->in: mg's VA / EN, gets'
-// VALUE ... END / END, or an error line.
+// One reply at a time from the front of peer->in (protocol/peer_reply.h).
 bool WarmPeers::ParseReplies(Peer* peer) {
   while (peer->fd >= 0 && !peer->in.empty()) {
     if (peer->asked.empty()) return false;   // a reply nobody asked for
-    const size_t eol = peer->in.find("\r\n");
-    if (eol == std::string::npos) return peer->in.size() <= 2048;
-    const std::string_view line(peer->in.data(), eol);
-    const std::vector<std::string_view> w = Words(line);
-    WarmResult r;
-    size_t used = eol + 2;
-    if (line == "EN" || line == "END") {
-      r.kind = WarmResult::Kind::kMiss;
-    } else if (!w.empty() && (w[0] == "VA" || w[0] == "VALUE")) {
-      const bool meta = w[0] == "VA";
-      int64_t len = 0, flags = 0;
-      if (w.size() < (meta ? 2u : 4u) || !ParseNumber(w[meta ? 1 : 3], &len) || len < 0 ||
-          static_cast<size_t>(len) > max_value_) {
-        return false;
-      }
-      if (!meta && !ParseNumber(w[2], &flags)) return false;
-      const size_t tail = meta ? 2 : 7;   // "\r\n" (and gets' "END\r\n")
-      const size_t need = used + static_cast<size_t>(len) + 2 + tail - 2;
-      if (peer->in.size() < need) return true;   // the rest comes later
-      r.kind = WarmResult::Kind::kHit;
-      r.value.assign(peer->in, used, static_cast<size_t>(len));
-      r.ttl_known = meta;
-      for (size_t i = 2; meta && i < w.size(); ++i) {
-        int64_t n = 0;
-        if (w[i][0] == 'f' && ParseNumber(w[i].substr(1), &n)) flags = n;
-        if (w[i][0] == 't' && ParseNumber(w[i].substr(1), &n)) r.ttl_s = n;
-        // A value being recomputed or stale at the peer is not worth copying.
-        if (w[i] == "W" || w[i] == "Z" || w[i] == "X") r.kind = WarmResult::Kind::kMiss;
-      }
-      if (meta && r.ttl_s == 0) r.kind = WarmResult::Kind::kMiss;   // expiring now
-      r.flags = static_cast<uint32_t>(flags);
-      used = need;
-    } else {
-      r.kind = WarmResult::Kind::kError;
+    PeerReply reply;
+    size_t used = 0;
+    switch (ParsePeerReply(peer->in, max_value_, &reply, &used)) {
+      case PeerParse::kNeedMore: return true;
+      case PeerParse::kBad: return false;
+      case PeerParse::kDone: break;
     }
-    const bool error_line = line == "ERROR";
     peer->in.erase(0, used);
-    Answered(peer, std::move(r), error_line);
+    WarmResult r;
+    switch (reply.kind) {
+      case PeerReply::Kind::kHit: r.kind = WarmResult::Kind::kHit; break;
+      case PeerReply::Kind::kMiss: r.kind = WarmResult::Kind::kMiss; break;
+      default: r.kind = WarmResult::Kind::kError; break;
+    }
+    r.value = std::move(reply.value);
+    r.flags = reply.flags;
+    r.ttl_s = reply.ttl_s;
+    r.ttl_known = reply.ttl_known;
+    Answered(peer, std::move(r), reply.kind == PeerReply::Kind::kUnknownCommand);
   }
   return true;
 }
