@@ -9,6 +9,7 @@
 
 #include "daemon/warm_peer.h"
 #include "protocol/executor.h"
+#include "protocol/peer_reply.h"
 #include "storage/clock.h"
 #include "storage/holdoff.h"
 #include "storage/item_store.h"
@@ -136,6 +137,45 @@ TEST_F(WarmTest, PlainReadsAndHitsNeverGoToThePeer) {
   EXPECT_FALSE(WarmableKey("a b"));
   EXPECT_FALSE(WarmableKey(std::string(251, 'k')));
   EXPECT_TRUE(WarmableKey("user:1"));
+}
+
+TEST(PeerReplyTest, ReadsMetaAndGetsRepliesOneAtATime) {
+  const std::string in = "VA 3 f5 t900\r\nabc\r\nEN\r\nVALUE k 7 2 1\r\nhi\r\nEND\r\nERROR\r\n";
+  std::string_view rest = in;
+  PeerReply r;
+  size_t used = 0;
+  ASSERT_EQ(ParsePeerReply(rest, 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kHit);
+  EXPECT_EQ(r.value, "abc");
+  EXPECT_EQ(r.flags, 5u);
+  EXPECT_EQ(r.ttl_s, 900);
+  rest.remove_prefix(used);
+  ASSERT_EQ(ParsePeerReply(rest, 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kMiss);
+  rest.remove_prefix(used);
+  ASSERT_EQ(ParsePeerReply(rest, 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kHit);
+  EXPECT_EQ(r.value, "hi");
+  EXPECT_EQ(r.flags, 7u);
+  EXPECT_FALSE(r.ttl_known);
+  rest.remove_prefix(used);
+  ASSERT_EQ(ParsePeerReply(rest, 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kUnknownCommand);
+  EXPECT_EQ(used, rest.size());
+}
+
+TEST(PeerReplyTest, WaitsForTheWholeValueAndRefusesNonsense) {
+  PeerReply r;
+  size_t used = 0;
+  EXPECT_EQ(ParsePeerReply("VA 5 f0\r\nab", 100, &r, &used), PeerParse::kNeedMore);
+  EXPECT_EQ(ParsePeerReply("VA 5", 100, &r, &used), PeerParse::kNeedMore);
+  EXPECT_EQ(ParsePeerReply("VA 500 f0\r\n", 100, &r, &used), PeerParse::kBad);   // over max_value
+  EXPECT_EQ(ParsePeerReply("VA 2 f0\r\nabcd\r\n", 100, &r, &used), PeerParse::kBad);
+  EXPECT_EQ(ParsePeerReply("VA x\r\n", 100, &r, &used), PeerParse::kBad);
+  ASSERT_EQ(ParsePeerReply("VA 1 t5 W\r\nx\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kMiss);   // being recomputed at the peer
+  ASSERT_EQ(ParsePeerReply("SERVER_ERROR busy\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kError);
 }
 
 TEST(PeerListTest, ParsesHostsPortsAndSockets) {
