@@ -337,9 +337,10 @@ void WarmPeers::Reset(Peer* peer) {
 
 void WarmPeers::Finish(Pending* p, WarmResult&& r) {
   Done done = std::move(p->done);
+  const WarmResult result = std::move(r);   // r may be p->result
   if (p->timer != nullptr) event_free(p->timer);
   pending_.erase(p->id);   // frees p
-  done(r);
+  done(result);
 }
 
 void WarmPeers::FinishSoon(Pending* p, WarmResult&& r) {
