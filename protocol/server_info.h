@@ -82,6 +82,7 @@ struct ProtocolSettings {
   // Warm restart (-e, -o snapshot_interval)
   std::string memory_file;         // -e: the snapshot file, "" = none
   uint32_t snapshot_interval_s = 0;  // 0 = only at an orderly stop
+  std::string metrics_address;     // -o metrics: the Prometheus endpoint's HOST:PORT, "" = off
   // Refresh-ahead (docs/protocol.md): on for lease-get and the classic modes;
   // meta clients ask with mg Yr. lease's refresh_* shape the window.
   bool refresh_ahead = false;

@@ -408,6 +408,16 @@ TEST(OptionsTest, SnapshotFileAndInterval) {
   EXPECT_NE(without_file.error.find("-e"), std::string::npos) << without_file.error;
 }
 
+// -o metrics: off unless given, loopback for a port alone, kept as HOST:PORT.
+TEST(OptionsTest, MetricsAddress) {
+  EXPECT_EQ(Parse({}).options.protocol.metrics_address, "");
+  EXPECT_EQ(Parse({"-o", "metrics=9150"}).options.protocol.metrics_address, "127.0.0.1:9150");
+  EXPECT_EQ(Parse({"-o", "metrics=0.0.0.0:9150"}).options.protocol.metrics_address, "0.0.0.0:9150");
+  EXPECT_EQ(Parse({"-o", "metrics=[::1]:9150"}).options.protocol.metrics_address, "[::1]:9150");
+  EXPECT_FALSE(Parse({"-o", "metrics"}).ok);
+  EXPECT_FALSE(Parse({"-o", "metrics=host:99999"}).ok);
+}
+
 #ifdef HERDLESS_TLS
 // -Z and memcached's ssl_* suboptions, kept as given for `stats settings`.
 TEST(OptionsTest, TlsOptions) {
