@@ -31,6 +31,7 @@ namespace herdless {
 
 class AuthFile;
 class Connection;
+class Ring;
 class TlsContext;
 class WatchHub;
 class UdpEndpoint;
@@ -57,6 +58,7 @@ struct WorkerConfig {
   const AuthFile* auth = nullptr; // -Y: connections must authenticate first
   const AuthFile* sasl_pwdb = nullptr;  // -S: binary connections must pass SASL first
   WatchHub* watch_hub = nullptr;  // `watch`: where watchers attach (nullptr: refused)
+  bool uring = false;             // -o io=uring: plain connections on the worker's Ring
 };
 
 // Monotonic seconds, cheap (coarse clock): connection idle times.
@@ -136,6 +138,7 @@ class Worker {
   BinaryExecutor binary_executor_;
 
   event_base* base_ = nullptr;
+  std::unique_ptr<Ring> ring_;   // -o io=uring: the plain connections' I/O
   int notify_fd_ = -1;
   event* notify_event_ = nullptr;
   event* drain_timer_ = nullptr;

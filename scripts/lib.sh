@@ -10,7 +10,7 @@ DEPS=(build-essential autoconf automake libtool pkg-config libevent-dev
       libjemalloc-dev libxxhash-dev libgtest-dev googletest memcached
       libmemcached-tools python3 python3-pymemcache python3-pylibmc php-cli php-memcached
       netcat-openbsd clang systemd groff-base nutcracker libssl-dev openssl
-      libsasl2-modules sasl2-bin)
+      libsasl2-modules sasl2-bin liburing-dev)
 
 die() {
   echo "error: $*" >&2

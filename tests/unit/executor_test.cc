@@ -521,7 +521,8 @@ TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
       "read_buf_mem_limit", "track_sizes", "inline_ascii_response", "num_napi_ids",
       "memory_file", "lease_timeout", "xfetch_delta_ms", "xfetch_beta", "stale_grace",
       "classic_stampede", "wait_timeout_ms", "refresh_ahead", "refresh_hot", "refresh_epsilon",
-      "refresh_max_fraction", "stalled_client_timeout", "exact_threads", "snapshot_interval"};
+      "refresh_max_fraction", "stalled_client_timeout", "exact_threads", "io",
+      "snapshot_interval"};
   EXPECT_EQ(StatNames(reply), expected);
   EXPECT_EQ(reply.substr(reply.size() - 5), "END\r\n");
   EXPECT_EQ(StatValue(reply, "tcpport"), "11311");
