@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "daemon/tls.h"
+
 namespace herdless {
 
 namespace {

@@ -44,13 +44,6 @@ struct TlsSettings {
   int handshake_timeout_s = 10;  // herdless: close a handshake not done by then
 };
 
-// The OpenSSL verify flags memcached stores (and `stats settings` prints) for
-// ssl_verify_mode 0..3.
-inline int SslVerifyFlags(int mode) {
-  static constexpr int kFlags[] = {0, 1, 3, 7};
-  return mode >= 0 && mode <= 3 ? kFlags[mode] : 0;
-}
-
 // Settings the protocol obeys and `stats settings` shows (memcached's names).
 enum : int { kIoAuto = 0, kIoUring = 1, kIoEpoll = 2 };   // ProtocolSettings::io_path
 

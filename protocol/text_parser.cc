@@ -77,12 +77,23 @@ std::string_view ArgsAfterCommand(const CommandLine& l) {
   return l.count >= 2 ? TrimTrailingSpaces(l.From(1)) : std::string_view();
 }
 
-// set add replace append prepend: <key> <flags> <exptime> <bytes> [noreply]
-// cas adds <cas unique>. A word where noreply may stand is otherwise ignored.
+// Where a store command's words stand: set add replace append prepend
+// <key> <flags> <exptime> <bytes> [noreply]; cas adds <cas unique>;
+// mcrouter's lease-set <key> <token> <flags> <exptime> <bytes> [noreply].
+struct StoreWords {
+  int count;      // without noreply
+  int flags_at;   // then exptime and bytes
+  int cas_at;     // the CAS or lease token; 0: none
+};
+
+// A store command's line. A word where noreply may stand is otherwise
+// ignored; a word that does not read, or a length out of range, is
+// memcached's bad command line format.
 LineVerdict ParseStorage(const CommandLine& l, Command command, Request* out) {
-  const bool cas = command == Command::kCas;
-  const int words = cas ? 6 : 5;
-  if (l.count != words && l.count != words + 1) return Error(kUnknown);
+  const StoreWords w = command == Command::kCas        ? StoreWords{6, 2, 5}
+                       : command == Command::kLeaseSet ? StoreWords{6, 3, 2}
+                                                       : StoreWords{5, 2, 0};
+  if (l.count != w.count && l.count != w.count + 1) return Error(kUnknown);
   out->command = command;
   out->noreply = TrailingNoreply(l);
   const bool quiet = out->noreply;
@@ -90,31 +101,11 @@ LineVerdict ParseStorage(const CommandLine& l, Command command, Request* out) {
   out->key = l.token[1];
   int32_t exptime;
   int32_t length;
-  if (!ParseUint32(l.token[2], &out->client_flags) || !ParseInt32(l.token[3], &exptime) ||
-      !ParseInt32(l.token[4], &length)) {
-    return Error(kBadFormat, quiet);
-  }
-  out->exptime = exptime;
-  if (cas && !ParseUint64(l.token[5], &out->cas_unique)) return Error(kBadFormat, quiet);
-  if (length < 0 || length > INT32_MAX - 2) return Error(kBadFormat, quiet);
-  out->value_length = static_cast<uint32_t>(length);
-  return ExpectData();
-}
-
-// mcrouter: lease-set <key> <token> <flags> <exptime> <bytes> [noreply],
-// checked like set.
-LineVerdict ParseLeaseSet(const CommandLine& l, Request* out) {
-  if (l.count != 6 && l.count != 7) return Error(kUnknown);
-  out->command = Command::kLeaseSet;
-  out->noreply = TrailingNoreply(l);
-  const bool quiet = out->noreply;
-  if (!IsValidKey(l.token[1])) return Error(kBadFormat, quiet);
-  out->key = l.token[1];
-  int32_t exptime;
-  int32_t length;
-  if (!ParseUint64(l.token[2], &out->cas_unique) ||
-      !ParseUint32(l.token[3], &out->client_flags) || !ParseInt32(l.token[4], &exptime) ||
-      !ParseInt32(l.token[5], &length) || length < 0 || length > INT32_MAX - 2) {
+  if (!ParseUint32(l.token[w.flags_at], &out->client_flags) ||
+      !ParseInt32(l.token[w.flags_at + 1], &exptime) ||
+      !ParseInt32(l.token[w.flags_at + 2], &length) ||
+      (w.cas_at != 0 && !ParseUint64(l.token[w.cas_at], &out->cas_unique)) || length < 0 ||
+      length > INT32_MAX - 2) {
     return Error(kBadFormat, quiet);
   }
   out->exptime = exptime;
@@ -302,7 +293,7 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
     out->args = ArgsAfterCommand(l);
     return Simple(word == "watch" ? Command::kWatch : Command::kLruCrawler, out);
   }
-  if (word == "lease-set") return ParseLeaseSet(l, out);
+  if (word == "lease-set") return ParseStorage(l, Command::kLeaseSet, out);
   if (word == "refresh_certs") {
     // memcached: any words may follow; a last "noreply" hides only the OK.
     out->noreply = TrailingNoreply(l);

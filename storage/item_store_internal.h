@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -167,6 +168,12 @@ class ItemStore::Impl {
   inline ItemView ItemAt(uint64_t slot) const;
   inline Segment* SegmentOf(uint64_t slot) const;
   Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
+  // A write's attempts on one key (item_store_write.cc): the key's shard
+  // locked and the key looked up, then op(shard, lock, found, times, attempt),
+  // which returns the answer, or nothing once it has let the lock go to make
+  // room: then the lookup and op run again.
+  template <typename Op>
+  inline auto LockedAttempts(uint64_t hash, std::string_view key, Op&& op);
   void RemoveKey(std::string_view key);
   // Places a new item and writes its header (`fields`, made full for a jumbo;
   // a new CAS drawn into them when `draw_cas`); the caller writes the value.
@@ -471,6 +478,18 @@ void ItemStore::Impl::CountRateLocked(Shard& shard, ReadRateState rate, int sign
   } else {
     shard.rated_items--;
     if (rate.hot()) shard.hot_items--;
+  }
+}
+
+template <typename Op>
+auto ItemStore::Impl::LockedAttempts(uint64_t hash, std::string_view key, Op&& op) {
+  Shard& shard = ShardFor(hash);
+  for (int attempt = 0;; attempt++) {
+    const Times t = Now();
+    ShardLock lock(this, shard);
+    const Found f = LookupLocked(shard, key, hash, t);
+    auto answer = op(shard, lock, f, t, attempt);
+    if (answer.has_value()) return *std::move(answer);
   }
 }
 

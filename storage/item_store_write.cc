@@ -41,15 +41,12 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
 
   const int32_t exptime = ToExpiryTick(req.exptime);
   const uint64_t hash = HashKey(req.key);
-  Shard& shard = ShardFor(hash);
   // memcached counts a store's per-class stats in the new item's class.
-  StoreStats::Class& counts = shard.counters.classes[MemcachedSlabClass(
+  StoreStats::Class& counts = ShardFor(hash).counters.classes[MemcachedSlabClass(
       MemcachedItemSize(req.key.size(), req.value.size(), req.client_flags))];
-  for (int attempt = 0;; attempt++) {
-    const Times t = Now();
-    ShardLock lock(this, shard);
+  return LockedAttempts(hash, req.key, [&](Shard& shard, ShardLock& lock, const Found& f,
+                                       const Times& t, int attempt) -> std::optional<StoreResult> {
     if (attempt == 0) counts.set_cmds++;
-    const Found f = LookupLocked(shard, req.key, hash, t);
     const StoreAction action = StoreActionLocked(shard, f, req, attempt == 0, t, counts, &res.status);
     if (action == StoreAction::kReject) return res;
     uint8_t state = 0;
@@ -58,7 +55,7 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
     Placed placed;
     ItemView item(nullptr);
     const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
-    if (placement == Placement::kRetry) continue;
+    if (placement == Placement::kRetry) return std::nullopt;
     if (placement == Placement::kNoRoom) {
       // RoomToRetry let the shard's lock go; its counters need it again.
       lock.lock();
@@ -76,7 +73,7 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
     res.cas = fields.cas;
     res.stored_size = fields.value_len;
     return res;
-  }
+  });
 }
 
 // What a store does with the item the lookup found: store a plain value, a
@@ -202,12 +199,9 @@ uint64_t ItemStore::Impl::ReplaceLocked(Shard& shard, uint64_t hash, const Found
 StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
   StoreResult res;
   const uint64_t hash = HashKey(req.key);
-  Shard& shard = ShardFor(hash);
   const bool append = req.mode == StoreMode::kAppend;
-  for (int attempt = 0;; attempt++) {
-    const Times t = Now();
-    ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, req.key, hash, t);
+  return LockedAttempts(hash, req.key, [&](Shard& shard, ShardLock& lock, const Found& f,
+                                       const Times& t, int attempt) -> std::optional<StoreResult> {
     const bool live = f.presence == Found::kLive;
     if (!live && !req.create_on_miss) {
       res.status = StoreStatus::kNotStored;
@@ -250,7 +244,7 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     Placed placed;
     ItemView item(nullptr);
     const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
-    if (placement == Placement::kRetry) continue;
+    if (placement == Placement::kRetry) return std::nullopt;
     if (placement == Placement::kNoRoom) {
       res.status = StoreStatus::kNotStored;
       return res;
@@ -265,7 +259,7 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     res.cas = fields.cas;
     res.stored_size = fields.value_len;
     return res;
-  }
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -273,12 +267,9 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
 
 DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
   const uint64_t hash = HashKey(req.key);
-  Shard& shard = ShardFor(hash);
   const int32_t new_exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
-  for (int attempt = 0;; attempt++) {
-    const Times t = Now();
-    ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, req.key, hash, t);
+  return LockedAttempts(hash, req.key, [&](Shard& shard, ShardLock& lock, const Found& f,
+                                       const Times& t, int attempt) -> std::optional<DeleteStatus> {
     if (f.slot == nullptr) return DeleteStatus::kNotFound;
     if (f.presence == Found::kPlaceholder) {
       UnlinkLocked(shard, f.slot);  // cancels the lease; the key had no value
@@ -304,7 +295,7 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
       if (req.has_ttl) fields.exptime = new_exptime;
       if (!RelocateLocked(shard, f.slot, fields, t.now_s)) {
         if (!RoomToRetry(lock, attempt, ItemSize(fields))) return DeleteStatus::kNotFound;
-        continue;
+        return std::nullopt;
       }
       item = ItemAt(*f.slot);
     }
@@ -318,23 +309,20 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
     item.set_cas(new_cas != 0 ? new_cas : NextCas());
     if (req.has_ttl) item.set_exptime(new_exptime);
     return DeleteStatus::kDeleted;
-  }
+  });
 }
 
 bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime) {
   const uint64_t hash = HashKey(key);
-  Shard& shard = ShardFor(hash);
   const int32_t new_exptime = ToExpiryTick(exptime);
-  for (int attempt = 0;; attempt++) {
-    const Times t = Now();
-    ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, key, hash, t);
+  return LockedAttempts(hash, key, [&](Shard& shard, ShardLock& lock, const Found& f,
+                                       const Times& t, int attempt) -> std::optional<bool> {
     if (f.presence != Found::kLive) return false;
     if (attempt == 0) shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].touch_hits++;
     size_t needed = 0;
     if (!RoomForExptimeLocked(shard, f.slot, new_exptime, t.now_s, &needed)) {
       if (!RoomToRetry(lock, attempt, needed)) return false;
-      continue;
+      return std::nullopt;
     }
     // memcached: touch fetches with an LRU bump (marking the item fetched); the CAS stays.
     ItemView item = ItemAt(*f.slot);
@@ -349,19 +337,16 @@ bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime) {
     *f.slot = slot::WithFreq(slot::WithState(s, slot::State(s) | kItemFetched),
                              std::min<uint8_t>(slot::Freq(s) + 1, S3Fifo::kMaxFrequency));
     return true;
-  }
+  });
 }
 
 ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
   ArithResult res;
   const uint64_t hash = HashKey(req.key);
-  Shard& shard = ShardFor(hash);
   const int32_t ttl_exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
   const int32_t create_exptime = req.create_on_miss ? ToExpiryTick(req.create_exptime) : 0;
-  for (int attempt = 0;; attempt++) {
-    const Times t = Now();
-    ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, req.key, hash, t);
+  return LockedAttempts(hash, req.key, [&](Shard& shard, ShardLock& lock, const Found& f,
+                                       const Times& t, int attempt) -> std::optional<ArithResult> {
     const bool live = f.presence == Found::kLive;
     if (!live && !req.create_on_miss) {
       res.status = ArithStatus::kNotFound;
@@ -398,7 +383,7 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     Placed placed;
     ItemView item(nullptr);
     const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
-    if (placement == Placement::kRetry) continue;
+    if (placement == Placement::kRetry) return std::nullopt;
     if (placement == Placement::kNoRoom) {
       res.status = ArithStatus::kNoMemory;
       return res;
@@ -414,7 +399,7 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     res.cas = fields.cas;
     res.ttl = TtlAt(fields.exptime, t.now_tick);
     return res;
-  }
+  });
 }
 
 // incr/decr of a live item: memcached's order of checks (an empty value,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "daemon/option_table.h"
+#include "daemon/tls.h"
 
 namespace herdless {
 namespace {
