@@ -137,7 +137,7 @@ def main(args):
     print("integration tests against %s, %d at a time, I/O path %s" % (
         os.environ["HERDLESS_BIN"], jobs,
         "-o io=" + os.environ["HERDLESS_IO"] if os.environ.get("HERDLESS_IO")
-        else "the daemon's default (auto: io_uring where the kernel allows it)"), flush=True)
+        else "the daemon's default (epoll)"), flush=True)
     signal.signal(signal.SIGTERM, stop_running)
     signal.signal(signal.SIGINT, stop_running)
     started = time.monotonic()
