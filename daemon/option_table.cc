@@ -21,6 +21,7 @@ constexpr std::string_view kStampedeModes[] = {"off", "stale", "wait"};
 constexpr std::string_view kBindingProtocols[] = {"auto", "ascii", "binary"};
 constexpr std::string_view kTlsVersions[] = {"tlsv1.0", "tlsv1.1", "tlsv1.2", "tlsv1.3"};
 constexpr std::string_view kOffOn[] = {"off", "on"};
+constexpr std::string_view kIoPaths[] = {"auto", "uring", "epoll"};
 
 // memcached's prot_text(): -B's word, but "auto-negotiate" for auto.
 std::string BindingProtocolName(BindingProtocol p) {
@@ -547,6 +548,14 @@ constexpr OptionRow kSuboptions[] = {
                        "a fraction of the TTL, 0 < f <= 1");
      },
      .setting = {"refresh_max_fraction", Fixed<2, &P::lease, &LeaseSettings::refresh_max_fraction>}},
+    {.name = "io",
+     .help = "auto|uring|epoll: the connections' I/O path (default: {default};\n"
+             "auto is io_uring where the kernel allows it; TLS is epoll)",
+     .help_default = [](const P& d) { return std::string(kIoPaths[d.io_path]); },
+     .apply = [](OptionParse& p) {
+       return p.Choice(kIoPaths, "auto|uring|epoll", "auto, uring or epoll", &p.settings.io_path);
+     },
+     .setting = {"io", [](const V& v, std::string_view n, W* w) { w->Add(n, kIoPaths[v.settings.io_path]); }}},
     {.name = "exact_threads",
      .help = "run -t worker threads even when fewer CPUs are allowed",
      .apply = [](OptionParse& p) {

@@ -26,6 +26,7 @@
 #include "daemon/metrics_server.h"
 #include "daemon/snapshotter.h"
 #include "daemon/tls.h"
+#include "daemon/uring_transport.h"
 #include "protocol/auth.h"
 
 namespace herdless {
@@ -355,6 +356,7 @@ int Server::Run() {
   }
   if (!CreateMainLoop()) return EXIT_FAILURE;
   LogWorkerPlan(plan, p.num_threads);
+  if (!ChooseIoPath()) return EXIT_FAILURE;
   const bool started = StartWorkers(plan.workers);
   if (started) Serve();
   return Finish(started);
@@ -370,6 +372,26 @@ bool Server::CreateMainLoop() {
     Log(LogLevel::kError, "failed to create the main event loop");
     return false;
   }
+  return true;
+}
+
+// -o io: auto is io_uring when this kernel and sandbox allow a ring (seccomp
+// profiles and kernel.io_uring_disabled may not), else epoll with a log line;
+// uring that cannot run is a start-up error. `stats settings` shows the path.
+bool Server::ChooseIoPath() {
+  int& path = options_.protocol.io_path;
+  std::string why;
+  if (path != kIoEpoll && !Ring::Usable(&why)) {
+    if (path == kIoUring) {
+      Log(LogLevel::kError, "-o io=uring: io_uring is not available (%s)", why.c_str());
+      return false;
+    }
+    Log(LogLevel::kNotice, "-o io=auto: io_uring is not available (%s): using epoll", why.c_str());
+    path = kIoEpoll;
+  }
+  if (path == kIoAuto) path = kIoUring;
+  Log(LogLevel::kNotice, "connections' I/O: %s%s", path == kIoUring ? "io_uring" : "epoll",
+      path == kIoUring && tls_ != nullptr ? " (TLS connections: epoll)" : "");
   return true;
 }
 
@@ -394,6 +416,7 @@ WorkerConfig Server::MakeWorkerConfig() {
     worker_config.warm_timeout_ms = p.warm_timeout_ms;
     if (p.warm_for_s > 0) worker_config.warm_until_s = CoarseNowSeconds() + p.warm_for_s;
   }
+  worker_config.uring = p.io_path == kIoUring;
   return worker_config;
 }
 

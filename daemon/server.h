@@ -96,6 +96,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   // Run()'s steps, in order.
   bool CreateMainLoop();
   WorkerConfig MakeWorkerConfig();
+  bool ChooseIoPath();
   bool StartWorkers(int worker_count);   // false: one failed (the rest are stopped in Finish)
   void Serve();                          // until shutdown
   void HandUdpSocketsToWorkers();

@@ -82,6 +82,7 @@ constexpr SettingLine kSettings[] = {
     Option("stale_grace"), Option("classic_stampede"), Option("wait_timeout_ms"),
     Option("refresh_ahead"), Option("refresh_hot"), Option("refresh_epsilon"),
     Option("refresh_max_fraction"), Option("stalled_client_timeout"), Option("exact_threads"),
+    Option("io"),
     Option("snapshot_interval"), Option("ssl_handshake_timeout"),
 };
 

@@ -15,6 +15,7 @@
 #include "daemon/tls_transport.h"
 #include "daemon/transport.h"
 #include "daemon/udp.h"
+#include "daemon/uring_transport.h"
 
 namespace herdless {
 
@@ -45,6 +46,7 @@ Worker::~Worker() {
   connections_.clear();
   udp_.clear();
   warm_peers_.reset();
+  ring_.reset();   // after its transports, before the loop it is registered with
   if (notify_event_ != nullptr) event_free(notify_event_);
   if (drain_timer_ != nullptr) event_free(drain_timer_);
   if (base_ != nullptr) event_base_free(base_);
@@ -66,6 +68,10 @@ bool Worker::Start(std::string* error) {
   event_config_free(cfg);
   if (base_ == nullptr) {
     *error = "event_base_new failed";
+    return false;
+  }
+  if (config_.uring && (ring_ = Ring::Create(base_, error)) == nullptr) {
+    *error = "cannot set up io_uring for worker thread: " + *error;
     return false;
   }
   notify_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -130,6 +136,8 @@ void Worker::AddConnection(int fd, std::string peer, std::string local, bool tls
     std::unique_ptr<Transport> transport;
     if (session != nullptr) {
       transport = std::make_unique<TlsTransport>(fd, base_, std::move(session));
+    } else if (ring_ != nullptr) {
+      transport = ring_->NewTransport(fd);
     } else {
       transport = std::make_unique<SocketTransport>(fd, base_);
     }

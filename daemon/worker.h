@@ -32,6 +32,7 @@ namespace herdless {
 
 class AuthFile;
 class Connection;
+class Ring;
 class TlsContext;
 class WatchHub;
 class UdpEndpoint;
@@ -61,6 +62,7 @@ struct WorkerConfig {
   std::vector<PeerAddress> warm_peers;   // -o warm_peer: empty = no warm-up
   uint32_t warm_timeout_ms = 50;  // -o warm_timeout_ms
   int64_t warm_until_s = 0;       // CoarseNowSeconds() when warm-up ends, 0 = never
+  bool uring = false;             // -o io=uring: plain connections on the worker's Ring
 };
 
 // Monotonic seconds, cheap (coarse clock): connection idle times.
@@ -141,6 +143,7 @@ class Worker {
   BinaryExecutor binary_executor_;
 
   event_base* base_ = nullptr;
+  std::unique_ptr<Ring> ring_;   // -o io=uring: the plain connections' I/O
   int notify_fd_ = -1;
   event* notify_event_ = nullptr;
   event* drain_timer_ = nullptr;

@@ -45,6 +45,8 @@ struct TlsSettings {
 };
 
 // Settings the protocol obeys and `stats settings` shows (memcached's names).
+enum : int { kIoAuto = 0, kIoUring = 1, kIoEpoll = 2 };   // ProtocolSettings::io_path
+
 struct ProtocolSettings {
   int tcp_port = 11211;            // -p: 0 = no TCP, -1 = a port the kernel picks
   int udp_port = 0;                // -U: 0 = no UDP (memcached 1.6's default), -1 = any port
@@ -55,6 +57,8 @@ struct ProtocolSettings {
   uint64_t max_bytes = 64u << 20;
   int max_connections = 1024;
   int num_threads = 4;             // -t: the most worker threads to run
+  int io_path = kIoEpoll;          // -o io: kIoAuto, kIoUring, kIoEpoll (daemon/option_table.cc);
+                                   // once the daemon started, the path it runs (1 or 2)
   bool exact_threads = false;      // -o exact_threads: run -t workers even beyond
                                    // the CPUs the process may use
   uint64_t item_size_max = 1u << 20;

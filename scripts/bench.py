@@ -4,8 +4,12 @@
 Starts both servers with the same -t/-m/-c on loopback, fills the key space,
 then runs each preset against A and B alternately (A B A B ...), and prints per
 run and as medians: ops/s, hits/s, p50/p99/p99.9 latency, the server's CPU
-seconds per million operations (from /proc/<pid>/stat), and herdless/memcached
-ratios. Load generator: memtier_benchmark ($MEMTIER or on PATH); without it,
+seconds per million operations (from /proc/<pid>/stat, split user/kernel), and
+herdless/memcached ratios. After each preset's rounds it counts each server's
+system calls over a fixed number of requests (--syscall-requests, `perf stat`
+on the syscall tracepoints of all its threads) and prints them per request.
+--memcached PATH picks the reference server (e.g. 1.6.45 built from source);
+--herdless-args adds flags to herdless only (e.g. "-o io=epoll"). Load generator: memtier_benchmark ($MEMTIER or on PATH); without it,
 Debian's memcaslap (fewer figures; said in the output).
 
 --self runs herdless against a second herdless process instead (an A/A run):
@@ -20,6 +24,7 @@ certificate made here with `openssl req`), memtier_benchmark with --tls
 import argparse
 import json
 import os
+import shlex
 import shutil
 import socket
 import statistics
@@ -64,11 +69,54 @@ def wait_listening(port, proc, timeout=10.0):
     raise RuntimeError(f"server on port {port} did not start")
 
 
-def cpu_seconds(pid):
+def cpu_split(pid):
+    """(user, kernel) CPU seconds of the process so far."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     # fields[11], fields[12] are utime, stime (fields 14, 15 of the whole line).
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
+SYSCALL_EVENTS = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{n}" for n in (
+    "read", "recvfrom", "sendmsg", "writev", "write", "epoll_wait", "io_uring_enter")]
+
+
+def count_syscalls(pid, run):
+    """Runs run() with `perf stat` counting the system calls of every thread of pid.
+    Returns {event name: count} (the total is "all"), or None if perf cannot count here."""
+    if not shutil.which("perf"):
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".perf", delete=False) as tf:
+        out = tf.name
+    perf = subprocess.Popen(["perf", "stat", "-x", ",", "-o", out, "-p", str(pid),
+                             "-e", ",".join(SYSCALL_EVENTS)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.5)   # perf attaches to every thread
+    try:
+        run()
+    finally:
+        perf.send_signal(2)
+        perf.wait(10)
+    counts = {}
+    with open(out) as f:
+        for line in f:
+            parts = line.strip().split(",")
+            if len(parts) >= 3 and parts[0].isdigit():
+                name = parts[2].split(":")[-1].replace("sys_enter_", "").replace("sys_enter", "all")
+                counts[name] = int(parts[0])
+    os.unlink(out)
+    return counts if "all" in counts else None
+
+
+def syscall_line(name, counts, requests, cpu):
+    """One line: system calls per request (total and the main ones), CPU user/kernel."""
+    user, kern = cpu
+    split = f"cpu user {user / requests * 1e6:.2f} kernel {kern / requests * 1e6:.2f} s/Mop"
+    if counts is None:
+        return f"  syscalls {name:9s} (perf cannot count system calls here)  {split}"
+    parts = " ".join(f"{k} {v / requests:.3f}" for k, v in sorted(counts.items())
+                     if k != "all" and v)
+    return (f"  syscalls {name:9s} {counts['all'] / requests:.3f}/request ({parts})  {split}")
 
 
 def make_certs(directory):
@@ -112,7 +160,8 @@ class Server:
             self.proc.kill()
 
 
-def memtier_run(tool, port, preset_args, seconds, conns, cpus, fill=False, tls_args=()):
+def memtier_run(tool, port, preset_args, seconds, conns, cpus, fill=False, tls_args=(),
+                requests=0):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tf:
         out = tf.name
     argv = ([ "taskset", "-c", cpus] if cpus else []) + [
@@ -122,6 +171,8 @@ def memtier_run(tool, port, preset_args, seconds, conns, cpus, fill=False, tls_a
     if fill:
         size = [a for a in preset_args if a.startswith("--data-size")]
         argv += ["--ratio=1:0", "--key-pattern=P:P", "--requests=allkeys"] + size
+    elif requests:
+        argv += [f"--requests={requests}"] + preset_args
     else:
         argv += [f"--test-time={seconds}"] + preset_args
     res = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -176,6 +227,13 @@ def main():
                     help="baseline is this herdless binary (e.g. a build of an older commit)")
     ap.add_argument("--tls", action="store_true",
                     help="both servers with -Z and one certificate, memtier with --tls --cacert")
+    ap.add_argument("--herdless-args", default="",
+                    help="more flags for herdless only, e.g. '-o io=epoll'")
+    ap.add_argument("--base-args", default="",
+                    help="more flags for the baseline server only")
+    ap.add_argument("--syscall-requests", type=int, default=100000,
+                    help="after each preset's rounds, count each server's system calls over "
+                         "this many requests (perf stat; 0: skip)")
     args = ap.parse_args()
     base = "herdless2" if args.self else "before" if args.baseline else "memcached"
     base_bin = args.herdless if args.self else args.baseline or args.memcached
@@ -209,12 +267,14 @@ def main():
         return ["-p", str(port), "-l", ",".join(entries)]
 
     servers = {
-        base: Server(base, [base_bin] + listen(pa) + common, pa, server_cpus, plain[pa]),
-        "herdless": Server("herdless", [args.herdless] + listen(pb) + common, pb, server_cpus,
-                           plain[pb]),
+        base: Server(base, [base_bin] + listen(pa) + common + shlex.split(args.base_args), pa,
+                     server_cpus, plain[pa]),
+        "herdless": Server("herdless", [args.herdless] + listen(pb) + common
+                           + shlex.split(args.herdless_args), pb, server_cpus, plain[pb]),
     }
-    print(f"servers: {base} {base_bin}, herdless {args.herdless}; "
-          f"flags: {' '.join(common)}")
+    print(f"servers: {base} {base_bin} {args.base_args}, herdless {args.herdless} "
+          f"{args.herdless_args}; flags: {' '.join(common)}; load average "
+          f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     summary = []
     try:
         for name in args.presets.split(","):
@@ -228,23 +288,38 @@ def main():
                     memtier_run(tool, srv.plain_port, preset_args, 0, args.conns, load_cpus, fill=True)
             for r in range(args.rounds):
                 for srv in servers.values():
-                    cpu0 = cpu_seconds(srv.proc.pid)
+                    cpu0 = cpu_split(srv.proc.pid)
                     if tool:
                         res = memtier_run(tool, srv.port, preset_args, args.seconds, args.conns, load_cpus,
                                           tls_args=tls_args)
                     else:
                         res = memcaslap_run(srv.port, preset_args, args.seconds, args.conns, load_cpus)
-                    cpu = cpu_seconds(srv.proc.pid) - cpu0
+                    cpu1 = cpu_split(srv.proc.pid)
                     ops_total = res["count"] or res["ops"] * args.seconds
-                    res["cpu_per_mop"] = cpu / (ops_total / 1e6) if ops_total else 0.0
+                    mops = ops_total / 1e6 if ops_total else float("inf")
+                    res["user_per_mop"] = (cpu1[0] - cpu0[0]) / mops
+                    res["kernel_per_mop"] = (cpu1[1] - cpu0[1]) / mops
+                    res["cpu_per_mop"] = res["user_per_mop"] + res["kernel_per_mop"]
                     results[srv.name].append(res)
                     print(f"  round {r + 1} {srv.name:9s} ops/s {res['ops']:10.0f}  hits/s {res['hits']:10.0f}"
                           f"  p50 {res['p50']:.3f}  p99 {res['p99']:.3f}  p99.9 {res['p999']:.3f} ms"
-                          f"  cpu {res['cpu_per_mop']:.2f} s/Mop")
+                          f"  cpu {res['cpu_per_mop']:.2f} s/Mop (user {res['user_per_mop']:.2f}"
+                          f" kernel {res['kernel_per_mop']:.2f})")
             med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in results.items()}
             m, h = med[base], med["herdless"]
             def ratio(f):
                 return h[f] / m[f] if m[f] else float("nan")
+            if tool and args.syscall_requests:
+                per_conn = max(1, args.syscall_requests // args.conns)
+                for srv in servers.values():
+                    c0 = cpu_split(srv.proc.pid)
+                    counts = count_syscalls(srv.proc.pid, lambda: memtier_run(
+                        tool, srv.port, preset_args, 0, args.conns, load_cpus, tls_args=tls_args,
+                        requests=per_conn))
+                    c1 = cpu_split(srv.proc.pid)
+                    print(syscall_line(srv.name, counts, per_conn * args.conns,
+                                       (c1[0] - c0[0], c1[1] - c0[1])))
+            print(f"  load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
             print(f"  median {base:9s} ops/s {m['ops']:.0f} p99 {m['p99']:.3f} ms cpu {m['cpu_per_mop']:.2f} s/Mop")
             print(f"  median herdless  ops/s {h['ops']:.0f} p99 {h['p99']:.3f} ms cpu {h['cpu_per_mop']:.2f} s/Mop")
             print(f"  ratio herdless/{base}: ops/s {ratio('ops'):.2f}x  p50 {ratio('p50'):.2f}x  "

@@ -11,7 +11,8 @@ DEPS=(build-essential autoconf automake libtool pkg-config libevent-dev
       libmemcached-tools python3 python3-pymemcache python3-pylibmc php-cli php-memcached
       netcat-openbsd clang systemd groff-base nutcracker libssl-dev openssl
       libsasl2-modules sasl2-bin prometheus python3-memcache python3-binary-memcached
-      libcache-memcached-fast-perl libcache-memcached-perl php-memcache ruby ruby-dalli nginx)
+      libcache-memcached-fast-perl libcache-memcached-perl php-memcache ruby ruby-dalli nginx
+      liburing-dev)
 
 die() {
   echo "error: $*" >&2

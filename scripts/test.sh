@@ -170,6 +170,11 @@ check_in build/release release
 # `make -C build/release distcheck` for the whole thing).
 run_counted "release: the tarball carries every file (scripts/check-dist.sh)" \
   bash scripts/check-dist.sh build/release || stage_failed "release tarball contents"
+# make check ran the suite on the daemon's default I/O path (epoll); the whole suite once more
+# with -o io=auto, io_uring where the kernel allows it (run_all.sh's log says; about 2 minutes).
+run_integration "release: the integration suite on -o io=auto (io_uring)" HERDLESS_IO=auto \
+  HERDLESS_BIN="$REPO_ROOT/build/release/herdless" HERDLESS_SRCDIR="$REPO_ROOT" \
+  sh tests/integration/run_all.sh || stage_failed "integration tests on the io_uring path"
 
 echo "== sanitizer build (build/asan: address,undefined, no jemalloc)"
 (build build/asan --enable-sanitizers=address,undefined --without-jemalloc CXXFLAGS="-g -O1") ||

@@ -315,11 +315,18 @@ class Process(Daemon):
         return self
 
 
+def io_args():
+    """-o io=<path> when $HERDLESS_IO names one (auto, uring, epoll): the whole suite runs on
+    either I/O path (run_all.py prints which); nothing (the daemon's auto) otherwise."""
+    path = os.environ.get("HERDLESS_IO")
+    return ["-o", "io=" + path] if path else []
+
+
 def start_herdless(args=(), exact_threads=True, prefix=(), unix_socket=None):
     """herdless on a free port. Tests run the -t they ask for (-o exact_threads) whatever
     CPUs the machine has, so races are exercised alike everywhere; `prefix` goes before the
     binary (e.g. taskset); unix_socket: the -s path the daemon is started with (no TCP)."""
-    argv = list(prefix) + [HERDLESS_BIN, "-l", "127.0.0.1"] + user_args() + list(args)
+    argv = list(prefix) + [HERDLESS_BIN, "-l", "127.0.0.1"] + user_args() + io_args() + list(args)
     if exact_threads:
         argv += ["-o", "exact_threads"]
     if not os.access(HERDLESS_BIN, os.X_OK):
@@ -349,7 +356,7 @@ def start_target(args=()):
 def run_to_exit(args, env=None, as_user=True):
     """herdless run to its exit, for a start that must fail: on loopback (-p -1 unless args give
     -p), as nobody when root unless as_user=False; the CompletedProcess, its output captured."""
-    argv = [HERDLESS_BIN, "-l", "127.0.0.1"] + (user_args() if as_user else []) + list(args)
+    argv = [HERDLESS_BIN, "-l", "127.0.0.1"] + (user_args() if as_user else []) + io_args() + list(args)
     if "-p" not in argv:
         argv += ["-p", "-1"]
     return subprocess.run(argv, env=env, capture_output=True, timeout=TIMEOUT * 2)

@@ -7,7 +7,8 @@ file has a time limit (600 s, 900 s with HERDLESS_SANITIZED=1), past which its p
 sent SIGTERM, then SIGKILL. When a file ends its output is printed whole, then
 "integration-result: PASS|FAIL <file>" (scripts/test.sh counts these lines); the output of every
 failing file is printed again whole at the end, after a line "==== failing files' output". The
-exit status is non-zero if any file failed.
+exit status is non-zero if any file failed. $HERDLESS_IO (auto, uring, epoll) adds -o io=<path>
+to every herdless the harness starts: the suite runs on either I/O path.
 """
 
 import glob
@@ -133,8 +134,10 @@ def main(args):
     jobs = max(1, int(os.environ.get("HERDLESS_TEST_JOBS") or 3))
     paths = [a if os.sep in a else os.path.join(HERE, a) for a in args] or \
         sorted(glob.glob(os.path.join(HERE, "test_*.py")))
-    print("integration tests against %s, %d at a time" % (os.environ["HERDLESS_BIN"], jobs),
-          flush=True)
+    print("integration tests against %s, %d at a time, I/O path %s" % (
+        os.environ["HERDLESS_BIN"], jobs,
+        "-o io=" + os.environ["HERDLESS_IO"] if os.environ.get("HERDLESS_IO")
+        else "the daemon's default (epoll)"), flush=True)
     signal.signal(signal.SIGTERM, stop_running)
     signal.signal(signal.SIGINT, stop_running)
     started = time.monotonic()

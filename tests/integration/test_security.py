@@ -41,7 +41,8 @@ def listening_sockets(pid):
 
 
 def default_listen_and_no_udp(r):
-    daemon = harness.Daemon("herdless", [harness.HERDLESS_BIN] + harness.user_args()).start()
+    daemon = harness.Daemon("herdless", [harness.HERDLESS_BIN] + harness.user_args()
+                            + harness.io_args()).start()
     sockets = listening_sockets(daemon.proc.pid)
     listeners = [s for s in sockets if s[3] == "0A"]   # TCP_LISTEN
     r.equal(listeners, [("tcp", "0100007F", daemon.port, "0A")],

@@ -1,0 +1,493 @@
+#include "daemon/uring_transport.h"
+
+#include "config.h"
+
+#include <event2/event.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <deque>
+
+#include "protocol/reply.h"
+
+#ifdef HERDLESS_URING
+#include <liburing.h>
+#include <sys/mman.h>
+#endif
+
+namespace herdless {
+
+BufferPool::BufferPool(unsigned count, size_t size) : count_(count), size_(size), out_(count) {}
+
+bool BufferPool::Take(unsigned id) {
+  if (id >= count_ || out_[id]) return false;
+  out_[id] = true;
+  ++lent_;
+  return true;
+}
+
+bool BufferPool::Give(unsigned id) {
+  if (id >= count_ || !out_[id]) return false;
+  out_[id] = false;
+  --lent_;
+  return true;
+}
+
+#ifndef HERDLESS_URING
+
+bool Ring::Usable(std::string* why) {
+  *why = "built without liburing";
+  return false;
+}
+std::unique_ptr<Ring> Ring::Create(event_base*, std::string* error) {
+  *error = "built without liburing";
+  return nullptr;
+}
+Ring::~Ring() = default;
+std::unique_ptr<Transport> Ring::NewTransport(int) { return nullptr; }   // no Ring is made
+
+#else
+
+namespace {
+
+constexpr unsigned kGroup = 0;   // the provided-buffer group id
+enum Kind : unsigned { kRecv = 1, kSend = 2 };
+
+uint64_t Tag(RingSocket* s, Kind kind) { return reinterpret_cast<uintptr_t>(s) | kind; }
+
+// Cancels the operation tagged `tag`; its own completion carries 0 (ignored):
+// the prep helpers leave an entry's user_data as its last use set it.
+void PrepCancel(io_uring_sqe* sqe, uint64_t tag) {
+  io_uring_prep_cancel64(sqe, tag, 0);
+  io_uring_sqe_set_data64(sqe, 0);
+}
+
+}  // namespace
+
+// One connection's state on the ring; outlives its transport until its last
+// operation completes (the kernel holds its address as user_data).
+struct RingSocket {
+  struct Held {
+    unsigned id;
+    uint32_t offset;
+    uint32_t length;
+  };
+  UringTransport* transport = nullptr;   // nullptr: released
+  int ops = 0;                 // operations in flight
+  bool receiving = false;      // a multishot receive is armed
+  bool cancelling = false;     // ... and its cancel is queued
+  bool starved = false;        // the receive ended for want of buffers
+  bool want_read = true;
+  bool eof = false;
+  bool failed = false;         // a receive error: the connection is broken
+  bool send_failed = false;    // a send error: likewise
+  bool scheduled = false;      // in the ring's ready list
+  bool sending = false;
+  bool readable = false;       // notify: bytes, an end or an error
+  bool written = false;        // notify: a send completed
+  size_t sent = 0;             // bytes sent and not yet consumed from the reply buffer
+  std::deque<Held> held;       // received bytes not yet read
+  struct iovec* iov = nullptr; // the send in flight
+  struct msghdr msg;
+};
+
+bool Ring::Usable(std::string* why) {
+  std::string error;
+  event_base* base = event_base_new();
+  if (base == nullptr) {
+    *why = "event_base_new failed";
+    return false;
+  }
+  bool ok = Create(base, &error) != nullptr;
+  event_base_free(base);
+  if (!ok) *why = error;
+  return ok;
+}
+
+Ring::Ring(event_base* base)
+    : base_(base), ring_(new io_uring), pool_(kBuffers, kBufferSize) {
+  std::memset(ring_, 0, sizeof(*ring_));
+  ring_->ring_fd = -1;
+}
+
+std::unique_ptr<Ring> Ring::Create(event_base* base, std::string* error) {
+  std::unique_ptr<Ring> ring(new Ring(base));
+  io_uring_params params;
+  std::memset(&params, 0, sizeof(params));
+  params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
+  params.cq_entries = kEntries * 4;
+  int rc = io_uring_queue_init_params(kEntries, ring->ring_, &params);
+  if (rc < 0) {
+    delete ring->ring_;
+    ring->ring_ = nullptr;
+    *error = std::string("io_uring_setup: ") + std::strerror(-rc);
+    return nullptr;
+  }
+  if (!(params.features & IORING_FEAT_NODROP)) {
+    *error = "io_uring without IORING_FEAT_NODROP";
+    return nullptr;
+  }
+  const size_t ring_bytes = sizeof(io_uring_buf) * kBuffers;
+  void* mem = mmap(nullptr, ring_bytes + kBuffers * kBufferSize, PROT_READ | PROT_WRITE,
+                   MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+  if (mem == MAP_FAILED) {
+    *error = std::string("mmap: ") + std::strerror(errno);
+    return nullptr;
+  }
+  ring->buffers_ring_ = static_cast<io_uring_buf_ring*>(mem);
+  ring->buffers_ = static_cast<char*>(mem) + ring_bytes;
+  io_uring_buf_reg reg;
+  std::memset(&reg, 0, sizeof(reg));
+  reg.ring_addr = reinterpret_cast<uintptr_t>(mem);
+  reg.ring_entries = kBuffers;
+  reg.bgid = kGroup;
+  rc = io_uring_register_buf_ring(ring->ring_, &reg, 0);
+  if (rc < 0) {
+    *error = std::string("io_uring_register_buf_ring: ") + std::strerror(-rc);
+    return nullptr;
+  }
+  io_uring_buf_ring_init(ring->buffers_ring_);
+  for (unsigned id = 0; id < kBuffers; ++id) {
+    io_uring_buf_ring_add(ring->buffers_ring_, ring->buffers_ + id * kBufferSize, kBufferSize, id,
+                          io_uring_buf_ring_mask(kBuffers), static_cast<int>(id));
+  }
+  io_uring_buf_ring_advance(ring->buffers_ring_, kBuffers);
+  ring->ring_event_ = event_new(base, ring->ring_->ring_fd, EV_READ | EV_PERSIST,
+                                &Ring::OnCompletions, ring.get());
+  ring->kick_event_ = event_new(base, -1, 0, &Ring::OnKick, ring.get());
+  if (ring->ring_event_ == nullptr || ring->kick_event_ == nullptr ||
+      event_add(ring->ring_event_, nullptr) != 0) {
+    *error = "cannot register the ring with the worker's loop";
+    return nullptr;
+  }
+  return ring;
+}
+
+Ring::~Ring() {
+  if (ring_event_ != nullptr) event_free(ring_event_);
+  if (kick_event_ != nullptr) event_free(kick_event_);
+  if (ring_ != nullptr && ring_->ring_fd >= 0) io_uring_queue_exit(ring_);   // cancels all
+  delete ring_;
+  if (buffers_ring_ != nullptr) {
+    munmap(buffers_ring_, sizeof(io_uring_buf) * kBuffers + kBuffers * kBufferSize);
+  }
+  for (RingSocket* s : released_) delete s;
+  for (iovec* iov : iovecs_) delete[] iov;
+}
+
+std::unique_ptr<Transport> Ring::NewTransport(int fd) {
+  return std::make_unique<UringTransport>(fd, this);
+}
+
+io_uring_sqe* Ring::Sqe() {
+  io_uring_sqe* sqe = io_uring_get_sqe(ring_);
+  if (sqe == nullptr) {
+    io_uring_submit(ring_);
+    sqe = io_uring_get_sqe(ring_);
+  }
+  return sqe;
+}
+
+void Ring::Changed() {
+  if (in_turn_ || kicked_) return;
+  kicked_ = true;
+  event_active(kick_event_, EV_TIMEOUT, 0);
+}
+
+void Ring::Schedule(RingSocket* s) {
+  if (s->scheduled) return;
+  s->scheduled = true;
+  ready_.push_back(s);
+  Changed();
+}
+
+const char* Ring::Buffer(unsigned id) const { return buffers_ + id * kBufferSize; }
+
+void Ring::ReturnBuffer(unsigned id) {
+  if (!pool_.Give(id)) return;
+  io_uring_buf_ring_add(buffers_ring_, buffers_ + id * kBufferSize, kBufferSize, id,
+                        io_uring_buf_ring_mask(kBuffers), 0);
+  io_uring_buf_ring_advance(buffers_ring_, 1);
+}
+
+void Ring::Starved(RingSocket* s) {
+  s->starved = true;
+  starved_.push_back(s);
+}
+
+void Ring::Release(RingSocket* s) {
+  s->transport = nullptr;
+  for (const RingSocket::Held& h : s->held) ReturnBuffer(h.id);
+  s->held.clear();
+  if (s->starved) {
+    for (auto& p : starved_) {
+      if (p == s) p = nullptr;
+    }
+  }
+  // Its operations end with the cancel; it is freed after their completions.
+  if (s->ops == 0 && !s->scheduled) {
+    delete s;
+    return;
+  }
+  released_.push_back(s);
+}
+
+iovec* Ring::TakeIovecs() {
+  if (spare_iovecs_.empty()) {
+    iovecs_.push_back(new iovec[kIovecs]);
+    spare_iovecs_.push_back(iovecs_.back());
+  }
+  iovec* iov = spare_iovecs_.back();
+  spare_iovecs_.pop_back();
+  return iov;
+}
+
+void Ring::GiveIovecs(iovec* iov) { spare_iovecs_.push_back(iov); }
+
+void Ring::OnCompletions(int, short, void* arg) {
+  Ring* ring = static_cast<Ring*>(arg);
+  ring->in_turn_ = true;
+  ring->Reap();
+  ring->Dispatch();
+  ring->Submit();
+  ring->in_turn_ = false;
+}
+
+void Ring::OnKick(int, short, void* arg) {
+  Ring* ring = static_cast<Ring*>(arg);
+  ring->kicked_ = false;
+  ring->in_turn_ = true;
+  ring->Dispatch();
+  ring->Submit();
+  ring->in_turn_ = false;
+}
+
+void Ring::Reap() {
+  io_uring_cqe* cqe;
+  unsigned head;
+  unsigned seen = 0;
+  io_uring_for_each_cqe(ring_, head, cqe) {
+    ++seen;
+    const uint64_t data = cqe->user_data;
+    if (data == 0) continue;   // a cancel
+    auto* s = reinterpret_cast<RingSocket*>(data & ~uint64_t{7});
+    Complete(s, static_cast<unsigned>(data & 7), cqe->res, cqe->flags);
+  }
+  io_uring_cq_advance(ring_, seen);
+}
+
+void Ring::Complete(RingSocket* s, unsigned kind, int res, unsigned flags) {
+  if (kind == kRecv) {
+    if (flags & IORING_CQE_F_BUFFER) {
+      const unsigned id = flags >> IORING_CQE_BUFFER_SHIFT;
+      pool_.Take(id);
+      if (res > 0 && s->transport != nullptr) {
+        s->held.push_back({id, 0, static_cast<uint32_t>(res)});
+        if (s->held.size() >= kHeldMax && (flags & IORING_CQE_F_MORE) && !s->cancelling) {
+          PrepCancel(Sqe(), Tag(s, kRecv));   // resumed once it has read them (Notify)
+          s->cancelling = true;
+        }
+      } else {
+        ReturnBuffer(id);
+      }
+    }
+    if (!(flags & IORING_CQE_F_MORE)) {
+      --s->ops;
+      s->receiving = false;
+      s->cancelling = false;
+      if (res == 0) {
+        s->eof = true;
+      } else if (res == -ENOBUFS) {
+        if (s->transport != nullptr) Starved(s);
+      } else if (res < 0 && res != -ECANCELED) {
+        s->failed = true;
+      }
+    }
+    s->readable = true;
+  } else {
+    --s->ops;
+    s->sending = false;
+    if (s->iov != nullptr) GiveIovecs(s->iov);
+    s->iov = nullptr;
+    if (res > 0) {
+      s->sent += static_cast<size_t>(res);
+    } else {
+      s->send_failed = true;   // EPIPE, ECONNRESET, ECANCELED at close
+    }
+    s->written = true;
+  }
+  if (s->transport != nullptr) Schedule(s);
+}
+
+void Ring::Dispatch() {
+  // A notified connection may write, close or wake others: they join ready_.
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    RingSocket* s = ready_[i];
+    s->scheduled = false;
+    if (s->transport != nullptr) s->transport->Notify();
+  }
+  ready_.clear();
+  if (!released_.empty()) {
+    std::vector<RingSocket*> keep;
+    for (RingSocket* s : released_) {
+      if (s->ops == 0 && !s->scheduled) {
+        delete s;
+      } else {
+        keep.push_back(s);
+      }
+    }
+    released_.swap(keep);
+  }
+}
+
+void Ring::Submit() {
+  if (!starved_.empty() && pool_.plenty()) {
+    std::vector<RingSocket*> starved;
+    starved.swap(starved_);
+    for (RingSocket* s : starved) {
+      if (s == nullptr) continue;
+      s->starved = false;
+      if (s->transport != nullptr) s->transport->Want(s->want_read, false);
+    }
+  }
+  if (io_uring_sq_ready(ring_) > 0) io_uring_submit(ring_);
+}
+
+UringTransport::UringTransport(int fd, Ring* ring) : fd_(fd), ring_(ring), s_(new RingSocket) {
+  s_->transport = this;
+  // The ring waits for the socket itself: a blocking socket, so that its
+  // operations are retried on readiness rather than failed with EAGAIN.
+  const int flags = fcntl(fd_, F_GETFL);
+  if (flags >= 0) fcntl(fd_, F_SETFL, flags & ~O_NONBLOCK);
+}
+
+UringTransport::~UringTransport() {
+  if (s_->receiving || s_->sending) {
+    if (s_->receiving) PrepCancel(ring_->Sqe(), Tag(s_, kRecv));
+    if (s_->sending) PrepCancel(ring_->Sqe(), Tag(s_, kSend));
+    ring_->Changed();
+  }
+  ring_->Release(s_);
+  close(fd_);   // the socket ends once its operations have
+}
+
+bool UringTransport::Start(Owner* owner) {
+  owner_ = owner;
+  ArmReceive();
+  return true;
+}
+
+void UringTransport::ArmReceive() {
+  io_uring_sqe* sqe = ring_->Sqe();
+  if (sqe == nullptr) return;
+  io_uring_prep_recv_multishot(sqe, fd_, nullptr, 0, 0);
+  sqe->flags |= IOSQE_BUFFER_SELECT;
+  sqe->buf_group = kGroup;
+  io_uring_sqe_set_data64(sqe, Tag(s_, kRecv));
+  s_->receiving = true;
+  ++s_->ops;
+  ring_->Changed();
+}
+
+bool UringTransport::Pending() const { return !s_->held.empty() || s_->eof || s_->failed; }
+
+void UringTransport::Notify() {
+  // A receive cancelled for back-pressure (or starved) ended after the
+  // connection wanted to read again: arm a new one.
+  if (s_->want_read && !s_->receiving && !s_->starved && !s_->eof && !s_->failed &&
+      s_->held.size() < Ring::kHeldMax) {
+    ArmReceive();
+  }
+  const bool readable = s_->readable && s_->want_read && Pending();
+  const bool written = s_->written;
+  s_->readable = false;
+  s_->written = false;
+  if (readable) {
+    owner_->OnReadable();   // reads, then runs the pipeline, which writes
+  } else if (written) {
+    owner_->OnWritable();
+  }
+}
+
+Transport::Io UringTransport::Read(char* dest, size_t room, size_t* n) {
+  size_t got = 0;
+  while (got < room && !s_->held.empty()) {
+    RingSocket::Held& h = s_->held.front();
+    const size_t take = std::min<size_t>(room - got, h.length - h.offset);
+    std::memcpy(dest + got, ring_->Buffer(h.id) + h.offset, take);
+    got += take;
+    h.offset += static_cast<uint32_t>(take);
+    if (h.offset == h.length) {
+      ring_->ReturnBuffer(h.id);
+      s_->held.pop_front();
+    }
+  }
+  if (!s_->held.empty() && s_->want_read) {
+    s_->readable = true;   // level-triggered, as the epoll path: more on a later pass
+    ring_->Schedule(s_);
+  }
+  if (got > 0) {
+    *n = got;
+    return Io::kDone;
+  }
+  if (s_->failed) return Io::kError;
+  if (s_->eof) return Io::kEof;
+  return Io::kAgain;
+}
+
+Transport::Io UringTransport::Write(ReplyBuffer* out, size_t* n) {
+  *n = s_->sent;
+  if (s_->sent > 0) out->Consume(s_->sent);
+  s_->sent = 0;
+  if (s_->send_failed) return Io::kError;
+  if (s_->sending) return Io::kAgain;
+  if (out->empty()) return Io::kDone;
+  io_uring_sqe* sqe = ring_->Sqe();
+  if (sqe == nullptr) return Io::kError;
+  s_->iov = ring_->TakeIovecs();
+  std::memset(&s_->msg, 0, sizeof(s_->msg));
+  s_->msg.msg_iov = s_->iov;
+  s_->msg.msg_iovlen = static_cast<size_t>(out->FillIovecs(s_->iov, Ring::kIovecs));
+  io_uring_prep_sendmsg(sqe, fd_, &s_->msg, MSG_NOSIGNAL);
+  io_uring_sqe_set_data64(sqe, Tag(s_, kSend));
+  s_->sending = true;
+  ++s_->ops;
+  ring_->Changed();
+  return Io::kAgain;   // consumed when it completes (Notify: OnWritable)
+}
+
+void UringTransport::Want(bool read, bool) {
+  s_->want_read = read;
+  if (read) {
+    if (!s_->receiving && !s_->starved && !s_->eof && !s_->failed &&
+        s_->held.size() < Ring::kHeldMax) {
+      ArmReceive();
+    }
+    if (Pending()) {
+      s_->readable = true;
+      ring_->Schedule(s_);
+    }
+  } else if (s_->receiving && !s_->cancelling) {
+    // Back-pressure: the kernel stops filling buffers for this connection,
+    // and its socket's receive window closes, as on the epoll path.
+    PrepCancel(ring_->Sqe(), Tag(s_, kRecv));
+    s_->cancelling = true;
+    ring_->Changed();
+  }
+}
+
+void UringTransport::DiscardUnread() {
+  char scratch[16 * 1024];
+  for (int i = 0; i < 64; ++i) {
+    if (recv(fd_, scratch, sizeof(scratch), MSG_DONTWAIT) <= 0) break;
+  }
+}
+
+#endif  // HERDLESS_URING
+
+}  // namespace herdless

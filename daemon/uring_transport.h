@@ -1,0 +1,139 @@
+// The io_uring connection path (-o io=uring). One Ring per worker: a
+// multishot receive per connection fills buffers from one provided-buffer
+// ring, sends are queued as the connections write and submitted together with
+// every other queued operation once per loop turn: the worker's libevent loop
+// keeps its listeners, timers and notify eventfd, and watches the ring's
+// descriptor, so a turn is one epoll_wait and one io_uring_enter for all the
+// worker's connections. Worker thread only. Built with liburing
+// (HERDLESS_URING); without it Ring::Usable says no and -o io=auto is epoll.
+#ifndef HERDLESS_DAEMON_URING_TRANSPORT_H_
+#define HERDLESS_DAEMON_URING_TRANSPORT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/transport.h"
+
+struct event;
+struct event_base;
+struct io_uring;
+struct io_uring_buf_ring;
+struct io_uring_sqe;
+struct iovec;
+
+namespace herdless {
+
+struct RingSocket;
+
+// The provided receive buffers' accounting (kept apart for its unit test):
+// which buffer ids the kernel may fill and how many a connection holds.
+class BufferPool {
+ public:
+  BufferPool(unsigned count, size_t size);
+  unsigned count() const { return count_; }
+  size_t size() const { return size_; }
+  unsigned lent() const { return lent_; }   // filled and not yet copied out
+  // The kernel filled buffer `id`: lent until Give(id).
+  bool Take(unsigned id);
+  // Buffer `id` is copied out: the kernel may fill it again.
+  bool Give(unsigned id);
+  bool plenty() const { return lent_ <= count_ / 2; }
+
+ private:
+  const unsigned count_;
+  const size_t size_;
+  unsigned lent_ = 0;
+  std::vector<bool> out_;   // per id: lent
+};
+
+class Ring {
+ public:
+  static constexpr unsigned kEntries = 1024;        // submission queue
+  static constexpr unsigned kBuffers = 64;          // provided receive buffers ...
+  static constexpr size_t kBufferSize = 4096;       // ... of this size
+  static constexpr int kIovecs = 128;               // iovecs in one send
+  // A connection's receive pauses while it holds this many filled buffers
+  // (as a socket's window closes when its reader lags).
+  static constexpr size_t kHeldMax = 4;
+
+  // True when this kernel and sandbox run a ring with provided buffers
+  // (else *why says what failed).
+  static bool Usable(std::string* why);
+  static std::unique_ptr<Ring> Create(event_base* base, std::string* error);
+  ~Ring();
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  // A connection's transport on this ring (takes the socket).
+  std::unique_ptr<Transport> NewTransport(int fd);
+
+  // For UringTransport.
+  io_uring_sqe* Sqe();          // a free entry (submits first if the queue is full)
+  void Schedule(RingSocket* s);        // notify its transport on this turn's dispatch
+  void Changed();                      // entries queued outside a turn: submit soon
+  void ReturnBuffer(unsigned id);      // copied out: the kernel may fill it again
+  const char* Buffer(unsigned id) const;
+  void Starved(RingSocket* s);         // out of buffers: re-arm once some return
+  void Release(RingSocket* s);         // its transport is gone: free it after its last completion
+  iovec* TakeIovecs();
+  void GiveIovecs(iovec* iov);
+  BufferPool& pool() { return pool_; }
+
+ private:
+  Ring(event_base* base);
+  static void OnCompletions(int fd, short what, void* arg);
+  static void OnKick(int fd, short what, void* arg);
+  void Reap();
+  void Complete(RingSocket* s, unsigned kind, int res, unsigned flags);
+  void Dispatch();
+  void Submit();
+
+  event_base* const base_;
+  io_uring* ring_ = nullptr;   // owned
+  io_uring_buf_ring* buffers_ring_ = nullptr;
+  char* buffers_ = nullptr;
+  BufferPool pool_;
+  event* ring_event_ = nullptr;
+  event* kick_event_ = nullptr;
+  bool kicked_ = false;
+  bool in_turn_ = false;
+  std::vector<RingSocket*> ready_;
+  std::vector<RingSocket*> starved_;
+  std::vector<RingSocket*> released_;
+  std::vector<iovec*> iovecs_;   // send iovec arrays, owned
+  std::vector<iovec*> spare_iovecs_;
+};
+
+// Plain TCP or a unix socket on the worker's Ring (see Transport's contract).
+class UringTransport : public Transport {
+ public:
+  UringTransport(int fd, Ring* ring);   // takes the socket
+  ~UringTransport() override;
+  UringTransport(const UringTransport&) = delete;
+  UringTransport& operator=(const UringTransport&) = delete;
+
+  bool Start(Owner* owner) override;
+  Io Read(char* dest, size_t room, size_t* n) override;
+  Io Write(ReplyBuffer* out, size_t* n) override;
+  void Want(bool read, bool write) override;
+  void DiscardUnread() override;
+  int fd() const override { return fd_; }
+
+  void Notify();   // the ring's dispatch: bytes, an end or a completed send
+
+ private:
+  void ArmReceive();
+  bool Pending() const;   // bytes, an end or an error for Read
+
+  const int fd_;
+  Ring* const ring_;
+  RingSocket* const s_;
+  Owner* owner_ = nullptr;
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_DAEMON_URING_TRANSPORT_H_
