@@ -357,6 +357,7 @@ void BinaryExecutor::Delete(const BinaryRequest& req, ReplyBuffer* out) {
     case DeleteStatus::kExists:
       Error(out, req, kKeyExists);
       return;
+    case DeleteStatus::kNoMemory:   // only an md x: never here
     case DeleteStatus::kNotFound:
       stats_->delete_misses.Add();
       Error(out, req, kKeyNotFound);

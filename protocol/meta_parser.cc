@@ -42,7 +42,7 @@ enum class FlagToken : uint8_t {
   kInvalid,   // not a flag of this command: parsing stops
 };
 
-// The numeric tokens: N R T (int32 TTLs), C (uint64), F (uint32), J D
+// The numeric tokens: N R T (int32 TTLs), C E (uint64), F (uint32), J D
 // (uint64), M (one char). `error` gets memcached's message for a bad one
 // (F has none of its own).
 FlagToken ParseNumericToken(unsigned char c, std::string_view t, MetaArgs* args,
@@ -60,6 +60,10 @@ FlagToken ParseNumericToken(unsigned char c, std::string_view t, MetaArgs* args,
       (c == 'N' ? args->N : c == 'R' ? args->R : args->T) = ttl;
       return FlagToken::kOk;
     }
+    case 'E':   // 1.6.19+: the CAS the command gives the item
+      if (ParseUint64(value, &args->E)) return FlagToken::kOk;
+      *error = kBadToken;
+      return FlagToken::kBad;
     case 'C':
       if (ParseUint64(value, &args->C)) return FlagToken::kOk;
       *error = kBadToken;
@@ -123,7 +127,7 @@ FlagToken ParseFlagToken(unsigned char c, std::string_view t, bool allow_y, Requ
     case 'r':   // herdless: the key's read rate, mg only
       return allow_y ? FlagToken::kOk : FlagToken::kInvalid;
     case 'c': case 'f': case 'h': case 'k': case 'l': case 'q': case 's':
-    case 't': case 'u': case 'v': case 'I': case 'P': case 'L':
+    case 't': case 'u': case 'v': case 'x': case 'I': case 'P': case 'L':
       return FlagToken::kOk;
     default:
       return ParseNumericToken(c, t, &out->meta_args, error);

@@ -2,6 +2,7 @@
 
 #include "protocol/key.h"
 #include "protocol/numbers.h"
+#include "storage/limits.h"
 
 namespace herdless {
 
@@ -71,13 +72,25 @@ void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string
   out->push_back('\n');
 }
 
-MetadumpStream::MetadumpStream(ItemStore* store, uint64_t classes)
-    : store_(store), classes_(classes), unix_offset_(store->ToUnixTime(0)) {}
+void AppendMgdumpLine(const WalkedItem& item, std::string* out) {
+  out->append("mg ");
+  if (!item.binary_key) {
+    out->append(item.key);
+    out->append("\r\n");
+    return;
+  }
+  char encoded[(kMaxKeyLength + 2) / 3 * 4 + 4];
+  out->append(encoded, Base64Encode(item.key, encoded, sizeof(encoded)));
+  out->append(" b\r\n");
+}
+
+MetadumpStream::MetadumpStream(ItemStore* store, uint64_t classes, Format format)
+    : store_(store), classes_(classes), format_(format), unix_offset_(store->ToUnixTime(0)) {}
 
 bool MetadumpStream::Fill(ReplyBuffer* out, size_t max_pending, int max_steps) {
   for (int step = 0; !done_ && step < max_steps && out->pending_bytes() < max_pending; step++) {
     if (cursor_.done) {
-      out->Append("END\r\n");
+      out->Append(format_ == Format::kMgdump ? "EN\r\n" : "END\r\n");
       done_ = true;
       break;
     }
@@ -85,7 +98,11 @@ bool MetadumpStream::Fill(ReplyBuffer* out, size_t max_pending, int max_steps) {
     store_->Walk(&cursor_, kBucketsPerStep, [&](const WalkedItem& item) {
       // A lease stub has no value yet: a get would not find it.
       if (item.no_value || (classes_ & (uint64_t{1} << item.slab_class)) == 0) return;
-      AppendMetadumpLine(unix_offset_, item, &scratch_);
+      if (format_ == Format::kMgdump) {
+        AppendMgdumpLine(item, &scratch_);
+      } else {
+        AppendMetadumpLine(unix_offset_, item, &scratch_);
+      }
       items_++;
     });
     out->Append(scratch_);

@@ -33,13 +33,13 @@ struct ProcessOutcome {
   bool parked = false;
   uint64_t park_token = 0; // the lease it waits for (a new one = a new wait)
   std::string_view park_key;  // its key (in the input, which still holds the request)
-  // lru_crawler metadump, watch: the connection streams from here on (the
+  // lru_crawler metadump and mgdump, watch: the connection streams from here on (the
   // dump until its END, log lines until it closes); Process() stopped after
   // the command. The connection runs the stream (protocol/metadump.h,
   // daemon/watch_hub.h).
-  enum class Stream : uint8_t { kNone, kMetadump, kWatch };
+  enum class Stream : uint8_t { kNone, kMetadump, kMgdump, kWatch };
   Stream stream = Stream::kNone;
-  uint64_t stream_arg = 0; // metadump: size classes (bit c = class c); watch: kinds
+  uint64_t stream_arg = 0; // metadump, mgdump: size classes (bit c = class c); watch: kinds
 
   // A read of `key` parked on the lease `token` (ReadResult::parked, ::cas).
   void Park(std::string_view key, uint64_t token) {

@@ -107,6 +107,9 @@ struct OperatorSettings {
   std::atomic<uint32_t> lru_crawler_tocrawl{0}; // items per class a crawl checks, 0 = all
   std::atomic<uint32_t> slab_automove{1};       // 0 = off, 1 and 2 = on
   std::atomic<double> slab_automove_ratio{0.8};
+  // slabs automove window|freeratio (memcached 1.6.20+): kept and shown only.
+  std::atomic<uint32_t> slab_automove_window{30};
+  std::atomic<double> slab_automove_freeratio{0.01};
 };
 
 // Starting `lru_crawler crawl`, memcached's CRAWLER_* results.

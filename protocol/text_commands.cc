@@ -231,10 +231,12 @@ void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
 // ---------------------------------------------------------------------------
 // delete / incr / decr / touch
 
-void Delete(ItemStore* store, ThreadStats* stats, PrefixStats* prefixes, const Request& req,
-            ReplyBuffer* out) {
+void Delete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, PrefixStats* prefixes,
+            const Request& req, ReplyBuffer* out) {
   if (prefixes->enabled()) prefixes->RecordDelete(req.key);
-  if (store->Delete(DeleteRequest{.key = req.key}) == DeleteStatus::kDeleted) {
+  DeleteRequest::Removed removed;
+  if (store->Delete(DeleteRequest{.key = req.key, .removed = &removed}) == DeleteStatus::kDeleted) {
+    watch.Delete(req.key, /*meta=*/false, removed);
     stats->delete_hits.Add();
     Reply(req, out, "DELETED\r\n");
   } else {
@@ -380,7 +382,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       Update(c.store, c.stats, c.watch, &c.server->prefix_stats(), req, out);
       return;
     case Command::kDelete:
-      Delete(c.store, c.stats, &c.server->prefix_stats(), req, out);
+      Delete(c.store, c.stats, c.watch, &c.server->prefix_stats(), req, out);
       return;
     case Command::kIncr:
     case Command::kDecr:
