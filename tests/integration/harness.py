@@ -16,6 +16,7 @@ them into an exit code.
 import atexit
 import difflib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -44,11 +45,33 @@ def log(*parts):
     print(*parts, flush=True)
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_port_random = random.SystemRandom()
+
+
 def free_port():
-    """A loopback port nobody listens on right now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nobody listens on right now, for a server a test starts on it.
+
+    Drawn at random below the kernel's ephemeral range: a port the kernel picked (bind to 0)
+    could be handed out again, between the probe and the server's bind, as the local port of
+    any connection another test opens; ports below that range are never picked for those."""
+    high = min(_ephemeral_low(), 65536)
+    low = max(1024, high - 20000)
+    while True:
+        port = _port_random.randrange(low, high)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
 
 
 def user_args():
