@@ -98,9 +98,9 @@ std::unique_ptr<ConnectionStream> ConnectionStream::Start(const ProcessOutcome& 
                                                           ReplyBuffer* out) {
   if (outcome.stream == ProcessOutcome::Stream::kMetadump ||
       outcome.stream == ProcessOutcome::Stream::kMgdump) {
-    const auto format = outcome.stream == ProcessOutcome::Stream::kMgdump
-                            ? MetadumpStream::Format::kMgdump
-                            : MetadumpStream::Format::kMetadump;
+    const auto format = outcome.stream == ProcessOutcome::Stream::kMgdump ? MetadumpStream::Format::kMgdump
+                        : outcome.stream_latest ? MetadumpStream::Format::kMetadumpWithFlags
+                                                : MetadumpStream::Format::kMetadump;
     return std::make_unique<MetadumpPasses>(worker->store(), outcome.stream_arg, format,
                                             worker->config().max_output);
   }

@@ -203,7 +203,7 @@ void BinaryExecutor::Execute(const BinaryRequest& req, ReplyBuffer* out,
       Success(out, req, 0);
       return;
     case kVersion:
-      Success(out, req, 0, kServerVersion);
+      Success(out, req, 0, ServerVersion(server_->Settings()));
       return;
     case kQuit:
       Success(out, req, 0);

@@ -224,7 +224,10 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   }
   CountRead(stats, opts.has_touch, /*hit=*/true);
 
-  const bool with_value = flags.Has('v');
+  // 1.6.45 (-o compat=1.6.45): C<cas> makes the value conditional, HD when
+  // the client's copy is current (1.6.18 ignores C on mg).
+  const bool current = req.latest && flags.Has('C') && r.cas == req.meta_args.C;
+  const bool with_value = flags.Has('v') && !current;
   AppendSuccessCode(with_value, r.value.size(), out);
   AppendGetFlags(*store, req, r, out);
   EndLine(out);

@@ -33,6 +33,7 @@ struct CommandLine {
   std::string_view line;
   std::string_view token[kMaxTokens];
   int count = 0;
+  bool latest = false;   // -o compat=1.6.45: parse as 1.6.45 where it differs
 
   // memcached's `ntokens`: the tokens plus its terminal token.
   int ntokens() const { return count + 1; }

@@ -46,7 +46,8 @@ bool ParseCrawlerClasses(std::string_view arg, uint64_t* classes) {
   return true;
 }
 
-void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string* out) {
+void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string* out,
+                        bool with_flags) {
   char key[kMaxUriEncodedKey];
   out->append("key=");
   out->append(key, UriEncode(item.key, key));
@@ -60,7 +61,13 @@ void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string
   AppendNumber(out, static_cast<uint64_t>(item.slab_class));
   out->append(" size=");
   AppendNumber(out, item.size);
-  out->append(item.stale ? " stale=yes" : " stale=no");
+  if (with_flags) {   // 1.6.45's field, with the space it writes after it
+    out->append(" flags=");
+    AppendNumber(out, item.client_flags);
+    out->push_back(' ');
+  }
+  out->append(item.stale ? (with_flags ? "stale=yes" : " stale=yes")
+                         : (with_flags ? "stale=no" : " stale=no"));
   out->append(item.lease_out ? " lease=yes" : " lease=no");
   // Only keys with a read-rate estimate (read twice within a second) have
   // one; the same figure as mg's r flag.
@@ -101,7 +108,7 @@ bool MetadumpStream::Fill(ReplyBuffer* out, size_t max_pending, int max_steps) {
       if (format_ == Format::kMgdump) {
         AppendMgdumpLine(item, &scratch_);
       } else {
-        AppendMetadumpLine(unix_offset_, item, &scratch_);
+        AppendMetadumpLine(unix_offset_, item, &scratch_, format_ == Format::kMetadumpWithFlags);
       }
       items_++;
     });

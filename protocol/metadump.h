@@ -35,14 +35,16 @@ inline constexpr uint64_t kAllCrawlerClasses = ~uint64_t{1};   // classes 1..63
 // Appends one dump line (with its "\n") for `item` to *out; `unix_offset`
 // turns store seconds into Unix seconds (ItemStore::ToUnixTime(0), read once
 // per dump so that every line of it uses the same).
-void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string* out);
+// `with_flags` (-o compat=1.6.45): 1.6.45's `flags=<client flags> ` after size.
+void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string* out,
+                        bool with_flags = false);
 
 // The line of an item in mgdump format, with its "\r\n".
 void AppendMgdumpLine(const WalkedItem& item, std::string* out);
 
 class MetadumpStream {
  public:
-  enum class Format : uint8_t { kMetadump, kMgdump };
+  enum class Format : uint8_t { kMetadump, kMetadumpWithFlags, kMgdump };
   // Dumps the items whose size class has its bit set in `classes`.
   MetadumpStream(ItemStore* store, uint64_t classes, Format format = Format::kMetadump);
 

@@ -120,9 +120,12 @@ void LruCrawlerDump(ServerInfo* server, std::string_view kind, std::string_view 
     out->Append(kNoStreamOverUdp);
     return;
   }
-  if (mgdump) out->Append("OK\r\n");
+  // 1.6.45 starts both dumps with OK (1.6.18's metadump does not).
+  const bool latest = server->Settings().latest();
+  if (mgdump || latest) out->Append("OK\r\n");
   outcome->stream = mgdump ? ProcessOutcome::Stream::kMgdump : ProcessOutcome::Stream::kMetadump;
   outcome->stream_arg = classes;
+  outcome->stream_latest = latest;
 }
 
 }  // namespace

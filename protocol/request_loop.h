@@ -40,6 +40,7 @@ struct ProcessOutcome {
   enum class Stream : uint8_t { kNone, kMetadump, kMgdump, kWatch };
   Stream stream = Stream::kNone;
   uint64_t stream_arg = 0; // metadump, mgdump: size classes (bit c = class c); watch: kinds
+  bool stream_latest = false;  // metadump under -o compat=1.6.45: its flags= field
 
   // A read of `key` parked on the lease `token` (ReadResult::parked, ::cas).
   void Park(std::string_view key, uint64_t token) {

@@ -319,7 +319,8 @@ void CacheMemlimit(ItemStore* store, const Request& req, ReplyBuffer* out) {
 // memcached ignores noreply here (process_shutdown_command never reads it).
 void Shutdown(ServerInfo* server, const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
   if (!server->Settings().shutdown_enabled) {
-    out->Append("ERROR: shutdown not enabled\r\n");
+    out->Append(server->Settings().latest() ? "SERVER_ERROR: shutdown not enabled\r\n"
+                                            : "ERROR: shutdown not enabled\r\n");
     return;
   }
   if (req.args.empty() || req.args == "graceful") {
@@ -353,9 +354,9 @@ void Verbosity(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   Reply(req, out, "OK\r\n");
 }
 
-void Version(ReplyBuffer* out) {
+void Version(const ProtocolSettings& settings, ReplyBuffer* out) {
   out->Append("VERSION ");
-  out->Append(kServerVersion);
+  out->Append(ServerVersion(settings));
   out->Append("\r\n");
 }
 
@@ -398,7 +399,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       StatsCommand(c.store, c.server, req, out);
       return;
     case Command::kVersion:
-      Version(out);
+      Version(c.server->Settings(), out);
       return;
     case Command::kVerbosity:
       Verbosity(c.server, req, out);

@@ -62,6 +62,12 @@ TEST(MetadumpTest, LineHasMemcachedsFieldsThenHerdlesss) {
   line.clear();
   AppendMetadumpLine(1000, item, &line);
   EXPECT_EQ(line, "key=a%25b exp=-1 la=1040 cas=77 fetch=no cls=7 size=325 stale=yes lease=yes rate=25.00\n");
+  // -o compat=1.6.45: 1.6.45's flags= field (and the space after it) before herdless's.
+  item.reads_per_s = 0;
+  item.client_flags = 9;
+  line.clear();
+  AppendMetadumpLine(1000, item, &line, /*with_flags=*/true);
+  EXPECT_EQ(line, "key=a%25b exp=-1 la=1040 cas=77 fetch=no cls=7 size=325 flags=9 stale=yes lease=yes\n");
 }
 
 // memcached 1.6.45's crawler_mgdump_eval: the key as is, or base64 and " b".
