@@ -4,6 +4,9 @@
 
 #include <cstdio>
 
+#include "daemon/metrics_server.h"
+#include "daemon/tls.h"
+
 namespace herdless {
 
 namespace {
@@ -541,6 +544,19 @@ constexpr OptionRow kSuboptions[] = {
        return p.Number(0u, 1u << 30, &p.settings.snapshot_interval_s, "seconds, 0 = off");
      },
      .setting = {"snapshot_interval", Unsigned<&P::snapshot_interval_s>}},
+    {.name = "metrics",
+     .help = "serve Prometheus metrics at http://<host:port>/metrics\n"
+             "(a port alone: on 127.0.0.1; default: off)",
+     .apply = [](OptionParse& p) {
+       std::string host;
+       int port;
+       if (!p.has_value) return p.Missing("host:port");
+       if (!ParseMetricsAddress(p.value, &host, &port)) return p.Invalid("[host:]port, IPv6 in [ ]");
+       const bool v6 = host.find(':') != std::string::npos;
+       p.settings.metrics_address = (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+       return true;
+     },
+     .setting = {"metrics", TextOr<kNull, &P::metrics_address>}},
     {.name = "ssl_chain_cert", .help = "certificate chain file in PEM format",
      .apply = [](OptionParse& p) { return TlsText(p, &TlsSettings::chain_cert); },
      .setting = {"ssl_chain_cert", TextOr<kNullPrinted, &P::tls, &TlsSettings::chain_cert>},

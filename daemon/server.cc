@@ -23,6 +23,7 @@
 #include "daemon/cpu_limit.h"
 #include "daemon/log.h"
 #include "daemon/service_notify.h"
+#include "daemon/metrics_server.h"
 #include "daemon/snapshotter.h"
 #include "daemon/tls.h"
 #include "protocol/auth.h"
@@ -192,6 +193,10 @@ bool Server::RefreshCerts(std::string* error) {
 
 bool Server::Listen(std::string* error) {
   const ProtocolSettings& p = options_.protocol;
+  if (!p.metrics_address.empty()) {   // with -s too
+    metrics_ = std::make_unique<MetricsServer>();
+    if (!metrics_->Bind(p.metrics_address, error)) return false;
+  }
   if (!p.domain_socket.empty()) return true;   // -s: no network (ListenUnix binds it)
   // memcached writes "<file>.lck" and renames it once every port is bound, so
   // a reader never sees half a list.
@@ -447,6 +452,9 @@ void Server::Serve() {
   HandUdpSocketsToWorkers();
   AddMainEvents();
   if (snapshotter_ != nullptr) snapshotter_->StartPeriodic();
+  if (std::string error; metrics_ != nullptr && !metrics_->Start(store_.get(), this, &error)) {
+    Log(LogLevel::kError, "%s", error.c_str());
+  }
   counters_.total.store(listeners_.size());
   counters_.structures.store(listeners_.size());
   SetAccepting(true);
@@ -469,6 +477,7 @@ int Server::Finish(bool started) {
   // A periodic write still walking is cancelled: the last one starts once
   // the workers have written the replies they owe and changed their last item.
   if (snapshotter_ != nullptr) snapshotter_->StopPeriodic();
+  metrics_.reset();   // it reads the workers' counters
   for (auto& w : workers_) w->Join();
   if (snapshotter_ != nullptr && started) snapshotter_->WriteFinal();
   if (!unix_path_.empty()) unlink(unix_path_.c_str());   // as it was created: by -u's user

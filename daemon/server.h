@@ -34,6 +34,7 @@ struct event_base;
 namespace herdless {
 
 class AuthFile;
+class MetricsServer;
 class Snapshotter;
 class TlsContext;
 
@@ -125,6 +126,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   WatchHub watch_hub_;                 // before the store, which reports to it
   std::unique_ptr<ItemStore> store_;
   std::unique_ptr<Snapshotter> snapshotter_;   // -e
+  std::unique_ptr<MetricsServer> metrics_;     // -o metrics
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;
   ConnectionCounters counters_;

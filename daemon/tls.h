@@ -31,6 +31,13 @@ typedef struct ssl_session_st SSL_SESSION;
 
 namespace herdless {
 
+// The OpenSSL verify flags memcached stores (and `stats settings` prints) for
+// ssl_verify_mode 0..3: none, peer, peer|fail_if_no_peer_cert, and |client_once.
+inline int SslVerifyFlags(int mode) {
+  static constexpr int kFlags[] = {0, 1, 3, 7};
+  return mode >= 0 && mode <= 3 ? kFlags[mode] : 0;
+}
+
 class TlsSession;
 
 class TlsContext {

@@ -50,7 +50,7 @@ struct WorkerConfig {
   int stalled_timeout_s = 0;      // -o stalled_client_timeout, 0 = never
   size_t max_output = 4u << 20;   // stop executing while this much output is unsent
   size_t max_input = 0;           // largest request buffered (item_size_max + slack)
-  uint32_t wait_timeout_ms = 5000;  // -o wait_timeout_ms: longest a reader stays parked
+  uint32_t wait_timeout_ms = ProtocolSettings{}.wait_timeout_ms;  // -o wait_timeout_ms: longest a reader stays parked
   BindingProtocol binding = BindingProtocol::kAuto;   // -B
   TlsContext* tls = nullptr;      // -Z: sessions for connections from TLS listeners
   int handshake_timeout_s = 10;   // close a TLS handshake unfinished after this

@@ -49,13 +49,6 @@ struct TlsSettings {
   int handshake_timeout_s = 10;  // herdless: close a handshake not done by then
 };
 
-// The OpenSSL verify flags memcached stores (and `stats settings` prints) for
-// ssl_verify_mode 0..3.
-inline int SslVerifyFlags(int mode) {
-  static constexpr int kFlags[] = {0, 1, 3, 7};
-  return mode >= 0 && mode <= 3 ? kFlags[mode] : 0;
-}
-
 // Settings the protocol obeys and `stats settings` shows (memcached's names).
 struct ProtocolSettings {
   int tcp_port = 11211;            // -p: 0 = no TCP, -1 = a port the kernel picks
@@ -94,6 +87,7 @@ struct ProtocolSettings {
   // Warm restart (-e, -o snapshot_interval)
   std::string memory_file;         // -e: the snapshot file, "" = none
   uint32_t snapshot_interval_s = 0;  // 0 = only at an orderly stop
+  std::string metrics_address;     // -o metrics: the Prometheus endpoint's HOST:PORT, "" = off
   // Refresh-ahead (docs/protocol.md): on for lease-get and the classic modes;
   // meta clients ask with mg Yr. lease's refresh_* shape the window.
   bool refresh_ahead = false;

@@ -9,6 +9,10 @@
 namespace herdless {
 
 void StatWriter::Add(std::string_view name, std::string_view value) {
+  if (pairs_ != nullptr) {
+    pairs_->emplace_back(name, value);
+    return;
+  }
   if (binary_) {
     AppendBinaryHeader(out_, binary::kStat, binary::kSuccess, 0,
                        static_cast<uint16_t>(name.size()),
@@ -47,6 +51,7 @@ void StatWriter::AddFixed(std::string_view name, double value, int decimals) {
 }
 
 void StatWriter::End() {
+  if (pairs_ != nullptr) return;
   if (binary_) {
     AppendBinaryHeader(out_, binary::kStat, binary::kSuccess, 0, 0, 0, opaque_, 0);
   } else {

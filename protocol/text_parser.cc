@@ -84,11 +84,24 @@ std::string_view ArgsAfterCommand(const CommandLine& l) {
   return l.count >= 2 ? TrimTrailingSpaces(l.From(1)) : std::string_view();
 }
 
-// set add replace append prepend: <key> <flags> <exptime> <bytes> [noreply]
-// cas adds <cas unique>. A word where noreply may stand is otherwise ignored.
-// The words of a storage command whose count is right.
+// Where a store command's words stand: set add replace append prepend
+// <key> <flags> <exptime> <bytes> [noreply]; cas adds <cas unique>;
+// mcrouter's lease-set <key> <token> <flags> <exptime> <bytes> [noreply].
+struct StoreWords {
+  int count;      // without noreply
+  int flags_at;   // then exptime and bytes
+  int cas_at;     // the CAS or lease token; 0: none
+};
+constexpr StoreWords kStoreWords{5, 2, 0};
+constexpr StoreWords kCasWords{6, 2, 5};
+constexpr StoreWords kLeaseSetWords{6, 3, 2};
+
+// A store command's words, their count checked. A word where noreply may
+// stand is otherwise ignored; a word that does not read, or a length out of
+// range, is memcached's bad command line format. (The words' places are a
+// template argument so that each form reads its tokens at constant places.)
+template <StoreWords w>
 LineVerdict ParseStorageFields(const CommandLine& l, Command command, Request* out) {
-  const bool cas = command == Command::kCas;
   out->command = command;
   out->noreply = TrailingNoreply(l);
   const bool quiet = out->noreply;
@@ -96,13 +109,14 @@ LineVerdict ParseStorageFields(const CommandLine& l, Command command, Request* o
   out->key = l.token[1];
   int32_t exptime;
   int32_t length;
-  if (!ParseUint32(l.token[2], &out->client_flags) || !ParseInt32(l.token[3], &exptime) ||
-      !ParseInt32(l.token[4], &length)) {
+  if (!ParseUint32(l.token[w.flags_at], &out->client_flags) ||
+      !ParseInt32(l.token[w.flags_at + 1], &exptime) ||
+      !ParseInt32(l.token[w.flags_at + 2], &length) ||
+      (w.cas_at != 0 && !ParseUint64(l.token[w.cas_at], &out->cas_unique)) || length < 0 ||
+      length > INT32_MAX - 2) {
     return Error(kBadFormat, quiet);
   }
   out->exptime = exptime;
-  if (cas && !ParseUint64(l.token[5], &out->cas_unique)) return Error(kBadFormat, quiet);
-  if (length < 0 || length > INT32_MAX - 2) return Error(kBadFormat, quiet);
   out->value_length = static_cast<uint32_t>(length);
   return ExpectData();
 }
@@ -110,44 +124,27 @@ LineVerdict ParseStorageFields(const CommandLine& l, Command command, Request* o
 // 1.6.45 (-o compat=1.6.45): at least 5 words (more are ignored), and once
 // <bytes> is read every error swallows the data block (a cas without its
 // unique too).
+template <StoreWords w>
 LineVerdict ParseStorageAs1645(const CommandLine& l, Command command, Request* out) {
   int32_t length;
-  if (l.count < 5 || !ParseInt32(l.token[4], &length) || length < 0 || length > INT32_MAX - 2) {
+  if (l.count < kStoreWords.count || !ParseInt32(l.token[4], &length) || length < 0 ||
+      length > INT32_MAX - 2) {
     return Error(kBadFormat);
   }
   out->noreply = TrailingNoreply(l);
   LineVerdict swallowed = Error(kBadFormat, out->noreply);
   swallowed.swallow = uint64_t(length) + 2;
-  if (command == Command::kCas && l.count < 6) return swallowed;
-  const LineVerdict v = ParseStorageFields(l, command, out);
+  if (l.count < w.count) return swallowed;
+  const LineVerdict v = ParseStorageFields<w>(l, command, out);
   return v.kind == LineVerdict::kError ? swallowed : v;
 }
 
+// lease-set (mcrouter's, not memcached's) keeps its word count under compat.
+template <StoreWords w>
 LineVerdict ParseStorage(const CommandLine& l, Command command, Request* out) {
-  if (l.latest) return ParseStorageAs1645(l, command, out);
-  if (!WordCountOk(l, command == Command::kCas ? 6 : 5)) return Error(kUnknown);
-  return ParseStorageFields(l, command, out);
-}
-
-// mcrouter: lease-set <key> <token> <flags> <exptime> <bytes> [noreply],
-// checked like set.
-LineVerdict ParseLeaseSet(const CommandLine& l, Request* out) {
-  if (l.count != 6 && l.count != 7) return Error(kUnknown);
-  out->command = Command::kLeaseSet;
-  out->noreply = TrailingNoreply(l);
-  const bool quiet = out->noreply;
-  if (!IsValidKey(l.token[1])) return Error(kBadFormat, quiet);
-  out->key = l.token[1];
-  int32_t exptime;
-  int32_t length;
-  if (!ParseUint64(l.token[2], &out->cas_unique) ||
-      !ParseUint32(l.token[3], &out->client_flags) || !ParseInt32(l.token[4], &exptime) ||
-      !ParseInt32(l.token[5], &length) || length < 0 || length > INT32_MAX - 2) {
-    return Error(kBadFormat, quiet);
-  }
-  out->exptime = exptime;
-  out->value_length = static_cast<uint32_t>(length);
-  return ExpectData();
+  if (l.latest && command != Command::kLeaseSet) return ParseStorageAs1645<w>(l, command, out);
+  if (l.count != w.count && l.count != w.count + 1) return Error(kUnknown);
+  return ParseStorageFields<w>(l, command, out);
 }
 
 // get/gets <key>*, gat/gats <exptime> <key>*. Keys are unbounded in number
@@ -290,7 +287,7 @@ LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
       if (word == "gats") return ParseRetrieval(l, Command::kGats, out);
       return Error(kUnknown);
     case 's':
-      if (word == "set") return ParseStorage(l, Command::kSet, out);
+      if (word == "set") return ParseStorage<kStoreWords>(l, Command::kSet, out);
       if (word == "stats") {
         out->args = ArgsAfterCommand(l);
         return Simple(Command::kStats, out);
@@ -305,11 +302,11 @@ LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
       }
       return Error(kUnknown);
     case 'a':
-      if (word == "add") return ParseStorage(l, Command::kAdd, out);
-      if (word == "append") return ParseStorage(l, Command::kAppend, out);
+      if (word == "add") return ParseStorage<kStoreWords>(l, Command::kAdd, out);
+      if (word == "append") return ParseStorage<kStoreWords>(l, Command::kAppend, out);
       return Error(kUnknown);
     case 'c':
-      if (word == "cas") return ParseStorage(l, Command::kCas, out);
+      if (word == "cas") return ParseStorage<kCasWords>(l, Command::kCas, out);
       if (word == "cache_memlimit") return ParseNumberCommand(l, Command::kCacheMemlimit, out);
       return Error(kUnknown);
     case 'i':
@@ -325,8 +322,8 @@ LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
     default:
       break;
   }
-  if (word == "replace") return ParseStorage(l, Command::kReplace, out);
-  if (word == "prepend") return ParseStorage(l, Command::kPrepend, out);
+  if (word == "replace") return ParseStorage<kStoreWords>(l, Command::kReplace, out);
+  if (word == "prepend") return ParseStorage<kStoreWords>(l, Command::kPrepend, out);
   if (word == "bget" && !l.latest) return ParseRetrieval(l, Command::kGet, out);   // ancient alias, gone in 1.6.45
   if (word == "flush_all") return ParseFlushAll(l, out);
   if (word == "version") return Simple(Command::kVersion, out);
@@ -337,7 +334,7 @@ LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
     out->args = ArgsAfterCommand(l);
     return Simple(word == "watch" ? Command::kWatch : Command::kLruCrawler, out);
   }
-  if (word == "lease-set") return ParseLeaseSet(l, out);
+  if (word == "lease-set") return ParseStorage<kLeaseSetWords>(l, Command::kLeaseSet, out);
   if (word == "refresh_certs") {
     // memcached: any words may follow; a last "noreply" hides only the OK.
     out->noreply = TrailingNoreply(l);

@@ -10,7 +10,11 @@ their totals divided by the difference in requests is the cost of one request
 with start-up, fill and handshakes cancelled out. Kernel work (the loopback
 TCP path) is not counted: both servers make the same system calls a request.
 
-    scripts/bench_instructions.py [--tls] [--herdless BIN]
+    scripts/bench_instructions.py [--tls] [--herdless BIN] [--ratio S:G] [--pipeline N]
+                                  [--baseline BIN]
+
+--ratio and --pipeline are memtier's (default 1:10, 1); --baseline compares
+against another herdless build (e.g. an older commit's) instead of memcached.
 
 Needs valgrind and memtier_benchmark ($MEMTIER or PATH). Slow: about a minute
 a server with --tls.
@@ -29,22 +33,31 @@ import bench  # noqa: E402  free_port, wait_listening, make_certs
 CONNS = 10
 
 
-def run_once(binary, requests, tool, outdir, tls):
-    port, plain = bench.free_port(), bench.free_port()
+def run_once(binary, requests, tool, outdir, tls, load):
+    port = bench.free_port()
     out = os.path.join(outdir, f"callgrind.{os.path.basename(binary)}.{requests}")
     server = [binary, "-t", "1", "-m", "64", "-p", str(port),
               # valgrind keeps a few descriptors: memcached's setrlimit(-c) must match its limit
-              "-c", "1012", "-l", f"127.0.0.1,notls:127.0.0.1:{plain}"]
+              "-c", "1012"]
     client_tls = []
     if tls:
+        # The fill goes through a plain listener; `notls:` needs -Z (memcached
+        # 1.6.18 and herdless both refuse it without).
+        plain = bench.free_port()
         ca, cert, key = tls
-        server += ["-Z", "-o", f"ssl_chain_cert={cert},ssl_key={key}"]
+        server += ["-l", f"127.0.0.1,notls:127.0.0.1:{plain}",
+                   "-Z", "-o", f"ssl_chain_cert={cert},ssl_key={key}"]
         client_tls = ["--tls", f"--cacert={ca}"]
+    else:
+        plain = port
+        server += ["-l", "127.0.0.1"]
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + server
     if os.geteuid() == 0:
         # Run the whole process as nobody: a server that drops privileges itself
-        # could not write its profile to the file valgrind opened as root.
-        argv = ["runuser", "-u", "nobody", "--"] + argv
+        # could not write its profile to the file valgrind opened as root. setpriv
+        # execs valgrind (runuser would stay its parent and SIGKILL it 2 s after
+        # forwarding our SIGTERM: a loaded machine lost the profile so).
+        argv = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] + argv
     proc = subprocess.Popen(["bash", "-c", 'ulimit -n 1024 && exec "$@"', "bash"] + argv,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -54,8 +67,8 @@ def run_once(binary, requests, tool, outdir, tls):
         quiet = dict(check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         subprocess.run(base + ["-p", str(plain), "-c", "1", "--ratio=1:0", "--key-pattern=P:P",
                                "--requests=allkeys"], **quiet)
-        subprocess.run(base + ["-p", str(port), "-c", str(CONNS), f"--requests={requests}",
-                               "--ratio=1:10"] + client_tls, **quiet)
+        subprocess.run(base + ["-p", str(port), "-c", str(CONNS), f"--requests={requests}"] +
+                       load + client_tls, **quiet)
     finally:
         proc.terminate()
         proc.wait()
@@ -66,10 +79,10 @@ def run_once(binary, requests, tool, outdir, tls):
     return int(match.group(1))
 
 
-def per_request(binary, tool, outdir, tls):
+def per_request(binary, tool, outdir, tls, load):
     small, large = 1000, 4000
-    a = run_once(binary, small, tool, outdir, tls)
-    b = run_once(binary, large, tool, outdir, tls)
+    a = run_once(binary, small, tool, outdir, tls, load)
+    b = run_once(binary, large, tool, outdir, tls, load)
     return (b - a) / ((large - small) * CONNS)
 
 
@@ -78,6 +91,9 @@ def main():
     ap.add_argument("--herdless", default=os.environ.get("HERDLESS_BIN", "build/release/herdless"))
     ap.add_argument("--memcached", default="/usr/bin/memcached")
     ap.add_argument("--tls", action="store_true", help="both servers with -Z, memtier with --tls")
+    ap.add_argument("--ratio", default="1:10", help="memtier's set:get ratio")
+    ap.add_argument("--pipeline", type=int, default=1, help="memtier's requests in flight a connection")
+    ap.add_argument("--baseline", help="another herdless binary to compare with instead of memcached")
     args = ap.parse_args()
     tool = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
     if not tool or not shutil.which("valgrind"):
@@ -85,12 +101,14 @@ def main():
     outdir = tempfile.mkdtemp(prefix="bench-instr-")
     os.chmod(outdir, 0o1777)
     tls = bench.make_certs(tempfile.mkdtemp(prefix="bench-certs-")) if args.tls else None
+    load = [f"--ratio={args.ratio}", f"--pipeline={args.pipeline}"]
+    other = ("baseline", os.path.abspath(args.baseline)) if args.baseline else ("memcached", args.memcached)
     results = {}
-    for name, binary in (("memcached", args.memcached), ("herdless", os.path.abspath(args.herdless))):
-        results[name] = per_request(binary, tool, outdir, tls)
+    for name, binary in (other, ("herdless", os.path.abspath(args.herdless))):
+        results[name] = per_request(binary, tool, outdir, tls, load)
         print(f"{name:9s} {results[name]:9.0f} instructions a request (user space)", flush=True)
-    print(f"ratio herdless/memcached: {results['herdless'] / results['memcached']:.3f}"
-          f"{' (TLS)' if tls else ''}; profiles in {outdir}")
+    print(f"ratio herdless/{other[0]}: {results['herdless'] / results[other[0]]:.3f}"
+          f" (--ratio {args.ratio} --pipeline {args.pipeline}{', TLS' if tls else ''}); profiles in {outdir}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ DEPS=(build-essential autoconf automake libtool pkg-config libevent-dev
       libjemalloc-dev libxxhash-dev libgtest-dev googletest memcached
       libmemcached-tools python3 python3-pymemcache python3-pylibmc php-cli php-memcached
       netcat-openbsd clang systemd groff-base nutcracker libssl-dev openssl
-      libsasl2-modules sasl2-bin)
+      libsasl2-modules sasl2-bin prometheus python3-memcache python3-binary-memcached
+      libcache-memcached-fast-perl libcache-memcached-perl php-memcache ruby ruby-dalli nginx)
 
 die() {
   echo "error: $*" >&2

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The whole test gate: release build + `make check` (unit + integration tests) + a check that
+# The whole test gate: first the house's size rules (scripts/check-size.py: files <= 800 lines,
+# functions <= 80), then a release build + `make check` (unit + integration tests) + a check that
 # the release tarball carries every file of the checkout, then an
 # ASan/UBSan build (no jemalloc) running the same tests against the instrumented daemon plus
 # a 20 s soak; a ThreadSanitizer build running the unit tests, the concurrency, stampede,
 # snapshot and TLS tests and a 20 s soak; then every libFuzzer target for 15 s (scripts/fuzz.sh; scripts/soak.sh and
 # scripts/fuzz.sh run longer). Stops at the first failing stage. The last line is always
-# "N passed, N failed", counting test programs (unit_tests, each tests/integration/test_*.py,
-# each soak, each fuzz target) per build.
+# "N passed, N failed", counting test programs (the size check, unit_tests, each
+# tests/integration/test_*.py, each soak, each fuzz target) per build.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -158,6 +159,9 @@ TSAN_ENV=(TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 HERDLESS_SANITIZE
 cd "$REPO_ROOT"
 echo "== dependencies"
 ensure_deps
+
+run_counted "size rules (scripts/check-size.py)" "$PYTHON" scripts/check-size.py ||
+  stage_failed "size rules"
 
 echo "== release build (build/release)"
 (build build/release) || stage_failed "release build"

@@ -167,6 +167,14 @@ class ItemStore::Impl {
   inline ItemView ItemAt(uint64_t slot) const;
   inline Segment* SegmentOf(uint64_t slot) const;
   Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
+  // A write's attempts on one key (item_store_write.cc): the key's shard
+  // locked and the key looked up, then op(lock, found, times, attempt),
+  // which returns true once it has answered (into its caller's result), or
+  // false once it has let the lock go to make room: then the lookup and op
+  // run again.
+  static constexpr bool kAnswered = true, kRetry = false;   // what op returns
+  template <typename Op>
+  inline void LockedAttempts(Shard& shard, uint64_t hash, std::string_view key, Op&& op);
   void RemoveKey(std::string_view key);
   // Places a new item and writes its header (`fields`, made full for a jumbo;
   // a new CAS drawn into them when `draw_cas`); the caller writes the value.
@@ -474,6 +482,16 @@ void ItemStore::Impl::CountRateLocked(Shard& shard, ReadRateState rate, int sign
   } else {
     shard.rated_items--;
     if (rate.hot()) shard.hot_items--;
+  }
+}
+
+template <typename Op>
+void ItemStore::Impl::LockedAttempts(Shard& shard, uint64_t hash, std::string_view key, Op&& op) {
+  for (int attempt = 0;; attempt++) {
+    const Times t = Now();
+    ShardLock lock(this, shard);
+    const Found f = LookupLocked(shard, key, hash, t);
+    if (op(lock, f, t, attempt)) return;
   }
 }
 

@@ -45,20 +45,17 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
   // memcached counts a store's per-class stats in the new item's class.
   StoreStats::Class& counts = shard.counters.classes[MemcachedSlabClass(
       MemcachedItemSize(req.key.size(), req.value.size(), req.client_flags))];
-  for (int attempt = 0;; attempt++) {
-    const Times t = Now();
-    ShardLock lock(this, shard);
+  LockedAttempts(shard, hash, req.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
     if (attempt == 0) counts.set_cmds++;
-    const Found f = LookupLocked(shard, req.key, hash, t);
     const StoreAction action = StoreActionLocked(shard, f, req, attempt == 0, t, counts, &res.status);
-    if (action == StoreAction::kReject) return res;
+    if (action == StoreAction::kReject) return kAnswered;
     uint8_t state = 0;
     LeaseHandover lease;
     ItemFields fields = StoreFieldsLocked(shard, hash, f, req, exptime, action, t, &state, &lease);
     Placed placed;
     ItemView item(nullptr);
     const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
-    if (placement == Placement::kRetry) continue;
+    if (placement == Placement::kRetry) return kRetry;
     if (placement == Placement::kNoRoom) {
       // RoomToRetry let the shard's lock go; its counters need it again.
       lock.lock();
@@ -66,7 +63,7 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
       lock.unlock();
       if (remove_on_failure) RemoveKey(req.key);
       res.status = StoreStatus::kNoMemory;
-      return res;
+      return kAnswered;
     }
     CopyBytes(item.value_data(), req.value);
     // The new value's frequency carries the key's reads: it is the same key.
@@ -75,8 +72,9 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
     res.status = StoreStatus::kStored;
     res.cas = fields.cas;
     res.stored_size = fields.value_len;
-    return res;
-  }
+    return kAnswered;
+  });
+  return res;
 }
 
 // What a store does with the item the lookup found: store a plain value, a
@@ -204,18 +202,15 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
   const bool append = req.mode == StoreMode::kAppend;
-  for (int attempt = 0;; attempt++) {
-    const Times t = Now();
-    ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, req.key, hash, t);
+  LockedAttempts(shard, hash, req.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
     const bool live = f.presence == Found::kLive;
     if (!live && !req.create_on_miss) {
       res.status = StoreStatus::kNotStored;
-      return res;
+      return kAnswered;
     }
     if (live && req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) {
       res.status = StoreStatus::kExists;
-      return res;
+      return kAnswered;
     }
     // The new item: built like memcached's, which allocates it afresh with the
     // old item's flags and TTL (and no base64-key mark).
@@ -236,7 +231,7 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     const size_t len = old_value.size() + req.value.size();
     if (!ItemFits(req.key.size(), fields.client_flags, len)) {
       res.status = StoreStatus::kNotStored;  // memcached: the bigger item fails to allocate
-      return res;
+      return kAnswered;
     }
     fields.value_len = static_cast<uint32_t>(len);
     // A new value of the key (whatever it held: a value in stale grace, a
@@ -250,10 +245,10 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     Placed placed;
     ItemView item(nullptr);
     const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
-    if (placement == Placement::kRetry) continue;
+    if (placement == Placement::kRetry) return kRetry;
     if (placement == Placement::kNoRoom) {
       res.status = StoreStatus::kNotStored;
-      return res;
+      return kAnswered;
     }
     const std::string_view first = append ? old_value : req.value;
     const std::string_view second = append ? req.value : old_value;
@@ -264,8 +259,9 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     res.status = StoreStatus::kStored;
     res.cas = fields.cas;
     res.stored_size = fields.value_len;
-    return res;
-  }
+    return kAnswered;
+  });
+  return res;
 }
 
 // ---------------------------------------------------------------------------
@@ -275,25 +271,23 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
   const int32_t new_exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
-  for (int attempt = 0;; attempt++) {
-    const Times t = Now();
-    ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, req.key, hash, t);
-    if (f.slot == nullptr) return DeleteStatus::kNotFound;
+  DeleteStatus answer{};
+  auto Answer = [&answer](DeleteStatus a) { answer = a; return kAnswered; };
+  LockedAttempts(shard, hash, req.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
+    if (f.slot == nullptr) return Answer(DeleteStatus::kNotFound);
     if (f.presence == Found::kPlaceholder) {
       UnlinkLocked(shard, f.slot);  // cancels the lease; the key had no value
-      return DeleteStatus::kNotFound;
+      return Answer(DeleteStatus::kNotFound);
     }
     if (f.presence == Found::kExpiredInGrace && !req.mark_stale) {
       UnlinkLocked(shard, f.slot);  // expired, as memcached sees it
-      return DeleteStatus::kNotFound;
+      return Answer(DeleteStatus::kNotFound);
     }
-    if (req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) return DeleteStatus::kExists;
+    if (req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) return Answer(DeleteStatus::kExists);
     if (req.empty_value) {
       const Placement placement = EmptyValueLocked(lock, attempt, shard, hash, f, req, t);
-      if (placement == Placement::kRetry) continue;
-      if (placement == Placement::kNoRoom) return DeleteStatus::kNoMemory;
-      return DeleteStatus::kDeleted;
+      if (placement == Placement::kRetry) return kRetry;
+      return Answer(placement == Placement::kNoRoom ? DeleteStatus::kNoMemory : DeleteStatus::kDeleted);
     }
     shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].delete_hits++;
     if (!req.mark_stale) {
@@ -302,7 +296,7 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
         *req.removed = {gone.value_len(), gone.client_flags()};
       }
       UnlinkLocked(shard, f.slot);
-      return DeleteStatus::kDeleted;
+      return Answer(DeleteStatus::kDeleted);
     }
     // Keep the value as stale, so that the next reader wins the lease and
     // the others are served the stale value.
@@ -313,8 +307,8 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
       fields.cas = new_cas;
       if (req.has_ttl) fields.exptime = new_exptime;
       if (!RelocateLocked(shard, f.slot, fields, t.now_s)) {
-        if (!RoomToRetry(lock, attempt, ItemSize(fields))) return DeleteStatus::kNotFound;
-        continue;
+        if (!RoomToRetry(lock, attempt, ItemSize(fields))) return Answer(DeleteStatus::kNotFound);
+        return kRetry;
       }
       item = ItemAt(*f.slot);
     }
@@ -327,8 +321,9 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
     WakeLocked(shard, item.key());  // the lease is cancelled
     item.set_cas(new_cas != 0 ? new_cas : NextCas());
     if (req.has_ttl) item.set_exptime(new_exptime);
-    return DeleteStatus::kDeleted;
-  }
+    return Answer(DeleteStatus::kDeleted);
+  });
+  return answer;
 }
 
 // md x: a new, empty item in the old one's place, as memcached stores one
@@ -369,16 +364,15 @@ bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
   const int32_t new_exptime = ToExpiryTick(exptime);
-  for (int attempt = 0;; attempt++) {
-    const Times t = Now();
-    ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, key, hash, t);
-    if (f.presence != Found::kLive) return false;
+  bool answer{};
+  auto Answer = [&answer](bool a) { answer = a; return kAnswered; };
+  LockedAttempts(shard, hash, key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
+    if (f.presence != Found::kLive) return Answer(false);
     if (attempt == 0) shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].touch_hits++;
     size_t needed = 0;
     if (!RoomForExptimeLocked(shard, f.slot, new_exptime, t.now_s, &needed)) {
-      if (!RoomToRetry(lock, attempt, needed)) return false;
-      continue;
+      if (!RoomToRetry(lock, attempt, needed)) return Answer(false);
+      return kRetry;
     }
     // memcached: touch fetches with an LRU bump (marking the item fetched); the CAS stays.
     ItemView item = ItemAt(*f.slot);
@@ -392,8 +386,9 @@ bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime) {
     const uint64_t s = *f.slot;
     *f.slot = slot::WithFreq(slot::WithState(s, slot::State(s) | kItemFetched),
                              std::min<uint8_t>(slot::Freq(s) + 1, S3Fifo::kMaxFrequency));
-    return true;
-  }
+    return Answer(true);
+  });
+  return answer;
 }
 
 ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
@@ -402,14 +397,11 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
   Shard& shard = ShardFor(hash);
   const int32_t ttl_exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
   const int32_t create_exptime = req.create_on_miss ? ToExpiryTick(req.create_exptime) : 0;
-  for (int attempt = 0;; attempt++) {
-    const Times t = Now();
-    ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, req.key, hash, t);
+  LockedAttempts(shard, hash, req.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
     const bool live = f.presence == Found::kLive;
     if (!live && !req.create_on_miss) {
       res.status = ArithStatus::kNotFound;
-      return res;
+      return kAnswered;
     }
     uint64_t value;
     ItemFields fields;
@@ -418,7 +410,7 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     if (live) {
       const ItemView old_item = ItemAt(*f.slot);
       res.status = CountedValueLocked(shard, old_item, req, attempt == 0, &value);
-      if (res.status != ArithStatus::kOk) return res;
+      if (res.status != ArithStatus::kOk) return kAnswered;
       // Looks like memcached's in-place update: same flags, TTL and state bits.
       fields = old_item.Fields();
       state = slot::State(*f.slot) & (kItemFetched | kItemStale | kItemTokenSent | kItemBinaryKey);
@@ -442,10 +434,10 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     Placed placed;
     ItemView item(nullptr);
     const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
-    if (placement == Placement::kRetry) continue;
+    if (placement == Placement::kRetry) return kRetry;
     if (placement == Placement::kNoRoom) {
       res.status = ArithStatus::kNoMemory;
-      return res;
+      return kAnswered;
     }
     CopyBytes(item.value_data(), std::string_view(digits, len));
     std::memset(item.value_data() + len, ' ', fields.value_len - len);
@@ -457,8 +449,9 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     res.value = value;
     res.cas = fields.cas;
     res.ttl = TtlAt(fields.exptime, t.now_tick);
-    return res;
-  }
+    return kAnswered;
+  });
+  return res;
 }
 
 // incr/decr of a live item: memcached's order of checks (an empty value,

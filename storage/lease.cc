@@ -48,14 +48,14 @@ LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const Lease
     // memcached: a stale item wins automatically, whatever the reader asked. A stub
     // whose earlier lease timed out wants its value from the next reader.
     win = true;
-  } else if (ask.has_recache && v.exptime != 0 && !v.just_created) {
+  } else if (ask.has_recache && v.exptime != 0) {
     // memcached's recache rule: it->exptime < current_time + threshold, in
     // whole seconds as memcached counts them (the remaining TTL it shows).
     // Items without TTL never win.
     win = SecondsUntil(v.exptime, TickOf(now_us)) < ask.recache_below_s;
   }
   const double delta_ms = v.delta_ms != 0 ? v.delta_ms : s.default_delta_ms;
-  if (!win && ask.refresh_ahead && v.exptime != 0 && !v.just_created) {
+  if (!win && ask.refresh_ahead && v.exptime != 0) {
     // Deterministic, so it comes before XFetch's draw: a win it gives is
     // counted as a refresh-ahead grant.
     const int64_t remaining_us = int64_t{v.exptime} * kMicrosPerTick - now_us;
@@ -64,7 +64,7 @@ LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const Lease
       d.by_refresh = true;
     }
   }
-  if (!win && ask.xfetch_beta > 0 && v.exptime != 0 && !v.just_created) {
+  if (!win && ask.xfetch_beta > 0 && v.exptime != 0) {
     if (XFetchDraw(now_us, int64_t{v.exptime} * kMicrosPerTick, delta_ms, ask.xfetch_beta, u)) {
       win = true;
       d.by_xfetch = true;

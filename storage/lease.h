@@ -39,7 +39,6 @@ struct LeaseView {
   bool stale = false;        // kItemStale or expired within stale_grace
   bool token_sent = false;   // kItemTokenSent
   bool needs_value = false;  // kItemNeedsValue (stub waiting for its value)
-  bool just_created = false;
   int32_t exptime = 0;       // expiry tick (storage/store_time.h), 0 = never
   uint32_t lease_granted_ms = 0;
   uint16_t delta_ms = 0;

@@ -522,8 +522,9 @@ TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
       "memory_file", "lease_timeout", "xfetch_delta_ms", "xfetch_beta", "stale_grace",
       "classic_stampede", "wait_timeout_ms", "refresh_ahead", "refresh_hot", "refresh_epsilon",
       "refresh_max_fraction", "stalled_client_timeout", "exact_threads", "snapshot_interval",
-      "compat"};
+      "compat", "metrics"};
   EXPECT_EQ(StatNames(reply), expected);
+  EXPECT_EQ(StatValue(reply, "metrics"), "NULL");   // off
   EXPECT_EQ(reply.substr(reply.size() - 5), "END\r\n");
   EXPECT_EQ(StatValue(reply, "tcpport"), "11311");
   EXPECT_EQ(StatValue(reply, "inter"), "127.0.0.1");

@@ -117,9 +117,6 @@ TEST_F(DecideReadTest, RecacheWindowWinsOnlyBelowTheRemainingTtl) {
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
   view_.exptime = 0;  // no TTL never wins by R
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
-  view_.exptime = (100 + 5) * kTicksPerSecond;
-  view_.just_created = true;
-  EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
 }
 
 // Expiry is kept in ticks of 1/8 s; R compares memcached's whole seconds
@@ -213,9 +210,6 @@ TEST(RefreshDecisionTest, WinsInsideTheWindowOnlyWhenAskedAndNoLeaseIsLive) {
   EXPECT_EQ(DecideRead(s, v, ask, 100999999, 1).verdict, LeaseVerdict::kNone);
   v.exptime = 0;         // no TTL: nothing to refresh ahead of
   v.reads_per_s = 25;
-  EXPECT_EQ(DecideRead(s, v, ask, 100999999, 1).verdict, LeaseVerdict::kNone);
-  v.exptime = 101 * kTicksPerSecond;
-  v.just_created = true;
   EXPECT_EQ(DecideRead(s, v, ask, 100999999, 1).verdict, LeaseVerdict::kNone);
 }
 

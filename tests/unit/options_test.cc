@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "daemon/option_table.h"
+#include "daemon/tls.h"
 
 namespace herdless {
 namespace {
@@ -405,6 +406,16 @@ TEST(OptionsTest, SnapshotFileAndInterval) {
   const Parsed without_file = Parse({"-o", "snapshot_interval=5"});
   EXPECT_FALSE(without_file.ok);
   EXPECT_NE(without_file.error.find("-e"), std::string::npos) << without_file.error;
+}
+
+// -o metrics: off unless given, loopback for a port alone, kept as HOST:PORT.
+TEST(OptionsTest, MetricsAddress) {
+  EXPECT_EQ(Parse({}).options.protocol.metrics_address, "");
+  EXPECT_EQ(Parse({"-o", "metrics=9150"}).options.protocol.metrics_address, "127.0.0.1:9150");
+  EXPECT_EQ(Parse({"-o", "metrics=0.0.0.0:9150"}).options.protocol.metrics_address, "0.0.0.0:9150");
+  EXPECT_EQ(Parse({"-o", "metrics=[::1]:9150"}).options.protocol.metrics_address, "[::1]:9150");
+  EXPECT_FALSE(Parse({"-o", "metrics"}).ok);
+  EXPECT_FALSE(Parse({"-o", "metrics=host:99999"}).ok);
 }
 
 #ifdef HERDLESS_TLS
