@@ -631,6 +631,20 @@ TEST_F(ExecutorTest, MetadumpTurnsTheConnectionIntoAStream) {
             "VERSION " + std::string(kServerVersion) +
                 "\r\nERROR cannot pipeline other commands before metadump\r\n");
   EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kNone);
+  // memcached's mn flushes the replies before it: what follows is not pipelined.
+  EXPECT_EQ(Run("mn\r\nlru_crawler metadump all\r\n"), "MN\r\n");
+  EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kMetadump);
+}
+
+TEST_F(ExecutorTest, MgdumpStartsWithOkAndStreams) {
+  EXPECT_EQ(Run("lru_crawler mgdump hash\r\n"), "OK\r\n");
+  EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kMgdump);
+  EXPECT_EQ(Run("version\r\nlru_crawler mgdump all\r\n"),
+            "VERSION " + std::string(kServerVersion) +
+                "\r\nERROR cannot pipeline other commands before mgdump\r\n");
+  EXPECT_EQ(Run("lru_crawler mgdump 99\r\n"), "BADCLASS invalid class id\r\n");
+  server_.settings.dump_enabled = false;
+  EXPECT_EQ(Run("lru_crawler mgdump all\r\n"), "ERROR key dump not allowed\r\n");
 }
 
 // Over UDP a stream cannot run: memcached's reply is lost, herdless says so.
