@@ -18,10 +18,13 @@
 # Usage: scripts/stampede-compare.sh [stampede-bench options, e.g. --duration 10]
 #
 # With --rates first, the multi-rate scenario instead (scripts/stampede-bench-rates:
-# keys read 0.2 to 500 times a second, TTL 10 s, 100 ms recompute, read-through
-# meta clients), one fresh server per line:
+# 784 keys read 0.2 to 500 times a second, TTL 10 s, 100 ms recompute, one busy
+# read-through client whose CPU share and lag each run reports), one fresh
+# server per line:
 #   memcached                          plain expiry (mg N30), R3 (mg N30 R3)
 #   herdless -o stale_grace=30         xfetch (mg N30 Y1), adaptive (mg N30 Yr)
+#   herdless -o classic_stampede=stale,refresh_ahead=on,stale_grace=30
+#                                      classic (get; set on END)
 # Table: $OUT/rates.md; chart of misses + stale reads per rate band:
 # docs/stampede-rates.png.
 #   scripts/stampede-compare.sh --rates [stampede-bench-rates options, e.g. --duration 30]
@@ -109,7 +112,7 @@ if [ "${1:-}" = "--rates" ]; then
     stop_server
   }
   {
-    echo "scripts/stampede-bench-rates ${RATES_ARGS[*]:-} (defaults: TTL 10 s, 100 ms recompute, 30 s warm-up, 60 s measured)"
+    echo "scripts/stampede-bench-rates ${RATES_ARGS[*]:-} (defaults: 784 keys, TTL 10 s, 100 ms recompute, 100 us of client work a read, 30 s warm-up, 60 s measured)"
     echo
     /usr/bin/python3 -c 'import runpy, sys; print(runpy.run_path(sys.argv[1], run_name="bench")["HEADER"])' "$RATES"
   } | tee "$TABLE"
@@ -117,6 +120,7 @@ if [ "${1:-}" = "--rates" ]; then
   rates_run memcached R3 memcached -U 0
   rates_run herdless xfetch "$HERDLESS" -o stale_grace=30
   rates_run herdless adaptive "$HERDLESS" -o stale_grace=30
+  rates_run herdless classic "$HERDLESS" -o classic_stampede=stale,refresh_ahead=on,stale_grace=30
   # Chart: misses + stale reads per band (log scale; 0 drawn at the floor).
   /usr/bin/python3 "$RATES" --chart-data "$OUT/rates.json" >"$OUT/rates.dat"
   cols="$(head -1 "$OUT/rates.dat" | wc -w)"

@@ -94,6 +94,7 @@ struct WalkedItem {
   bool placeholder = false;      // a lease-get placeholder (invisible to plain gets)
   bool lease_out = false;
   double reads_per_s = 0;        // the read-rate estimate now, 0 = untracked
+  ReadRateState read_rate;       // ... as the item holds it (as of last_access)
   int slab_class = 0;            // MemcachedSlabClass of the item
   uint32_t size = 0;             // bytes the item takes in memory
   Segment* segment = nullptr;

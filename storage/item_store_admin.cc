@@ -187,6 +187,7 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       w.placeholder = Has(s, kItemPlaceholder);
       w.lease_out = Has(s, kItemTokenSent);
       const ReadRateState rate = item.read_rate();
+      w.read_rate = rate;
       w.reads_per_s = rate.present()
                           ? ReadRate::PerSecond(rate.count, std::max<int64_t>(0, now_s - item.last_access()))
                           : 0;
@@ -251,6 +252,10 @@ StoreStatus ItemStore::Impl::Restore(const RestoreRequest& req) {
     fields.last_access = ClampStoreTime(
         req.last_access_unix == 0 ? t.now_s : std::min(req.last_access_unix - now_unix + t.now_s, t.now_s));
     fields.delta_ms = req.delta_ms;
+    if (req.read_rate.present()) {   // as of last access; its TTL as the item's now
+      fields.read_rate = req.read_rate;
+      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
+    }
     fields.cas = req.cas != 0 ? req.cas : 2;
     Placed placed;
     ItemView item(nullptr);

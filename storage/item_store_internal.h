@@ -262,7 +262,7 @@ class ItemStore::Impl {
   HERDLESS_STEP ItemFields StoreFieldsLocked(Shard& shard, uint64_t hash, const Found& f,
                                              const StoreRequest& req, int32_t exptime, StoreAction action,
                                              const Times& t, uint8_t* state, LeaseHandover* lease);
-  HERDLESS_STEP LeaseHandover EndLeaseLocked(const Shard& shard, uint64_t old_slot, ItemFields* fields,
+  HERDLESS_STEP LeaseHandover EndLeaseLocked(Shard& shard, uint64_t old_slot, ItemFields* fields,
                                              const Times& t) const;
   // Links a new item of the key in the place of the one the lookup found (if
   // any), counting the lease it fulfils, keeping the one it keeps.
@@ -365,6 +365,7 @@ struct ItemStore::Impl::Shard {
   Index index;
   size_t bytes = 0;       // herdless's bytes of the linked items
   size_t leases_out = 0;  // linked items with kItemTokenSent
+  double recompute_spread = kInitialSpread;   // SmoothSpread of the leases fulfilled here
   uint64_t reclaim_position = 0;   // the expiry crawler's walk cursor
   StoreStats counters;    // only the event counters and classes are used here
   LeaseTable leases;      // live leases' grant times, by LocationKey of the item's slot

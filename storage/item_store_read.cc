@@ -243,6 +243,7 @@ void ItemStore::Impl::DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const 
   view.exptime = judge_new_ttl ? h.item.exptime() : h.exptime_before;
   view.lease_granted_ms = view.token_sent ? LeaseGrantedLocked(shard, *h.slot) : 0;
   view.delta_ms = h.item.delta_ms();
+  view.delta_spread = shard.recompute_spread;
   view.reads_per_s = r->reads_per_s;
   view.ttl_s = judge_new_ttl ? ReadRate::TtlOfCode(h.rate.ttl_code()) : h.ttl_before_s;
   const LeaseDecision d = DecideRead(config_.lease, view, opts.lease, t.now_us, u);

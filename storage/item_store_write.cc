@@ -173,12 +173,13 @@ ItemFields ItemStore::Impl::StoreFieldsLocked(Shard& shard, uint64_t hash, const
 
 // A new value of the key ends the lease the item at `old_slot` holds, if it
 // holds one, and measures the recompute time into fields->delta_ms.
-ItemStore::Impl::LeaseHandover ItemStore::Impl::EndLeaseLocked(const Shard& shard, uint64_t old_slot,
+ItemStore::Impl::LeaseHandover ItemStore::Impl::EndLeaseLocked(Shard& shard, uint64_t old_slot,
                                                                ItemFields* fields, const Times& t) const {
   LeaseHandover lease;
   if (!Has(old_slot, kItemTokenSent)) return lease;
   lease.fulfilled = true;
   lease.took_ms = t.now_ms - LeaseGrantedLocked(shard, old_slot);
+  shard.recompute_spread = SmoothSpread(shard.recompute_spread, lease.took_ms, fields->delta_ms);
   fields->delta_ms = SmoothDelta(fields->delta_ms, lease.took_ms);
   return lease;
 }

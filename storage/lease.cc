@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "storage/read_rate.h"
 #include "storage/store_time.h"
 
 namespace herdless {
@@ -21,16 +22,24 @@ bool XFetchDraw(int64_t now_us, int64_t expiry_us, double delta_ms, double beta,
   return static_cast<double>(now_us) + gap_us >= static_cast<double>(expiry_us);
 }
 
-int64_t RefreshWindowUs(const LeaseSettings& s, double reads_per_s, double delta_ms, int64_t ttl_s) {
+int64_t RefreshWindowUs(const LeaseSettings& s, double reads_per_s, double delta_ms, double spread,
+                        int64_t ttl_s) {
   if (!(reads_per_s >= s.refresh_hot_per_s) || reads_per_s <= 0) return 0;
   const double epsilon = std::clamp(s.refresh_epsilon, 1e-9, 1.0);
   const double delta_s = delta_ms / 1000.0;
-  // Δ is the smoothed mean: a refresh that takes longer than it must still
-  // land before expiry. For keys read so often that ln(1/ε)/λ is shorter than
-  // half of Δ, that half is the slack instead.
-  double window_s = delta_s + std::max(std::log(1.0 / epsilon) / reads_per_s, kRefreshSlackOfDelta * delta_s);
-  if (ttl_s > 0) window_s = std::min(window_s, s.refresh_max_fraction * static_cast<double>(ttl_s));
-  return static_cast<int64_t>(window_s * 1e6);
+  const double rate_low = reads_per_s / (1.0 + 1.0 / std::sqrt(2.0 * reads_per_s * ReadRate::kTimeConstantS));
+  const double recompute_s = delta_s * (1.0 + kRefreshSpreadTimes * std::max(spread, 0.0));
+  double window_s = recompute_s + std::log(1.0 / epsilon) / rate_low;
+  if (ttl_s > 0) {
+    const double ttl = static_cast<double>(ttl_s);
+    window_s = std::min(window_s, s.refresh_max_fraction * ttl);
+    if (s.refresh_budget > 1.0) {
+      // A new value lives its TTL less up to a tick (store_time.h): count it whole.
+      const double lifetime = ttl - 1.0 / kTicksPerSecond;
+      window_s = std::min(window_s, lifetime + delta_s + 1.0 / reads_per_s - ttl / s.refresh_budget);
+    }
+  }
+  return static_cast<int64_t>(std::max(window_s, 0.0) * 1e6);
 }
 
 LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const LeaseAsk& ask,
@@ -59,7 +68,7 @@ LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const Lease
     // Deterministic, so it comes before XFetch's draw: a win it gives is
     // counted as a refresh-ahead grant.
     const int64_t remaining_us = int64_t{v.exptime} * kMicrosPerTick - now_us;
-    if (remaining_us < RefreshWindowUs(s, v.reads_per_s, delta_ms, v.ttl_s)) {
+    if (remaining_us < RefreshWindowUs(s, v.reads_per_s, delta_ms, v.delta_spread, v.ttl_s)) {
       win = true;
       d.by_refresh = true;
     }
@@ -75,6 +84,14 @@ LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const Lease
     d.regrant = v.token_sent;  // the token was out but its lease is no longer live
   }
   return d;
+}
+
+double SmoothSpread(double old_spread, int64_t sample_ms, uint16_t mean_ms) {
+  if (mean_ms == 0) return old_spread;   // the key's first sample: no mean to deviate from
+  const double deviation = std::abs(static_cast<double>(std::max<int64_t>(sample_ms, 1)) - mean_ms) / mean_ms;
+  // A sample from a lease that timed out says little of the backend: the
+  // deviation a sample adds is bounded (16 means a window of 65 Δ at most).
+  return (3.0 * old_spread + std::min(deviation, 16.0)) / 4.0;
 }
 
 uint16_t SmoothDelta(uint16_t old_ms, int64_t sample_ms) {

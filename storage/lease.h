@@ -24,6 +24,9 @@ struct LeaseSettings {
   double refresh_epsilon = 0.01;
   // The window is at most this fraction of the key's TTL.
   double refresh_max_fraction = 0.25;
+  // ... and at most what keeps a key's recomputes per TTL at this many on
+  // average (RefreshWindowUs).
+  double refresh_budget = 1.10;
 };
 
 // What a reader asked for, beyond a plain read.
@@ -34,6 +37,14 @@ struct LeaseAsk {
   bool refresh_ahead = false;  // adaptive refresh-ahead window (RefreshWindowUs)
 };
 
+// The spread of recompute times as TCP's RTTVAR (RFC 6298), relative to the
+// mean: a sample's deviation from its key's smoothed mean Δ before it, over
+// that Δ, smoothed with gain 1/4. Before any sample: 1/2, as RTTVAR = R/2.
+// Kept per shard of the store (a key recomputes about once per TTL, too
+// rarely for a spread of its own; a loaded backend or client slows all).
+constexpr double kInitialSpread = 0.5;
+double SmoothSpread(double old_spread, int64_t sample_ms, uint16_t mean_ms);
+
 // What the item looks like to the decision (copied out of the header).
 struct LeaseView {
   bool stale = false;        // kItemStale or expired within stale_grace
@@ -42,6 +53,7 @@ struct LeaseView {
   int32_t exptime = 0;       // expiry tick (storage/store_time.h), 0 = never
   uint32_t lease_granted_ms = 0;
   uint16_t delta_ms = 0;
+  double delta_spread = kInitialSpread;  // recompute times' mean deviation / their mean (RecomputeSpread)
   double reads_per_s = 0;    // the key's read rate (storage/read_rate.h), 0 = untracked
   int64_t ttl_s = 0;         // the TTL the key was stored with, 0 = unknown
 };
@@ -67,17 +79,23 @@ bool LeaseLive(const LeaseSettings& s, uint32_t granted_ms, uint32_t now_ms);
 bool XFetchDraw(int64_t now_us, int64_t expiry_us, double delta_ms, double beta, double u);
 
 // Refresh-ahead: the window before expiry in which a hot key's next reader
-// refreshes it, for a key read `reads_per_s` times a second with recompute
-// time `delta_ms` and TTL `ttl_s` (0 = unknown: no bound):
-//   min(delta + max(ln(1/epsilon) / rate, delta / 2), max_fraction * ttl)
-// — the recompute time, plus the time within which the key is read again
-// with probability 1 - epsilon (reads as a Poisson process), but at least
-// half the recompute time again: delta is a smoothed mean, and a recompute
-// slower than it must still land before expiry (ln(1/epsilon)/rate leaves
-// that slack only below ~92 reads/s at delta = 100 ms). 0 for a key read
-// less often than refresh_hot_per_s: it is never refreshed early.
-constexpr double kRefreshSlackOfDelta = 0.5;
-int64_t RefreshWindowUs(const LeaseSettings& s, double reads_per_s, double delta_ms, int64_t ttl_s);
+// refreshes it, for a key read `reads_per_s` times a second (an estimate),
+// recompute time `delta_ms` (a smoothed mean) with relative mean deviation
+// `spread`, TTL `ttl_s` (0 = unknown: no bound):
+//   Δ (1 + 4 spread) + ln(1/ε) / λ_low,   λ_low = λ / (1 + 1/sqrt(2 λ τ))
+// — the time a recompute takes at worst but rarely (TCP's RTO: SRTT + 4
+// RTTVAR), plus the time within which the key is read again with probability
+// 1 - ε (reads as a Poisson process) at the rate the estimate may overstate
+// by one standard deviation (storage/read_rate.h: 1/sqrt(2 λ τ), 8% at
+// 5 reads/s). Bounded by max_fraction * TTL and by the recompute budget: a
+// refresh in a window W starts on average W - 1/λ before expiry, so a key
+// recomputes every L + Δ + 1/λ - W, L the value's life (its TTL less up to
+// a tick); at most refresh_budget times per TTL means
+// W <= L + Δ + 1/λ - TTL / refresh_budget. 0 for a key read less
+// often than refresh_hot_per_s: it is never refreshed early.
+constexpr double kRefreshSpreadTimes = 4.0;
+int64_t RefreshWindowUs(const LeaseSettings& s, double reads_per_s, double delta_ms, double spread,
+                        int64_t ttl_s);
 
 // Decides the lease outcome of one read of an existing item.
 // `u` is consumed only when an XFetch draw is needed.

@@ -147,6 +147,8 @@ class SnapshotWalk {
     r.last_access_unix = UnixTime32(w.last_access + unix_offset_);
     r.cas = w.cas;
     r.delta_ms = w.delta_ms;
+    r.rate_count = w.read_rate.count;
+    r.rate_aux = w.read_rate.aux;
     r.frequency = w.frequency;
     r.fetched = w.fetched;
     r.invalidated = w.invalidated;
@@ -169,7 +171,7 @@ class SnapshotWalk {
       counts_[hotness]++;
       return;
     }
-    std::string head(kRecordHeaderSize + r.key.size(), '\0');
+    std::string head(RecordHeadSize(r) + r.key.size(), '\0');
     EncodeRecordHead(head.data(), r);
     out_->WriteBlock(kBlockItems, static_cast<uint8_t>(hotness), 1, {head, r.value});
   }
@@ -303,8 +305,9 @@ std::string At(const char* what, uint64_t number, uint64_t offset) {
 
 // Walks the records of an item block's payload, checking each; visit (if
 // given) sees every record. False with *error at the first bad one.
-bool ParseRecords(std::string_view payload, uint32_t expected, uint64_t item_size_max,
+bool ParseRecords(std::string_view payload, uint32_t expected, const FileHeader& header,
                   const std::function<void(const Record&)>* visit, std::string* error) {
+  const uint8_t known_bits = header.version >= 2 ? kRecordKnownBits : kRecordKnownBitsV1;
   size_t pos = 0;
   uint32_t n = 0;
   auto fail = [&](const std::string& why) {
@@ -314,13 +317,17 @@ bool ParseRecords(std::string_view payload, uint32_t expected, uint64_t item_siz
   while (pos < payload.size()) {
     if (payload.size() - pos < kRecordHeaderSize) return fail("truncated");
     const char* p = payload.data() + pos;
-    const Record r = DecodeRecordHead(p);
     const uint8_t flags = static_cast<uint8_t>(p[1]);
+    if (flags & ~known_bits) return fail("unknown flag bits");
+    if (payload.size() - pos < RecordHeadSizeOf(flags)) return fail("truncated");
+    const Record r = DecodeRecordHead(p);
     if (r.key.empty() || r.key.size() > kMaxKeyLength) {
       return fail("key length " + std::to_string(r.key.size()));
     }
-    if (flags & ~kRecordKnownBits) return fail("unknown flag bits");
-    if (r.value.size() > item_size_max) {
+    if ((flags & kRecordReadRate) && (r.rate_count == 0 || p[kRecordHeaderSize + 3] != 0)) {
+      return fail("bad read rate (0, or reserved byte set)");
+    }
+    if (r.value.size() > header.item_size_max) {
       return fail("a " + std::to_string(r.value.size()) + "-byte value, over the writer's -I");
     }
     const size_t size = RecordSize(r);
@@ -489,7 +496,7 @@ bool SnapshotReader::CheckBlocks(const std::vector<BlockRef>& in_file_order, int
       uint8_t kind = 0;
       std::string why;
       const bool ok = ReadBlock(want.offset, &ref, &kind, &payload, &why) &&
-                      ParseRecords(payload, ref.records, header_.item_size_max, nullptr, &why);
+                      ParseRecords(payload, ref.records, header_, nullptr, &why);
       if (!ok) {
         std::lock_guard<std::mutex> lock(error_mu);
         if (i < first_bad) {
@@ -523,7 +530,7 @@ bool SnapshotReader::ReadCheckedBlock(size_t i, std::string* buffer, std::string
     ok = false;
   }
   // Checked again without visiting: a block is restored whole or not at all.
-  ok = ok && ParseRecords(*buffer, ref.records, header_.item_size_max, nullptr, &why);
+  ok = ok && ParseRecords(*buffer, ref.records, header_, nullptr, &why);
   if (!ok) *error = At("block", want.sequence, want.offset) + ": " + why;
   return ok;
 }
@@ -531,7 +538,7 @@ bool SnapshotReader::ReadCheckedBlock(size_t i, std::string* buffer, std::string
 void SnapshotReader::VisitCheckedBlock(size_t i, const std::string& buffer,
                                        const std::function<void(const Record&)>& visit) const {
   std::string unused;
-  ParseRecords(buffer, blocks_[i].records, header_.item_size_max, &visit, &unused);
+  ParseRecords(buffer, blocks_[i].records, header_, &visit, &unused);
 }
 
 bool SnapshotReader::VisitBlock(size_t i, std::string* buffer,
@@ -616,6 +623,8 @@ RestoreRequest RestoreRequestOf(const Record& r) {
   q.last_access_unix = r.last_access_unix;
   q.cas = r.cas;
   q.delta_ms = r.delta_ms;
+  q.read_rate.count = r.rate_count;
+  q.read_rate.aux = r.rate_aux;
   q.frequency = r.frequency;
   q.fetched = r.fetched;
   q.stale = r.invalidated;

@@ -47,7 +47,10 @@ class ItemStore;
 namespace snapshot_format {
 
 constexpr char kMagic[8] = {'H', 'R', 'D', 'L', 'S', 'N', 'A', 'P'};
-constexpr uint32_t kVersion = 1;
+// Version 2 adds the read-rate estimate (kRecordReadRate); a version 2
+// reader loads version 1 files.
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kOldestVersion = 1;
 constexpr size_t kHeaderSize = 64;
 constexpr size_t kBlockHeaderSize = 32;
 constexpr size_t kRecordHeaderSize = 28;
@@ -63,7 +66,10 @@ constexpr uint8_t kRecordBinaryKey = 1 << 0;
 constexpr uint8_t kRecordFetched = 1 << 1;
 constexpr uint8_t kRecordInvalidated = 1 << 2;
 constexpr int kRecordFrequencyShift = 3;       // bits 4..3: access frequency 0..3
-constexpr uint8_t kRecordKnownBits = 0x1f;
+constexpr uint8_t kRecordReadRate = 1 << 5;   // version 2: kRecordRateSize bytes follow the header
+constexpr uint8_t kRecordKnownBitsV1 = 0x1f;
+constexpr uint8_t kRecordKnownBits = 0x3f;
+constexpr size_t kRecordRateSize = 4;
 
 struct FileHeader {
   uint32_t version = kVersion;
@@ -83,6 +89,8 @@ struct Record {
   uint32_t last_access_unix = 0;
   uint64_t cas = 0;
   uint16_t delta_ms = 0;
+  uint16_t rate_count = 0;      // the read-rate estimate as of last_access (ReadRateState), 0 = none
+  uint8_t rate_aux = 0;         // its TTL code and hot mark
   uint8_t frequency = 0;        // 0..3
   bool fetched = false;
   bool invalidated = false;
@@ -106,14 +114,19 @@ std::string EncodeHeader(const FileHeader& h);
 // reserved bytes, checksum, hotness classes). False with *error.
 bool DecodeHeader(const char* bytes, FileHeader* h, std::string* error);
 
+// A record's header: kRecordHeaderSize bytes, and kRecordRateSize more with
+// a read rate (the flags byte, byte 1, says which).
+size_t RecordHeadSize(const Record& r);
+size_t RecordHeadSizeOf(uint8_t flags);
 size_t RecordSize(const Record& r);
 // Appends the record (header, key, value) to `out`.
 void AppendRecord(std::string* out, const Record& r);
-// Writes the record's 28-byte header followed by its key to `out`
-// (kRecordHeaderSize + key size bytes); the value follows it in the file.
+// Writes the record's header followed by its key to `out`
+// (RecordHeadSize + key size bytes); the value follows it in the file.
 void EncodeRecordHead(char* out, const Record& r);
-// The record whose kRecordHeaderSize-byte header is at `bytes`, its key and
-// value pointing after it: the caller checks them against the block's bounds.
+// The record whose header (RecordHeadSizeOf(bytes[1]) bytes) is at `bytes`,
+// its key and value pointing after it: the caller checks them against the
+// block's bounds.
 Record DecodeRecordHead(const char* bytes);
 
 std::string EncodeEndPayload(const EndBlock& e);

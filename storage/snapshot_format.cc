@@ -79,9 +79,9 @@ bool DecodeHeader(const char* p, FileHeader* h, std::string* error) {
     return false;
   }
   h->version = Get32(p + 8);
-  if (h->version != kVersion) {
-    *error = "snapshot format version " + std::to_string(h->version) + ", this herdless reads version " +
-             std::to_string(kVersion);
+  if (h->version < kOldestVersion || h->version > kVersion) {
+    *error = "snapshot format version " + std::to_string(h->version) + ", this herdless reads versions " +
+             std::to_string(kOldestVersion) + " to " + std::to_string(kVersion);
     return false;
   }
   if (Get32(p + 12) != kHeaderSize || Get64(p + 48) != 0) {
@@ -104,12 +104,18 @@ bool DecodeHeader(const char* p, FileHeader* h, std::string* error) {
   return true;
 }
 
-size_t RecordSize(const Record& r) { return kRecordHeaderSize + r.key.size() + r.value.size(); }
+size_t RecordHeadSizeOf(uint8_t flags) {
+  return kRecordHeaderSize + ((flags & kRecordReadRate) ? kRecordRateSize : 0);
+}
+
+size_t RecordHeadSize(const Record& r) { return kRecordHeaderSize + (r.rate_count != 0 ? kRecordRateSize : 0); }
+
+size_t RecordSize(const Record& r) { return RecordHeadSize(r) + r.key.size() + r.value.size(); }
 
 void EncodeRecordHead(char* p, const Record& r) {
   p[0] = static_cast<char>(r.key.size());
   p[1] = static_cast<char>((r.binary_key ? kRecordBinaryKey : 0) | (r.fetched ? kRecordFetched : 0) |
-                           (r.invalidated ? kRecordInvalidated : 0) |
+                           (r.invalidated ? kRecordInvalidated : 0) | (r.rate_count != 0 ? kRecordReadRate : 0) |
                            (std::min<uint8_t>(r.frequency, 3) << kRecordFrequencyShift));
   Put16(p + 2, r.delta_ms);
   Put32(p + 4, static_cast<uint32_t>(r.value.size()));
@@ -117,15 +123,25 @@ void EncodeRecordHead(char* p, const Record& r) {
   Put32(p + 12, r.exptime_unix);
   Put32(p + 16, r.last_access_unix);
   Put64(p + 20, r.cas);
-  std::memcpy(p + kRecordHeaderSize, r.key.data(), r.key.size());
+  if (r.rate_count != 0) {
+    Put16(p + kRecordHeaderSize, r.rate_count);
+    p[kRecordHeaderSize + 2] = static_cast<char>(r.rate_aux);
+    p[kRecordHeaderSize + 3] = 0;   // reserved
+  }
+  std::memcpy(p + RecordHeadSize(r), r.key.data(), r.key.size());
 }
 
 Record DecodeRecordHead(const char* p) {
   const size_t key_len = static_cast<uint8_t>(p[0]);
   const uint8_t flags = static_cast<uint8_t>(p[1]);
+  const size_t head = RecordHeadSizeOf(flags);
   Record r;
-  r.key = std::string_view(p + kRecordHeaderSize, key_len);
-  r.value = std::string_view(p + kRecordHeaderSize + key_len, Get32(p + 4));
+  r.key = std::string_view(p + head, key_len);
+  r.value = std::string_view(p + head + key_len, Get32(p + 4));
+  if (flags & kRecordReadRate) {
+    r.rate_count = Get16(p + kRecordHeaderSize);
+    r.rate_aux = static_cast<uint8_t>(p[kRecordHeaderSize + 2]);
+  }
   r.delta_ms = Get16(p + 2);
   r.client_flags = Get32(p + 8);
   r.exptime_unix = Get32(p + 12);
@@ -143,7 +159,7 @@ void AppendRecord(std::string* out, const Record& r) {
   out->resize(at + RecordSize(r));
   char* p = out->data() + at;
   EncodeRecordHead(p, r);
-  if (!r.value.empty()) std::memcpy(p + kRecordHeaderSize + r.key.size(), r.value.data(), r.value.size());
+  if (!r.value.empty()) std::memcpy(p + RecordHeadSize(r) + r.key.size(), r.value.data(), r.value.size());
 }
 
 std::string EncodeEndPayload(const EndBlock& e) {

@@ -170,6 +170,7 @@ struct RestoreRequest {
   int64_t last_access_unix = 0;  // 0 = now
   uint64_t cas = 0;              // 0 = a new one
   uint16_t delta_ms = 0;         // measured recompute time, 0 = unmeasured
+  ReadRateState read_rate;       // the read-rate estimate as of last_access, count 0 = none
   uint8_t frequency = 0;         // 0..3
   bool fetched = false;
   bool stale = false;            // invalidated (not by its expiry)

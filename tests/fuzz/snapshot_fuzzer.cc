@@ -2,9 +2,10 @@
 // (storage/snapshot.h): the input is loaded into a small ItemStore. The first
 // byte picks how: even, the rest is the file as it is (header checks, block
 // walking); odd, the rest is cut into item blocks that get a valid file
-// header, block headers with right checksums and an end block around them,
-// so the record parser and the restore path see mutated records rather than
-// checksum failures. Checked: no crash or undefined behaviour; a file that is
+// header (of format version 1 when bit 2 is set, else the current one: the
+// read-rate extension of records is version 2's), block headers with right
+// checksums and an end block around them, so the record parser and the
+// restore path see mutated records rather than checksum failures. Checked: no crash or undefined behaviour; a file that is
 // refused restores nothing; a loaded one restores at most the records it
 // holds, each a readable item with a key of 1..250 bytes.
 #include <cstddef>
@@ -31,9 +32,10 @@ class FuzzRandom : public RandomSource {
 };
 
 // mode byte odd: [len lo][len hi][hotness][records] then len payload bytes, repeated.
-std::string Framed(std::string_view in, const ItemStore& store, int64_t now_unix) {
+std::string Framed(std::string_view in, const ItemStore& store, int64_t now_unix, uint32_t version) {
   using namespace snapshot_format;
   FileHeader h;
+  h.version = version;
   h.memory_limit = store.memory_limit();
   h.item_size_max = store.item_size_max();
   h.written_unix = now_unix - 10;
@@ -89,7 +91,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   config.random = &random;
   ItemStore store(config);
 
-  const std::string file = framed ? Framed(rest, store, clock.UnixSeconds()) : std::string(rest);
+  const uint32_t version = (data[0] & 4) ? 1 : snapshot_format::kVersion;
+  const std::string file = framed ? Framed(rest, store, clock.UnixSeconds(), version) : std::string(rest);
   // An exactly-sized heap copy: ASan sees any read past the end.
   char* copy = static_cast<char*>(std::malloc(file.size() == 0 ? 1 : file.size()));
   for (size_t i = 0; i < file.size(); ++i) copy[i] = file[i];
@@ -103,6 +106,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (!cursor.done) {
     store.Walk(&cursor, 64, [&](const WalkedItem& w) {
       Check(!w.key.empty() && w.key.size() <= kMaxKeyLength);
+      // A restored estimate only from a version 2 file, and readable.
+      Check(!w.read_rate.present() || (version >= 2 && w.reads_per_s >= 0));
       held++;
     });
   }

@@ -14,6 +14,9 @@
   file untouched.
 - Warm-up: a key that expired while herdless was down, within stale_grace, comes back
   stale: of 200 concurrent readers exactly one gets the lease (W), none a miss.
+- Read rates: a hot key's estimate (`mg r`, metadump's `rate=`) comes back, decayed over
+  the downtime only; a cold key has none; and a hot key restored with a short TTL left is
+  refreshed ahead (W with its fresh value, `mg Yr`) before it expires, from the restart on.
 Counts and values only; waits are for events (a periodic write, an expiry), bounded.
 """
 
@@ -26,6 +29,7 @@ import tempfile
 import time
 
 import harness
+from test_operators import metadump
 
 WAIT = harness.TIMEOUT * 6
 N_ITEMS = 200000
@@ -383,7 +387,69 @@ def stale_warm_up(res):
     shutil.rmtree(state, ignore_errors=True)
 
 
+def read_hot(conn, key, seconds, per_s=50):
+    """Reads `key` per_s times a second for `seconds` (a rate the store tracks)."""
+    for _ in range(int(seconds * per_s)):
+        conn.send(b"mg %s v\r\n" % key)
+        read_meta(conn)
+        time.sleep(1.0 / per_s)
+
+
+def rate_of(conn, key):
+    conn.send(b"mg %s r v\r\n" % key)
+    r = read_meta(conn)
+    return float(r[1].get("r", "0")) if r else None
+
+
+def rates_survive(res):
+    state = make_state_dir()
+    path = os.path.join(state, "snapshot")
+    args = ["-t", "4", "-e", path, "-o", "stale_grace=30"]
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        for key, ttl in ((b"hot", 3000), (b"soon", 12), (b"cold", 3000)):
+            res.equal(c.call(b"ms %s 1 T%d\r\nv\r\n" % (key, ttl)), b"HD\r\n", "rates: store " + key.decode())
+        read_hot(c, b"hot", 0.3)    # tracked: the estimate waits for the key's next value
+        read_hot(c, b"soon", 0.3)
+        c.call(b"ms hot 1 T3000\r\nv\r\n")
+        c.call(b"ms soon 1 T12\r\nv\r\n")
+        for _ in range(3):
+            read_hot(c, b"hot", 0.5)
+            read_hot(c, b"soon", 0.5)
+        before = rate_of(c, b"hot")
+        # A decayed count over τ = 16 s: a key read for 3 s shows part of its rate.
+        res.check(before is not None and before >= 2, "rates: the hot key's estimate before", before)
+        res.equal(rate_of(c, b"cold"), 0.0, "rates: a key not read has none")
+    d.stop_with(signal.SIGTERM, WAIT)
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        after = rate_of(c, b"hot")
+        # Decayed over the downtime (τ 16 s); grown only by the read that asked
+        # before (1/16 of a read a second).
+        res.check(after is not None and before * 0.3 <= after <= before + 0.07,
+                  "rates: the estimate comes back (before %s, after %s)" % (before, after))
+        dumped = {line[b"key"]: line for line in metadump(c)}
+        res.check(b"rate" in dumped.get(b"hot", {}), "rates: metadump shows rate= after the restart",
+                  dumped.get(b"hot"))
+        res.check(b"rate" not in dumped.get(b"cold", {b"rate": b""}), "rates: the cold key has no rate=")
+        # The key restored with seconds left: read it as a busy client would,
+        # until a reader wins its refresh; a fresh value with it (no X) means
+        # the refresh came ahead of the expiry.
+        deadline = time.monotonic() + WAIT
+        win = None
+        while win is None and time.monotonic() < deadline:
+            c.send(b"mg soon v c Yr\r\n")
+            r = read_meta(c)
+            if r is not None and "W" in r[1]:
+                win = r
+            time.sleep(0.05)
+        res.check(win is not None and "X" not in win[1], "rates: refreshed ahead after the restart", win)
+    d.stop()
+    shutil.rmtree(state, ignore_errors=True)
+
+
 def body(res):
+    rates_survive(res)
     roundtrip(res)
     periodic_then_kill9(res)
     bad_files(res)

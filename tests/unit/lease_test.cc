@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "storage/item_store.h"
+#include "storage/read_rate.h"
 #include "storage/store_time.h"
 #include "tests/unit/test_support.h"
 
@@ -153,40 +154,60 @@ TEST_F(DecideReadTest, XFetchUsesTheMeasuredDeltaOrTheDefault) {
 
 // --- Refresh-ahead: the window and the decision -----------------------------------
 
-TEST(RefreshWindowTest, RecomputeTimePlusTheTimeToTheNextReadBoundedByTheTtl) {
-  LeaseSettings s;   // hot from 2 reads/s, epsilon 1%, at most a quarter of the TTL
+// ln(1/ε) / λ_low, λ_low the estimate less one standard deviation of it.
+double ReadGap(double rate, double epsilon = 0.01) {
+  return std::log(1.0 / epsilon) * (1.0 + 1.0 / std::sqrt(2.0 * rate * ReadRate::kTimeConstantS)) / rate;
+}
+
+TEST(RefreshWindowTest, RecomputeTimeAndItsSpreadPlusTheTimeToTheNextReadBounded) {
+  LeaseSettings s;   // hot from 2 reads/s, epsilon 1%, a quarter of the TTL, 1.10 recomputes per TTL
   struct Case {
-    double rate, delta_ms;
+    double rate, delta_ms, spread;
     int64_t ttl_s;
     double window_s;
   };
   const Case cases[] = {
-      {5, 100, 10, 0.1 + std::log(100.0) / 5},      // 1.02 s
-      {25, 100, 10, 0.1 + std::log(100.0) / 25},    // 0.28 s
-      {500, 100, 10, 0.15},                         // Δ dominates: at least 1.5 Δ
-      {100, 100, 10, 0.15},                         // ln(100)/100 = 46 ms < Δ/2
-      {50, 100, 10, 0.1 + std::log(100.0) / 50},    // 92 ms > Δ/2
-      {2, 100, 10, 0.1 + std::log(100.0) / 2},      // 2.4 s < 2.5 s
-      {2, 100, 4, 1.0},                             // a quarter of the TTL
-      {5, 2000, 0, 3.0},                            // no TTL known: no bound; 1.5 Δ
-      {1.99, 100, 10, 0},                           // below the threshold: never
-      {0, 100, 10, 0},                              // untracked: never
+      {5, 100, 0, 10, 9.875 + 0.1 + 0.2 - 10 / 1.1},  // 0.1 + ReadGap(5) = 1.09 s: over the budget
+      {25, 100, 0, 10, 0.1 + ReadGap(25)},           // 0.29 s
+      {500, 100, 0, 10, 0.1 + ReadGap(500)},         // 0.11 s
+      {25, 100, 0.25, 10, 0.2 + ReadGap(25)},        // 4 mean deviations of 25 ms
+      {25, 100, kInitialSpread, 10, 0.3 + ReadGap(25)},   // before any sample: 3 Δ (TCP's 3 R)
+      // The recompute budget: a life of the TTL less a tick, Δ, 1/λ, less TTL / 1.1.
+      {5, 100, 2, 10, 9.875 + 0.1 + 0.2 - 10 / 1.1},     // 1.08 s
+      {10, 100, 0, 10, 0.1 + ReadGap(10)},               // 0.62 s: under it
+      {2, 100, 0, 10, 9.875 + 0.1 + 0.5 - 10 / 1.1},     // 1.38 s
+      {2, 100, 0, 4, 3.875 + 0.1 + 0.5 - 4 / 1.1},       // 0.84 s, below a quarter of the TTL
+      {2, 100, 0, 2, 0.5},                           // a quarter of the TTL
+      {5, 2000, 0, 0, 2 + ReadGap(5)},               // no TTL known: no bound
+      {1.99, 100, 0, 10, 0},                         // below the threshold: never
+      {0, 100, 0, 10, 0},                            // untracked: never
   };
   for (const Case& c : cases) {
-    EXPECT_NEAR(RefreshWindowUs(s, c.rate, c.delta_ms, c.ttl_s) / 1e6, c.window_s, 1e-5)
-        << c.rate << " " << c.delta_ms << " " << c.ttl_s;
+    EXPECT_NEAR(RefreshWindowUs(s, c.rate, c.delta_ms, c.spread, c.ttl_s) / 1e6, c.window_s, 1e-5)
+        << c.rate << " " << c.delta_ms << " " << c.spread << " " << c.ttl_s;
   }
-  s.refresh_epsilon = 0.001;   // ln(1000)/5 = 1.38 s
-  EXPECT_NEAR(RefreshWindowUs(s, 5, 100, 100) / 1e6, 0.1 + std::log(1000.0) / 5, 1e-5);
+  s.refresh_epsilon = 0.001;
+  EXPECT_NEAR(RefreshWindowUs(s, 5, 100, 0, 100) / 1e6, 0.1 + ReadGap(5, 0.001), 1e-5);   // TTL 100 s
+  s.refresh_budget = 0;   // no budget: the spread alone
+  EXPECT_NEAR(RefreshWindowUs(s, 5, 100, 2, 10) / 1e6, 0.9 + ReadGap(5, 0.001), 1e-5);
   s.refresh_hot_per_s = 10;
-  EXPECT_EQ(RefreshWindowUs(s, 5, 100, 100), 0);
+  EXPECT_EQ(RefreshWindowUs(s, 5, 100, 0, 100), 0);
+}
+
+TEST(SmoothSpreadTest, MeanDeviationOverTheMeanWithGainAQuarter) {
+  EXPECT_DOUBLE_EQ(SmoothSpread(0.5, 100, 0), 0.5);        // no mean yet: unchanged
+  EXPECT_DOUBLE_EQ(SmoothSpread(0.5, 100, 100), 0.375);    // on the mean
+  EXPECT_DOUBLE_EQ(SmoothSpread(0, 150, 100), 0.125);      // 50% off
+  EXPECT_DOUBLE_EQ(SmoothSpread(0, 50, 100), 0.125);       // either way
+  EXPECT_DOUBLE_EQ(SmoothSpread(0, 100000, 100), 4.0);     // one wild sample counts 16 at most
 }
 
 TEST(RefreshDecisionTest, WinsInsideTheWindowOnlyWhenAskedAndNoLeaseIsLive) {
   LeaseSettings s;
   LeaseView v;
   v.exptime = 101 * kTicksPerSecond;
-  v.reads_per_s = 25;   // window 0.284 s with the default delta
+  v.reads_per_s = 25;   // window 0.29 s with the default delta, no spread
+  v.delta_spread = 0;
   v.ttl_s = 10;
   LeaseAsk ask;
   ask.refresh_ahead = true;
@@ -217,7 +238,8 @@ TEST(RefreshDecisionTest, TheWindowEndsAtTheExpiryTickNotTheWholeSecond) {
   LeaseSettings s;
   LeaseView v;
   v.exptime = 101 * kTicksPerSecond + 4;   // expires at 101.5 s
-  v.reads_per_s = 25;                      // window 0.284 s
+  v.reads_per_s = 25;                      // window 0.29 s
+  v.delta_spread = 0;
   v.ttl_s = 10;
   LeaseAsk ask;
   ask.refresh_ahead = true;

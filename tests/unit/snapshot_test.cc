@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "storage/item_store.h"
+#include "storage/read_rate.h"
 
 namespace herdless {
 namespace {
@@ -378,6 +379,88 @@ TEST_F(SnapshotTest, WritingWhileClientsStoreAndDelete) {
   for (int i = 0; i < 20000; i++) {
     ASSERT_EQ(b.Peek("k" + std::to_string(i)).value, "value" + std::to_string(i)) << i;
   }
+}
+
+// A file of one item block holding `records`, with a header of `version`.
+std::string FileOf(const ItemStore& store, uint32_t version, const std::vector<snapshot_format::Record>& records,
+                   int64_t written_unix) {
+  using namespace snapshot_format;
+  FileHeader h;
+  h.version = version;
+  h.memory_limit = store.memory_limit();
+  h.item_size_max = store.item_size_max();
+  h.written_unix = written_unix;
+  h.block_target = 4096;
+  std::string file = EncodeHeader(h);
+  std::string payload;
+  for (const Record& r : records) AppendRecord(&payload, r);
+  char head[kBlockHeaderSize];
+  EncodeBlockHeader(head, 0, kBlockItems, 0, static_cast<uint32_t>(payload.size()),
+                    static_cast<uint32_t>(records.size()), {payload});
+  file.append(head, kBlockHeaderSize);
+  file.append(payload);
+  EndBlock e;
+  e.items = records.size();
+  e.item_blocks = 1;
+  e.cas_counter = 100;
+  e.finished_unix = written_unix;
+  const std::string end = EncodeEndPayload(e);
+  EncodeBlockHeader(head, 1, kBlockEnd, 0, static_cast<uint32_t>(end.size()), 0, {end});
+  file.append(head, kBlockHeaderSize);
+  file.append(end);
+  return file;
+}
+
+TEST_F(SnapshotTest, AHotKeysReadRateComesBack) {
+  StoreConfig config;
+  TestStore a(config);
+  a.Put("hot", "v", 1000);
+  a.Put("cold", "v", 1000);
+  for (int s = 0; s < 40; s++) {   // 8 reads a second for 40 s
+    a.Bump("hot", 8);
+    a.clock.AdvanceSeconds(1);
+    // Its next value has room for the estimate (the first had none).
+    if (s == 2) a.Put("hot", "v2", 1000);
+  }
+  a.Bump("cold", 1);
+  ASSERT_GT(a.Peek("hot").reads_per_s, 4.0);
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  a.clock.AdvanceSeconds(10);
+  TestStore b(config, kUnixStart + 50);   // restarted 10 s later
+  const SnapshotLoadResult l = LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions());
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  EXPECT_EQ(l.header.version, snapshot_format::kVersion);
+  // The same estimate, decayed over the same 10 s since the last read.
+  EXPECT_DOUBLE_EQ(b.Peek("hot").reads_per_s, a.Peek("hot").reads_per_s);
+  EXPECT_EQ(b.Peek("cold").reads_per_s, 0);
+  EXPECT_EQ(b.store->Stats().rated_keys, 1u);
+}
+
+TEST_F(SnapshotTest, AVersion1FileStillLoadsAndHoldsNoReadRates) {
+  using namespace snapshot_format;
+  StoreConfig config;
+  TestStore b(config);
+  Record plain;
+  plain.key = "old";
+  plain.value = "value";
+  plain.delta_ms = 120;
+  MemorySource v1(FileOf(*b.store, 1, {plain}, b.clock.UnixSeconds() - 5));
+  const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), v1, SnapshotLoadOptions());
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  EXPECT_EQ(l.header.version, 1u);
+  EXPECT_EQ(b.Peek("old").value, "value");
+  EXPECT_EQ(b.Peek("old").recompute_ms, 120);
+
+  Record rated = plain;   // the read-rate bit is version 2's: a version 1 file with it is damaged
+  rated.rate_count = ReadRate::Encode(80);
+  TestStore c(config);
+  MemorySource bad(FileOf(*c.store, 1, {rated}, c.clock.UnixSeconds() - 5));
+  EXPECT_EQ(LoadSnapshotFrom(c.store.get(), bad, SnapshotLoadOptions()).status,
+            SnapshotLoadResult::Status::kInvalid);
+  MemorySource good(FileOf(*c.store, 2, {rated}, c.clock.UnixSeconds() - 5));
+  ASSERT_EQ(LoadSnapshotFrom(c.store.get(), good, SnapshotLoadOptions()).status,
+            SnapshotLoadResult::Status::kLoaded);
+  EXPECT_GT(c.Peek("old").reads_per_s, 0);
 }
 
 }  // namespace
