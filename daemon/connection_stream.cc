@@ -25,8 +25,8 @@ constexpr size_t kWatchOutputBound = 64 * 1024;
 
 class MetadumpPasses final : public ConnectionStream {
  public:
-  MetadumpPasses(ItemStore* store, uint64_t classes, size_t bound)
-      : dump_(store, classes), bound_(bound) {}
+  MetadumpPasses(ItemStore* store, uint64_t classes, MetadumpStream::Format format, size_t bound)
+      : dump_(store, classes, format), bound_(bound) {}
 
   Pass Continue(ReplyBuffer* out, bool closing) override {
     if (closing) return Pass::kEnded;
@@ -96,8 +96,12 @@ class WatchStream final : public ConnectionStream {
 std::unique_ptr<ConnectionStream> ConnectionStream::Start(const ProcessOutcome& outcome,
                                                           Worker* worker, Connection* conn,
                                                           ReplyBuffer* out) {
-  if (outcome.stream == ProcessOutcome::Stream::kMetadump) {
-    return std::make_unique<MetadumpPasses>(worker->store(), outcome.stream_arg,
+  if (outcome.stream == ProcessOutcome::Stream::kMetadump ||
+      outcome.stream == ProcessOutcome::Stream::kMgdump) {
+    const auto format = outcome.stream == ProcessOutcome::Stream::kMgdump ? MetadumpStream::Format::kMgdump
+                        : outcome.stream_latest ? MetadumpStream::Format::kMetadumpWithFlags
+                                                : MetadumpStream::Format::kMetadump;
+    return std::make_unique<MetadumpPasses>(worker->store(), outcome.stream_arg, format,
                                             worker->config().max_output);
   }
   auto watch = std::make_unique<WatchStream>(worker->config().watch_hub, conn);

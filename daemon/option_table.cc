@@ -18,6 +18,7 @@ namespace {
 // The names of ClassicStampedeMode, BindingProtocol (memcached's -B words) and
 // TlsSettings::min_version, by value.
 constexpr std::string_view kStampedeModes[] = {"off", "stale", "wait"};
+constexpr std::string_view kCompatVersions[] = {"1.6.18", "1.6.45"};   // Compat's order
 constexpr std::string_view kBindingProtocols[] = {"auto", "ascii", "binary"};
 constexpr std::string_view kTlsVersions[] = {"tlsv1.0", "tlsv1.1", "tlsv1.2", "tlsv1.3"};
 constexpr std::string_view kOffOn[] = {"off", "on"};
@@ -472,6 +473,21 @@ constexpr OptionRow kSuboptions[] = {
      },
      .setting = {"classic_stampede", [](const V& v, std::string_view n, W* w) {
                    w->Add(n, kStampedeModes[static_cast<int>(v.settings.classic_stampede)]);
+                 }}},
+    {.name = "compat",   // herdless
+     .help = "1.6.18|1.6.45: whose answers to give where memcached 1.6.18\n"
+             "and 1.6.45 differ (docs/protocol.md) (default: {default})",
+     .help_default = [](const P& d) {
+       return std::string(kCompatVersions[static_cast<int>(d.compat)]);
+     },
+     .apply = [](OptionParse& p) {
+       int version;
+       if (!p.Choice(kCompatVersions, "1.6.18|1.6.45", "1.6.18 or 1.6.45", &version)) return false;
+       p.settings.compat = static_cast<Compat>(version);
+       return true;
+     },
+     .setting = {"compat", [](const V& v, std::string_view n, W* w) {
+                   w->Add(n, kCompatVersions[static_cast<int>(v.settings.compat)]);
                  }}},
     {.name = "wait_timeout_ms",
      .help = "longest a parked reader waits in wait mode\n"

@@ -49,7 +49,10 @@ constexpr SettingLine kSettings[] = {
      [](const V& v, std::string_view n, W* w) {
        w->AddFixed(n, v.operators.slab_automove_ratio.load(std::memory_order_relaxed), 2);
      }},
-    Fixed("slab_automove_window", "30"),
+    {"slab_automove_window",
+     [](const V& v, std::string_view n, W* w) {
+       w->Add(n, uint64_t{v.operators.slab_automove_window.load(std::memory_order_relaxed)});
+     }},
     {"slab_chunk_max",   // memcached's default: half the largest item
      [](const V& v, std::string_view n, W* w) { w->Add(n, v.settings.item_size_max / 2); }},
     {"lru_crawler",

@@ -209,7 +209,7 @@ void BinaryExecutor::Execute(const BinaryRequest& req, ReplyBuffer* out,
       Success(out, req, 0);
       return;
     case kVersion:
-      Success(out, req, 0, kServerVersion);
+      Success(out, req, 0, ServerVersion(server_->Settings()));
       return;
     case kQuit:
       Success(out, req, 0);
@@ -366,6 +366,7 @@ void BinaryExecutor::Delete(const BinaryRequest& req, ReplyBuffer* out) {
     case DeleteStatus::kExists:
       Error(out, req, kKeyExists);
       return;
+    case DeleteStatus::kNoMemory:   // only an md x: never here
     case DeleteStatus::kNotFound:
       stats_->delete_misses.Add();
       Error(out, req, kKeyNotFound);

@@ -17,6 +17,7 @@ constexpr std::string_view kBadDataChunk = "CLIENT_ERROR bad data chunk";
 
 Executor::Executor(ItemStore* store, ServerInfo* server, ThreadStats* stats)
     : limits_(ItemStoreLimits(store)) {
+  limits_.latest = server->Settings().latest();
   context_.store = store;
   context_.server = server;
   context_.stats = stats;

@@ -161,6 +161,7 @@ ReadOptions MetaReadOptions(const MetaFlags& flags, const MetaArgs& args) {
   opts.touch_exptime = args.T;
   opts.create_on_miss = flags.Has('N');
   opts.create_exptime = args.N;
+  opts.create_cas = flags.Has('E') ? args.E : 0;   // 1.6.19+: N's item gets this CAS
   opts.lease.has_recache = flags.Has('R');
   opts.lease.recache_below_s = args.R;
   opts.lease.xfetch_beta = flags.Has('Y') ? args.Y : 0;
@@ -225,7 +226,10 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   }
   CountRead(stats, opts.has_touch, /*hit=*/true);
 
-  const bool with_value = flags.Has('v');
+  // 1.6.45 (-o compat=1.6.45): C<cas> makes the value conditional, HD when
+  // the client's copy is current (1.6.18 ignores C on mg).
+  const bool current = req.latest && flags.Has('C') && r.cas == req.meta_args.C;
+  const bool with_value = flags.Has('v') && !current;
   AppendSuccessCode(with_value, r.value.size(), out);
   AppendGetFlags(*store, req, r, out);
   EndLine(out);
@@ -342,7 +346,8 @@ void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
 // ---------------------------------------------------------------------------
 // md
 
-void ExecuteDelete(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+void ExecuteDelete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
+                   ReplyBuffer* out) {
   const MetaFlags& flags = req.meta;
   const MetaArgs& args = req.meta_args;
 
@@ -350,16 +355,25 @@ void ExecuteDelete(ItemStore* store, ThreadStats* stats, const Request& req, Rep
   dr.key = req.key;
   dr.compare_cas = flags.Has('C') ? args.C : 0;
   dr.mark_stale = flags.Has('I');
-  dr.has_ttl = flags.Has('T') && dr.mark_stale;   // T without I is ignored
+  // x (1.6.19+): the value emptied, the item kept with F's flags and T's TTL.
+  dr.empty_value = flags.Has('x');
+  dr.client_flags = flags.Has('F') ? args.F : 0;
+  // T without I or x is ignored.
+  dr.has_ttl = flags.Has('T') && (dr.mark_stale || dr.empty_value);
   dr.exptime = args.T;
   dr.new_cas = flags.Has('E') ? args.E : 0;
+  DeleteRequest::Removed removed{0, dr.client_flags};   // x logs its empty item
+  if (!dr.empty_value) dr.removed = &removed;
   DeleteStatus status = store->Delete(dr);
 
   std::string_view code;
   switch (status) {
     case DeleteStatus::kDeleted:
-      // Invalidation keeps the item, so memcached counts no delete hit.
-      if (!dr.mark_stale) stats->delete_hits.Add();
+      // Invalidation keeps the item, so memcached counts no delete hit (nor logs one).
+      if (!dr.mark_stale) {
+        stats->delete_hits.Add();
+        watch.Delete(req.key, /*meta=*/true, removed);
+      }
       if (flags.Has('q')) return;   // q hides only HD
       code = "HD";
       break;
@@ -371,6 +385,9 @@ void ExecuteDelete(ItemStore* store, ThreadStats* stats, const Request& req, Rep
       stats->delete_misses.Add();
       code = "NF";
       break;
+    case DeleteStatus::kNoMemory:   // x's empty item found no room
+      out->Append("SERVER_ERROR out of memory\r\n");
+      return;
   }
   AppendCodeLine(code, req, out);
 }
@@ -512,7 +529,7 @@ void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, Reply
   switch (req.command) {
     case Command::kMetaGet: ExecuteGet(store, stats, w, req, out, outcome != nullptr ? warm : nullptr, outcome); break;
     case Command::kMetaSet: ExecuteSet(store, stats, w, req, out); break;
-    case Command::kMetaDelete: ExecuteDelete(store, stats, req, out); break;
+    case Command::kMetaDelete: ExecuteDelete(store, stats, w, req, out); break;
     case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, req, out); break;
     case Command::kMetaDebug: ExecuteDebug(store, stats, req, out); break;
     case Command::kMetaNoop: out->Append("MN\r\n"); break;

@@ -42,10 +42,10 @@ enum class FlagToken : uint8_t {
   kInvalid,   // not a flag of this command: parsing stops
 };
 
-// The numeric tokens: N R T (int32 TTLs), C (uint64), F (uint32), J D
+// The numeric tokens: N R T (int32 TTLs), C E (uint64), F (uint32), J D
 // (uint64), M (one char). `error` gets memcached's message for a bad one
 // (F has none of its own).
-FlagToken ParseNumericToken(unsigned char c, std::string_view t, MetaArgs* args,
+FlagToken ParseNumericToken(unsigned char c, std::string_view t, bool latest, MetaArgs* args,
                             std::string_view* error) {
   const std::string_view value = t.substr(1);
   switch (c) {
@@ -60,6 +60,10 @@ FlagToken ParseNumericToken(unsigned char c, std::string_view t, MetaArgs* args,
       (c == 'N' ? args->N : c == 'R' ? args->R : args->T) = ttl;
       return FlagToken::kOk;
     }
+    case 'E':   // 1.6.19+: the CAS the command gives the item
+      if (ParseUint64(value, &args->E)) return FlagToken::kOk;
+      *error = kBadToken;
+      return FlagToken::kBad;
     case 'C':
       if (ParseUint64(value, &args->C)) return FlagToken::kOk;
       *error = kBadToken;
@@ -67,8 +71,12 @@ FlagToken ParseNumericToken(unsigned char c, std::string_view t, MetaArgs* args,
     case 'F':
       return ParseUint32(value, &args->F) ? FlagToken::kOk : FlagToken::kBad;
     case 'M':
-      if (t.size() == 2) {
+      if (t.size() == 2 || (latest && t.size() > 2)) {   // 1.6.45 reads the first byte
         args->M = t[1];
+        return FlagToken::kOk;
+      }
+      if (latest) {   // a bare M: 1.6.45 reads the byte after it, never a mode
+        args->M = ' ';
         return FlagToken::kOk;
       }
       *error = "CLIENT_ERROR incorrect length for M token";
@@ -102,6 +110,7 @@ FlagToken ParseXfetchToken(std::string_view beta, MetaArgs* args, std::string_vi
 // The token of flag `c` (token `t`, the flag character first).
 FlagToken ParseFlagToken(unsigned char c, std::string_view t, bool allow_y, Request* out,
                          std::string_view* error) {
+  const bool latest = out->latest;
   switch (c) {
     case 'b': {
       const size_t n = Base64Decode(out->key, out->decoded_key, sizeof(out->decoded_key));
@@ -123,10 +132,10 @@ FlagToken ParseFlagToken(unsigned char c, std::string_view t, bool allow_y, Requ
     case 'r':   // herdless: the key's read rate, mg only
       return allow_y ? FlagToken::kOk : FlagToken::kInvalid;
     case 'c': case 'f': case 'h': case 'k': case 'l': case 'q': case 's':
-    case 't': case 'u': case 'v': case 'I': case 'P': case 'L':
+    case 't': case 'u': case 'v': case 'x': case 'I': case 'P': case 'L':
       return FlagToken::kOk;
     default:
-      return ParseNumericToken(c, t, &out->meta_args, error);
+      return ParseNumericToken(c, t, latest, &out->meta_args, error);
   }
 }
 
@@ -221,8 +230,11 @@ LineVerdict ParseMetaDeleteOrArithmetic(const CommandLine& line, Command command
   if (!IsValidKey(line.token[1])) return Error(kBadFormat);
   if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags too long");
   out->key = line.token[1];
-  if (!ParseMetaFlags(line, 2, /*allow_y=*/false, out).empty()) {
-    return Error("CLIENT_ERROR invalid or duplicate flag");
+  const std::string_view flag_error = ParseMetaFlags(line, 2, /*allow_y=*/false, out);
+  if (!flag_error.empty()) {
+    // 1.6.45's md names the error as mg and ms do (its ma does not).
+    const bool named = line.latest && command == Command::kMetaDelete;
+    return Error(named ? flag_error : "CLIENT_ERROR invalid or duplicate flag");
   }
   if (command == Command::kMetaArithmetic) {
     switch (out->meta_args.M) {

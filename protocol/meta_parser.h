@@ -3,14 +3,15 @@
 // tokenizer both parsers and the text executor share, so they split lines
 // identically.
 //
-// Flags follow 1.6.18, which checks one flag table for every meta command:
+// Flags follow memcached, which checks one flag table for every meta command:
 //   b c f h k l q s t u v O P L I   (no token, or a token that is ignored)
 //   N R T (int32 TTLs)  C (uint64)  F (uint32)  D J (uint64)  M (one char)
-// plus herdless's `Y<beta>` (a positive decimal), `Yr` or `Yr<beta>`
-// (refresh-ahead, with or without XFetch) and `r` (return the read rate) on
-// mg only. `E` (1.6.27+)
-// is an invalid flag, as in 1.6.18. The executor ignores flags that do not
-// apply to its command, as memcached does.
+// plus the flags 1.6.19+ added, always accepted (a 1.6.18 client never sends
+// them): `E<cas>` (uint64: the CAS the command gives the item) and `x` (md:
+// empty the value). On mg only, herdless's own `Y<beta>` (a positive
+// decimal), `Yr` or `Yr<beta>` (refresh-ahead, with or without XFetch) and `r`
+// (return the read rate); no memcached up to 1.6.45 uses Y or r. The executor
+// ignores flags that do not apply to its command, as memcached does.
 #ifndef HERDLESS_PROTOCOL_META_PARSER_H_
 #define HERDLESS_PROTOCOL_META_PARSER_H_
 
@@ -32,6 +33,7 @@ struct CommandLine {
   std::string_view line;
   std::string_view token[kMaxTokens];
   int count = 0;
+  bool latest = false;   // -o compat=1.6.45: parse as 1.6.45 where it differs
 
   // memcached's `ntokens`: the tokens plus its terminal token.
   int ntokens() const { return count + 1; }

@@ -2,6 +2,7 @@
 
 #include "protocol/key.h"
 #include "protocol/numbers.h"
+#include "storage/limits.h"
 
 namespace herdless {
 
@@ -45,7 +46,8 @@ bool ParseCrawlerClasses(std::string_view arg, uint64_t* classes) {
   return true;
 }
 
-void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string* out) {
+void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string* out,
+                        bool with_flags) {
   char key[kMaxUriEncodedKey];
   out->append("key=");
   out->append(key, UriEncode(item.key, key));
@@ -59,7 +61,13 @@ void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string
   AppendNumber(out, static_cast<uint64_t>(item.slab_class));
   out->append(" size=");
   AppendNumber(out, item.size);
-  out->append(item.stale ? " stale=yes" : " stale=no");
+  if (with_flags) {   // 1.6.45's field, with the space it writes after it
+    out->append(" flags=");
+    AppendNumber(out, item.client_flags);
+    out->push_back(' ');
+  }
+  out->append(item.stale ? (with_flags ? "stale=yes" : " stale=yes")
+                         : (with_flags ? "stale=no" : " stale=no"));
   out->append(item.lease_out ? " lease=yes" : " lease=no");
   // Only keys with a read-rate estimate (read twice within a second) have
   // one; the same figure as mg's r flag.
@@ -71,13 +79,25 @@ void AppendMetadumpLine(int64_t unix_offset, const WalkedItem& item, std::string
   out->push_back('\n');
 }
 
-MetadumpStream::MetadumpStream(ItemStore* store, uint64_t classes)
-    : store_(store), classes_(classes), unix_offset_(store->ToUnixTime(0)) {}
+void AppendMgdumpLine(const WalkedItem& item, std::string* out) {
+  out->append("mg ");
+  if (!item.binary_key) {
+    out->append(item.key);
+    out->append("\r\n");
+    return;
+  }
+  char encoded[(kMaxKeyLength + 2) / 3 * 4 + 4];
+  out->append(encoded, Base64Encode(item.key, encoded, sizeof(encoded)));
+  out->append(" b\r\n");
+}
+
+MetadumpStream::MetadumpStream(ItemStore* store, uint64_t classes, Format format)
+    : store_(store), classes_(classes), format_(format), unix_offset_(store->ToUnixTime(0)) {}
 
 bool MetadumpStream::Fill(ReplyBuffer* out, size_t max_pending, int max_steps) {
   for (int step = 0; !done_ && step < max_steps && out->pending_bytes() < max_pending; step++) {
     if (cursor_.done) {
-      out->Append("END\r\n");
+      out->Append(format_ == Format::kMgdump ? "EN\r\n" : "END\r\n");
       done_ = true;
       break;
     }
@@ -85,7 +105,11 @@ bool MetadumpStream::Fill(ReplyBuffer* out, size_t max_pending, int max_steps) {
     store_->Walk(&cursor_, kBucketsPerStep, [&](const WalkedItem& item) {
       // A lease stub has no value yet: a get would not find it.
       if (item.no_value || (classes_ & (uint64_t{1} << item.slab_class)) == 0) return;
-      AppendMetadumpLine(unix_offset_, item, &scratch_);
+      if (format_ == Format::kMgdump) {
+        AppendMgdumpLine(item, &scratch_);
+      } else {
+        AppendMetadumpLine(unix_offset_, item, &scratch_, format_ == Format::kMetadumpWithFlags);
+      }
       items_++;
     });
     out->Append(scratch_);

@@ -96,44 +96,61 @@ void StatsCachedump(ItemStore* store, ServerInfo* server, std::string_view args,
   out->Append(reply);
 }
 
+// lru_crawler metadump|mgdump <classes|all|hash>: the connection becomes a
+// stream of the dump. mgdump (1.6.22+) has its own refusals, and its "OK".
+void LruCrawlerDump(ServerInfo* server, std::string_view kind, std::string_view arg,
+                    bool pipelined, bool datagram, ReplyBuffer* out, ProcessOutcome* outcome) {
+  const bool mgdump = kind == "mgdump";
+  if (!server->Settings().dump_enabled) {
+    out->Append(mgdump ? "ERROR key dump not allowed\r\n" : "ERROR metadump not allowed\r\n");
+    return;
+  }
+  if (pipelined) {
+    out->Append(mgdump ? "ERROR cannot pipeline other commands before mgdump\r\n"
+                       : "ERROR cannot pipeline other commands before metadump\r\n");
+    return;
+  }
+  uint64_t classes = kAllCrawlerClasses;
+  // "hash" walks the hash table in memcached: herdless's dump always does.
+  if (arg != "hash" && !ParseCrawlerClasses(arg, &classes)) {
+    out->Append("BADCLASS invalid class id\r\n");
+    return;
+  }
+  if (datagram) {
+    out->Append(kNoStreamOverUdp);
+    return;
+  }
+  // 1.6.45 starts both dumps with OK (1.6.18's metadump does not).
+  const bool latest = server->Settings().latest();
+  if (mgdump || latest) out->Append("OK\r\n");
+  outcome->stream = mgdump ? ProcessOutcome::Stream::kMgdump : ProcessOutcome::Stream::kMetadump;
+  outcome->stream_arg = classes;
+  outcome->stream_latest = latest;
+}
+
 }  // namespace
 
-// lru_crawler <crawl|metadump|tocrawl|sleep> <arg> | <enable|disable>, with
-// memcached 1.6.18's replies (process_lru_crawler_command). crawl runs in the
-// background (ServerInfo::StartCrawl); metadump turns the connection into a
-// stream (ProcessOutcome::stream).
+// lru_crawler <crawl|metadump|mgdump|tocrawl|sleep> <arg> | <enable|disable>,
+// with memcached's replies (process_lru_crawler_command). crawl runs in the
+// background (ServerInfo::StartCrawl); metadump and mgdump turn the
+// connection into a stream (ProcessOutcome::stream).
 void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
                        ReplyBuffer* out, ProcessOutcome* outcome) {
   const Words w(req.args);
   OperatorSettings& ops = server->operators();
   const bool enabled = ops.lru_crawler.load(std::memory_order_relaxed);
-  if (w.count == 2 && (w.word[0] == "crawl" || w.word[0] == "metadump")) {
-    const bool dump = w.word[0] == "metadump";
+  if (w.count == 2 && (w.word[0] == "crawl" || w.word[0] == "metadump" || w.word[0] == "mgdump")) {
     if (!enabled) {
       out->Append("CLIENT_ERROR lru crawler disabled\r\n");
       return;
     }
-    if (dump && !server->Settings().dump_enabled) {
-      out->Append("ERROR metadump not allowed\r\n");
-      return;
-    }
-    if (dump && pipelined) {
-      out->Append("ERROR cannot pipeline other commands before metadump\r\n");
+    if (w.word[0] != "crawl") {
+      LruCrawlerDump(server, w.word[0], w.word[1], pipelined, datagram, out, outcome);
       return;
     }
     uint64_t classes = 0;
-    // "hash" walks the hash table in memcached: herdless's dump always does.
-    if (!(dump && w.word[1] == "hash") && !ParseCrawlerClasses(w.word[1], &classes)) {
+    if (!ParseCrawlerClasses(w.word[1], &classes)) {
       out->Append("BADCLASS invalid class id\r\n");
-      return;
-    }
-    if (dump && datagram) {
-      out->Append(kNoStreamOverUdp);
-      return;
-    }
-    if (dump) {
-      outcome->stream = ProcessOutcome::Stream::kMetadump;
-      outcome->stream_arg = w.word[1] == "hash" ? kAllCrawlerClasses : classes;
       return;
     }
     switch (server->StartCrawl(classes, ops.lru_crawler_tocrawl.load(std::memory_order_relaxed))) {
@@ -174,7 +191,8 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
   out->Append("ERROR\r\n");
 }
 
-// slabs automove <0|1|2> | automove ratio <r> | reassign <src> <dst>
+// slabs automove <0|1|2> | automove ratio|freeratio <r> | automove window
+// <3..1800> | reassign <src> <dst>
 // (process_slabs_command). herdless has no slabs to move: every segment
 // returns to one free pool that every class takes from, which is what
 // automove asks for; the setting is kept and shown. reassign is answered as
@@ -201,13 +219,25 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
     return;
   }
   if (w.count >= 2 && w.count <= Words::kMax && w.word[0] == "automove") {
-    if (w.word[1] == "ratio") {
+    if (w.word[1] == "ratio" || w.word[1] == "freeratio") {
       double ratio;
       if (w.count < 3 || !ParseDouble(w.word[2], &ratio)) {
         reply("ERROR\r\n");
         return;
       }
-      ops.slab_automove_ratio.store(ratio, std::memory_order_relaxed);
+      (w.word[1] == "ratio" ? ops.slab_automove_ratio : ops.slab_automove_freeratio)
+          .store(ratio, std::memory_order_relaxed);
+    } else if (w.word[1] == "window") {   // 1.6.20+
+      uint32_t window;
+      if (w.count < 3 || !ParseUint32(w.word[2], &window)) {
+        reply("CLIENT_ERROR bad command line format\r\n");
+        return;
+      }
+      if (window < 3 || window > 1800) {
+        reply("CLIENT_ERROR automove window too low or too high\r\n");
+        return;
+      }
+      ops.slab_automove_window.store(window, std::memory_order_relaxed);
     } else {
       uint32_t level;
       if (!ParseUint32(w.word[1], &level)) {

@@ -71,6 +71,7 @@ struct MetaArgs {
 struct Request {
   Command command = Command::kGet;
   bool noreply = false;
+  bool latest = false;            // -o compat=1.6.45 (ParserLimits::latest)
 
   // Single-key commands (and meta/lease commands): the key, already validated.
   std::string_view key;

@@ -33,13 +33,14 @@ struct ProcessOutcome {
   bool parked = false;
   uint64_t park_token = 0; // the lease it waits for (a new one = a new wait)
   std::string_view park_key;  // its key (in the input, which still holds the request)
-  // lru_crawler metadump, watch: the connection streams from here on (the
+  // lru_crawler metadump and mgdump, watch: the connection streams from here on (the
   // dump until its END, log lines until it closes); Process() stopped after
   // the command. The connection runs the stream (protocol/metadump.h,
   // daemon/watch_hub.h).
-  enum class Stream : uint8_t { kNone, kMetadump, kWatch };
+  enum class Stream : uint8_t { kNone, kMetadump, kMgdump, kWatch };
   Stream stream = Stream::kNone;
-  uint64_t stream_arg = 0; // metadump: size classes (bit c = class c); watch: kinds
+  uint64_t stream_arg = 0; // metadump, mgdump: size classes (bit c = class c); watch: kinds
+  bool stream_latest = false;  // metadump under -o compat=1.6.45: its flags= field
 
   // Warm-up (protocol/warm.h): the request at `consumed` won the lease
   // `park_token` of `park_key`, which has no value, and waits for the peer

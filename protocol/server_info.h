@@ -22,6 +22,11 @@ class WatchLog;
 
 enum class ClassicStampedeMode : uint8_t { kOff, kStale, kWait };
 
+// -o compat: which memcached's answers herdless gives where 1.6.18 and 1.6.45
+// answer the same request differently (docs/protocol.md's table). What only
+// 1.6.19+ has (a 1.6.18 client never sends it) is on under both.
+enum class Compat : uint8_t { k1618, k1645 };
+
 // -B: the protocol of a connection. kAuto picks per connection from its
 // first byte (0x80 = binary), as memcached's negotiation does.
 enum class BindingProtocol : uint8_t { kAuto, kAscii, kBinary };
@@ -100,6 +105,8 @@ struct ProtocolSettings {
   bool watch_enabled = true;       // -W turns off watch
   char prefix_delimiter = ':';     // -D: per-prefix stats (stats detail), and
   bool detail_enabled = false;     // -D turns them on, as memcached's -D does
+  Compat compat = Compat::k1618;   // -o compat=1.6.18|1.6.45
+  bool latest() const { return compat == Compat::k1645; }
 };
 
 // Operator switches set at run time (lru_crawler, slabs automove), with
@@ -111,6 +118,9 @@ struct OperatorSettings {
   std::atomic<uint32_t> lru_crawler_tocrawl{0}; // items per class a crawl checks, 0 = all
   std::atomic<uint32_t> slab_automove{1};       // 0 = off, 1 and 2 = on
   std::atomic<double> slab_automove_ratio{0.8};
+  // slabs automove window|freeratio (memcached 1.6.20+): kept and shown only.
+  std::atomic<uint32_t> slab_automove_window{30};
+  std::atomic<double> slab_automove_freeratio{0.01};
 };
 
 // Starting `lru_crawler crawl`, memcached's CRAWLER_* results.

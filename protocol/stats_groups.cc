@@ -44,11 +44,11 @@ void SnapshotStats(const SnapshotFigures& f, StatWriter* w) {
 }
 
 // server_stats' first lines: the process and its connections.
-void ProcessStats(const ServerSnapshot& snap, StatWriter* w) {
+void ProcessStats(const ServerSnapshot& snap, std::string_view version, StatWriter* w) {
   w->AddSigned("pid", snap.pid);
   w->AddSigned("uptime", snap.uptime);
   w->AddSigned("time", snap.time);
-  w->Add("version", kServerVersion);
+  w->Add("version", version);
   w->Add("libevent", std::string_view(snap.libevent));
   w->Add("pointer_size", uint64_t{8 * sizeof(void*)});
   w->AddFixed("rusage_user", snap.rusage_user, 6);
@@ -133,7 +133,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   const ThreadStatsTotals& t = snap.totals;
 #define HERDLESS_ADD_TOTAL(name) w->Add(#name, t.name);
 
-  ProcessStats(snap, w);
+  ProcessStats(snap, ServerVersion(server->Settings()), w);
   HERDLESS_COMMAND_STATS(HERDLESS_ADD_TOTAL)
   if (settings.idle_timeout != 0) w->Add("idle_kicks", t.idle_kicks);
   w->Add("bytes_read", t.bytes_read);
@@ -278,7 +278,8 @@ bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view grou
     SlabsStats(store, w);
   } else if (group == "sizes") {
     SizesStats(store, w);
-  } else if (group == "sizes_disable" || group == "sizes_enable") {
+  } else if ((group == "sizes_disable" || group == "sizes_enable") && !server->Settings().latest()) {
+    // 1.6.45 has neither (ERROR), as -o compat=1.6.45.
     // memcached writes these two without an end marker.
     const bool on = group == "sizes_enable";
     store->TrackSizes(on);

@@ -15,8 +15,12 @@
 namespace herdless {
 
 // What `version` says (memcached's VERSION, marked as herdless), and the
-// `version` stat.
+// `version` stat: the memcached version -o compat chose.
 inline constexpr std::string_view kServerVersion = "1.6.18-herdless";
+inline constexpr std::string_view kLatestServerVersion = "1.6.45-herdless";
+inline std::string_view ServerVersion(const ProtocolSettings& s) {
+  return s.latest() ? kLatestServerVersion : kServerVersion;
+}
 
 // `stats <group>` for both protocols: "" (the general stats), settings, items,
 // slabs, sizes, sizes_enable, sizes_disable, with the end marker where

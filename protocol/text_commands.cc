@@ -240,10 +240,12 @@ void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
 // ---------------------------------------------------------------------------
 // delete / incr / decr / touch
 
-void Delete(ItemStore* store, ThreadStats* stats, PrefixStats* prefixes, const Request& req,
-            ReplyBuffer* out) {
+void Delete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, PrefixStats* prefixes,
+            const Request& req, ReplyBuffer* out) {
   if (prefixes->enabled()) prefixes->RecordDelete(req.key);
-  if (store->Delete(DeleteRequest{.key = req.key}) == DeleteStatus::kDeleted) {
+  DeleteRequest::Removed removed;
+  if (store->Delete(DeleteRequest{.key = req.key, .removed = &removed}) == DeleteStatus::kDeleted) {
+    watch.Delete(req.key, /*meta=*/false, removed);
     stats->delete_hits.Add();
     Reply(req, out, "DELETED\r\n");
   } else {
@@ -326,7 +328,8 @@ void CacheMemlimit(ItemStore* store, const Request& req, ReplyBuffer* out) {
 // memcached ignores noreply here (process_shutdown_command never reads it).
 void Shutdown(ServerInfo* server, const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
   if (!server->Settings().shutdown_enabled) {
-    out->Append("ERROR: shutdown not enabled\r\n");
+    out->Append(server->Settings().latest() ? "SERVER_ERROR: shutdown not enabled\r\n"
+                                            : "ERROR: shutdown not enabled\r\n");
     return;
   }
   if (req.args.empty() || req.args == "graceful") {
@@ -360,9 +363,9 @@ void Verbosity(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   Reply(req, out, "OK\r\n");
 }
 
-void Version(ReplyBuffer* out) {
+void Version(const ProtocolSettings& settings, ReplyBuffer* out) {
   out->Append("VERSION ");
-  out->Append(kServerVersion);
+  out->Append(ServerVersion(settings));
   out->Append("\r\n");
 }
 
@@ -388,7 +391,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       Update(c.store, c.stats, c.watch, &c.server->prefix_stats(), req, out);
       return;
     case Command::kDelete:
-      Delete(c.store, c.stats, &c.server->prefix_stats(), req, out);
+      Delete(c.store, c.stats, c.watch, &c.server->prefix_stats(), req, out);
       return;
     case Command::kIncr:
     case Command::kDecr:
@@ -404,7 +407,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       StatsCommand(c.store, c.server, req, out);
       return;
     case Command::kVersion:
-      Version(out);
+      Version(c.server->Settings(), out);
       return;
     case Command::kVerbosity:
       Verbosity(c.server, req, out);
@@ -437,6 +440,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kMetaNoop:
     case Command::kMetaDebug:
       ExecuteMeta(c.store, c.stats, req, out, &c.watch, c.warm, outcome);
+      if (req.command == Command::kMetaNoop) c.batch_output = out->pending_bytes();
       return;
     case Command::kLeaseGet:
       LeaseGet(c.store, c.stats, c.server->Settings(), &c.server->prefix_stats(), c.warm, req, out,

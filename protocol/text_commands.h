@@ -28,7 +28,10 @@ struct TextContext {
   WatchContext watch;                 // `watch` lines: the server's log, the client's fd
   const WaitTicket* park = nullptr;   // classic wait mode: the ticket a read parks on
   WarmGate* warm = nullptr;           // warm-up from a peer (protocol/warm.h), nullptr = off
-  size_t batch_output = 0;            // output pending when the pass began
+  // Output pending when the pass began, or at its last `mn`: memcached's mn
+  // flushes its replies, so requests after it are not pipelined behind them
+  // (a dump or watch after an mn is accepted). Moved by the mn itself.
+  mutable size_t batch_output = 0;
   bool datagram = false;              // a UDP client: no streams
 };
 

@@ -67,6 +67,13 @@ bool TrailingNoreply(const CommandLine& l) {
   return l.count > 0 && l.token[l.count - 1] == "noreply";
 }
 
+// A command's word count: memcached 1.6.18 wants exactly `min` words or one
+// more (noreply); 1.6.45 (-o compat=1.6.45) wants at least `min` and ignores
+// the rest.
+bool WordCountOk(const CommandLine& l, int min) {
+  return l.latest ? l.count >= min : (l.count == min || l.count == min + 1);
+}
+
 std::string_view TrimTrailingSpaces(std::string_view s) {
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
   return s;
@@ -89,13 +96,12 @@ constexpr StoreWords kStoreWords{5, 2, 0};
 constexpr StoreWords kCasWords{6, 2, 5};
 constexpr StoreWords kLeaseSetWords{6, 3, 2};
 
-// A store command's line. A word where noreply may stand is otherwise
-// ignored; a word that does not read, or a length out of range, is
-// memcached's bad command line format. (The words' places are a template
-// argument so that each form reads its tokens at constant places.)
+// A store command's words, their count checked. A word where noreply may
+// stand is otherwise ignored; a word that does not read, or a length out of
+// range, is memcached's bad command line format. (The words' places are a
+// template argument so that each form reads its tokens at constant places.)
 template <StoreWords w>
-LineVerdict ParseStorage(const CommandLine& l, Command command, Request* out) {
-  if (l.count != w.count && l.count != w.count + 1) return Error(kUnknown);
+LineVerdict ParseStorageFields(const CommandLine& l, Command command, Request* out) {
   out->command = command;
   out->noreply = TrailingNoreply(l);
   const bool quiet = out->noreply;
@@ -115,6 +121,32 @@ LineVerdict ParseStorage(const CommandLine& l, Command command, Request* out) {
   return ExpectData();
 }
 
+// 1.6.45 (-o compat=1.6.45): at least 5 words (more are ignored), and once
+// <bytes> is read every error swallows the data block (a cas without its
+// unique too).
+template <StoreWords w>
+LineVerdict ParseStorageAs1645(const CommandLine& l, Command command, Request* out) {
+  int32_t length;
+  if (l.count < kStoreWords.count || !ParseInt32(l.token[4], &length) || length < 0 ||
+      length > INT32_MAX - 2) {
+    return Error(kBadFormat);
+  }
+  out->noreply = TrailingNoreply(l);
+  LineVerdict swallowed = Error(kBadFormat, out->noreply);
+  swallowed.swallow = uint64_t(length) + 2;
+  if (l.count < w.count) return swallowed;
+  const LineVerdict v = ParseStorageFields<w>(l, command, out);
+  return v.kind == LineVerdict::kError ? swallowed : v;
+}
+
+// lease-set (mcrouter's, not memcached's) keeps its word count under compat.
+template <StoreWords w>
+LineVerdict ParseStorage(const CommandLine& l, Command command, Request* out) {
+  if (l.latest && command != Command::kLeaseSet) return ParseStorageAs1645<w>(l, command, out);
+  if (l.count != w.count && l.count != w.count + 1) return Error(kUnknown);
+  return ParseStorageFields<w>(l, command, out);
+}
+
 // get/gets <key>*, gat/gats <exptime> <key>*. Keys are unbounded in number
 // (memcached re-tokenizes past its 24-token window), so they are checked on
 // the whole line. gat with no key is valid and answers END.
@@ -122,6 +154,8 @@ LineVerdict ParseRetrieval(const CommandLine& l, Command command, Request* out) 
   if (l.count < 2) return Error(kUnknown);
   out->command = command;
   int first_key = 1;
+  const bool touch = command == Command::kGat || command == Command::kGats;
+  if (touch && l.latest && l.count < 3) return Error(kBadFormat);   // 1.6.45: gat needs a key
   if (command == Command::kGat || command == Command::kGats) {
     int32_t exptime;
     if (!ParseInt32(l.token[1], &exptime)) return Error(kBadExptime);
@@ -143,9 +177,11 @@ LineVerdict ParseRetrieval(const CommandLine& l, Command command, Request* out) 
 
 // delete <key> [0] [noreply]: the legacy hold time is accepted only as "0".
 LineVerdict ParseDelete(const CommandLine& l, Request* out) {
-  if (l.count < 2 || l.count > 4) return Error(kUnknown);
+  if (l.count < 2 || (l.count > 4 && !l.latest)) return Error(kUnknown);
   out->command = Command::kDelete;
-  if (l.count > 2) {
+  if (l.latest) {
+    out->noreply = TrailingNoreply(l);   // 1.6.45 ignores the other words
+  } else if (l.count > 2) {
     const bool hold_is_zero = l.token[2] == "0";
     out->noreply = TrailingNoreply(l);
     const bool valid = (l.count == 3 && (hold_is_zero || out->noreply)) ||
@@ -162,7 +198,7 @@ LineVerdict ParseDelete(const CommandLine& l, Request* out) {
 
 // incr/decr <key> <delta> [noreply]
 LineVerdict ParseArithmetic(const CommandLine& l, Command command, Request* out) {
-  if (l.count != 3 && l.count != 4) return Error(kUnknown);
+  if (!WordCountOk(l, 3)) return Error(kUnknown);
   out->command = command;
   out->noreply = TrailingNoreply(l);
   if (!IsValidKey(l.token[1])) return Error(kBadFormat, out->noreply);
@@ -175,7 +211,7 @@ LineVerdict ParseArithmetic(const CommandLine& l, Command command, Request* out)
 
 // touch <key> <exptime> [noreply]
 LineVerdict ParseTouch(const CommandLine& l, Request* out) {
-  if (l.count != 3 && l.count != 4) return Error(kUnknown);
+  if (!WordCountOk(l, 3)) return Error(kUnknown);
   out->command = Command::kTouch;
   out->noreply = TrailingNoreply(l);
   if (!IsValidKey(l.token[1])) return Error(kBadFormat, out->noreply);
@@ -190,7 +226,7 @@ LineVerdict ParseTouch(const CommandLine& l, Request* out) {
 // word whenever the line is not just "flush_all [noreply]", and ignores a
 // third word that is not noreply.
 LineVerdict ParseFlushAll(const CommandLine& l, Request* out) {
-  if (l.count > 3) return Error(kUnknown);
+  if (l.count > 3 && !l.latest) return Error(kUnknown);
   out->command = Command::kFlushAll;
   out->noreply = TrailingNoreply(l);
   if (l.count != (out->noreply ? 2 : 1)) {
@@ -205,7 +241,10 @@ LineVerdict ParseFlushAll(const CommandLine& l, Request* out) {
 // verbosity <level> [noreply]; cache_memlimit <MB> [noreply] (whose bad
 // number memcached answers with a bare ERROR).
 LineVerdict ParseNumberCommand(const CommandLine& l, Command command, Request* out) {
-  if (l.count != 2 && l.count != 3) return Error(kUnknown);
+  if (!WordCountOk(l, 2)) {
+    // 1.6.45: verbosity without a level is a bad format (ParseLine says so).
+    return Error(kUnknown);
+  }
   out->command = command;
   out->noreply = TrailingNoreply(l);
   uint32_t n;
@@ -233,7 +272,7 @@ LineVerdict Simple(Command command, Request* out) {
 
 // process_command_ascii's dispatch, in its order: the first byte picks a
 // family, and a command word it does not know there is "ERROR".
-LineVerdict ParseLine(const CommandLine& l, Request* out) {
+LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
   if (l.count == 0 || l.token[0].size() < 2) return Error(kUnknown);
   const std::string_view word = l.token[0];
   switch (word[0]) {
@@ -285,7 +324,7 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
   }
   if (word == "replace") return ParseStorage<kStoreWords>(l, Command::kReplace, out);
   if (word == "prepend") return ParseStorage<kStoreWords>(l, Command::kPrepend, out);
-  if (word == "bget") return ParseRetrieval(l, Command::kGet, out);   // ancient alias
+  if (word == "bget" && !l.latest) return ParseRetrieval(l, Command::kGet, out);   // ancient alias, gone in 1.6.45
   if (word == "flush_all") return ParseFlushAll(l, out);
   if (word == "version") return Simple(Command::kVersion, out);
   if (word == "quit") return Simple(Command::kQuit, out);
@@ -308,6 +347,27 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
     return v;
   }
   return Error(kUnknown);
+}
+
+// The commands 1.6.45's parser knows by their word count: too few words (or,
+// in 1.6.18, too many) is its "bad command line format", not "ERROR".
+bool CountedCommand(std::string_view word) {
+  static constexpr std::string_view kCounted[] = {
+      "get", "gets", "gat", "gats", "set", "add", "cas", "append", "prepend", "replace",
+      "incr", "decr", "touch", "delete", "mg", "ms", "md", "ma", "me", "verbosity"};
+  for (std::string_view w : kCounted) {
+    if (word == w) return true;
+  }
+  return false;
+}
+
+LineVerdict ParseLine(const CommandLine& l, Request* out) {
+  LineVerdict v = ParseLineAs1618(l, out);
+  if (l.latest && v.kind == LineVerdict::kError && v.error == kUnknown && l.count > 0 &&
+      CountedCommand(l.token[0])) {
+    v.error = kBadFormat;
+  }
+  return v;
 }
 
 // A line with no '\n' yet may keep growing only if it is a multiget
@@ -333,6 +393,14 @@ ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits
     return result;
   }
   const size_t line_end = static_cast<size_t>(newline - buf) + 1;
+  if (limits.latest && line_end < 4) {
+    // 1.6.45: a line shorter than a two-byte command and its "\r\n".
+    ResetRequest(out);
+    result.status = ParseStatus::kError;
+    result.consumed = line_end;
+    result.error = kBadFormat;
+    return result;
+  }
 
   // The command line: without "\r\n" (or "\n"), and, as memcached reads it
   // with strlen, only up to a NUL byte.
@@ -343,7 +411,9 @@ ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits
   }
   CommandLine words;
   SplitCommandLine(line, &words);
+  words.latest = limits.latest;
   ResetRequest(out);
+  out->latest = limits.latest;
   const LineVerdict verdict = ParseLine(words, out);
 
   switch (verdict.kind) {

@@ -2,7 +2,8 @@
 // classic text protocol, the meta protocol and mcrouter's lease commands. It
 // never touches a socket, allocates nothing and reads only [buf, buf+len):
 // it answers "need more bytes", "here is a request", or "error, reply this".
-// Byte-for-byte the reply strings are memcached 1.6.18's (proto_text.c).
+// Byte-for-byte the reply strings are memcached 1.6.18's (proto_text.c), or
+// with ParserLimits::latest 1.6.45's where the two differ (docs/protocol.md).
 #ifndef HERDLESS_PROTOCOL_TEXT_PARSER_H_
 #define HERDLESS_PROTOCOL_TEXT_PARSER_H_
 
@@ -21,6 +22,8 @@ struct ParserLimits {
   const void* ctx = nullptr;
   size_t max_line_length = 2048;   // memcached: a line without '\n' past 2048
                                    // bytes closes the connection unless it is a get
+  bool latest = false;             // -o compat=1.6.45: 1.6.45's answers where they
+                                   // differ (Request::latest tells the executors)
 };
 
 enum class ParseStatus : uint8_t {

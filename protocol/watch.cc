@@ -15,13 +15,14 @@ struct KindName {
   uint32_t kind;
 };
 
-// memcached 1.6.18's process_watch_command, plus herdless's stampede.
+// memcached's process_watch_command (deletions: 1.6.21+), plus herdless's stampede.
 constexpr KindName kKindNames[] = {
     {"rawcmds", kWatchRawCmds},         {"evictions", kWatchEvictions},
     {"fetchers", kWatchFetchers},       {"mutations", kWatchMutations},
     {"sysevents", kWatchSysEvents},     {"connevents", kWatchConnEvents},
     {"proxyreqs", kWatchProxyReqs},     {"proxyevents", kWatchProxyEvents},
-    {"proxyuser", kWatchProxyUser},     {"stampede", kWatchStampede},
+    {"proxyuser", kWatchProxyUser},     {"deletions", kWatchDeletions},
+    {"stampede", kWatchStampede},
 };
 
 constexpr const char* kFetchStatus[] = {"not_found", "found", "flushed", "expired"};
@@ -96,6 +97,12 @@ void FormatItemStore(LogLine* line, std::string_view key, StoreLogStatus status,
       .Text(kStoreCommand[static_cast<int>(cmd)]).Text(" ttl=").Number(ttl).Text(" clsid=")
       .Number(static_cast<uint64_t>(slab_class)).Text(" cfd=").Signed(fd).Text(" size=")
       .Number(value_len);
+}
+
+void FormatItemDeleted(LogLine* line, std::string_view key, bool meta, int slab_class,
+                       size_t value_len) {
+  line->Text("type=deleted key=").Key(key).Text(meta ? " cmd=md" : " cmd=delete").Text(" clsid=")
+      .Number(static_cast<uint64_t>(slab_class)).Text(" size=").Number(value_len);
 }
 
 void FormatConnNew(LogLine* line, std::string_view ip, uint16_t port, ConnTransport transport, int fd) {
@@ -200,6 +207,17 @@ void WatchContext::Store(ItemStore* store, std::string_view key, size_t value_le
                   MemcachedSlabClass(MemcachedItemSize(key.size(), value_len, client_flags)), fd,
                   value_len);
   log->Write(kWatchMutations, line.view());
+}
+
+void WatchContext::Delete(std::string_view key, bool meta,
+                          const DeleteRequest::Removed& removed) const {
+  if (!wants(kWatchDeletions)) return;
+  LogLine line;
+  FormatItemDeleted(&line, key, meta,
+                    MemcachedSlabClass(MemcachedItemSize(key.size(), removed.value_len,
+                                                         removed.client_flags)),
+                    removed.value_len);
+  log->Write(kWatchDeletions, line.view());
 }
 
 void StoreEventLog::Sync(uint32_t watched_kinds) {

@@ -7,7 +7,7 @@
 //
 // This file names the kinds, parses the command's arguments, and formats
 // each event's body (what follows "gid=<n> "): memcached's item_get,
-// item_store, eviction, conn_new and conn_close lines, and herdless's
+// item_store, deleted, eviction, conn_new and conn_close lines, and herdless's
 // stampede stream (docs/operations.md). Keys are URI-encoded. Pure code: the
 // buffers, threads and sockets are the daemon's.
 #ifndef HERDLESS_PROTOCOL_WATCH_H_
@@ -34,7 +34,9 @@ enum WatchKind : uint32_t {
   kWatchProxyReqs = 1u << 10,
   kWatchProxyEvents = 1u << 11,
   kWatchProxyUser = 1u << 12,
-  kWatchStampede = 1u << 13,   // herdless: leases, stale values, parked readers
+  kWatchDeletions = 1u << 13,  // memcached 1.6.21+
+  // herdless: leases, stale values, parked readers (its own bit, past memcached's)
+  kWatchStampede = 1u << 20,
 };
 
 // `watch [kind ...]`: the words after "watch". No word = fetchers, as
@@ -87,6 +89,9 @@ void FormatItemGet(LogLine* line, std::string_view key, FetchStatus status, int 
 void FormatItemStore(LogLine* line, std::string_view key, StoreLogStatus status,
                      StoreLogCommand cmd, uint32_t ttl, int slab_class, int fd, size_t value_len);
 // `ip` is the peer's address text ("unix" for a unix socket).
+// memcached 1.6.21+'s deletion line; `meta` is md (else delete).
+void FormatItemDeleted(LogLine* line, std::string_view key, bool meta, int slab_class,
+                       size_t value_len);
 void FormatConnNew(LogLine* line, std::string_view ip, uint16_t port, ConnTransport transport, int fd);
 void FormatConnClose(LogLine* line, std::string_view ip, uint16_t port, ConnTransport transport,
                      CloseReason reason, int fd);
@@ -111,6 +116,8 @@ struct WatchContext {
   void Fetch(std::string_view key, const ReadResult& r, bool hit) const;
   void Store(ItemStore* store, std::string_view key, size_t value_len, uint32_t client_flags,
              int64_t exptime, StoreMode mode, StoreStatus status) const;
+  // A delete or md that removed (or, md x, emptied) an item.
+  void Delete(std::string_view key, bool meta, const DeleteRequest::Removed& removed) const;
 };
 
 // Forwards the store's events to a WatchLog as lines, asking the store only

@@ -270,6 +270,9 @@ class ItemStore::Impl {
                                        ItemView item, uint8_t state, uint8_t freq, const LeaseHandover& lease,
                                        const Times& t, bool counts_as_new = true);
   StoreResult StoreConcat(const StoreRequest& req);
+  // Delete's empty_value (md x): the found item replaced by an empty one.
+  Placement EmptyValueLocked(ShardLock& lock, int attempt, Shard& shard, uint64_t hash, const Found& f,
+                             const DeleteRequest& req, const Times& t);
   HERDLESS_STEP static ArithStatus CountedValueLocked(Shard& shard, ItemView old_item, const ArithRequest& req,
                                                       bool first_attempt, uint64_t* value);
 

@@ -101,7 +101,8 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
     ItemFields fields = StubFields(key, f, opts, touch_exptime, t, &state);
     Placed placed;
     ItemView stub(nullptr);
-    const Placement placement = WriteNewLocked(lock, attempt, t, /*draw_cas=*/true, &fields, &placed, &stub);
+    const Placement placement = WriteNewLocked(lock, attempt, t, /*draw_cas=*/opts.create_cas == 0, &fields, &placed,
+                                                 &stub);
     if (placement == Placement::kRetry) continue;  // the key may have changed meanwhile: look again
     if (placement == Placement::kNoRoom) return r;  // a miss without a lease
     LinkStubLocked(shard, hash, placed, stub, state, MakesPlaceholder(opts), t, &r);
@@ -126,7 +127,8 @@ ItemFields ItemStore::Impl::StubFields(std::string_view key, const Found& f, con
     fields.exptime = opts.has_touch ? touch_exptime : ToExpiryTick(opts.create_exptime);
     if (opts.bump) *state |= kItemFetched;
   }
-  fields.cas = 2;   // narrow: the real one is drawn once there is room
+  // narrow: the real one is drawn once there is room (unless the client chose it)
+  fields.cas = opts.create_cas != 0 ? opts.create_cas : 2;
   fields.read_rate = f.carried_rate;
   if (fields.read_rate.present()) {
     fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));

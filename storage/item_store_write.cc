@@ -285,8 +285,17 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
       return Answer(DeleteStatus::kNotFound);
     }
     if (req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) return Answer(DeleteStatus::kExists);
+    if (req.empty_value) {
+      const Placement placement = EmptyValueLocked(lock, attempt, shard, hash, f, req, t);
+      if (placement == Placement::kRetry) return kRetry;
+      return Answer(placement == Placement::kNoRoom ? DeleteStatus::kNoMemory : DeleteStatus::kDeleted);
+    }
     shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].delete_hits++;
     if (!req.mark_stale) {
+      if (req.removed != nullptr) {
+        const ItemView gone = ItemAt(*f.slot);
+        *req.removed = {gone.value_len(), gone.client_flags()};
+      }
       UnlinkLocked(shard, f.slot);
       return Answer(DeleteStatus::kDeleted);
     }
@@ -316,6 +325,40 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
     return Answer(DeleteStatus::kDeleted);
   });
   return answer;
+}
+
+// md x: a new, empty item in the old one's place, as memcached stores one
+// over it: the request's client flags and TTL, the old CAS (or the chosen
+// one). With I it is stale, with a new CAS, and the lease is cancelled;
+// without I it is a new value of the key, which ends the lease.
+ItemStore::Impl::Placement ItemStore::Impl::EmptyValueLocked(ShardLock& lock, int attempt, Shard& shard,
+                                                             uint64_t hash, const Found& f,
+                                                             const DeleteRequest& req, const Times& t) {
+  const ItemView old_item = ItemAt(*f.slot);
+  ItemFields fields;
+  fields.key = req.key;
+  fields.last_access = ClampStoreTime(t.now_s);
+  fields.client_flags = req.client_flags;
+  fields.exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
+  fields.delta_ms = old_item.delta_ms();
+  LeaseHandover lease;
+  uint8_t state = 0;
+  if (req.mark_stale) {
+    fields.cas = req.new_cas != 0 ? req.new_cas : NextCas();
+    state = kItemStale;
+  } else {
+    fields.cas = req.new_cas != 0 ? req.new_cas : old_item.cas();
+    lease = EndLeaseLocked(shard, *f.slot, &fields, t);
+  }
+  const int old_class = SlabClassOf(old_item);
+  fields.read_rate = CarriedRateLocked(shard, old_item, t, fields.exptime);
+  Placed placed;
+  ItemView item(nullptr);
+  const Placement placement = WriteNewLocked(lock, attempt, t, /*draw_cas=*/false, &fields, &placed, &item);
+  if (placement != Placement::kWritten) return placement;
+  if (!req.mark_stale) shard.counters.classes[old_class].delete_hits++;   // memcached's md x counts a hit
+  ReplaceLocked(shard, hash, f, placed, item, state, slot::Freq(*f.slot), lease, t);
+  return Placement::kWritten;
 }
 
 bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime) {

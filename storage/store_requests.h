@@ -34,6 +34,7 @@ struct ReadOptions {
   int64_t touch_exptime = 0;
   bool create_on_miss = false;    // kMeta: a miss creates a 0-byte item that wins the lease
   int64_t create_exptime = 0;     // its exptime (touch_exptime with has_touch)
+  uint64_t create_cas = 0;        // the created item's CAS (mg N with E), 0 = the counter's
   LeaseAsk lease;                 // what the lease decision may grant (storage/lease.h)
   // The lease decision judges the TTL after this read's touch; false
   // (default): the TTL the item had before it.
@@ -122,9 +123,22 @@ struct DeleteRequest {
   bool has_ttl = false;           // with mark_stale: a new exptime for the stale value
   int64_t exptime = 0;
   uint64_t new_cas = 0;           // the stale value's CAS instead of the counter's (0 = counter)
+  // md x (memcached 1.6.19+): instead of removing the item, replace it with an
+  // empty value holding `client_flags` and `exptime` (has_ttl; else none) and
+  // the old CAS (or new_cas); with mark_stale the empty value is stale.
+  bool empty_value = false;
+  uint32_t client_flags = 0;
+  // When not null, a plain delete that removed an item fills it in (for the
+  // `watch deletions` line).
+  struct Removed {
+    uint32_t value_len = 0;
+    uint32_t client_flags = 0;
+  };
+  Removed* removed = nullptr;
 };
 
-enum class DeleteStatus : uint8_t { kDeleted, kNotFound, kExists };
+// kNoMemory: only an empty_value delete, when its empty item found no room.
+enum class DeleteStatus : uint8_t { kDeleted, kNotFound, kExists, kNoMemory };
 
 struct ArithRequest {
   std::string_view key;

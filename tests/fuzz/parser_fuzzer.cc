@@ -1,5 +1,5 @@
 // libFuzzer target for ParseRequest. The first two input bytes pick the
-// limits and how the rest of the input is cut into chunks; the rest is a
+// limits (and compat=1.6.45's parse) and how the rest of the input is cut into chunks; the rest is a
 // client's byte stream. It is fed twice, whole and chunk by chunk, the way a
 // connection would (append, parse until kNeedMore, drop consumed and
 // swallowed bytes). Checked:
@@ -144,6 +144,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_value_length = &FuzzMaxValue;
   limits.ctx = &max_value;
   limits.max_line_length = (seed & 0x100) ? 2048 : 24 + ((seed >> 9) & 0x3f);
+  limits.latest = (seed & 0x80) != 0;   // -o compat=1.6.45's parse
 
   std::vector<size_t> chunks;
   uint32_t x = seed * 2654435761u + 1;

@@ -522,7 +522,7 @@ TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
       "memory_file", "lease_timeout", "xfetch_delta_ms", "xfetch_beta", "stale_grace",
       "classic_stampede", "wait_timeout_ms", "refresh_ahead", "refresh_hot", "refresh_epsilon",
       "refresh_max_fraction", "stalled_client_timeout", "exact_threads", "io",
-      "snapshot_interval", "warm_peer", "warm_timeout_ms", "warm_holdoff", "warm_for", "metrics",
+      "snapshot_interval", "compat", "warm_peer", "warm_timeout_ms", "warm_holdoff", "warm_for", "metrics",
       "restore_max_age"};
   EXPECT_EQ(StatNames(reply), expected);
   EXPECT_EQ(StatValue(reply, "metrics"), "NULL");   // off
@@ -632,6 +632,20 @@ TEST_F(ExecutorTest, MetadumpTurnsTheConnectionIntoAStream) {
             "VERSION " + std::string(kServerVersion) +
                 "\r\nERROR cannot pipeline other commands before metadump\r\n");
   EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kNone);
+  // memcached's mn flushes the replies before it: what follows is not pipelined.
+  EXPECT_EQ(Run("mn\r\nlru_crawler metadump all\r\n"), "MN\r\n");
+  EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kMetadump);
+}
+
+TEST_F(ExecutorTest, MgdumpStartsWithOkAndStreams) {
+  EXPECT_EQ(Run("lru_crawler mgdump hash\r\n"), "OK\r\n");
+  EXPECT_EQ(outcome_.stream, ProcessOutcome::Stream::kMgdump);
+  EXPECT_EQ(Run("version\r\nlru_crawler mgdump all\r\n"),
+            "VERSION " + std::string(kServerVersion) +
+                "\r\nERROR cannot pipeline other commands before mgdump\r\n");
+  EXPECT_EQ(Run("lru_crawler mgdump 99\r\n"), "BADCLASS invalid class id\r\n");
+  server_.settings.dump_enabled = false;
+  EXPECT_EQ(Run("lru_crawler mgdump all\r\n"), "ERROR key dump not allowed\r\n");
 }
 
 // Over UDP a stream cannot run: memcached's reply is lost, herdless says so.
@@ -825,6 +839,30 @@ TEST_F(ExecutorTest, RefreshCertsAnswersOkOrTheError) {
   // noreply hides the OK only, as memcached's write_and_free.
   EXPECT_EQ(Run("refresh_certs noreply\r\n"), "Error loading the key: /k.pem : nope\r\n");
   EXPECT_EQ(server_.refreshes, 3);
+}
+
+// -o compat=1.6.45: 1.6.45's answers where 1.6.18's differ.
+TEST_F(ExecutorTest, Compat1645AnswersAs1645) {
+  server_.settings.compat = Compat::k1645;
+  Executor latest(&store_, &server_, &stats_);
+  auto run = [&](std::string_view input) {
+    outcome_ = latest.Process(input, &out_, SIZE_MAX, 0);
+    return Drain(&out_);
+  };
+  EXPECT_EQ(run("version\r\n"), "VERSION 1.6.45-herdless\r\n");
+  EXPECT_EQ(StatValue(run("stats\r\n"), "version"), "1.6.45-herdless");
+  EXPECT_EQ(run("shutdown\r\n"), "SERVER_ERROR: shutdown not enabled\r\n");
+  EXPECT_EQ(run("\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(run("stats sizes_enable\r\n"), "ERROR\r\n");
+  EXPECT_EQ(run("bget a\r\n"), "ERROR\r\n");
+  const std::string stored = run("ms a 2 c\r\nhi\r\n");
+  const std::string cas = stored.substr(4, stored.size() - 6);
+  EXPECT_EQ(run("mg a v C" + cas + "\r\n"), "HD\r\n");   // the client's copy is current
+  EXPECT_EQ(run("mg a v C1\r\n"), "VA 2\r\nhi\r\n");
+  // and under the default, 1.6.18's
+  server_.settings.compat = Compat::k1618;
+  EXPECT_EQ(Run("mg a v C" + cas + "\r\n"), "VA 2\r\nhi\r\n");
+  EXPECT_EQ(Run("version\r\n"), "VERSION 1.6.18-herdless\r\n");
 }
 
 }  // namespace

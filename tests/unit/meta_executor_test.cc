@@ -470,6 +470,49 @@ TEST_F(MetaExecutorTest, MdCountsDeletesButNotInvalidations) {
   EXPECT_EQ(stats_.delete_misses.Get(), 2u);
 }
 
+// md x (memcached 1.6.19+): the replies memcached 1.6.45 gave to the same
+// requests (tests/integration/test_compare_latest.py replays them too).
+TEST_F(MetaExecutorTest, MdXEmptiesTheValueKeepingCasWithNewFlagsAndTtl) {
+  uint64_t cas = CasOf(Run("ms a 2 T0 F5 c", "hi"));
+  EXPECT_EQ(Run("md a x F7 T100"), "HD\r\n");
+  EXPECT_EQ(Run("mg a c f v t s"), "VA 0 c" + S(cas) + " f7 t100 s0\r\n\r\n");
+  EXPECT_EQ(stats_.delete_hits.Get(), 1u);   // memcached counts md x as a delete hit
+  EXPECT_EQ(Run("md a x"), "HD\r\n");        // no F, no T: flags 0, no TTL
+  EXPECT_EQ(Run("mg a f t"), "HD f0 t-1\r\n");
+  EXPECT_EQ(Run("md zz x"), "NF\r\n");
+  EXPECT_EQ(Run("md a x C1"), "EX\r\n");
+  EXPECT_EQ(Run("md a x C" + S(cas) + " q"), "");
+}
+
+TEST_F(MetaExecutorTest, MdXWithIIsAStaleTombstoneWithTheChosenCas) {
+  Run("ms a 2", "hi");
+  EXPECT_EQ(Run("md a x I E999"), "HD\r\n");
+  EXPECT_EQ(Run("mg a c f v t s"), "VA 0 c999 f0 t-1 s0 X W\r\n\r\n");
+  EXPECT_EQ(Run("mg a c"), "HD c999 Z X\r\n");
+  EXPECT_EQ(stats_.delete_hits.Get(), 0u);   // an invalidation, not a delete
+}
+
+TEST_F(MetaExecutorTest, EGivesTheItemTheClientsCas) {
+  EXPECT_EQ(Run("ms d 1 E77 c", "x"), "HD c77\r\n");
+  EXPECT_EQ(Run("mg d c"), "HD c77\r\n");
+  EXPECT_EQ(Run("ms d 1 C77 E78 c", "y"), "HD c78\r\n");
+  EXPECT_EQ(Run("md d I E90"), "HD\r\n");
+  EXPECT_EQ(Run("mg d c"), "HD c90 X W\r\n");
+  EXPECT_EQ(Run("md d E5"), "HD\r\n");          // a plain delete: E has nothing to set
+  EXPECT_EQ(Run("ma e N0 J5 E55 c v"), "VA 1 c55\r\n5\r\n");
+  EXPECT_EQ(Run("ma e E56 c v"), "VA 1 c56\r\n6\r\n");
+  // mg: only the item N creates takes E's CAS; a hit keeps its own.
+  EXPECT_EQ(Run("mg b N30 E1234 c v"), "VA 0 c1234 W\r\n\r\n");
+  EXPECT_EQ(Run("mg e E1 c"), "HD c56\r\n");
+}
+
+TEST_F(MetaExecutorTest, MsNInAppendModeCreatesTheMissingItem) {
+  EXPECT_EQ(Run("ms c 2 MA N30 F3 s", "ab"), "HD s2\r\n");
+  EXPECT_EQ(Run("mg c v f t"), "VA 2 f3 t30\r\nab\r\n");
+  EXPECT_EQ(Run("ms c 1 MP N30 s", "z"), "HD s3\r\n");
+  EXPECT_EQ(Run("ms nn 1 MA s", "z"), "NS s1\r\n");
+}
+
 // ---------------------------------------------------------------------------
 // ma
 

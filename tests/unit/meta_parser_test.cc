@@ -134,12 +134,23 @@ TEST_F(MetaParserTest, RateFlagIsHerdlessOnlyOnMg) {
   EXPECT_EQ(ErrorOf("ma foo r\r\n"), "CLIENT_ERROR invalid or duplicate flag");
 }
 
-TEST_F(MetaParserTest, EIsNotA1618Flag) {
-  EXPECT_EQ(ErrorOf("mg foo E5\r\n"), "CLIENT_ERROR invalid flag");
+// E (1.6.19+) and x (1.6.19+) are accepted on every meta command, as 1.6.45's
+// one flag table does; E's token is a uint64.
+TEST_F(MetaParserTest, ECarriesTheClientsCasAndXIsAFlag) {
+  EXPECT_EQ(Ok("mg foo N30 E5\r\n").meta_args.E, 5u);
+  EXPECT_EQ(Ok("ms foo 1 E18446744073709551615\r\nx\r\n").meta_args.E, UINT64_MAX);
+  EXPECT_EQ(Ok("ma foo E7\r\n").meta_args.E, 7u);
+  const Request& r = Ok("md foo x I E9 F3 T30\r\n");
+  EXPECT_TRUE(r.meta.Has('x'));
+  EXPECT_EQ(r.meta_args.E, 9u);
+  EXPECT_EQ(ErrorOf("mg foo E\r\n"), "CLIENT_ERROR bad token in command line format");
+  EXPECT_EQ(ErrorOf("mg foo E-1\r\n"), "CLIENT_ERROR bad token in command line format");
+  EXPECT_EQ(ErrorOf("mg foo x x\r\n"), "CLIENT_ERROR duplicate flag");
+  EXPECT_EQ(ErrorOf("md foo Ez\r\n"), "CLIENT_ERROR invalid or duplicate flag");
 }
 
 TEST_F(MetaParserTest, UnknownFlag) {
-  EXPECT_EQ(ErrorOf("mg foo x\r\n"), "CLIENT_ERROR invalid flag");
+  EXPECT_EQ(ErrorOf("mg foo z\r\n"), "CLIENT_ERROR invalid flag");
   EXPECT_EQ(ErrorOf("mg foo m o o o o o o o o o\r\n"), "CLIENT_ERROR invalid flag");
   EXPECT_EQ(ErrorOf("mg foo 1\r\n"), "CLIENT_ERROR invalid flag");
 }
@@ -152,7 +163,7 @@ TEST_F(MetaParserTest, DuplicateFlag) {
 }
 
 TEST_F(MetaParserTest, FirstInvalidOrDuplicateFlagWinsOverEarlierBadTokens) {
-  EXPECT_EQ(ErrorOf("mg foo Tx x\r\n"), "CLIENT_ERROR invalid flag");
+  EXPECT_EQ(ErrorOf("mg foo Tx z\r\n"), "CLIENT_ERROR invalid flag");
 }
 
 TEST_F(MetaParserTest, BadNumericTokensName1618sMessages) {
@@ -237,7 +248,7 @@ TEST_F(MetaParserTest, ShortMetaLines) {
 }
 
 TEST_F(MetaParserTest, ErrorsAreSentEvenWithQ) {
-  EXPECT_EQ(ErrorOf("mg foo q x\r\n"), "CLIENT_ERROR invalid flag");
+  EXPECT_EQ(ErrorOf("mg foo q z\r\n"), "CLIENT_ERROR invalid flag");
   EXPECT_EQ(ErrorOf("ma foo q MX\r\n"), "CLIENT_ERROR invalid mode for ma M token");
 }
 
@@ -285,7 +296,7 @@ TEST_F(MetaParserTest, MsDatalenErrorsLeaveTheDataUnswallowed) {
 
 TEST_F(MetaParserTest, MsFlagErrorsSwallowTheData) {
   const std::pair<const char*, const char*> cases[] = {
-      {"ms foo 2 x\r\n", "CLIENT_ERROR invalid flag"},
+      {"ms foo 2 z\r\n", "CLIENT_ERROR invalid flag"},
       {"ms foo 2 v v\r\n", "CLIENT_ERROR duplicate flag"},
       {"ms foo 2 Tq\r\n", "CLIENT_ERROR bad token in command line format"},
       {"ms foo 2 Fx\r\n", "CLIENT_ERROR bad command line format"},
@@ -345,7 +356,7 @@ TEST_F(MetaParserTest, MdFlags) {
 
 TEST_F(MetaParserTest, MdReportsEveryFlagErrorAsOne) {
   const std::string message = "CLIENT_ERROR invalid or duplicate flag";
-  EXPECT_EQ(ErrorOf("md foo x\r\n"), message);
+  EXPECT_EQ(ErrorOf("md foo z\r\n"), message);
   EXPECT_EQ(ErrorOf("md foo q q\r\n"), message);
   EXPECT_EQ(ErrorOf("md foo Tabc\r\n"), message);
 }

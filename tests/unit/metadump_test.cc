@@ -62,6 +62,25 @@ TEST(MetadumpTest, LineHasMemcachedsFieldsThenHerdlesss) {
   line.clear();
   AppendMetadumpLine(1000, item, &line);
   EXPECT_EQ(line, "key=a%25b exp=-1 la=1040 cas=77 fetch=no cls=7 size=325 stale=yes lease=yes rate=25.00\n");
+  // -o compat=1.6.45: 1.6.45's flags= field (and the space after it) before herdless's.
+  item.reads_per_s = 0;
+  item.client_flags = 9;
+  line.clear();
+  AppendMetadumpLine(1000, item, &line, /*with_flags=*/true);
+  EXPECT_EQ(line, "key=a%25b exp=-1 la=1040 cas=77 fetch=no cls=7 size=325 flags=9 stale=yes lease=yes\n");
+}
+
+// memcached 1.6.45's crawler_mgdump_eval: the key as is, or base64 and " b".
+TEST(MetadumpTest, MgdumpLineIsAnMgOfTheKey) {
+  WalkedItem item;
+  item.key = "foo";
+  std::string line;
+  AppendMgdumpLine(item, &line);
+  EXPECT_EQ(line, "mg foo\r\n");
+  item.binary_key = true;
+  line.clear();
+  AppendMgdumpLine(item, &line);
+  EXPECT_EQ(line, "mg Zm9v b\r\n");
 }
 
 TEST(MetadumpTest, ParsesCrawlerClassesAsMemcached) {
@@ -85,8 +104,9 @@ class MetadumpStreamTest : public ::testing::Test {
   }
 
   // Runs a dump to its end in small passes, as a connection does.
-  std::string Dump(uint64_t classes) {
-    MetadumpStream dump(store_.get(), classes);
+  std::string Dump(uint64_t classes,
+                   MetadumpStream::Format format = MetadumpStream::Format::kMetadump) {
+    MetadumpStream dump(store_.get(), classes, format);
     ReplyBuffer out;
     std::string text;
     // A pass stops at the bound: the client (here) reads what is pending before the next.
@@ -133,6 +153,17 @@ TEST_F(MetadumpStreamTest, ListsOnlyTheClassesAsked) {
   EXPECT_NE(text.find("key=big "), std::string::npos);
   EXPECT_EQ(text.find("key=small "), std::string::npos);
   EXPECT_EQ(Dump(uint64_t{1} << 2), "END\r\n");
+}
+
+TEST_F(MetadumpStreamTest, MgdumpListsMgLinesThenEn) {
+  Put("small", 1);
+  Put("big", 300);
+  Put("gone", 10, 1);
+  clock_.AdvanceSeconds(2);
+  const std::string text = Dump(kAllCrawlerClasses, MetadumpStream::Format::kMgdump);
+  EXPECT_TRUE(text == "mg small\r\nmg big\r\nEN\r\n" || text == "mg big\r\nmg small\r\nEN\r\n")
+      << text;
+  EXPECT_EQ(Dump(uint64_t{1} << 2, MetadumpStream::Format::kMgdump), "EN\r\n");
 }
 
 }  // namespace

@@ -627,5 +627,70 @@ TEST_F(TextParserTest, TooLargeIsDecidedOnceTheLineIsComplete) {
   ExpectPrefixesNeedMore(line + "vvvv", line.size());
 }
 
+// -o compat=1.6.45: the answers memcached 1.6.45 gave to the same lines
+// (tests/integration/test_compare_latest.py replays them against the server).
+class LatestParserTest : public ::testing::Test {
+ protected:
+  ParseResult Parse(std::string_view in) {
+    input_.assign(in.data(), in.size());
+    ParserLimits limits = TestLimits();
+    limits.latest = true;
+    return ParseRequest(input_.data(), input_.size(), limits, &req_);
+  }
+  std::string ErrorOf(std::string_view in) {
+    const ParseResult r = Parse(in);
+    EXPECT_EQ(r.status, ParseStatus::kError) << in;
+    return std::string(r.error);
+  }
+  std::string input_;
+  Request req_;
+};
+
+TEST_F(LatestParserTest, ShortAndBlankLinesAreBadFormat) {
+  for (const char* line : {"\r\n", " \r\n", "a\r\n", "\n", "get\r\n", "gat 10\r\n", "set a 0 0\r\n",
+                           "incr a\r\n", "touch a\r\n", "delete\r\n", "mg\r\n", "md\r\n",
+                           "verbosity\r\n"}) {
+    EXPECT_EQ(ErrorOf(line), "CLIENT_ERROR bad command line format") << line;
+  }
+  EXPECT_EQ(ErrorOf("ab\r\n"), "ERROR");   // two bytes: a command word, unknown
+  EXPECT_EQ(ErrorOf("bget a\r\n"), "ERROR");
+}
+
+TEST_F(LatestParserTest, TrailingWordsAreIgnored) {
+  ParseResult r = Parse("set a 0 0 1 noreply extra\r\nx\r\n");
+  EXPECT_EQ(r.status, ParseStatus::kRequest);
+  EXPECT_FALSE(req_.noreply);   // noreply counts only as the last word
+  EXPECT_EQ(req_.value, "x");
+  EXPECT_EQ(Parse("touch a 10 x y\r\n").status, ParseStatus::kRequest);
+  EXPECT_EQ(Parse("verbosity 1 2 3\r\n").status, ParseStatus::kRequest);
+  r = Parse("delete a noreply extra\r\n");
+  EXPECT_EQ(r.status, ParseStatus::kRequest);
+  EXPECT_FALSE(req_.noreply);
+  EXPECT_EQ(Parse("delete a 5\r\n").status, ParseStatus::kRequest);
+  EXPECT_TRUE(req_.latest);
+}
+
+TEST_F(LatestParserTest, StorageErrorsSwallowTheBlockOnceItsLengthIsKnown) {
+  ParseResult r = Parse("cas a 0 0 1\r\nx\r\n");
+  EXPECT_EQ(r.status, ParseStatus::kError);
+  EXPECT_EQ(r.error, "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(r.swallow, 3u);
+  r = Parse("set a z 0 1\r\nx\r\n");
+  EXPECT_EQ(r.swallow, 3u);
+  r = Parse("set a 0 0 x\r\n");
+  EXPECT_EQ(r.status, ParseStatus::kError);
+  EXPECT_EQ(r.swallow, 0u);
+  EXPECT_TRUE(Parse("cas a 0 0 1 noreply\r\nx\r\n").suppress);
+}
+
+TEST_F(LatestParserTest, MdNamesItsFlagErrorAndMTakesTheFirstLetter) {
+  EXPECT_EQ(ErrorOf("md a Zz\r\n"), "CLIENT_ERROR invalid flag");
+  EXPECT_EQ(ErrorOf("md a q q\r\n"), "CLIENT_ERROR duplicate flag");
+  EXPECT_EQ(ErrorOf("ma a Zz\r\n"), "CLIENT_ERROR invalid or duplicate flag");
+  EXPECT_EQ(Parse("ms a 1 MSX\r\nx\r\n").status, ParseStatus::kRequest);
+  EXPECT_EQ(req_.meta_args.M, 'S');
+  EXPECT_EQ(ErrorOf("ms a 1 M\r\nx\r\n"), "CLIENT_ERROR invalid mode for ms M token");
+}
+
 }  // namespace
 }  // namespace herdless

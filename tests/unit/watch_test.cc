@@ -15,6 +15,19 @@ TEST(WatchTest, ParsesMemcachedsKindsAndStampede) {
   EXPECT_EQ(kinds, uint32_t{kWatchMutations | kWatchEvictions | kWatchConnEvents | kWatchStampede});
   EXPECT_TRUE(ParseWatchKinds("rawcmds sysevents proxyreqs proxyevents proxyuser", &kinds));
   EXPECT_FALSE(ParseWatchKinds("fetchers bogus", &kinds));
+  EXPECT_TRUE(ParseWatchKinds("deletions", &kinds));   // memcached 1.6.21+
+  EXPECT_EQ(kinds, uint32_t{kWatchDeletions});
+  EXPECT_NE(kWatchDeletions, kWatchStampede);
+}
+
+// memcached 1.6.45's _logger_parse_ide.
+TEST(WatchTest, FormatsTheDeletionLine) {
+  LogLine del;
+  FormatItemDeleted(&del, "a b", /*meta=*/false, 1, 2);
+  EXPECT_EQ(del.view(), "type=deleted key=a%20b cmd=delete clsid=1 size=2");
+  LogLine md;
+  FormatItemDeleted(&md, "c", /*meta=*/true, 3, 0);
+  EXPECT_EQ(md.view(), "type=deleted key=c cmd=md clsid=3 size=0");
 }
 
 // memcached 1.6.18's logger.c formats, after "ts=... gid=... ".

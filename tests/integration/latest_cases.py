@@ -1,0 +1,175 @@
+"""The request sequences whose memcached 1.6.45 replies are recorded (tests/record_latest.py) into
+data/memcached-1.6.45.jsonl and replayed against herdless (test_compare_latest.py).
+
+A case is test_compare's Case (steps on one or more connections, replies collected with `mn`)
+plus, optionally, a stream read after the steps: `dump` (a request such as `lru_crawler mgdump
+all`, read up to its end line; the listed lines are sorted, as their order is the hash table's)
+or `watch` (the kinds a watcher connection asks for before the steps, and how many log lines
+the steps make it print). Log lines' `ts=` and `gid=` are masked, as CAS values and TTLs are
+(test_compare.TextTranscript).
+
+same_in_1618: Debian's memcached 1.6.18 answers the case the same way, so the test also compares
+it live. compat: herdless gives 1.6.45's answer only under `-o compat=1.6.45`.
+"""
+
+import re
+
+import harness
+import test_compare as tc
+from test_compare import SYNC, Case, setcmd
+
+COMPAT_ARGS = ("-o", "compat=1.6.45")
+
+
+class LatestCase(Case):
+    def __init__(self, name, steps, args=(), same_in_1618=False, compat=False, dump=None,
+                 watch=None):
+        super().__init__(name, steps, args=args)
+        self.same_in_1618 = same_in_1618
+        self.compat = compat
+        self.dump = dump     # (request, end line)
+        self.watch = watch   # (watch request, number of lines the steps log)
+
+
+def cases():
+    c = []
+    add = lambda *a, **k: c.append(LatestCase(*a, **k))
+
+    # E<cas> (1.6.19+): the client chooses the item's CAS.
+    add("e_cas_ms", [b"ms d 1 E77 c\r\nx\r\n", b"mg d c v\r\n", b"ms d 1 C77 E78 c\r\ny\r\n",
+                     b"mg d c\r\n", b"ms d 1 C77 E79 c\r\nz\r\n", b"ms d 1 MA E90 c\r\nz\r\n",
+                     b"mg d c v\r\n", b"ms d 1 Eabc\r\nz\r\n", b"ms d 1 E\r\nz\r\n"])
+    add("e_cas_md_ma_mg", [b"ms d 1\r\nx\r\n", b"md d I E90\r\n", b"mg d c\r\n", b"md d E5\r\n",
+                           b"mg d c\r\n", b"ma e N0 J5 E55 c v\r\n", b"ma e E56 c v\r\n",
+                           b"mg b N30 E1234 c v t\r\n", b"mg b E1 c\r\n", b"mg e E1 c\r\n",
+                           b"mg b Exyz\r\n"])
+    # md x (1.6.19+): empty the value, keep the item.
+    add("md_x", [b"ms a 2 T0 F5 c\r\nhi\r\n", b"md a x F7 T100\r\n", b"mg a c f v t s\r\n",
+                 b"md a x\r\n", b"mg a f t s\r\n", b"md zz x\r\n", b"md a x C1\r\n", SYNC,
+                 b"md a x C{cas1} q\r\n", b"mg a c s\r\n", b"md a x k O5\r\n"])
+    add("md_x_stale", [b"ms a 2\r\nhi\r\n", b"md a x I E999\r\n", b"mg a c f v t s\r\n",
+                       b"mg a c\r\n", b"ms a 3 C999\r\nnew\r\n", b"mg a v c\r\n",
+                       b"md a x I T30\r\n", b"mg a t v\r\n"])
+    # ms N in append/prepend mode (1.6.20+), ms s.
+    add("ms_append_vivify", [b"ms c 2 MA N30 F3 s c\r\nab\r\n", b"mg c v f t\r\n",
+                             b"ms c 1 MP N30 s\r\nz\r\n", b"mg c v t\r\n",
+                             b"ms nn 1 MA s\r\nz\r\n", b"ms np 1 MP N0 F9\r\nq\r\n",
+                             b"mg np v f t\r\n", b"ms c 2 s\r\nxy\r\n"])
+    # slabs automove window / freeratio (1.6.20+).
+    add("slabs_automove_new", [b"slabs automove window 2\r\n", b"slabs automove window 1801\r\n",
+                               b"slabs automove window 5\r\n", b"slabs automove window x\r\n",
+                               b"slabs automove window\r\n", b"slabs automove freeratio 0.5\r\n",
+                               b"slabs automove freeratio\r\n",
+                               b"slabs automove freeratio abc\r\n",
+                               b"slabs automove window 1800\r\n", b"slabs automove window 3\r\n"])
+    add("slabs_automove_1618", [b"slabs automove 0\r\n", b"slabs automove 2\r\n",
+                                b"slabs automove 3\r\n", b"slabs automove x\r\n",
+                                b"slabs automove ratio 0.5\r\n", b"slabs automove ratio\r\n",
+                                b"slabs automove 1\r\n"], same_in_1618=True)
+    # lru_crawler mgdump (1.6.22+).
+    add("mgdump_all", [setcmd("a", "1"), b"ms Zm9v 1 b\r\nx\r\n", setcmd("big", "v" * 3000),
+                       setcmd("gone", "1", exptime=-1)],
+        dump=(b"lru_crawler mgdump all\r\n", b"EN\r\n"))
+    add("mgdump_hash", [setcmd("a", "1"), setcmd("b", "2")],
+        dump=(b"lru_crawler mgdump hash\r\n", b"EN\r\n"))
+    add("mgdump_class", [setcmd("a", "1"), setcmd("big", "v" * 3000)],
+        dump=(b"lru_crawler mgdump 1\r\n", b"EN\r\n"))
+    # One at a time: a dump command refuses to follow requests whose replies are not sent yet.
+    add("mgdump_errors", [b"lru_crawler mgdump 99\r\n", SYNC, b"lru_crawler mgdump 0\r\n", SYNC,
+                          b"lru_crawler mgdump\r\n", SYNC, b"lru_crawler mgdump a b\r\n"])
+    # mn flushes the replies before it: a dump after it is not pipelined.
+    add("mgdump_after_mn", [setcmd("a", "1")], dump=(b"mn\r\nlru_crawler mgdump all\r\n", b"EN\r\n"))
+    add("mgdump_disabled", [b"lru_crawler mgdump all\r\n"], args=("-X",))
+    # (Not "lru_crawler disable" then mgdump: memcached stops its crawler thread asynchronously,
+    # so what the mgdump meets varies from run to run.)
+    # watch deletions (1.6.21+).
+    add("watch_deletions", [setcmd("a", "hi"), b"delete a\r\n", b"delete a\r\n",
+                            b"ms b 3 F4\r\nabc\r\n", b"md b\r\n", b"ms c 3\r\nabc\r\n",
+                            b"md c x F9\r\n", b"ms d 1\r\nx\r\n", b"md d I\r\n",
+                            b"md d x I\r\n"],
+        watch=(b"watch deletions\r\n", 3))
+    # Where 1.6.18 and 1.6.45 differ: herdless answers as 1.6.45 under -o compat=1.6.45 (these
+    # are replayed so) and as 1.6.18 by default (compared live with 1.6.18).
+    add("compat_short_lines", [b"\r\n", b" \r\n", b"a\r\n", b"ab\r\n", b"get\r\n", b"gets\r\n",
+                               b"gat\r\n", b"gat 10\r\n", b"gats 10\r\n", b"set\r\n",
+                               b"set a 0 0\r\n", b"add a\r\n", b"incr a\r\n", b"decr\r\n",
+                               b"touch a\r\n", b"delete\r\n", b"mg\r\n", b"ms a\r\n", b"md\r\n",
+                               b"ma\r\n", b"verbosity\r\n"], compat=True)
+    add("compat_trailing_words", [b"set a 0 0 1 noreply extra\r\nx\r\n", b"get a\r\n",
+                                  b"touch a 10 x y\r\n", b"incr a 1 x y\r\n",
+                                  b"verbosity 1 2 3\r\n", b"delete a noreply extra\r\n",
+                                  b"delete a 0\r\n", b"flush_all 0 x y\r\n",
+                                  b"cache_memlimit 100 x y\r\n"], compat=True)
+    add("compat_cas_without_unique", [b"cas a 0 0 1\r\nx\r\n", b"cas a 0 0 1 noreply\r\nx\r\n",
+                                      b"set a 0 0 x\r\n", b"set a z 0 1\r\nx\r\n"], compat=True)
+    add("compat_mg_conditional", [b"ms a 2\r\nhi\r\n", b"mg a c\r\n", SYNC,
+                                  b"mg a C{cas1} v c\r\n", b"mg a C1 v\r\n", b"mg a C{cas1} s\r\n"],
+        compat=True)
+    add("compat_shutdown", [b"shutdown\r\n", b"shutdown graceful\r\n"], compat=True)
+    add("compat_bget_sizes", [setcmd("a", "1"), b"bget a\r\n", b"stats sizes_enable\r\n",
+                              b"stats sizes_disable\r\n"], compat=True)
+    add("compat_md_errors", [b"md a Zz\r\n", b"md a q q\r\n", b"md a Tabc\r\n", b"md a Fx\r\n",
+                             b"ma a Zz\r\n", b"ma a q q\r\n"], compat=True)
+    add("compat_ms_mode_token", [b"ms a 1 MSX\r\nx\r\n", b"ms a 1 MEX\r\ny\r\n", b"ms a 1 M\r\nz\r\n",
+                                 b"mg a v\r\n", b"ma n N0 MIX\r\n"], compat=True)
+    add("watch_kinds", [b"watch bogus\r\n"], same_in_1618=True)
+    add("watch_after_mn", [], dump=(b"mn\r\nwatch fetchers\r\n", b"OK\r\n"), same_in_1618=True)
+    return c
+
+
+class LatestTranscript(tc.TextTranscript):
+    """test_compare's transcript, with stream lines: a watcher's log lines (ts and gid masked)
+    and a dump's lines (sorted)."""
+
+    def add_log(self, data):
+        self.lines.append("--- watcher")
+        for line in data.split(b"\n"):
+            if line:
+                self.lines.append(re.sub(rb"^ts=\d+\.\d+ gid=\d+ ", b"ts=<ts> gid=<gid> ",
+                                         line).decode(errors="replace"))
+
+    def add_dump(self, data, end):
+        self.lines.append("--- dump")
+        body = data[:-len(end)] if data.endswith(end) else data
+        lines = body.split(b"\r\n")
+        head = [lines[0]] if lines and lines[0] == b"OK" else []
+        rest = sorted(x for x in lines[len(head):] if x)
+        for line in head + rest:
+            self.lines.append(repr(line)[2:-1])
+        if data.endswith(end):
+            self.lines.append(repr(end)[2:-1])
+
+
+def run(case, port):
+    """The case's transcript from the server on `port`."""
+    watcher = None
+    if case.watch:
+        watcher = harness.Conn(port)
+        watcher.send(case.watch[0])
+        opening = watcher.recv_line()
+    transcript = tc.run_case(case, port)
+    t = LatestTranscript()
+    t.lines, t.cas_values, t.ttls = transcript.lines, transcript.cas_values, transcript.ttls
+    if watcher is not None:
+        with watcher:
+            t.lines.append("--- watch reply %r" % opening)
+            t.add_log(b"".join(watcher.recv_until(b"\n", at_line_start=False)
+                               for _ in range(case.watch[1])))
+    if case.dump:
+        with harness.Conn(port) as conn:
+            conn.send(case.dump[0])
+            t.add_dump(conn.recv_until(case.dump[1]), case.dump[1])
+    return t
+
+
+def to_record(case, transcript):
+    """One JSON-lines record: the case's name and arguments, and what the server answered."""
+    return {"name": case.name, "args": list(case.args), "lines": transcript.lines,
+            "ttls": transcript.ttls}
+
+
+def from_record(record):
+    t = LatestTranscript()
+    t.lines = list(record["lines"])
+    t.ttls = list(record["ttls"])
+    return t
