@@ -65,8 +65,8 @@ for f in "$@"; do
     rc=$?
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         echo "TIMEOUT $name (${limit}s)"
-    elif grep -q '^1\.\.0 # *[Ss]kip' "$log"; then
-        echo "SKIP $name: $(grep -m1 '^1\.\.0' "$log" | sed 's/^1\.\.0 # *[Ss]kip[a-z ]*//')"
+    elif grep -qi '^1\.\.0 # *skip' "$log"; then
+        echo "SKIP $name: $(grep -m1 '^1\.\.0' "$log" | sed 's/^1\.\.0 # *[Ss][Kk][Ii][Pp] *//')"
     elif [ $rc -eq 0 ] && ! grep -q '^not ok' "$log"; then
         echo "PASS $name"
         pass=$((pass + 1))
