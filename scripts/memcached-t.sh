@@ -55,7 +55,7 @@ chmod +x "$work/timedrun" "$work/memcached-debug"
 if [ $# -eq 0 ]; then
     set -- $(cd "$work" && ls t/*.t)
 fi
-pass=0 total=0
+pass=0 total=0 skip=0
 for f in "$@"; do
     f=t/${f#t/}
     name=${f#t/}
@@ -67,6 +67,7 @@ for f in "$@"; do
         echo "TIMEOUT $name (${limit}s)"
     elif grep -qi '^1\.\.0 # *skip' "$log"; then
         echo "SKIP $name: $(grep -m1 '^1\.\.0' "$log" | sed 's/^1\.\.0 # *[Ss][Kk][Ii][Pp] *//')"
+        skip=$((skip + 1))
     elif [ $rc -eq 0 ] && ! grep -q '^not ok' "$log"; then
         echo "PASS $name"
         pass=$((pass + 1))
@@ -76,4 +77,4 @@ for f in "$@"; do
         echo "FAIL $name: $first"
     fi
 done
-echo "$pass/$total passed ($src against $bin; logs in $logdir)"
+echo "$pass/$total passed, $skip skipped ($src against $bin; logs in $logdir)"
