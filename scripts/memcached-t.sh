@@ -29,13 +29,15 @@ bin=$(readlink -f "$bin") && [ -x "$bin" ] || { echo "no executable server binar
 work=$(mktemp -d /tmp/memcached-t.XXXXXX)
 trap 'rm -rf "$work"' EXIT INT TERM
 cp -r "$src/t" "$work/t"
+# line-lengths.t reads the tree's doc/protocol.txt.
+[ -f "$src/doc/protocol.txt" ] && mkdir "$work/doc" && cp "$src/doc/protocol.txt" "$work/doc/"
 [ -n "$logdir" ] || logdir=$work/logs
 mkdir -p "$logdir"
 
 # timedrun LIMIT CMD...: the harness bounds each file itself; exec keeps the pid it kills the server's.
 printf '#!/bin/sh\nshift\nexec "$@"\n' >"$work/timedrun"
 # Debian's memcached (built without seccomp) and herdless both refuse relaxed_privileges; herdless refuses
-# to run as root, so it gets -u nobody.
+# to run as root, so it gets -u nobody (and the pid file the harness made as root).
 drop=1 nobody=1
 "$bin" -h 2>/dev/null | grep -q relaxed_privileges && drop=0
 case $("$bin" -V 2>/dev/null) in memcached\ *) nobody=0 ;; esac
@@ -46,6 +48,8 @@ while [ \$n -gt 0 ]; do
     a=\$1; shift; n=\$((n - 1))
     if [ $drop = 1 ] && [ "\$a" = -o ] && [ "\${1-}" = relaxed_privileges ]; then shift; n=\$((n - 1)); continue; fi
     if [ $nobody = 1 ] && [ "\$a" = -u ] && [ "\${1-}" = root ]; then shift; n=\$((n - 1)); set -- "\$@" -u nobody; continue; fi
+    # The pid file daemonize.t makes (as root, mode 0600) is for a server that stays root: hand it to nobody.
+    if [ $nobody = 1 ] && [ "\$a" = -P ] && [ -f "\${1-}" ]; then chown nobody "\$1"; fi
     set -- "\$@" "\$a"
 done
 exec "$bin" "\$@"
