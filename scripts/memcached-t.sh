@@ -34,8 +34,9 @@ cp -r "$src/t" "$work/t"
 [ -n "$logdir" ] || logdir=$work/logs
 mkdir -p "$logdir"
 
-# timedrun LIMIT CMD...: the harness bounds each file itself; exec keeps the pid it kills the server's.
-printf '#!/bin/sh\nshift\nexec "$@"\n' >"$work/timedrun"
+# timedrun LIMIT CMD...: exec keeps the pid the harness kills the server's; the pid is noted so that a
+# server whose file died before stopping it (a SIGPIPE, the time bound) is ended after the file.
+printf '#!/bin/sh\necho $$ >>"%s/servers"\nshift\nexec "$@"\n' "$work" >"$work/timedrun"
 # Debian's memcached (built without seccomp) and herdless both refuse relaxed_privileges; herdless refuses
 # to run as root, so it gets -u nobody (and the pid file the harness made as root).
 drop=1 nobody=1
@@ -67,6 +68,10 @@ for f in "$@"; do
     total=$((total + 1))
     (cd "$work" && timeout -k 5 "$limit" perl "$f" >"$log" 2>&1)
     rc=$?
+    for p in $(cat "$work/servers" 2>/dev/null); do
+        [ "$(readlink "/proc/$p/exe")" = "$bin" ] && kill "$p" 2>/dev/null
+    done
+    : >"$work/servers"
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         echo "TIMEOUT $name (${limit}s)"
     elif grep -qi '^1\.\.0 # *skip' "$log"; then
@@ -77,6 +82,9 @@ for f in "$@"; do
         pass=$((pass + 1))
     else
         first=$(grep -m1 '^not ok' "$log")
+        if [ -z "$first" ] && [ $rc -gt 128 ]; then
+            first="signal $((rc - 128)) after: $(grep '^ok' "$log" | tail -1)"
+        fi
         [ -n "$first" ] || first="exit $rc: $(grep -v '^ok\|^#\|^1\.\.' "$log" | head -1)"
         echo "FAIL $name: $first"
     fi
