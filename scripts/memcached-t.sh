@@ -27,7 +27,8 @@ shift $((OPTIND - 1))
 bin=$(readlink -f "$bin") && [ -x "$bin" ] || { echo "no executable server binary" >&2; exit 2; }
 
 work=$(mktemp -d /tmp/memcached-t.XXXXXX)
-trap 'rm -rf "$work"' EXIT INT TERM
+trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 cp -r "$src/t" "$work/t"
 # line-lengths.t reads the tree's doc/protocol.txt.
 [ -f "$src/doc/protocol.txt" ] && mkdir "$work/doc" && cp "$src/doc/protocol.txt" "$work/doc/"
