@@ -33,7 +33,7 @@ cp -r "$src/t" "$work/t"
 # line-lengths.t reads the tree's doc/protocol.txt.
 [ -f "$src/doc/protocol.txt" ] && mkdir "$work/doc" && cp "$src/doc/protocol.txt" "$work/doc/"
 [ -n "$logdir" ] || logdir=$work/logs
-mkdir -p "$logdir"
+mkdir -p "$logdir" && logdir=$(cd "$logdir" && pwd)
 
 # timedrun LIMIT CMD...: exec keeps the pid the harness kills the server's; the pid is noted so that a
 # server whose file died before stopping it (a SIGPIPE, the time bound) is ended after the file.
