@@ -1,8 +1,9 @@
 #!/bin/sh
 # memcached-t.sh: run a memcached source tree's own t/*.t suite against a server binary (a yardstick,
 # run by hand; not part of scripts/test.sh). Usage:
-#   scripts/memcached-t.sh [-s SRCDIR] [-b BINARY] [-t SECONDS] [-o LOGDIR] [FILE.t ...]
-# SRCDIR defaults to /opt/src/memcached-1.6.18, BINARY to build/release/herdless, SECONDS (per file) to 120.
+#   scripts/memcached-t.sh [-s SRCDIR] [-b BINARY] [-a ARGS] [-t SECONDS] [-o LOGDIR] [FILE.t ...]
+# SRCDIR defaults to /opt/src/memcached-1.6.18, BINARY to build/release/herdless, SECONDS (per file) to 120;
+# ARGS are added to every server start (e.g. -a "-o compat=1.6.45" for 1.6.45's t/ where herdless has it).
 # The tree's t/ is copied to a temporary directory outside the repository; in place of the tree's
 # memcached-debug and timedrun go two small wrappers. The wrapper drops the harness's "-o relaxed_privileges"
 # unless BINARY's -h lists it, and turns "-u root" into "-u nobody" unless BINARY's -V says memcached.
@@ -13,13 +14,15 @@ src=/opt/src/memcached-1.6.18
 bin=build/release/herdless
 limit=120
 logdir=
-while getopts s:b:t:o: opt; do
+extra=
+while getopts s:b:a:t:o: opt; do
     case $opt in
     s) src=$OPTARG ;;
     b) bin=$OPTARG ;;
+    a) extra=$OPTARG ;;
     t) limit=$OPTARG ;;
     o) logdir=$OPTARG ;;
-    *) sed -n 3,4p "$0" >&2; exit 2 ;;
+    *) sed -n 3,6p "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
@@ -54,7 +57,7 @@ while [ \$n -gt 0 ]; do
     if [ $nobody = 1 ] && [ "\$a" = -P ] && [ -f "\${1-}" ]; then chown nobody "\$1"; fi
     set -- "\$@" "\$a"
 done
-exec "$bin" "\$@"
+exec "$bin" $extra "\$@"
 EOF
 chmod +x "$work/timedrun" "$work/memcached-debug"
 
