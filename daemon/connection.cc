@@ -47,6 +47,7 @@ Connection::Connection(Worker* worker, std::unique_ptr<Transport> transport, std
       accepted_s_(CoarseNowSeconds()),
       input_(worker->config().max_input),
       parking_(worker, this, id_, fd_),
+      warming_(worker, this),
       last_cmd_s_(CoarseNowSeconds()) {}
 
 // The stream and the parked request go first (they hold timers and
@@ -137,7 +138,7 @@ void Connection::Run() {
   if (output_.empty()) {
     // Nothing owed: close now if there is nothing left to wait for. A parked
     // request is owed a reply (even after a half-close), up to its timeout.
-    const bool waiting = parking_.waiting();
+    const bool waiting = parking_.waiting() || warming_.in_flight();
     const bool oversized = !more && input_.full() && !waiting;   // a request larger than we buffer
     if (closing() || oversized || (peer_closed_ && !more && !waiting)) {
       if (state() == ConnState::kDraining) transport_->DiscardUnread();
@@ -153,7 +154,9 @@ bool Connection::Execute() {
   DiscardSwallowed();
   bool more;
   if (stream_ != nullptr && ContinueStream(&more)) return more;
-  if (closing() || swallow_ > 0 || input_.empty() || parking_.parked()) return false;
+  if (closing() || swallow_ > 0 || input_.empty() || parking_.parked() || warming_.in_flight()) {
+    return false;
+  }
   // Back-pressure: resume after a write.
   if (output_.pending_bytes() >= worker_->config().max_output) return true;
   MoveTo(ConnState::kParseCmd);
@@ -203,12 +206,14 @@ bool Connection::ExecuteRequests() {
   const WaitTicket ticket = parking_.NextTicket();
   const bool expired = parking_.expired();
   const int max_requests = expired ? 1 : worker_->config().reqs_per_event;
-  ProcessOutcome outcome = RunExecutor(max_requests, &ticket);
+  const WarmPass* warm = warming_.Pass();
+  ProcessOutcome outcome = RunExecutor(max_requests, &ticket, warm);
   if (expired && outcome.parked && outcome.park_token == parking_.token()) {
-    outcome = RunExecutor(max_requests, nullptr);
+    outcome = RunExecutor(max_requests, nullptr, warm);
   }
   input_.Drop(outcome.consumed);
   if (parking_.waiting() || outcome.parked) parking_.Note(outcome, expired);
+  if (warm != nullptr) warming_.Note(outcome);
   if (outcome.consumed > 0) last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);
   if (outcome.close) {
     CloseAfterWrite();
@@ -231,7 +236,7 @@ bool Connection::ExecuteRequests() {
   return progressed && swallow_ == 0 && !input_.empty();
 }
 
-ProcessOutcome Connection::RunExecutor(int max_requests, const WaitTicket* park) {
+ProcessOutcome Connection::RunExecutor(int max_requests, const WaitTicket* park, const WarmPass* warm) {
   const WorkerConfig& config = worker_->config();
   if (wire_ == Wire::kUndecided) {
     const bool binary = config.binding == BindingProtocol::kBinary ||
@@ -242,11 +247,11 @@ ProcessOutcome Connection::RunExecutor(int max_requests, const WaitTicket* park)
   if (wire_ == Wire::kBinary) {
     worker_->binary_executor().set_client_fd(fd_);
     return worker_->binary_executor().Process(input_.view(), &output_, config.max_output,
-                                              max_requests, park, &binary_session_);
+                                              max_requests, park, &binary_session_, warm);
   }
   worker_->executor().set_client_fd(fd_);
   return worker_->executor().Process(input_.view(), &output_, config.max_output, max_requests,
-                                     park);
+                                     park, warm);
 }
 
 bool Connection::Flush() {

@@ -9,7 +9,8 @@
 // Back-pressure: while more than max_output bytes are unsent it neither
 // executes nor reads, so a client that does not read cannot grow the server.
 // Its parts: a ParkedRequest (classic wait mode: a parked head request stops
-// the pipeline, its output still flows) and, after `lru_crawler metadump` or
+// the pipeline, its output still flows), a WarmRequest (a head request that
+// waits for a warm peer stops it likewise) and, after `lru_crawler metadump` or
 // `watch`, a ConnectionStream.
 // Only Info() may be called from other threads (under the worker's registry
 // lock).
@@ -24,6 +25,7 @@
 
 #include "daemon/input_buffer.h"
 #include "daemon/parked_request.h"
+#include "daemon/warm_request.h"
 #include "daemon/transport.h"
 #include "protocol/binary_executor.h"
 #include "protocol/reply.h"
@@ -124,7 +126,7 @@ class Connection final : private Transport::Owner {
   bool ContinueStream(bool* more);   // false: the stream ended
   bool Authenticate();        // -Y: true once authenticated with input left to execute
   bool ExecuteRequests();
-  ProcessOutcome RunExecutor(int max_requests, const WaitTicket* park);
+  ProcessOutcome RunExecutor(int max_requests, const WaitTicket* park, const WarmPass* warm);
   bool Flush();               // false: the socket failed
   void DiscardSwallowed();
   void UpdateEvents(bool more_input);
@@ -146,6 +148,7 @@ class Connection final : private Transport::Owner {
   InputBuffer input_;
   ReplyBuffer output_;
   ParkedRequest parking_;
+  WarmRequest warming_;           // -o warm_peer: the head request waits for a peer
   std::unique_ptr<ConnectionStream> stream_;   // a metadump or watch under way
   CloseReason close_reason_ = CloseReason::kNormal;   // watch connevents
   uint64_t swallow_ = 0;          // input bytes still to discard

@@ -1,5 +1,7 @@
 #include "daemon/option_table.h"
 
+#include "daemon/warm_peer.h"
+
 #include "config.h"
 
 #include <cstdio>
@@ -479,6 +481,39 @@ constexpr OptionRow kSuboptions[] = {
        return p.Number(1u, UINT32_MAX, &p.settings.wait_timeout_ms, "milliseconds, > 0");
      },
      .setting = {"wait_timeout_ms", Unsigned<&P::wait_timeout_ms>}},
+    {.name = "warm_peer",
+     .help = "HOST:PORT[;HOST:PORT...] or /socket: on a miss that wins its lease,\n"
+             "ask these memcached/herdless peers first (default: none)",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value || p.value.empty()) return p.Missing("peer");
+       std::vector<PeerAddress> peers;
+       std::string error;
+       if (!ParsePeerList(p.value, &peers, &error)) return p.Fail(error);
+       p.settings.warm_peer = std::string(p.value);
+       return true;
+     },
+     .setting = {"warm_peer", TextOr<kNull, &P::warm_peer>}},
+    {.name = "warm_timeout_ms",
+     .help = "longest a reader waits for the warm peers (default: {default})",
+     .help_default = Default<&P::warm_timeout_ms>,
+     .apply = [](OptionParse& p) {
+       return p.Number(1u, 60000u, &p.settings.warm_timeout_ms, "milliseconds, 1..60000");
+     },
+     .setting = {"warm_timeout_ms", Unsigned<&P::warm_timeout_ms>}},
+    {.name = "warm_holdoff",
+     .help = "seconds a delete refuses warm fills of its key (default: {default})",
+     .help_default = Default<&P::warm_holdoff_s>,
+     .apply = [](OptionParse& p) {
+       return p.Number(0u, 3600u, &p.settings.warm_holdoff_s, "seconds, 0..3600");
+     },
+     .setting = {"warm_holdoff", Unsigned<&P::warm_holdoff_s>}},
+    {.name = "warm_for",
+     .help = "seconds after the start when warm-up ends (default: {default}, never)",
+     .help_default = Default<&P::warm_for_s>,
+     .apply = [](OptionParse& p) {
+       return p.Number(0u, 1u << 30, &p.settings.warm_for_s, "seconds, 0 = never");
+     },
+     .setting = {"warm_for", Unsigned<&P::warm_for_s>}},
     {.name = "refresh_ahead",
      .help = "on|off: adaptive refresh-ahead for lease-get and classic\n"
              "stale/wait mode (default: {default}; meta clients ask with mg Yr)",
@@ -541,6 +576,15 @@ constexpr OptionRow kSuboptions[] = {
        return true;
      },
      .setting = {"metrics", TextOr<kNull, &P::metrics_address>}},
+    {.name = "restore_max_age",
+     .help = "a -e snapshot older than <num> seconds comes back stale (the first\n"
+             "reader recomputes), or not at all with classic_stampede=off\n"
+             "(default: {default}, off)",
+     .help_default = Default<&P::restore_max_age_s>,
+     .apply = [](OptionParse& p) {
+       return p.Number(0u, 1u << 30, &p.settings.restore_max_age_s, "seconds, 0 = off");
+     },
+     .setting = {"restore_max_age", Unsigned<&P::restore_max_age_s>}},
     {.name = "ssl_chain_cert", .help = "certificate chain file in PEM format",
      .apply = [](OptionParse& p) { return TlsText(p, &TlsSettings::chain_cert); },
      .setting = {"ssl_chain_cert", TextOr<kNullPrinted, &P::tls, &TlsSettings::chain_cert>},

@@ -342,13 +342,15 @@ int Server::Run() {
   store_config.random = &random_;
   store_config.wake_sink = this;   // readers park only once every worker runs
   store_config.events = watch_hub_.store_events();
+  if (!p.warm_peer.empty()) store_config.delete_holdoff_ms = p.warm_holdoff_s * 1000;
   store_ = std::make_unique<ItemStore>(store_config);
   const WorkerPlan plan = PlanWorkers(p);
   if (!p.memory_file.empty()) {
     // Before the first accept: clients that connect meanwhile wait in the
     // listen backlog and then find the cache warm.
-    snapshotter_ = std::make_unique<Snapshotter>(store_.get(), p.memory_file, p.snapshot_interval_s,
-                                                 std::max(1, plan.workers));
+    snapshotter_ = std::make_unique<Snapshotter>(
+        store_.get(), p.memory_file, p.snapshot_interval_s, std::max(1, plan.workers),
+        p.restore_max_age_s, p.classic_stampede == ClassicStampedeMode::kOff);
     snapshotter_->Load();
   }
   if (!CreateMainLoop()) return EXIT_FAILURE;
@@ -386,6 +388,12 @@ WorkerConfig Server::MakeWorkerConfig() {
   worker_config.auth = auth_.get();
   worker_config.sasl_pwdb = sasl_pwdb_.get();
   worker_config.watch_hub = &watch_hub_;
+  if (!p.warm_peer.empty()) {
+    std::string error;   // the list was checked when the options were parsed
+    ParsePeerList(p.warm_peer, &worker_config.warm_peers, &error);
+    worker_config.warm_timeout_ms = p.warm_timeout_ms;
+    if (p.warm_for_s > 0) worker_config.warm_until_s = CoarseNowSeconds() + p.warm_for_s;
+  }
   return worker_config;
 }
 

@@ -28,8 +28,14 @@ unsigned long long U(uint64_t v) { return static_cast<unsigned long long>(v); }
 
 }  // namespace
 
-Snapshotter::Snapshotter(ItemStore* store, std::string path, uint32_t interval_s, int load_threads)
-    : store_(store), path_(std::move(path)), interval_s_(interval_s), load_threads_(load_threads) {
+Snapshotter::Snapshotter(ItemStore* store, std::string path, uint32_t interval_s, int load_threads,
+                         int64_t max_age_s, bool old_means_nothing)
+    : store_(store),
+      path_(std::move(path)),
+      interval_s_(interval_s),
+      load_threads_(load_threads),
+      max_age_s_(max_age_s),
+      old_means_nothing_(old_means_nothing) {
   figures_.enabled = true;
 }
 
@@ -38,11 +44,17 @@ Snapshotter::~Snapshotter() { StopPeriodic(); }
 void Snapshotter::Load() {
   SnapshotLoadOptions options;
   options.threads = load_threads_;
+  options.max_age_s = max_age_s_;
+  options.old_means_nothing = old_means_nothing_;
   const SnapshotLoadResult r = LoadSnapshot(store_, path_, options);
   using Status = SnapshotLoadResult::Status;
   switch (r.status) {
     case Status::kMissing:
       Log(LogLevel::kNotice, "snapshot: no file %s yet, starting empty", path_.c_str());
+      return;
+    case Status::kOld:
+      Log(LogLevel::kNotice, "snapshot: %s is older than restore_max_age; starting empty",
+          path_.c_str());
       return;
     case Status::kUnreadable:
       Log(LogLevel::kWarning, "snapshot: %s; starting empty (the file is left where it is)",

@@ -26,7 +26,9 @@ class ItemStore;
 class Snapshotter {
  public:
   // `store` must outlive it; `path` should be absolute (-d changes directory).
-  Snapshotter(ItemStore* store, std::string path, uint32_t interval_s, int load_threads);
+  // `max_age_s`, `old_means_nothing`: SnapshotLoadOptions' (-o restore_max_age).
+  Snapshotter(ItemStore* store, std::string path, uint32_t interval_s, int load_threads,
+              int64_t max_age_s = 0, bool old_means_nothing = false);
   ~Snapshotter();   // StopPeriodic()
   Snapshotter(const Snapshotter&) = delete;
   Snapshotter& operator=(const Snapshotter&) = delete;
@@ -47,6 +49,8 @@ class Snapshotter {
   const std::string path_;
   const uint32_t interval_s_;
   const int load_threads_;
+  const int64_t max_age_s_;
+  const bool old_means_nothing_;
 
   mutable std::mutex mu_;          // guards figures_ and stop_
   std::condition_variable wake_;

@@ -44,6 +44,7 @@ Worker::~Worker() {
   }
   connections_.clear();
   udp_.clear();
+  warm_peers_.reset();
   if (notify_event_ != nullptr) event_free(notify_event_);
   if (drain_timer_ != nullptr) event_free(drain_timer_);
   if (base_ != nullptr) event_base_free(base_);
@@ -76,6 +77,10 @@ bool Worker::Start(std::string* error) {
   if (notify_event_ == nullptr || event_add(notify_event_, nullptr) != 0) {
     *error = "cannot register the worker's notify event";
     return false;
+  }
+  if (!config_.warm_peers.empty()) {
+    warm_peers_ = std::make_unique<WarmPeers>(base_, config_.warm_peers, config_.warm_timeout_ms,
+                                              store_->item_size_max());
   }
   thread_ = std::thread([this] { event_base_loop(base_, 0); });
   return true;

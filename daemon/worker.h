@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "daemon/warm_peer.h"
 #include "protocol/binary_executor.h"
 #include "protocol/executor.h"
 #include "protocol/server_info.h"
@@ -57,6 +58,9 @@ struct WorkerConfig {
   const AuthFile* auth = nullptr; // -Y: connections must authenticate first
   const AuthFile* sasl_pwdb = nullptr;  // -S: binary connections must pass SASL first
   WatchHub* watch_hub = nullptr;  // `watch`: where watchers attach (nullptr: refused)
+  std::vector<PeerAddress> warm_peers;   // -o warm_peer: empty = no warm-up
+  uint32_t warm_timeout_ms = 50;  // -o warm_timeout_ms
+  int64_t warm_until_s = 0;       // CoarseNowSeconds() when warm-up ends, 0 = never
 };
 
 // Monotonic seconds, cheap (coarse clock): connection idle times.
@@ -113,6 +117,7 @@ class Worker {
   Executor& executor() { return executor_; }
   BinaryExecutor& binary_executor() { return binary_executor_; }
   ItemStore* store() { return store_; }
+  WarmPeers* warm_peers() { return warm_peers_.get(); }   // nullptr: no warm-up
   const WorkerConfig& config() const { return config_; }
   void CloseConnection(Connection* conn);
   // A connection with a parked request registers while it waits.
@@ -148,6 +153,7 @@ class Worker {
 
   std::unordered_map<uint64_t, Connection*> parked_;   // worker thread only
   std::vector<std::unique_ptr<UdpEndpoint>> udp_;      // worker thread only
+  std::unique_ptr<WarmPeers> warm_peers_;              // worker thread only
 
   std::mutex registry_mutex_;
   std::unordered_set<Connection*> connections_;   // written by the worker under the mutex

@@ -77,9 +77,12 @@ BinaryExecutor::BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats
 
 ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
                                        size_t max_output, int max_requests,
-                                       const WaitTicket* park, BinarySession* session) {
+                                       const WaitTicket* park, BinarySession* session,
+                                       const WarmPass* warm) {
   ProcessOutcome outcome;
   park_ = park;
+  warm_.Begin(warm, store_, stats_);
+  warming_ = warm != nullptr;
   session_ = session;
   BinaryRequest req;
   RunRequests(input, *out, {max_output, max_requests}, &stats_->conn_yields, &outcome.consumed,
@@ -91,7 +94,7 @@ ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
                 }
                 const BinaryParseResult r =
                     ParseBinaryRequest(rest.data(), rest.size(), limits_, &req);
-                return FinishParsedStep(r, out, &outcome, [&] {
+                const StepResult step = FinishParsedStep(r, out, &outcome, [&] {
                   if (r.status == ParseStatus::kError) {
                     Error(out, r.opcode, r.opaque, r.error);
                     outcome.close = r.close;
@@ -100,8 +103,11 @@ ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
                   }
                   return false;   // binary replies are never hidden whole
                 });
+                warm_.NextRequest();
+                return step;
               });
   park_ = nullptr;
+  warming_ = false;
   session_ = nullptr;
   return outcome;
 }
@@ -237,12 +243,15 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
   const bool with_key = req.command == kGetK || req.command == kGatK;
   const bool with_value = req.command != kTouch;
   const ProtocolSettings& settings = server_->Settings();
-  const ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, park_, with_value);
+  ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, park_, with_value);
+  const bool warm = warming_ && opts.kind == ReadKind::kClassicLease;
+  if (warm) warm_.Apply(&opts);
   ReadResult r = store_->Read(req.key, opts);
   if (r.parked) {
     outcome->Park(req.key, r.cas);
     return;
   }
+  if (warm && warm_.Divert(r, req.key, outcome)) return;
   const bool hit = CountClassicRead(stats_, opts, r);
   watch_.Fetch(req.key, r, hit);
   if (server_->prefix_stats().enabled()) server_->prefix_stats().RecordGet(req.key, hit);

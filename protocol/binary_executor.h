@@ -21,6 +21,7 @@
 #include "protocol/request_loop.h"
 #include "protocol/server_info.h"
 #include "protocol/thread_stats.h"
+#include "protocol/warm.h"
 #include "protocol/watch.h"
 #include "storage/item_store.h"
 
@@ -49,10 +50,11 @@ class BinaryExecutor {
   void set_client_fd(int fd) { watch_.fd = fd; }
 
   // request_loop.h's loop over binary requests, as Executor::Process.
-  // `session` is the connection's SASL state (required with -S).
+  // `session` is the connection's SASL state (required with -S); `warm`
+  // this pass's warm-up state (protocol/warm.h), nullptr = off.
   ProcessOutcome Process(std::string_view input, ReplyBuffer* out, size_t max_output,
                          int max_requests, const WaitTicket* park = nullptr,
-                         BinarySession* session = nullptr);
+                         BinarySession* session = nullptr, const WarmPass* warm = nullptr);
 
   // Executes one parsed request (exposed for tests).
   void Execute(const BinaryRequest& req, ReplyBuffer* out, ProcessOutcome* outcome);
@@ -75,6 +77,8 @@ class BinaryExecutor {
   ParserLimits limits_;
   const AuthFile* const sasl_pwdb_;
   const WaitTicket* park_ = nullptr;   // set for the duration of Process()
+  WarmGate warm_;
+  bool warming_ = false;               // this Process() has a WarmPass
   BinarySession* session_ = nullptr;   // likewise
 };
 

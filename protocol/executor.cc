@@ -35,14 +35,16 @@ void Executor::AnswerParseError(const ParseResult& r, ReplyBuffer* out) {
 }
 
 ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_t max_output,
-                                 int max_requests, const WaitTicket* park) {
+                                 int max_requests, const WaitTicket* park, const WarmPass* warm) {
   ProcessOutcome outcome;
   context_.park = park;
+  warm_.Begin(warm, context_.store, context_.stats);
+  context_.warm = warm != nullptr ? &warm_ : nullptr;
   context_.batch_output = out->pending_bytes();
   RunRequests(input, *out, {max_output, max_requests}, &context_.stats->conn_yields,
               &outcome.consumed, [&](std::string_view rest) {
                 const ParseResult r = ParseRequest(rest.data(), rest.size(), limits_, &request_);
-                return FinishParsedStep(r, out, &outcome, [&] {
+                const StepResult step = FinishParsedStep(r, out, &outcome, [&] {
                   if (r.status == ParseStatus::kError) {
                     AnswerParseError(r, out);
                   } else {
@@ -50,8 +52,11 @@ ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_
                   }
                   return request_.noreply || request_.meta.Has('q');
                 });
+                warm_.NextRequest();
+                return step;
               });
   context_.park = nullptr;
+  context_.warm = nullptr;
   return outcome;
 }
 

@@ -17,6 +17,7 @@
 #include "protocol/text_commands.h"
 #include "protocol/text_parser.h"
 #include "protocol/thread_stats.h"
+#include "protocol/warm.h"
 #include "storage/item_store.h"
 
 namespace herdless {
@@ -30,9 +31,10 @@ class Executor {
   // request that parks or starts a stream). `park` (classic wait mode): the
   // ticket a parking read registers; nullptr = no request parks (a timed-out
   // wait re-runs so).
+  // `warm`: this pass's warm-up state (protocol/warm.h), nullptr = off.
   ProcessOutcome Process(std::string_view input, ReplyBuffer* out,
                          size_t max_output, int max_requests,
-                         const WaitTicket* park = nullptr);
+                         const WaitTicket* park = nullptr, const WarmPass* warm = nullptr);
 
   // The descriptor of the connection whose requests Process() runs next
   // (the cfd of `watch` lines), and whether it is a UDP socket: a datagram
@@ -49,6 +51,7 @@ class Executor {
   // A request the parser refused: its error line (unless noreply hides it).
   void AnswerParseError(const ParseResult& r, ReplyBuffer* out);
 
+  WarmGate warm_;
   TextContext context_;   // the store, server, counters; this pass's client and ticket
   ParserLimits limits_;
   Request request_;   // reused: Request is large (meta flags, decoded key)

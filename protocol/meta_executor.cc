@@ -206,10 +206,12 @@ void AppendGetFlags(const ItemStore& store, const Request& req, const ReadResult
 }
 
 void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-                ReplyBuffer* out) {
+                ReplyBuffer* out, WarmGate* warm, ProcessOutcome* outcome) {
   const MetaFlags& flags = req.meta;
-  const ReadOptions opts = MetaReadOptions(flags, req.meta_args);
+  ReadOptions opts = MetaReadOptions(flags, req.meta_args);
+  if (warm != nullptr) warm->Apply(&opts);
   ReadResult r = store->Read(req.key, opts);
+  if (warm != nullptr && warm->Divert(r, req.key, outcome)) return;
   stats->CountMissCause(r.miss_expired, r.miss_flushed);
   watch.Fetch(req.key, r, r.status == ReadStatus::kHit);
 
@@ -504,11 +506,11 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
 }  // namespace
 
 void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out,
-                 const WatchContext* watch) {
+                 const WatchContext* watch, WarmGate* warm, ProcessOutcome* outcome) {
   static const WatchContext kNobody;
   const WatchContext& w = watch != nullptr ? *watch : kNobody;
   switch (req.command) {
-    case Command::kMetaGet: ExecuteGet(store, stats, w, req, out); break;
+    case Command::kMetaGet: ExecuteGet(store, stats, w, req, out, outcome != nullptr ? warm : nullptr, outcome); break;
     case Command::kMetaSet: ExecuteSet(store, stats, w, req, out); break;
     case Command::kMetaDelete: ExecuteDelete(store, stats, req, out); break;
     case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, req, out); break;

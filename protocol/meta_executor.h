@@ -8,13 +8,17 @@
 #include "protocol/watch.h"
 #include "protocol/request.h"
 #include "protocol/thread_stats.h"
+#include "protocol/warm.h"
 #include "storage/item_store.h"
 
 namespace herdless {
 
 // `watch`, when given, logs mg's fetch and ms's store (protocol/watch.h).
+// `warm`, when given, may divert an mg that wins a miss's lease to the peer
+// (protocol/warm.h), into `outcome`.
 void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out,
-                 const WatchContext* watch = nullptr);
+                 const WatchContext* watch = nullptr, WarmGate* warm = nullptr,
+                 ProcessOutcome* outcome = nullptr);
 
 }  // namespace herdless
 

@@ -41,9 +41,19 @@ struct ProcessOutcome {
   Stream stream = Stream::kNone;
   uint64_t stream_arg = 0; // metadump: size classes (bit c = class c); watch: kinds
 
+  // Warm-up (protocol/warm.h): the request at `consumed` won the lease
+  // `park_token` of `park_key`, which has no value, and waits for the peer
+  // (not consumed, nothing of its reply written).
+  bool warm = false;
+
   // A read of `key` parked on the lease `token` (ReadResult::parked, ::cas).
   void Park(std::string_view key, uint64_t token) {
     parked = true;
+    park_key = key;
+    park_token = token;
+  }
+  void Warm(std::string_view key, uint64_t token) {
+    warm = true;
     park_key = key;
     park_token = token;
   }
@@ -95,7 +105,7 @@ StepResult FinishParsedStep(const Parsed& r, ReplyBuffer* out, ProcessOutcome* o
     return {};
   }
   const bool hidden = answer();
-  if (outcome->parked) return {};
+  if (outcome->parked || outcome->warm) return {};
   // UDP: each request's reply is its own message; a hidden one sends nothing.
   out->EndMessage(/*skipped=*/hidden);
   if (r.swallow > 0) {

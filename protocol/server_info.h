@@ -83,9 +83,15 @@ struct ProtocolSettings {
   std::string memory_file;         // -e: the snapshot file, "" = none
   uint32_t snapshot_interval_s = 0;  // 0 = only at an orderly stop
   std::string metrics_address;     // -o metrics: the Prometheus endpoint's HOST:PORT, "" = off
+  uint32_t restore_max_age_s = 0;    // an older snapshot restores stale (or nothing), 0 = off
   // Refresh-ahead (docs/protocol.md): on for lease-get and the classic modes;
   // meta clients ask with mg Yr. lease's refresh_* shape the window.
   bool refresh_ahead = false;
+  // Warm-up from peers (-o warm_peer..., docs/deployment.md): "" = off.
+  std::string warm_peer;           // HOST:PORT or a unix socket path, ';' between peers
+  uint32_t warm_timeout_ms = 50;   // longest a reader waits for the peers
+  uint32_t warm_holdoff_s = 2;     // a delete refuses warm fills of its key this long
+  uint32_t warm_for_s = 0;         // warm-up ends this long after the start, 0 = never
   bool dump_enabled = true;        // -X turns off lru_crawler metadump and stats cachedump
   bool watch_enabled = true;       // -W turns off watch
   char prefix_delimiter = ':';     // -D: per-prefix stats (stats detail), and

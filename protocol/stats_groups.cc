@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/warm.h"
+
 namespace herdless {
 
 namespace {
@@ -152,6 +154,10 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   ItemTotalsStats(ss, w);
   LeaseStats(ss, w);
   HERDLESS_WAIT_STATS(HERDLESS_ADD_TOTAL)
+  if (!settings.warm_peer.empty()) {
+    HERDLESS_WARM_STATS(HERDLESS_ADD_TOTAL)
+    w->Add("warm_active", uint64_t{WarmActive(settings, snap.uptime)});
+  }
   if (snap.snapshot.enabled) SnapshotStats(snap.snapshot, w);
 #undef HERDLESS_ADD_TOTAL
 }

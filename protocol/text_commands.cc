@@ -77,13 +77,18 @@ bool IsSingleKey(std::string_view keys) {
 
 // A multi-key get never parks (see ClassicReadOptions), so no reply is ever
 // half written.
-void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
-              const WaitTicket* park, const WatchContext& watch, PrefixStats* prefixes,
-              const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
+void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
+  ItemStore* store = c.store;
+  ThreadStats* stats = c.stats;
+  const ProtocolSettings& settings = c.server->Settings();
+  const WatchContext& watch = c.watch;
+  PrefixStats* prefixes = &c.server->prefix_stats();
   const bool with_cas = req.command == Command::kGets || req.command == Command::kGats;
   const bool touch = req.command == Command::kGat || req.command == Command::kGats;
-  const ReadOptions opts =
-      ClassicReadOptions(settings, touch, req.exptime, IsSingleKey(req.keys) ? park : nullptr);
+  const bool single = IsSingleKey(req.keys);
+  ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, single ? c.park : nullptr);
+  WarmGate* warm = single && opts.kind == ReadKind::kClassicLease ? c.warm : nullptr;
+  if (warm != nullptr) warm->Apply(&opts);
   WordIterator keys(req.keys);
   std::string_view key;
   bool first = true;
@@ -96,6 +101,7 @@ void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
       outcome->Park(key, r.cas);
       return;
     }
+    if (warm != nullptr && warm->Divert(r, key, outcome)) return;
     const bool hit = CountClassicRead(stats, opts, r);
     watch.Fetch(key, r, hit);
     if (prefixes->enabled()) prefixes->RecordGet(key, hit);
@@ -118,12 +124,15 @@ void Retrieve(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
 constexpr uint64_t kHotMissToken = 1;
 
 void LeaseGet(ItemStore* store, ThreadStats* stats, const ProtocolSettings& settings,
-              PrefixStats* prefixes, const Request& req, ReplyBuffer* out) {
+              PrefixStats* prefixes, WarmGate* warm, const Request& req, ReplyBuffer* out,
+              ProcessOutcome* outcome) {
   ReadOptions opts;
   opts.kind = ReadKind::kLeaseGet;
   opts.lease.xfetch_beta = settings.xfetch_beta;
   opts.lease.refresh_ahead = settings.refresh_ahead;
+  if (warm != nullptr) warm->Apply(&opts);
   ReadResult r = store->Read(req.key, opts);
+  if (warm != nullptr && warm->Divert(r, req.key, outcome)) return;
   stats->CountMissCause(r.miss_expired, r.miss_flushed);
   const bool has_value = r.status == ReadStatus::kHit && !r.no_value;
   CountRead(stats, /*touch=*/false, has_value);
@@ -367,8 +376,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kGets:
     case Command::kGat:
     case Command::kGats:
-      Retrieve(c.store, c.stats, c.server->Settings(), c.park, c.watch, &c.server->prefix_stats(),
-               req, out, outcome);
+      Retrieve(c, req, out, outcome);
       return;
     case Command::kSet:
     case Command::kAdd:
@@ -428,10 +436,11 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kMetaArithmetic:
     case Command::kMetaNoop:
     case Command::kMetaDebug:
-      ExecuteMeta(c.store, c.stats, req, out, &c.watch);
+      ExecuteMeta(c.store, c.stats, req, out, &c.watch, c.warm, outcome);
       return;
     case Command::kLeaseGet:
-      LeaseGet(c.store, c.stats, c.server->Settings(), &c.server->prefix_stats(), req, out);
+      LeaseGet(c.store, c.stats, c.server->Settings(), &c.server->prefix_stats(), c.warm, req, out,
+               outcome);
       return;
   }
 }

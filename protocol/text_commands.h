@@ -13,6 +13,7 @@
 #include "protocol/request_loop.h"
 #include "protocol/server_info.h"
 #include "protocol/thread_stats.h"
+#include "protocol/warm.h"
 #include "protocol/watch.h"
 #include "storage/item_store.h"
 
@@ -26,6 +27,7 @@ struct TextContext {
   ThreadStats* stats = nullptr;
   WatchContext watch;                 // `watch` lines: the server's log, the client's fd
   const WaitTicket* park = nullptr;   // classic wait mode: the ticket a read parks on
+  WarmGate* warm = nullptr;           // warm-up from a peer (protocol/warm.h), nullptr = off
   size_t batch_output = 0;            // output pending when the pass began
   bool datagram = false;              // a UDP client: no streams
 };

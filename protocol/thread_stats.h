@@ -36,9 +36,15 @@ class Counter {
   X(ssl_handshake_errors) X(bytes_read) X(bytes_written) X(conn_yields) X(idle_kicks)
 // Classic wait mode's parked readers: one run, after the lease counters.
 #define HERDLESS_WAIT_STATS(X) X(waits_parked) X(waits_woken) X(waits_timed_out)
+// Warm-up from a peer (-o warm_peer): one run, after the wait counters, shown
+// while a peer is set. Fetches asked, and how each ended; refused: a key in
+// its delete hold-off, or too many fetches in flight.
+#define HERDLESS_WARM_STATS(X) \
+  X(warm_fetches) X(warm_hits) X(warm_misses) X(warm_timeouts) X(warm_errors) X(warm_refused)
 
 #define HERDLESS_THREAD_STATS(X) \
-  HERDLESS_COMMAND_STATS(X) HERDLESS_CONNECTION_STATS(X) HERDLESS_WAIT_STATS(X)
+  HERDLESS_COMMAND_STATS(X) HERDLESS_CONNECTION_STATS(X) HERDLESS_WAIT_STATS(X) \
+  HERDLESS_WARM_STATS(X)
 
 struct ThreadStats {
 #define HERDLESS_DECLARE_COUNTER(name) Counter name;

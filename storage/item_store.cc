@@ -18,6 +18,8 @@
 // ShardLock hands them to the wake sink once the lock is released.
 #include "storage/item_store.h"
 
+#include "storage/holdoff.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -315,12 +317,22 @@ void ItemStore::Impl::RemoveKey(std::string_view key) {
 // ---------------------------------------------------------------------------
 // ItemStore: each call handed to the store behind it.
 
-ItemStore::ItemStore(const StoreConfig& config) : impl_(std::make_unique<Impl>(config)) {}
+ItemStore::ItemStore(const StoreConfig& config) : impl_(std::make_unique<Impl>(config)) {
+  if (config.delete_holdoff_ms > 0) {
+    holdoff_ = std::make_unique<DeleteHoldoff>(int64_t{config.delete_holdoff_ms} * 1000);
+  }
+}
 ItemStore::~ItemStore() = default;
 
 ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) { return impl_->Read(key, opts); }
 StoreResult ItemStore::Store(const StoreRequest& req) { return impl_->Store(req); }
-DeleteStatus ItemStore::Delete(const DeleteRequest& req) { return impl_->Delete(req); }
+DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
+  if (holdoff_ != nullptr) holdoff_->Note(HashKey(req.key), impl_->config().clock->NowMicros());
+  return impl_->Delete(req);
+}
+bool ItemStore::InDeleteHoldoff(std::string_view key) const {
+  return holdoff_ != nullptr && holdoff_->Holds(HashKey(key), impl_->config().clock->NowMicros());
+}
 ArithResult ItemStore::Arithmetic(const ArithRequest& req) { return impl_->Arithmetic(req); }
 bool ItemStore::Touch(std::string_view key, int64_t exptime) { return impl_->Touch(key, exptime); }
 void ItemStore::FlushAll(int64_t delay_s) { impl_->FlushAll(delay_s); }

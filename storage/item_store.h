@@ -40,6 +40,7 @@
 
 namespace herdless {
 
+class DeleteHoldoff;
 class Segment;
 
 struct StoreConfig {
@@ -55,6 +56,9 @@ struct StoreConfig {
   RandomSource* random = nullptr;    // not owned; required
   LeaseWakeSink* wake_sink = nullptr;  // not owned; required for ReadOptions::park
   StoreEventSink* events = nullptr;    // not owned; nullptr = nobody watches
+  // Deletes start a hold-off of this long on their key (InDeleteHoldoff):
+  // warm fills from a peer are refused meanwhile. 0 = no hold-off kept.
+  uint32_t delete_holdoff_ms = 0;
 };
 
 // Which items an expiry crawl looks at (Crawl): size classes (bit c for class
@@ -198,11 +202,16 @@ class ItemStore {
 
   const StoreConfig& config() const;
 
+  // True while a delete of `key` (any Delete, found or not) is younger than
+  // StoreConfig::delete_holdoff_ms; always false when that is 0.
+  bool InDeleteHoldoff(std::string_view key) const;
+
  private:
   // The store itself: its shards, memory, queues and the helpers the
   // operations share (storage/item_store_internal.h), made once with the store.
   class Impl;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<DeleteHoldoff> holdoff_;   // with delete_holdoff_ms
 };
 
 }  // namespace herdless

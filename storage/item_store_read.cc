@@ -244,8 +244,12 @@ void ItemStore::Impl::DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const 
   view.delta_spread = shard.recompute_spread;
   view.reads_per_s = r->reads_per_s;
   view.ttl_s = judge_new_ttl ? ReadRate::TtlOfCode(h.rate.ttl_code()) : h.ttl_before_s;
-  const LeaseDecision d = DecideRead(config_.lease, view, opts.lease, t.now_us, u);
-  if (d.verdict == LeaseVerdict::kWin) GrantLeaseLocked(shard, h, view, d, t);
+  LeaseDecision d = DecideRead(config_.lease, view, opts.lease, t.now_us, u);
+  if (d.verdict == LeaseVerdict::kHeld && opts.held_lease != 0 && h.item.cas() == opts.held_lease) {
+    d.verdict = LeaseVerdict::kWin;   // its own live lease, given back (no new grant)
+  } else if (d.verdict == LeaseVerdict::kWin) {
+    GrantLeaseLocked(shard, h, view, d, t);
+  }
   r->lease = d.verdict;
   r->lease_by_xfetch = d.by_xfetch;
   r->lease_by_refresh = d.by_refresh;

@@ -705,10 +705,20 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
   }
   // No CAS handed out before the restart is handed out again.
   if (reader.end().cas_counter > 0) store->AdvanceCasPast(reader.end().cas_counter - 1);
-  store->ReserveItems(reader.end().items);
   const int64_t now_unix = store->config().clock->UnixSeconds();
+  const bool old = options.max_age_s > 0 && now_unix - result.header.written_unix > options.max_age_s;
+  if (old && options.old_means_nothing) {
+    result.status = SnapshotLoadResult::Status::kOld;
+    result.seconds = SecondsSince(start);
+    return result;
+  }
+  store->ReserveItems(reader.end().items);
   result.error = RestoreBlocks(reader, options.threads, [&](const Record& r) {
-    CountRestored(store->Restore(RestoreRequestOf(r)), r, now_unix, &result);
+    RestoreRequest q = RestoreRequestOf(r);
+    q.stale = q.stale || old;
+    const StoreStatus status = store->Restore(q);
+    if (old && status == StoreStatus::kStored && !r.invalidated) result.stale++;
+    CountRestored(status, r, now_unix, &result);
   });
   // A block that changed after the check was skipped whole; the rest stands.
   result.status = result.error.empty() ? SnapshotLoadResult::Status::kLoaded

@@ -261,6 +261,12 @@ struct SnapshotLoadOptions {
   // refuses a restart file made with other settings. false: it is loaded
   // into whatever the store is (hottest first, items over -I skipped).
   bool require_same_limits = true;
+  // A file written more than this many seconds ago (its header's time)
+  // restores every item as stale (a returning node's values may have been
+  // replaced meanwhile: the first reader recomputes), or, with
+  // old_means_nothing, restores nothing (kOld). 0 = any age.
+  int64_t max_age_s = 0;
+  bool old_means_nothing = false;
 };
 
 struct SnapshotLoadResult {
@@ -268,6 +274,7 @@ struct SnapshotLoadResult {
     kLoaded,      // the file checked and its items were restored
     kMissing,     // no file at the path
     kUnreadable,  // it could not be opened or read (permissions, I/O): left where it is
+    kOld,         // older than max_age_s with old_means_nothing: nothing restored
     kInvalid,     // not a valid snapshot, or one written with another -m or -I
                   // (require_same_limits): nothing was restored (unless the
                   // file changed during the load: then only its blocks that

@@ -42,6 +42,10 @@ struct ReadOptions {
   // lease, register this ticket under the shard lock (no wake-up can be lost
   // between the read and the park) and report parked. nullptr = never park.
   const WaitTicket* park = nullptr;
+  // The lease (token) this reader already holds: a reader that went to a
+  // warm peer and came back empty. While that lease is live the read wins it
+  // again instead of finding it held. 0 = none.
+  uint64_t held_lease = 0;
 };
 
 enum class ReadStatus : uint8_t { kMiss, kHit };

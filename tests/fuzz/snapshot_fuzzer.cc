@@ -106,8 +106,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   while (!cursor.done) {
     store.Walk(&cursor, 64, [&](const WalkedItem& w) {
       Check(!w.key.empty() && w.key.size() <= kMaxKeyLength);
-      // A restored estimate only from a version 2 file, and readable.
-      Check(!w.read_rate.present() || (version >= 2 && w.reads_per_s >= 0));
+      // A restored estimate only from a version 2 file (the framed ones say
+      // which they are; a raw input's header may say either), and readable.
+      Check(!w.read_rate.present() || ((!framed || version >= 2) && w.reads_per_s >= 0));
       held++;
     });
   }

@@ -522,7 +522,7 @@ TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
       "memory_file", "lease_timeout", "xfetch_delta_ms", "xfetch_beta", "stale_grace",
       "classic_stampede", "wait_timeout_ms", "refresh_ahead", "refresh_hot", "refresh_epsilon",
       "refresh_max_fraction", "stalled_client_timeout", "exact_threads", "snapshot_interval",
-      "metrics"};
+      "warm_peer", "warm_timeout_ms", "warm_holdoff", "warm_for", "metrics", "restore_max_age"};
   EXPECT_EQ(StatNames(reply), expected);
   EXPECT_EQ(StatValue(reply, "metrics"), "NULL");   // off
   EXPECT_EQ(reply.substr(reply.size() - 5), "END\r\n");

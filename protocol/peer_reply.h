@@ -1,0 +1,40 @@
+// The replies a warm peer sends (daemon/warm_peer.h): one at a time from the
+// front of what has been read, for `mg <key> v f t` (VA <len> f<flags>
+// t<ttl> [W Z X] / EN) and for `gets <key>` (VALUE <key> <flags> <len> <cas>
+// ... END / END), or an error line. A pure function of the bytes: no socket.
+#ifndef HERDLESS_PROTOCOL_PEER_REPLY_H_
+#define HERDLESS_PROTOCOL_PEER_REPLY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace herdless {
+
+struct PeerReply {
+  enum class Kind : uint8_t {
+    kHit,        // a value, fresh at the peer
+    kMiss,       // EN / END, or a value the peer marks W, Z or X, or whose TTL is 0
+    kError,      // an error line (CLIENT_ERROR, SERVER_ERROR, anything else)
+    kUnknownCommand,   // "ERROR": the peer has no such command (no meta: use gets)
+  };
+  Kind kind = Kind::kMiss;
+  std::string value;
+  uint32_t flags = 0;
+  int64_t ttl_s = -1;      // seconds left, -1 = no expiry
+  bool ttl_known = true;   // false for a gets reply
+};
+
+enum class PeerParse : uint8_t {
+  kNeedMore,   // no whole reply yet
+  kDone,       // *reply holds one, *used bytes of `in` made it
+  kBad,        // not a reply this client could have asked for: drop the connection
+};
+
+// `max_value`: the largest value accepted (larger: kBad).
+PeerParse ParsePeerReply(std::string_view in, size_t max_value, PeerReply* reply, size_t* used);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_PEER_REPLY_H_

@@ -1,0 +1,64 @@
+// Warm-up from a peer, as the protocol sees it (-o warm_peer, docs/deployment.md).
+// A read that wins the lease of a key with no value (meta mg N, lease-get,
+// get/gets and binary Get in classic_stampede modes) is not answered: the
+// pass stops there (ProcessOutcome::Warm) and the daemon asks the peer for
+// the value on that reader's behalf, stores a hit under the reader's lease
+// token (which wakes the readers waiting on the key), and runs the request
+// again with a WarmPass saying it came back: it then reads the value, or wins
+// its own lease again (held_lease) and gets the recompute hint as without a
+// peer. Keys in their delete hold-off are never sent (warm_refused).
+// One WarmGate per executor; not thread-safe.
+#ifndef HERDLESS_PROTOCOL_WARM_H_
+#define HERDLESS_PROTOCOL_WARM_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "protocol/request_loop.h"
+#include "protocol/server_info.h"
+#include "protocol/thread_stats.h"
+#include "storage/item_store.h"
+
+namespace herdless {
+
+// What the daemon tells one Process() pass about warm-up.
+struct WarmPass {
+  bool enabled = false;      // a peer to warm from: a winning miss may wait for it
+  bool returned = false;     // the head request is back from the peer: never again
+  uint64_t held_lease = 0;   // ... without a value: the lease token it still holds
+};
+
+class WarmGate {
+ public:
+  // A pass begins (pass == nullptr: warm-up off for it).
+  void Begin(const WarmPass* pass, ItemStore* store, ThreadStats* stats);
+  // The head request has run (or parked): the ones after it are new readers.
+  void NextRequest() {
+    pass_.returned = false;
+    pass_.held_lease = 0;
+  }
+  // A lease-capable read's options: the lease the head request still holds.
+  void Apply(ReadOptions* opts) const { opts->held_lease = pass_.held_lease; }
+  // After such a read of `key`: true (outcome->Warm called) when the reader
+  // must wait for the peer instead of being answered.
+  bool Divert(const ReadResult& r, std::string_view key, ProcessOutcome* outcome);
+
+ private:
+  WarmPass pass_;
+  ItemStore* store_ = nullptr;
+  ThreadStats* stats_ = nullptr;
+};
+
+// Warm-up is on: a peer is set and warm_for has not run out `uptime_s`
+// seconds after the start.
+inline bool WarmActive(const ProtocolSettings& s, int64_t uptime_s) {
+  return !s.warm_peer.empty() && (s.warm_for_s == 0 || uptime_s < int64_t{s.warm_for_s});
+}
+
+// A key the text protocol can carry to a peer (1..250 bytes, no space or
+// control byte).
+bool WarmableKey(std::string_view key);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_PROTOCOL_WARM_H_

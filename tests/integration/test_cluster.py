@@ -1,0 +1,331 @@
+"""-o warm_peer: a herdless that misses asks a peer first (issue 22, part 1).
+
+- From Debian's memcached: classic get/gets in classic_stampede wait mode, meta mg N,
+  lease-get and binary Get each come back with the peer's value, flags and remaining TTL;
+  a key the peer lacks gets the usual recompute hint (END, W, a lease token).
+- 100 concurrent readers of one key the node lacks: one peer fetch, every reader the value.
+- From another herdless over a unix socket.
+- A peer that knows only `gets` (a stub answering mg with ERROR).
+- A set or a delete that lands while the fetch is under way wins; a delete refuses warm
+  fills of its key for warm_holdoff (warm_refused), after which the key warms again.
+- A silent peer: the reader gets its hint after warm_timeout_ms (warm_timeouts), and the
+  other clients of the same worker are answered meanwhile; a dead peer: warm_errors.
+- A node joins behind nutcracker (ketama): two memcached nodes hold 600 keys, a third node is
+  added and every key is read through the proxy with a read-through client (a miss loads
+  from the "database" and sets). Database loads for the moved keys: one per moved key with a
+  memcached as the new node, none with a herdless warming from the two old nodes.
+- -o restore_max_age: a node back with -e from a snapshot older than that serves none of
+  its values as fresh: stale (the first reader recomputes) in wait mode, nothing restored
+  with classic_stampede off; a younger snapshot restores as before.
+Counts and replies only, no timings.
+"""
+
+import os
+import socket
+import tempfile
+import threading
+import time
+
+import binproto
+import harness
+import scaleout
+import test_twemproxy
+
+
+class StubPeer:
+    """A loopback peer answering each request line after `release` is set: mg with VA (or
+    ERROR when meta is False), gets with VALUE; `silent`: never answers."""
+
+    def __init__(self, values, meta=True, silent=False):
+        self.values = values
+        self.meta = meta
+        self.silent = silent
+        self.release = threading.Event()
+        self.requests = []
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _answer(self, line):
+        words = line.split()
+        value = self.values.get(words[1]) if len(words) > 1 else None
+        if words[0] == b"mg":
+            if not self.meta:
+                return b"ERROR\r\n"
+            if value is None:
+                return b"EN\r\n"
+            return b"VA %d f5 t900\r\n%s\r\n" % (len(value), value)
+        if value is None:
+            return b"END\r\n"
+        return b"VALUE %s 5 %d 1\r\n%s\r\nEND\r\n" % (words[1], len(value), value)
+
+    def _serve(self, c):
+        buf = b""
+        while True:
+            try:
+                data = c.recv(4096)
+            except OSError:
+                return
+            if not data:
+                return
+            buf += data
+            while b"\r\n" in buf:
+                line, buf = buf.split(b"\r\n", 1)
+                self.requests.append(line)
+                if self.silent:
+                    continue
+                self.release.wait(30)
+                try:
+                    c.sendall(self._answer(line))
+                except OSError:
+                    return
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+def warm_node(peer, *extra):
+    return harness.start_herdless(["-t", "1", "-o", "classic_stampede=wait,warm_peer=" + peer]
+                                  + list(extra))
+
+
+def from_memcached(res):
+    mc = harness.start_memcached(["-m", "16"])
+    with harness.Conn(mc.port) as m:
+        for k in (b"a", b"b", b"c", b"d"):
+            res.equal(m.call(b"set %s 7 1000 3\r\nv-%s\r\n" % (k, k)), b"STORED\r\n", "peer set")
+    h = warm_node("127.0.0.1:%d" % mc.port)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"get a\r\n", b"END\r\n"), b"VALUE a 7 3\r\nv-a\r\nEND\r\n",
+                  "classic get: the peer's value and flags")
+        reply = c.call(b"mg a f t\r\n").split()
+        res.check(reply[0] == b"HD" and reply[1] == b"f7" and 990 <= int(reply[2][1:]) <= 1000,
+                  "the copy keeps the peer's flags and remaining TTL", repr(reply))
+        res.equal(c.call(b"mg b v f N30\r\n", b"\r\nv-b\r\n"), b"VA 3 f7\r\nv-b\r\n",
+                  "meta mg N: the peer's value, no W")
+        res.equal(c.call(b"lease-get c\r\n", b"END\r\n"), b"VALUE c 7 3\r\nv-c\r\nEND\r\n",
+                  "lease-get: the peer's value")
+        res.equal(c.call(b"get nope\r\n", b"END\r\n"), b"END\r\n", "peer miss: a classic miss")
+        res.equal(c.call(b"mg nope2 v N30\r\n", b"\r\n\r\n"), b"VA 0 W\r\n\r\n",
+                  "peer miss: meta gets its W")
+        lease = c.call(b"lease-get nope3\r\n", b"END\r\n")
+        res.check(lease.startswith(b"LVALUE nope3 ") and not lease.startswith(b"LVALUE nope3 1 "),
+                  "peer miss: lease-get gets its token", repr(lease))
+        res.equal(harness.stat_values(c, "warm_fetches", "warm_hits", "warm_misses"),
+                  {"warm_fetches": 6, "warm_hits": 3, "warm_misses": 3},
+                  "warm_fetches / hits / misses")
+    with binproto.BinConn(h.port) as b:
+        resp = b.call(binproto.get(b"d"))
+        res.equal((resp.status, resp.value), (0, b"v-d"), "binary Get: the peer's value")
+    h.stop()
+
+    # One key, many readers: one fetch.
+    with harness.Conn(mc.port) as m:
+        m.call(b"set hot 0 1000 3\r\nhot\r\n")
+        before = harness.stat(m, "get_hits")
+    h = warm_node("127.0.0.1:%d" % mc.port)
+    conns = [harness.Conn(h.port) for _ in range(100)]
+    for c in conns:
+        c.send(b"get hot\r\n")
+    replies = [c.recv_until(b"END\r\n") for c in conns]
+    res.equal(sum(r == b"VALUE hot 0 3\r\nhot\r\nEND\r\n" for r in replies), 100,
+              "100 readers of one missing key: all get the peer's value")
+    res.equal(harness.stat(conns[0], "warm_fetches"), 1, "100 readers: one peer fetch")
+    with harness.Conn(mc.port) as m:
+        res.equal(harness.stat(m, "get_hits") - before, 1, "100 readers: the peer read once")
+    for c in conns:
+        c.close()
+    h.stop()
+    mc.stop()
+
+
+def from_herdless(res):
+    path = "/tmp/herdless-peer-%d.sock" % harness.free_port()
+    peer = harness.start_herdless(["-s", path, "-a", "0666"], unix_socket=path)
+    with harness.Conn(path) as p:
+        p.call(b"set k 3 0 2\r\nhi\r\n")
+        p.call(b"mg lease v N30\r\n", b"\r\n\r\n")   # a peer's stub being recomputed
+    h = warm_node(path)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"get k\r\n", b"END\r\n"), b"VALUE k 3 2\r\nhi\r\nEND\r\n",
+                  "from herdless over a unix socket")
+        res.equal(c.call(b"mg k t\r\n"), b"HD t-1\r\n", "no TTL at the peer: none here")
+        res.equal(c.call(b"get lease\r\n", b"END\r\n"), b"END\r\n",
+                  "a peer's value under recompute is not copied")
+    h.stop()
+    peer.stop()
+
+
+def gets_only_peer(res):
+    stub = StubPeer({b"g": b"old"}, meta=False)
+    stub.release.set()
+    h = warm_node("127.0.0.1:%d" % stub.port)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"get g\r\n", b"END\r\n"), b"VALUE g 5 3\r\nold\r\nEND\r\n",
+                  "a peer without meta: read with gets")
+        reply = c.call(b"mg g t\r\n").split()
+        res.check(0 < int(reply[1][1:]) <= 60, "gets gives no TTL: kept at most 60 s", repr(reply))
+    res.equal(stub.requests[:2], [b"mg g v f t", b"gets g"], "mg first, then gets")
+    h.stop()
+    stub.close()
+
+
+def writes_meanwhile(res):
+    stub = StubPeer({b"s": b"old", b"d": b"old", b"h": b"old", b"h2": b"old"})
+    h = warm_node("127.0.0.1:%d" % stub.port, "-o", "warm_timeout_ms=10000,warm_holdoff=1")
+    with harness.Conn(h.port) as a, harness.Conn(h.port) as b:
+        a.send(b"get s\r\n")
+        harness.wait_for(lambda: len(stub.requests) == 1, what="the fetch of s")
+        res.equal(b.call(b"set s 0 0 3\r\nnew\r\n"), b"STORED\r\n", "set during the fetch")
+        stub.release.set()
+        res.equal(a.recv_until(b"END\r\n"), b"VALUE s 0 3\r\nnew\r\nEND\r\n",
+                  "a set during the fetch wins")
+        stub.release.clear()
+        a.send(b"get d\r\n")
+        harness.wait_for(lambda: len(stub.requests) == 2, what="the fetch of d")
+        res.equal(b.call(b"delete d\r\n"), b"NOT_FOUND\r\n", "delete during the fetch")
+        stub.release.set()
+        res.equal(a.recv_until(b"END\r\n"), b"END\r\n", "a delete during the fetch wins")
+        res.equal(b.call(b"mg d v\r\n"), b"EN\r\n", "... and the peer's value was not kept")
+        res.equal(b.call(b"delete h\r\n"), b"NOT_FOUND\r\n", "delete of a key the node lacks")
+        res.equal(b.call(b"mg h v N30\r\n", b"\r\n\r\n"), b"VA 0 W\r\n\r\n",
+                  "within the hold-off: no warm fill, the reader recomputes")
+        res.equal(harness.stat(b, "warm_refused"), 1, "warm_refused counts it")
+        res.equal(b.call(b"delete h2\r\n"), b"NOT_FOUND\r\n", "delete h2")
+        time.sleep(1.5)   # warm_holdoff=1: waiting it out, nothing timed
+        res.equal(b.call(b"get h2\r\n", b"END\r\n"), b"VALUE h2 5 3\r\nold\r\nEND\r\n",
+                  "after the hold-off the key warms again")
+    h.stop()
+    stub.close()
+
+
+def bad_peers(res):
+    stub = StubPeer({b"x": b"v"}, silent=True)
+    h = warm_node("127.0.0.1:%d" % stub.port, "-o", "warm_timeout_ms=3000")
+    with harness.Conn(h.port) as a, harness.Conn(h.port) as b:
+        a.send(b"get x\r\n")
+        harness.wait_for(lambda: len(stub.requests) == 1, what="the fetch of x")
+        res.equal(b.call(b"set y 0 0 1\r\n1\r\n"), b"STORED\r\n",
+                  "a silent peer blocks no other client of the worker")
+        res.equal(b.call(b"get y\r\n", b"END\r\n"), b"VALUE y 0 1\r\n1\r\nEND\r\n",
+                  "... reads too")
+        res.equal(a.recv_until(b"END\r\n"), b"END\r\n", "a silent peer: the recompute hint")
+        res.equal(harness.stat(b, "warm_timeouts"), 1, "warm_timeouts")
+    h.stop()
+    stub.close()
+    h = warm_node("127.0.0.1:%d" % harness.free_port())
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"get x\r\n", b"END\r\n"), b"END\r\n", "a dead peer: a miss")
+        res.equal(c.call(b"mg x2 v N30\r\n", b"\r\n\r\n"), b"VA 0 W\r\n\r\n", "... and a W")
+        res.check(harness.stat(c, "warm_errors") >= 1, "warm_errors")
+    h.stop()
+
+
+def returning_node(res):
+    directory = tempfile.mkdtemp(prefix="herdless-return-")
+    os.chmod(directory, 0o777)
+    path = os.path.join(directory, "snap")
+
+    def restart(mode, max_age, then_sleep=0.0):
+        args = ["-e", path, "-o", "classic_stampede=%s,restore_max_age=%d" % (mode, max_age)]
+        h = harness.start_herdless(args)
+        with harness.Conn(h.port) as c:
+            c.call(b"set k 0 0 3\r\nold\r\n")
+        h.stop()   # an orderly stop writes the snapshot
+        time.sleep(then_sleep)   # ages the file past max_age: waiting, nothing timed
+        return harness.start_herdless(args)
+
+    h = restart("wait", 3600)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"get k\r\n", b"END\r\n"), b"VALUE k 0 3\r\nold\r\nEND\r\n",
+                  "a young snapshot restores fresh values")
+    h.stop()
+    h = restart("wait", 1, then_sleep=2.5)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"get k\r\n", b"END\r\n"), b"END\r\n",
+                  "an old snapshot: the first classic reader recomputes")
+        res.equal(c.call(b"mg k v\r\n", b"\r\nold\r\n"), b"VA 3 Z X\r\nold\r\n",
+                  "... and the others see the value as stale")
+    h.stop()
+    h = restart("off", 1, then_sleep=2.5)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"get k\r\n", b"END\r\n"), b"END\r\n",
+                  "an old snapshot with classic_stampede off: nothing restored")
+        res.equal(harness.stat(c, "curr_items"), 0, "... no item at all")
+    h.stop()
+
+
+JOIN_KEYS = 600
+
+
+def join_loads(res, new_node_args, label):
+    """Database loads when a third node joins two memcached nodes behind nutcracker, and the
+    keys that moved to it."""
+    workdir = tempfile.mkdtemp(prefix="herdless-join-")
+    old = [harness.start_memcached(["-m", "16"]) for _ in range(2)]
+    keys = scaleout.key_names("join:", JOIN_KEYS)
+    proxy = test_twemproxy.start_nutcracker(old, workdir)
+    c = test_twemproxy.client(proxy.port)
+    for k in keys:
+        c.set(k, k.encode(), expire=600)
+    c.close()
+    proxy.stop()
+    peers = ";".join("127.0.0.1:%d" % n.port for n in old)
+    new = (harness.start_memcached(["-m", "16"]) if new_node_args is None else
+           harness.start_herdless(["-t", "2", "-o", new_node_args + ",warm_peer=" + peers]))
+    proxy = test_twemproxy.start_nutcracker(old + [new], workdir)
+    c = test_twemproxy.client(proxy.port)
+    loads = 0
+    wrong = 0
+    for k in keys:
+        value = c.get(k)
+        if value is None:
+            loads += 1   # the read-through client loads from its database and stores
+            c.set(k, k.encode(), expire=600)
+        elif value != k.encode():
+            wrong += 1
+    c.close()
+    moved = sum(1 for held in scaleout.owners([new], keys).values() if held)
+    harness.log("join, new node %s: %d of %d keys moved to it, %d database loads"
+                % (label, moved, JOIN_KEYS, loads))
+    res.equal(wrong, 0, "join (%s): no wrong value" % label)
+    res.check(moved > 0, "join (%s): keys moved to the new node" % label, repr(moved))
+    proxy.stop()
+    for n in old + [new]:
+        n.stop()
+    return moved, loads
+
+
+def joining_node(res):
+    moved, loads = join_loads(res, None, "memcached")
+    res.equal(loads, moved, "join, memcached: one database load per moved key")
+    moved, loads = join_loads(res, "classic_stampede=wait", "herdless warm_peer")
+    res.equal(loads, 0, "join, herdless warming from the old nodes: no database load")
+
+
+def body(res):
+    from_memcached(res)
+    from_herdless(res)
+    gets_only_peer(res)
+    writes_meanwhile(res)
+    bad_peers(res)
+    returning_node(res)
+    joining_node(res)
+
+
+if __name__ == "__main__":
+    harness.run("test_cluster", body)

@@ -1,0 +1,196 @@
+// Warm-up from a peer (-o warm_peer), below the sockets: the store's held
+// lease and delete hold-off, the executor's diversion of a winning miss to
+// the peer (protocol/warm.h), and the peer list's parser.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "daemon/warm_peer.h"
+#include "protocol/executor.h"
+#include "protocol/peer_reply.h"
+#include "storage/clock.h"
+#include "storage/holdoff.h"
+#include "storage/item_store.h"
+#include "storage/random.h"
+#include "tests/unit/test_support.h"
+
+namespace herdless {
+namespace {
+
+class WarmTest : public ::testing::Test {
+ protected:
+  WarmTest() : config_(DrivenStoreConfig(&clock_, &random_)), server_(&stats_) {
+    clock_.AdvanceSeconds(100);
+    config_.delete_holdoff_ms = 2000;
+    store_ = std::make_unique<ItemStore>(config_);
+    executor_ = std::make_unique<Executor>(store_.get(), &server_, &stats_);
+  }
+
+  std::string Run(std::string_view input, const WarmPass* warm) {
+    outcome_ = executor_->Process(input, &out_, SIZE_MAX, 0, nullptr, warm);
+    return Drain(&out_);
+  }
+
+  ManualClock clock_;
+  DefaultRandom random_{3};
+  StoreConfig config_;
+  ThreadStats stats_;
+  FakeServer server_;
+  std::unique_ptr<ItemStore> store_;
+  std::unique_ptr<Executor> executor_;
+  ReplyBuffer out_;
+  ProcessOutcome outcome_;
+};
+
+TEST_F(WarmTest, AReaderGetsItsOwnLiveLeaseBack) {
+  ReadOptions opts;
+  opts.kind = ReadKind::kLeaseGet;
+  const uint64_t token = store_->Read("k", opts).cas;
+  EXPECT_EQ(store_->Read("k", opts).lease, LeaseVerdict::kHeld);
+  opts.held_lease = token;
+  ReadResult again = store_->Read("k", opts);
+  EXPECT_EQ(again.lease, LeaseVerdict::kWin);
+  EXPECT_EQ(again.cas, token);
+  opts.held_lease = token + 1000;
+  EXPECT_EQ(store_->Read("k", opts).lease, LeaseVerdict::kHeld);
+}
+
+TEST_F(WarmTest, DeleteStartsAHoldoffEvenForAMissingKey) {
+  DeleteRequest del;
+  del.key = "gone";
+  EXPECT_EQ(store_->Delete(del), DeleteStatus::kNotFound);
+  EXPECT_TRUE(store_->InDeleteHoldoff("gone"));
+  EXPECT_FALSE(store_->InDeleteHoldoff("other"));
+  clock_.AdvanceMicros(1999000);
+  EXPECT_TRUE(store_->InDeleteHoldoff("gone"));
+  clock_.AdvanceMicros(2000);
+  EXPECT_FALSE(store_->InDeleteHoldoff("gone"));
+}
+
+TEST_F(WarmTest, HoldoffTableStaysBounded) {
+  DeleteHoldoff holdoff(1000);
+  for (uint64_t i = 0; i < 20 * DeleteHoldoff::kMaxEntries; ++i) holdoff.Note(i << 44, 0);
+  holdoff.Note(7, 5000);
+  EXPECT_TRUE(holdoff.Holds(7, 5500));
+  EXPECT_FALSE(holdoff.Holds(7, 6001));
+}
+
+TEST_F(WarmTest, AWinningMissGoesToThePeerOnceThenGetsItsToken) {
+  WarmPass pass;
+  pass.enabled = true;
+  EXPECT_EQ(Run("lease-get k\r\n", &pass), "");
+  ASSERT_TRUE(outcome_.warm);
+  EXPECT_EQ(outcome_.consumed, 0u);
+  EXPECT_EQ(outcome_.park_key, "k");
+  const uint64_t token = outcome_.park_token;
+  // Back from the peer empty-handed: the usual token reply.
+  pass.returned = true;
+  pass.held_lease = token;
+  EXPECT_EQ(Run("lease-get k\r\n", &pass), "LVALUE k " + std::to_string(token) + " 0 0\r\n\r\nEND\r\n");
+  EXPECT_FALSE(outcome_.warm);
+}
+
+TEST_F(WarmTest, AValueStoredUnderTheTokenIsWhatTheReaderSees) {
+  WarmPass pass;
+  pass.enabled = true;
+  Run("mg k v N30\r\n", &pass);
+  ASSERT_TRUE(outcome_.warm);
+  StoreRequest req;
+  req.key = "k";
+  req.value = "peer";
+  req.client_flags = 9;
+  req.lease_token = outcome_.park_token;
+  ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored);
+  pass.returned = true;
+  pass.held_lease = req.lease_token;
+  EXPECT_EQ(Run("mg k v f\r\n", &pass), "VA 4 f9\r\npeer\r\n");
+}
+
+TEST_F(WarmTest, OnlyTheHeadRequestCameBack) {
+  WarmPass pass;
+  pass.enabled = true;
+  pass.returned = true;
+  EXPECT_EQ(Run("mg a v N30\r\nmg b v N30\r\n", &pass), "VA 0 W\r\n\r\n");
+  EXPECT_TRUE(outcome_.warm);
+  EXPECT_EQ(outcome_.park_key, "b");
+}
+
+TEST_F(WarmTest, AKeyInItsHoldoffIsNotSentToThePeer) {
+  DeleteRequest del;
+  del.key = "k";
+  store_->Delete(del);
+  WarmPass pass;
+  pass.enabled = true;
+  EXPECT_EQ(Run("mg k v N30\r\n", &pass), "VA 0 W\r\n\r\n");
+  EXPECT_FALSE(outcome_.warm);
+  EXPECT_EQ(stats_.warm_refused.Get(), 1u);
+}
+
+TEST_F(WarmTest, PlainReadsAndHitsNeverGoToThePeer) {
+  WarmPass pass;
+  pass.enabled = true;
+  EXPECT_EQ(Run("get k\r\n", &pass), "END\r\n");   // classic_stampede off: no lease
+  EXPECT_EQ(Run("mg k v\r\n", &pass), "EN\r\n");   // no N: no lease
+  EXPECT_FALSE(outcome_.warm);
+  EXPECT_FALSE(WarmableKey("a b"));
+  EXPECT_FALSE(WarmableKey(std::string(251, 'k')));
+  EXPECT_TRUE(WarmableKey("user:1"));
+}
+
+TEST(PeerReplyTest, ReadsMetaAndGetsRepliesOneAtATime) {
+  const std::string in = "VA 3 f5 t900\r\nabc\r\nEN\r\nVALUE k 7 2 1\r\nhi\r\nEND\r\nERROR\r\n";
+  std::string_view rest = in;
+  PeerReply r;
+  size_t used = 0;
+  ASSERT_EQ(ParsePeerReply(rest, 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kHit);
+  EXPECT_EQ(r.value, "abc");
+  EXPECT_EQ(r.flags, 5u);
+  EXPECT_EQ(r.ttl_s, 900);
+  rest.remove_prefix(used);
+  ASSERT_EQ(ParsePeerReply(rest, 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kMiss);
+  rest.remove_prefix(used);
+  ASSERT_EQ(ParsePeerReply(rest, 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kHit);
+  EXPECT_EQ(r.value, "hi");
+  EXPECT_EQ(r.flags, 7u);
+  EXPECT_FALSE(r.ttl_known);
+  rest.remove_prefix(used);
+  ASSERT_EQ(ParsePeerReply(rest, 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kUnknownCommand);
+  EXPECT_EQ(used, rest.size());
+}
+
+TEST(PeerReplyTest, WaitsForTheWholeValueAndRefusesNonsense) {
+  PeerReply r;
+  size_t used = 0;
+  EXPECT_EQ(ParsePeerReply("VA 5 f0\r\nab", 100, &r, &used), PeerParse::kNeedMore);
+  EXPECT_EQ(ParsePeerReply("VA 5", 100, &r, &used), PeerParse::kNeedMore);
+  EXPECT_EQ(ParsePeerReply("VA 500 f0\r\n", 100, &r, &used), PeerParse::kBad);   // over max_value
+  EXPECT_EQ(ParsePeerReply("VA 2 f0\r\nabcd\r\n", 100, &r, &used), PeerParse::kBad);
+  EXPECT_EQ(ParsePeerReply("VA x\r\n", 100, &r, &used), PeerParse::kBad);
+  ASSERT_EQ(ParsePeerReply("VA 1 t5 W\r\nx\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kMiss);   // being recomputed at the peer
+  ASSERT_EQ(ParsePeerReply("SERVER_ERROR busy\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kError);
+}
+
+TEST(PeerListTest, ParsesHostsPortsAndSockets) {
+  std::vector<PeerAddress> peers;
+  std::string error;
+  ASSERT_TRUE(ParsePeerList("10.0.0.1:11211;[::1]:7;/run/m.sock", &peers, &error)) << error;
+  ASSERT_EQ(peers.size(), 3u);
+  EXPECT_EQ(peers[0].host, "10.0.0.1");
+  EXPECT_EQ(peers[0].port, 11211);
+  EXPECT_EQ(peers[1].host, "::1");
+  EXPECT_EQ(peers[2].path, "/run/m.sock");
+  for (const char* bad : {"", "host", "host:0", "host:70000", ":1", "h:1x"}) {
+    EXPECT_FALSE(ParsePeerList(bad, &peers, &error)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace herdless
