@@ -444,7 +444,9 @@ TEST_F(SnapshotTest, AVersion1FileStillLoadsAndHoldsNoReadRates) {
   plain.key = "old";
   plain.value = "value";
   plain.delta_ms = 120;
-  MemorySource v1(FileOf(*b.store, 1, {plain}, b.clock.UnixSeconds() - 5));
+  // MemorySource views its bytes: each file is kept in a string that outlives it.
+  const std::string v1_file = FileOf(*b.store, 1, {plain}, b.clock.UnixSeconds() - 5);
+  MemorySource v1(v1_file);
   const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), v1, SnapshotLoadOptions());
   ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
   EXPECT_EQ(l.header.version, 1u);
@@ -454,10 +456,12 @@ TEST_F(SnapshotTest, AVersion1FileStillLoadsAndHoldsNoReadRates) {
   Record rated = plain;   // the read-rate bit is version 2's: a version 1 file with it is damaged
   rated.rate_count = ReadRate::Encode(80);
   TestStore c(config);
-  MemorySource bad(FileOf(*c.store, 1, {rated}, c.clock.UnixSeconds() - 5));
+  const std::string bad_file = FileOf(*c.store, 1, {rated}, c.clock.UnixSeconds() - 5);
+  MemorySource bad(bad_file);
   EXPECT_EQ(LoadSnapshotFrom(c.store.get(), bad, SnapshotLoadOptions()).status,
             SnapshotLoadResult::Status::kInvalid);
-  MemorySource good(FileOf(*c.store, 2, {rated}, c.clock.UnixSeconds() - 5));
+  const std::string good_file = FileOf(*c.store, 2, {rated}, c.clock.UnixSeconds() - 5);
+  MemorySource good(good_file);
   ASSERT_EQ(LoadSnapshotFrom(c.store.get(), good, SnapshotLoadOptions()).status,
             SnapshotLoadResult::Status::kLoaded);
   EXPECT_GT(c.Peek("old").reads_per_s, 0);
