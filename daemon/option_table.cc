@@ -723,7 +723,14 @@ constexpr std::string_view kIgnoredSuboptions[] = {
 }  // namespace
 
 std::span<const OptionRow> FlagRows() { return kFlags; }
-std::span<const OptionRow> SuboptionRows() { return kSuboptions; }
+std::span<const OptionRow> SuboptionRows() {
+  static const std::vector<OptionRow> rows = [] {
+    std::vector<OptionRow> all(std::begin(kSuboptions), std::end(kSuboptions));
+    for (const OptionRow& row : ExtstoreRows()) all.push_back(row);
+    return all;
+  }();
+  return rows;
+}
 std::span<const std::string_view> IgnoredSuboptions() { return kIgnoredSuboptions; }
 
 }  // namespace herdless

@@ -427,6 +427,7 @@ bool ParseOptions(int argc, char** argv, Options* options, std::string* error) {
   const bool ok = ApplyArguments(argc, argv, &parse) &&
                   (options->action != Options::Action::kRun ||
                    (CheckSizesAndPorts(&parse) && CheckAuthentication(&parse) &&
+                    CheckExtstoreOptions(&parse) && RefuseUnbuiltFlashTier(&parse) &&
                     CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse)));
   *error = parse.error;
   return ok;

@@ -22,8 +22,8 @@ constexpr SettingLine Fixed(const char* name, const char* value) {
   return {.name = name, .fixed = value};
 }
 
-// memcached 1.6.18's process_stat_settings, in its order (its TLS block where
-// it prints it, its extstore block left out), then herdless's own settings in
+// memcached 1.6.18's process_stat_settings, in its order (its TLS and extstore
+// blocks where it prints them), then herdless's own settings in
 // the order they were added. An option's setting that is not listed follows
 // them, in the option table's order: a new option needs no entry here.
 constexpr SettingLine kSettings[] = {
@@ -76,6 +76,10 @@ constexpr SettingLine kSettings[] = {
     {"track_sizes",   // stats sizes_enable|sizes_disable
      [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.tracking_sizes); }},
     Fixed("inline_ascii_response", "no"),
+    Option("ext_item_size"), Option("ext_item_age"), Option("ext_low_ttl"), Option("ext_recache_rate"),
+    Option("ext_wbuf_size"), Option("ext_compact_under"), Option("ext_drop_under"),
+    Option("ext_max_sleep"), Option("ext_max_frag"), Option("slab_automove_freeratio"),
+    Option("ext_drop_unread"),
     Option("ssl_enabled"), Option("ssl_chain_cert"), Option("ssl_key"), Option("ssl_verify_mode"),
     Option("ssl_keyformat"), Option("ssl_ciphers"), Option("ssl_ca_cert"), Option("ssl_wbuf_size"),
     Option("ssl_session_cache"), Option("ssl_kernel_tls"), Option("ssl_min_version"),

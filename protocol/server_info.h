@@ -12,6 +12,7 @@
 
 #include "protocol/prefix_stats.h"
 #include "protocol/thread_stats.h"
+#include "storage/flash_settings.h"
 #include "storage/lease.h"
 
 namespace herdless {
@@ -93,6 +94,7 @@ struct ProtocolSettings {
   uint32_t snapshot_interval_s = 0;  // 0 = only at an orderly stop
   std::string metrics_address;     // -o metrics: the Prometheus endpoint's HOST:PORT, "" = off
   uint32_t restore_max_age_s = 0;    // an older snapshot restores stale (or nothing), 0 = off
+  ExtstoreSettings ext;              // -o ext_*: the flash tier (off without ext_path)
   // Refresh-ahead (docs/protocol.md): on for lease-get and the classic modes;
   // meta clients ask with mg Yr. lease's refresh_* shape the window.
   bool refresh_ahead = false;

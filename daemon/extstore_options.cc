@@ -1,0 +1,216 @@
+// memcached 1.6.18's extstore -o keys (storage.c's storage_read_config and
+// storage_check_config), as rows of the option table: the same names,
+// defaults, `stats settings` lines and error messages.
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include "daemon/option_table.h"
+
+namespace herdless {
+
+namespace {
+
+using W = StatWriter;
+using V = SettingsView;
+using E = ExtstoreSettings;
+
+// memcached's safe_strtoul: strtoul's number, then nothing or a space; no '-'.
+bool SafeUnsigned(std::string_view text, uint32_t* out) {
+  const std::string s(text);
+  if (s.find('-') != std::string::npos) return false;
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  if (errno != 0 || end == s.c_str() || (*end != '\0' && !std::isspace(static_cast<unsigned char>(*end)))) {
+    return false;
+  }
+  if (v > UINT32_MAX) return false;   // memcached truncates to 32 bits; herdless refuses
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+// memcached's safe_strtod.
+bool SafeDouble(std::string_view text, double* out) {
+  const std::string s(text);
+  errno = 0;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || end == s.c_str() || (*end != '\0' && !std::isspace(static_cast<unsigned char>(*end)))) {
+    return false;
+  }
+  *out = v;
+  return true;
+}
+
+// memcached's two messages for a key's value: none, or not a number.
+bool MissingExt(OptionParse& p) { return p.Fail("Missing " + std::string(p.name) + " argument"); }
+bool BadExt(OptionParse& p) { return p.Fail("could not parse argument to " + std::string(p.name)); }
+
+template <uint32_t E::*kField, uint32_t kUnit = 1>
+bool ExtNumber(OptionParse& p) {
+  if (!p.has_value) return MissingExt(p);
+  uint32_t v;
+  if (!SafeUnsigned(p.value, &v) || uint64_t{v} * kUnit > UINT32_MAX) return BadExt(p);
+  p.settings.ext.*kField = v * kUnit;
+  return true;
+}
+
+template <double E::*kField>
+bool ExtFraction(OptionParse& p) {
+  if (!p.has_value) return MissingExt(p);
+  return SafeDouble(p.value, &(p.settings.ext.*kField)) || BadExt(p);
+}
+
+// ext_path=FILE:SIZE[:BUCKET], SIZE a number with m, g, t or p (memcached's
+// storage_conf_parse: without a unit the size is 0 pages).
+bool ExtPath(OptionParse& p) {
+  if (!p.has_value || p.value.empty()) {
+    return p.Fail("missing argument to ext_path, ie: ext_path=/d/file:5G");
+  }
+  const std::string_view failed = "\nfailed to parse ext_path argument";
+  const size_t colon = p.value.find(':');
+  std::string_view size = colon == std::string_view::npos ? "" : p.value.substr(colon + 1);
+  const size_t bucket_at = size.find(':');
+  std::string_view bucket = bucket_at == std::string_view::npos ? "" : size.substr(bucket_at + 1);
+  size = size.substr(0, bucket_at);
+  if (colon == 0 || size.empty()) {
+    return p.Fail("must supply size to ext_path, ie: ext_path=/f/e:64m (M|G|T|P supported)" +
+                  std::string(failed));
+  }
+  if (!bucket.empty() && bucket != "default") {
+    const bool known = bucket == "compact" || bucket == "lowttl" || bucket == "chunked";
+    return p.Fail((known ? "ext_path only presently supports the default bucket"
+                         : "Unknown extstore bucket: " + std::string(bucket)) +
+                  std::string(failed));
+  }
+  uint64_t unit = 0;
+  switch (std::tolower(static_cast<unsigned char>(size.back()))) {
+    case 'm': unit = uint64_t{1} << 20; break;
+    case 'g': unit = uint64_t{1} << 30; break;
+    case 't': unit = uint64_t{1} << 40; break;
+    case 'p': unit = uint64_t{1} << 50; break;
+    default: break;
+  }
+  const int count = std::atoi(std::string(size.substr(0, size.size() - 1)).c_str());
+  FlashFile file;
+  file.path = std::string(p.value.substr(0, colon));
+  file.size_bytes = count > 0 ? static_cast<uint64_t>(count) * unit : 0;
+  const uint64_t pages = file.size_bytes / p.settings.ext.page_size;
+  file.page_count = pages > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(pages);
+  p.settings.ext.files.push_back(std::move(file));
+  return true;
+}
+
+template <auto kField>
+std::string DefaultOf(const ProtocolSettings& d) {
+  return std::to_string(d.ext.*kField);
+}
+template <uint32_t E::*kField>
+void Shown(const V& v, std::string_view n, W* w) {
+  w->Add(n, uint64_t{v.settings.ext.*kField});
+}
+
+constexpr OptionRow kExtstoreRows[] = {
+    {.name = "ext_path", .help = "file to write to for external storage.\nie: ext_path=/mnt/d1/extstore:1G",
+     .apply = ExtPath},
+    {.name = "ext_page_size", .help = "size in megabytes of storage pages. (default: {default})",
+     .help_default = [](const ProtocolSettings& d) { return std::to_string(d.ext.page_size >> 20); },
+     .apply = [](OptionParse& p) {
+       if (!p.settings.ext.files.empty()) {
+         return p.Fail("Must specify ext_page_size before any ext_path arguments");
+       }
+       // memcached divides by a page size of 0; herdless refuses it.
+       return (ExtNumber<&E::page_size, 1u << 20>(p) && p.settings.ext.page_size != 0) || BadExt(p);
+     }},
+    {.name = "ext_wbuf_size", .help = "size in megabytes of page write buffers. (default: {default})",
+     .help_default = [](const ProtocolSettings& d) { return std::to_string(d.ext.wbuf_size >> 20); },
+     .apply = ExtNumber<&E::wbuf_size, 1u << 20>,
+     .setting = {"ext_wbuf_size", Shown<&E::wbuf_size>}},
+    {.name = "ext_threads", .help = "number of IO threads to run. (default: {default})",
+     .help_default = DefaultOf<&E::threads>, .apply = ExtNumber<&E::threads>},
+    {.name = "ext_io_depth", .help = "reads each IO thread keeps in flight (default: {default})",
+     .help_default = DefaultOf<&E::io_depth>, .apply = ExtNumber<&E::io_depth>},
+    {.name = "ext_item_size", .help = "store items larger than this (bytes, default {default})",
+     .help_default = DefaultOf<&E::item_size>, .apply = ExtNumber<&E::item_size>,
+     .setting = {"ext_item_size", Shown<&E::item_size>}},
+    {.name = "ext_item_age",
+     .help = "store items idle at least this long (seconds, default: no age limit)",
+     .apply = ExtNumber<&E::item_age>, .setting = {"ext_item_age", Shown<&E::item_age>}},
+    {.name = "ext_low_ttl", .help = "consider TTLs lower than this specially (default: {default})",
+     .help_default = DefaultOf<&E::low_ttl>, .apply = ExtNumber<&E::low_ttl>,
+     .setting = {"ext_low_ttl", Shown<&E::low_ttl>}},
+    {.name = "ext_drop_unread",
+     .help = "don't re-write unread values during compaction (default: disabled)",
+     .apply = [](OptionParse& p) {
+       p.settings.ext.drop_unread = true;   // memcached: whatever the value
+       return true;
+     },
+     .setting = {"ext_drop_unread",
+                 [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.settings.ext.drop_unread); }}},
+    {.name = "ext_recache_rate", .help = "recache an item every N accesses (default: {default})",
+     .help_default = DefaultOf<&E::recache_rate>, .apply = ExtNumber<&E::recache_rate>,
+     .setting = {"ext_recache_rate", Shown<&E::recache_rate>}},
+    {.name = "ext_compact_under",
+     .help = "compact when fewer than this many free pages\n(default: 1/4th of the assigned storage)",
+     .apply = ExtNumber<&E::compact_under>,
+     .setting = {"ext_compact_under", Shown<&E::compact_under>}},
+    {.name = "ext_drop_under",
+     .help = "drop COLD items when fewer than this many free pages\n(default: 1/4th of the assigned storage)",
+     .apply = ExtNumber<&E::drop_under>, .setting = {"ext_drop_under", Shown<&E::drop_under>}},
+    {.name = "ext_max_frag", .help = "max page fragmentation to tolerate (default: 0.80)",
+     .apply = ExtFraction<&E::max_frag>,
+     .setting = {"ext_max_frag",
+                 [](const V& v, std::string_view n, W* w) { w->AddFixed(n, v.settings.ext.max_frag, 2); }}},
+    {.name = "ext_max_sleep", .help = "max sleep time of background threads in us (default: {default})",
+     .help_default = DefaultOf<&E::max_sleep_us>, .apply = ExtNumber<&E::max_sleep_us>,
+     .setting = {"ext_max_sleep", Shown<&E::max_sleep_us>}},
+    {.name = "slab_automove_freeratio",
+     .help = "ratio of memory to hold free as buffer.\n(see doc/storage.txt for more info, default: 0.010)",
+     .apply = ExtFraction<&E::slab_automove_freeratio>,
+     .setting = {"slab_automove_freeratio", [](const V& v, std::string_view n, W* w) {
+                   w->AddFixed(n, v.settings.ext.slab_automove_freeratio, 3);
+                 }}},
+};
+
+}  // namespace
+
+std::span<const OptionRow> ExtstoreRows() { return kExtstoreRows; }
+
+bool CheckExtstoreOptions(OptionParse* p) {
+  ProtocolSettings& s = p->settings;
+  ExtstoreSettings& ext = s.ext;
+  if (!ext.enabled()) return true;
+  // storage_check_config, then extstore_init's checks, in memcached's words.
+  if (s.item_size_max > ext.wbuf_size) {
+    return p->Fail("-I (item_size_max: " + std::to_string(s.item_size_max) +
+                   ") cannot be larger than ext_wbuf_size: " + std::to_string(ext.wbuf_size));
+  }
+  if (s.udp_port != 0) return p->Fail("Cannot use UDP with extstore enabled (-U 0 to disable)");
+  const std::string init = "Failed to initialize external storage: ";
+  if (ext.wbuf_size == 0 || ext.page_size % ext.wbuf_size != 0) {
+    return p->Fail(init + "page_size must be divisible by wbuf_size");
+  }
+  if (ext.page_size % (2u << 20) != 0 || ext.wbuf_size % (2u << 20) != 0) {
+    return p->Fail(init + "page_size and wbuf_size must be divisible by 1024*1024*2");
+  }
+  if (ext.page_count() >= UINT16_MAX) {
+    return p->Fail(init + "page_count must total to < 65536. Increase page_size or lower path sizes");
+  }
+  if (ext.compact_under == 0) {
+    // memcached: a quarter of the last ext_path's pages, for both thresholds.
+    ext.compact_under = ext.files.back().page_count / 4;
+    ext.drop_under = ext.compact_under;
+  }
+  return true;
+}
+
+bool RefuseUnbuiltFlashTier(OptionParse* p) {
+  if (!p->settings.ext.enabled()) return true;
+  // The options above are memcached's and checked as memcached checks them;
+  // the tier that would use them (moving values to the file) is not built.
+  return p->Fail("-o ext_path: herdless has no flash tier yet (the ext_* options only show in stats settings)");
+}
+
+}  // namespace herdless

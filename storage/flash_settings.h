@@ -1,0 +1,48 @@
+// ExtstoreSettings: memcached 1.6.18's extstore options (-o ext_*), as given,
+// with memcached's defaults. An empty `files` means no flash tier: nothing
+// else here changes anything then. `stats settings` shows them.
+#ifndef HERDLESS_STORAGE_FLASH_SETTINGS_H_
+#define HERDLESS_STORAGE_FLASH_SETTINGS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace herdless {
+
+// One ext_path=FILE:SIZE: a file of whole pages (several files: JBOD, pages
+// interleaved between them as memcached does).
+struct FlashFile {
+  std::string path;
+  uint64_t size_bytes = 0;
+  uint32_t page_count = 0;   // size_bytes / page_size, rounded down
+};
+
+struct ExtstoreSettings {
+  std::vector<FlashFile> files;          // ext_path, in the order given
+  uint32_t page_size = 64u << 20;        // ext_page_size (given in MB)
+  uint32_t wbuf_size = 4u << 20;         // ext_wbuf_size (given in MB)
+  uint32_t threads = 1;                  // ext_threads: I/O threads
+  uint32_t io_depth = 1;                 // ext_io_depth
+  uint32_t item_size = 512;              // ext_item_size: values at least this long move
+  uint32_t item_age = UINT32_MAX;        // ext_item_age: seconds idle before a value moves
+  uint32_t low_ttl = 0;                  // ext_low_ttl: shorter TTLs go to their own pages
+  uint32_t recache_rate = 2000;          // ext_recache_rate: 1 read in N comes back to RAM
+  uint32_t compact_under = 0;            // ext_compact_under: free pages; 0 = a quarter
+  uint32_t drop_under = 0;               // ext_drop_under: free pages; 0 = a quarter
+  uint32_t max_sleep_us = 1000000;       // ext_max_sleep: longest background nap
+  double max_frag = 0.8;                 // ext_max_frag: live fraction a page is compacted under
+  bool drop_unread = false;              // ext_drop_unread: compaction drops unread values
+  double slab_automove_freeratio = 0.01; // memcached parses it with the ext_* keys
+
+  bool enabled() const { return !files.empty(); }
+  uint32_t page_count() const {
+    uint64_t n = 0;
+    for (const FlashFile& f : files) n += f.page_count;
+    return static_cast<uint32_t>(n);
+  }
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_STORAGE_FLASH_SETTINGS_H_

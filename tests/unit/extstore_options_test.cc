@@ -1,0 +1,160 @@
+// memcached 1.6.18's extstore -o keys: defaults, values and error messages
+// (storage.c's storage_read_config, storage_check_config, extstore_init).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "daemon/option_table.h"
+#include "daemon/options.h"
+
+namespace herdless {
+namespace {
+
+struct Parsed {
+  bool ok = false;
+  Options options;
+  std::string error;
+};
+
+Parsed Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "herdless");
+  std::vector<char*> argv;
+  for (std::string& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  Parsed p;
+  p.ok = ParseOptions(static_cast<int>(args.size()), argv.data(), &p.options, &p.error);
+  return p;
+}
+
+// Applies `-o list` and memcached's checks after the last option, without
+// the refusal of the unbuilt tier: what memcached would accept.
+Parsed Check(const std::string& list, std::vector<std::string> flags = {}) {
+  Parsed p;
+  OptionParse parse(&p.options);
+  for (size_t i = 0; i + 1 < flags.size(); i += 2) {
+    if (flags[i] == "-I") p.options.protocol.item_size_max = std::stoul(flags[i + 1]);
+    if (flags[i] == "-U") p.options.protocol.udp_port = std::stoi(flags[i + 1]);
+  }
+  p.ok = parse.ApplySuboptions(list) && CheckExtstoreOptions(&parse);
+  p.error = parse.error;
+  return p;
+}
+
+TEST(ExtstoreOptionsTest, DefaultsAreMemcacheds) {
+  Parsed p = Parse({});
+  ASSERT_TRUE(p.ok) << p.error;
+  const ExtstoreSettings& e = p.options.protocol.ext;
+  EXPECT_FALSE(e.enabled());
+  EXPECT_EQ(e.page_size, 64u << 20);
+  EXPECT_EQ(e.wbuf_size, 4u << 20);
+  EXPECT_EQ(e.threads, 1u);
+  EXPECT_EQ(e.item_size, 512u);
+  EXPECT_EQ(e.item_age, UINT32_MAX);
+  EXPECT_EQ(e.low_ttl, 0u);
+  EXPECT_EQ(e.recache_rate, 2000u);
+  EXPECT_EQ(e.compact_under, 0u);
+  EXPECT_EQ(e.drop_under, 0u);
+  EXPECT_EQ(e.max_sleep_us, 1000000u);
+  EXPECT_DOUBLE_EQ(e.max_frag, 0.8);
+  EXPECT_FALSE(e.drop_unread);
+}
+
+TEST(ExtstoreOptionsTest, TuningKeysWorkWithoutAPathAsInMemcached) {
+  Parsed p = Parse({"-o", "ext_item_size=100,ext_item_age=30,ext_low_ttl=5,ext_recache_rate=7,"
+                          "ext_compact_under=3,ext_drop_under=2,ext_max_sleep=9,ext_max_frag=0.5,"
+                          "ext_drop_unread,ext_wbuf_size=8,ext_threads=4,ext_page_size=32"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const ExtstoreSettings& e = p.options.protocol.ext;
+  EXPECT_EQ(e.item_size, 100u);
+  EXPECT_EQ(e.item_age, 30u);
+  EXPECT_EQ(e.low_ttl, 5u);
+  EXPECT_EQ(e.recache_rate, 7u);
+  EXPECT_EQ(e.compact_under, 3u);
+  EXPECT_EQ(e.drop_under, 2u);
+  EXPECT_EQ(e.max_sleep_us, 9u);
+  EXPECT_DOUBLE_EQ(e.max_frag, 0.5);
+  EXPECT_TRUE(e.drop_unread);
+  EXPECT_EQ(e.wbuf_size, 8u << 20);
+  EXPECT_EQ(e.threads, 4u);
+  EXPECT_EQ(e.page_size, 32u << 20);
+}
+
+TEST(ExtstoreOptionsTest, PathsGiveWholePagesAndAQuarterToCompactUnder) {
+  struct Case {
+    std::string list;
+    std::vector<uint32_t> pages;   // per file, in the order given
+    uint32_t compact_under;
+  };
+  const Case cases[] = {
+      {"ext_path=/tmp/a:1g", {16}, 4},
+      {"ext_path=/tmp/a:64m", {1}, 0},
+      {"ext_path=/tmp/a:100M", {1}, 0},
+      {"ext_path=/tmp/a:64", {0}, 0},   // no unit: memcached's 0 pages
+      {"ext_page_size=8,ext_path=/tmp/a:1G", {128}, 32},
+      {"ext_path=/tmp/a:1g,ext_path=/tmp/b:2g", {16, 32}, 8},   // the last path's quarter
+      {"ext_path=/tmp/a:1g:default", {16}, 4},
+      {"ext_compact_under=9,ext_path=/tmp/a:1g", {16}, 9},
+  };
+  for (const Case& c : cases) {
+    Parsed p = Check(c.list);
+    ASSERT_TRUE(p.ok) << c.list << ": " << p.error;
+    const ExtstoreSettings& e = p.options.protocol.ext;
+    ASSERT_EQ(e.files.size(), c.pages.size()) << c.list;
+    for (size_t i = 0; i < c.pages.size(); ++i) EXPECT_EQ(e.files[i].page_count, c.pages[i]) << c.list;
+    EXPECT_EQ(e.compact_under, c.compact_under) << c.list;
+  }
+  EXPECT_EQ(Check("ext_path=/tmp/a:1g").options.protocol.ext.files[0].path, "/tmp/a");
+}
+
+TEST(ExtstoreOptionsTest, BadValuesGetMemcachedsMessages) {
+  struct Case {
+    std::string list;
+    std::vector<std::string> flags;
+    std::string error;
+  };
+  const std::string init = "Failed to initialize external storage: ";
+  const Case cases[] = {
+      {"ext_item_size=abc", {}, "could not parse argument to ext_item_size"},
+      {"ext_item_size=-1", {}, "could not parse argument to ext_item_size"},
+      {"ext_item_size=5x", {}, "could not parse argument to ext_item_size"},
+      {"ext_item_size", {}, "Missing ext_item_size argument"},
+      {"ext_max_frag=x", {}, "could not parse argument to ext_max_frag"},
+      {"ext_max_sleep", {}, "Missing ext_max_sleep argument"},
+      {"ext_page_size=0", {}, "could not parse argument to ext_page_size"},
+      {"ext_path", {}, "missing argument to ext_path, ie: ext_path=/d/file:5G"},
+      {"ext_path=/tmp/a", {},
+       "must supply size to ext_path, ie: ext_path=/f/e:64m (M|G|T|P supported)\n"
+       "failed to parse ext_path argument"},
+      {"ext_path=/tmp/a:64m:lowttl", {},
+       "ext_path only presently supports the default bucket\nfailed to parse ext_path argument"},
+      {"ext_path=/tmp/a:64m:other", {},
+       "Unknown extstore bucket: other\nfailed to parse ext_path argument"},
+      {"ext_path=/tmp/a:64m,ext_page_size=2", {},
+       "Must specify ext_page_size before any ext_path arguments"},
+      {"ext_page_size=2,ext_path=/tmp/a:64m", {}, init + "page_size must be divisible by wbuf_size"},
+      {"ext_page_size=5,ext_wbuf_size=1,ext_path=/tmp/a:64m", {"-I", "1024"},
+       init + "page_size and wbuf_size must be divisible by 1024*1024*2"},
+      {"ext_page_size=2,ext_wbuf_size=2,ext_path=/tmp/a:200g", {},
+       init + "page_count must total to < 65536. Increase page_size or lower path sizes"},
+      {"ext_wbuf_size=0,ext_path=/tmp/a:64m", {},
+       "-I (item_size_max: 1048576) cannot be larger than ext_wbuf_size: 0"},
+      {"ext_path=/tmp/a:64m", {"-I", "8388608"},
+       "-I (item_size_max: 8388608) cannot be larger than ext_wbuf_size: 4194304"},
+      {"ext_path=/tmp/a:64m", {"-U", "11211"}, "Cannot use UDP with extstore enabled (-U 0 to disable)"},
+  };
+  for (const Case& c : cases) {
+    Parsed p = Check(c.list, c.flags);
+    EXPECT_FALSE(p.ok) << c.list;
+    EXPECT_EQ(p.error, c.error) << c.list;
+  }
+}
+
+TEST(ExtstoreOptionsTest, APathIsRefusedUntilTheFlashTierIsBuilt) {
+  Parsed p = Parse({"-o", "ext_path=/tmp/herdless-ext-test:64m"});
+  EXPECT_FALSE(p.ok);
+  EXPECT_NE(p.error.find("no flash tier yet"), std::string::npos) << p.error;
+}
+
+}  // namespace
+}  // namespace herdless
