@@ -1,0 +1,131 @@
+#include "storage/flash_page.h"
+
+#include <bit>
+#include <cstring>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "storage/limits.h"
+
+namespace herdless {
+
+static_assert(std::endian::native == std::endian::little,
+              "the flash page format is little-endian and written with memcpy");
+
+namespace {
+
+constexpr uint32_t kPageMagic = 0x50584c48;   // "HLXP" in the file
+
+void Put32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void Put64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
+uint32_t Get32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+uint64_t Get64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+uint32_t Checksum(const char* p, size_t n) { return XXH32(p, n, 0); }
+
+bool AllZero(std::string_view bytes) {
+  for (char c : bytes) {
+    if (c != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void EncodeFlashPageHeader(uint32_t generation, char* out) {
+  Put32(out, kPageMagic);
+  Put32(out + 4, generation);
+  Put32(out + 8, 0);
+  Put32(out + 12, Checksum(out, 12));
+}
+
+bool DecodeFlashPageHeader(std::string_view bytes, uint32_t* generation) {
+  if (bytes.size() < kFlashPageHeaderSize) return false;
+  const char* p = bytes.data();
+  if (Get32(p) != kPageMagic || Get32(p + 8) != 0 || Get32(p + 12) != Checksum(p, 12)) return false;
+  *generation = Get32(p + 4);
+  return true;
+}
+
+size_t FlashRecordSize(size_t key_len, size_t value_len) {
+  return kFlashRecordHeaderSize + key_len + value_len;
+}
+
+void EncodeFlashRecord(uint32_t generation, uint64_t cas, std::string_view key,
+                       std::string_view value, char* out) {
+  Put32(out + 4, generation);
+  Put32(out + 8, static_cast<uint32_t>(value.size()));
+  Put64(out + 12, cas);
+  out[20] = static_cast<char>(key.size());
+  out[21] = 0;
+  std::memcpy(out + kFlashRecordHeaderSize, key.data(), key.size());
+  std::memcpy(out + kFlashRecordHeaderSize + key.size(), value.data(), value.size());
+  const size_t size = FlashRecordSize(key.size(), value.size());
+  Put32(out, Checksum(out + 4, size - 4));
+}
+
+FlashRecordStatus DecodeFlashRecord(std::string_view bytes, FlashRecord* out, size_t* size) {
+  if (bytes.size() < kFlashRecordHeaderSize) return FlashRecordStatus::kEnd;
+  const char* p = bytes.data();
+  const size_t key_len = static_cast<unsigned char>(p[20]);
+  if (key_len == 0) {
+    return AllZero(bytes.substr(0, kFlashRecordHeaderSize)) ? FlashRecordStatus::kEnd
+                                                            : FlashRecordStatus::kBadHeader;
+  }
+  if (key_len > kMaxKeyLength || p[21] != 0) return FlashRecordStatus::kBadHeader;
+  const uint64_t value_len = Get32(p + 8);
+  const uint64_t total = kFlashRecordHeaderSize + key_len + value_len;
+  if (total > bytes.size()) return FlashRecordStatus::kTruncated;
+  if (Get32(p) != Checksum(p + 4, total - 4)) return FlashRecordStatus::kBadChecksum;
+  out->generation = Get32(p + 4);
+  out->cas = Get64(p + 12);
+  out->key = bytes.substr(kFlashRecordHeaderSize, key_len);
+  out->value = bytes.substr(kFlashRecordHeaderSize + key_len, value_len);
+  *size = total;
+  return FlashRecordStatus::kOk;
+}
+
+FlashReadCheck CheckFlashRead(std::string_view bytes, uint32_t generation, std::string_view key,
+                              uint32_t value_len, FlashRecord* out) {
+  size_t size;
+  const FlashRecordStatus status = DecodeFlashRecord(bytes, out, &size);
+  if (status == FlashRecordStatus::kBadChecksum) return FlashReadCheck::kBadChecksum;
+  if (status != FlashRecordStatus::kOk) return FlashReadCheck::kMismatch;
+  if (out->generation != generation || out->key != key || out->value.size() != value_len) {
+    return FlashReadCheck::kMismatch;
+  }
+  return FlashReadCheck::kOk;
+}
+
+FlashPageReader::FlashPageReader(std::string_view page) : page_(page) {
+  valid_ = DecodeFlashPageHeader(page, &generation_);
+  if (!valid_) status_ = FlashRecordStatus::kBadHeader;
+}
+
+bool FlashPageReader::Next(FlashRecord* record, uint32_t* offset) {
+  if (!valid_ || status_ != FlashRecordStatus::kOk) return false;
+  size_t size;
+  const FlashRecordStatus status = DecodeFlashRecord(page_.substr(at_), record, &size);
+  if (status != FlashRecordStatus::kOk) {
+    status_ = status;
+    return false;
+  }
+  if (record->generation != generation_) {   // an older use of the page: its end
+    status_ = FlashRecordStatus::kEnd;
+    return false;
+  }
+  *offset = static_cast<uint32_t>(at_);
+  at_ += size;
+  return true;
+}
+
+}  // namespace herdless
