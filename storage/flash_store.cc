@@ -1,0 +1,287 @@
+#include "storage/flash_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace herdless {
+
+namespace {
+
+// pwrite/pread the whole range, across short transfers and EINTR.
+bool WriteAll(int fd, const char* p, size_t n, uint64_t offset) {
+  while (n > 0) {
+    const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, char* p, size_t n, uint64_t offset) {
+  while (n > 0) {
+    const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(offset));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;   // an error, or the file ends early
+    p += r;
+    n -= static_cast<size_t>(r);
+    offset += static_cast<uint64_t>(r);
+  }
+  return true;
+}
+
+// memcached's extstore_init: open, lock against a second server, empty.
+int OpenFlashFile(const std::string& path, std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  if (ok) {
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    ok = ::fcntl(fd, F_SETLK, &lock) == 0 && ::ftruncate(fd, 0) == 0;
+  }
+  if (ok) return fd;
+  *error = std::string("Failed to initialize external storage: failed to open file\nextstore open: ") +
+           std::strerror(errno);
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
+}  // namespace
+
+FlashStore::FlashStore(const ExtstoreSettings& settings) : settings_(settings) {}
+
+FlashStore::~FlashStore() {
+  for (int fd : fds_) ::close(fd);
+}
+
+std::unique_ptr<FlashStore> FlashStore::Open(const ExtstoreSettings& settings, std::string* error) {
+  std::unique_ptr<FlashStore> store(new FlashStore(settings));
+  std::vector<uint32_t> left;
+  for (const FlashFile& file : settings.files) {
+    const int fd = OpenFlashFile(file.path, error);
+    if (fd < 0) return nullptr;
+    store->fds_.push_back(fd);
+    left.push_back(file.page_count);
+  }
+  // Pages interleave between the files (JBOD), as memcached's do.
+  std::vector<uint64_t> next_offset(left.size(), 0);
+  const uint32_t total = settings.page_count();
+  for (size_t f = 0; store->pages_.size() < total; f = (f + 1) % left.size()) {
+    if (left[f] == 0) continue;
+    --left[f];
+    Page page;
+    page.fd = store->fds_[f];
+    page.file_offset = next_offset[f];
+    next_offset[f] += settings.page_size;
+    store->pages_.push_back(page);
+  }
+  std::lock_guard<std::mutex> lock(store->mu_);
+  if (store->OpenPageLocked()) store->stats_.page_allocs = 0;   // memcached's start: one page open
+  return store;
+}
+
+bool FlashStore::OpenPageLocked() {
+  Page* chosen = nullptr;
+  for (Page& p : pages_) {
+    if (p.generation == 0) {
+      chosen = &p;
+      break;
+    }
+  }
+  if (chosen == nullptr) {
+    // A full device: the oldest full page goes, and its values read as misses.
+    for (Page& p : pages_) {
+      if (p.full && (chosen == nullptr || p.generation < chosen->generation)) chosen = &p;
+    }
+    if (chosen == nullptr) return false;
+    ++stats_.page_evictions;
+    stats_.objects_evicted += chosen->live_objects;
+    stats_.bytes_evicted += chosen->live_bytes;
+    FreeLocked(chosen);
+  }
+  chosen->generation = next_generation_++;
+  if (next_generation_ == 0) next_generation_ = 1;
+  ++stats_.page_allocs;
+  open_page_ = chosen - pages_.data();
+  wbuf_.assign(kFlashPageHeaderSize, '\0');
+  EncodeFlashPageHeader(chosen->generation, wbuf_.data());
+  wbuf_start_ = 0;
+  page_used_ = kFlashPageHeaderSize;
+  return true;
+}
+
+void FlashStore::FreeLocked(Page* page) {
+  stats_.objects_used -= page->live_objects;
+  stats_.bytes_used -= page->live_bytes;
+  page->generation = 0;
+  page->live_bytes = 0;
+  page->live_objects = 0;
+  page->full = false;
+}
+
+bool FlashStore::FlushLocked() {
+  if (open_page_ < 0 || wbuf_.empty()) return true;
+  Page& page = pages_[static_cast<size_t>(open_page_)];
+  if (!WriteAll(page.fd, wbuf_.data(), wbuf_.size(), page.file_offset + wbuf_start_)) {
+    // The buffered values never reached the file: the page goes, and every
+    // value on it reads as a miss rather than as whatever the file holds.
+    ++stats_.page_evictions;
+    stats_.objects_evicted += page.live_objects;
+    stats_.bytes_evicted += page.live_bytes;
+    FreeLocked(&page);
+    open_page_ = -1;
+    wbuf_.clear();
+    return false;
+  }
+  wbuf_start_ += wbuf_.size();
+  wbuf_.clear();
+  return true;
+}
+
+bool FlashStore::Flush() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return FlushLocked();
+}
+
+bool FlashStore::Write(std::string_view key, uint64_t cas, std::string_view value, FlashLocator* where) {
+  const size_t size = FlashRecordSize(key.size(), value.size());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (size + kFlashPageHeaderSize > settings_.wbuf_size || size + kFlashPageHeaderSize > settings_.page_size) {
+    return false;
+  }
+  if (open_page_ >= 0 && page_used_ + size > settings_.page_size) {
+    Page& full = pages_[static_cast<size_t>(open_page_)];
+    if (!FlushLocked()) return false;
+    full.full = true;
+    open_page_ = -1;
+    if (full.live_objects == 0) FreeLocked(&full);
+  }
+  if (open_page_ < 0 && !OpenPageLocked()) return false;
+  if (wbuf_.size() + size > settings_.wbuf_size && !FlushLocked()) return false;
+  if (open_page_ < 0 && !OpenPageLocked()) return false;   // the flush failed and dropped the page
+  Page& page = pages_[static_cast<size_t>(open_page_)];
+  const size_t at = wbuf_.size();
+  wbuf_.resize(at + size);
+  EncodeFlashRecord(page.generation, cas, key, value, wbuf_.data() + at);
+  *where = {static_cast<uint32_t>(open_page_), page.generation, static_cast<uint32_t>(page_used_)};
+  page_used_ += size;
+  page.live_bytes += size;
+  ++page.live_objects;
+  ++stats_.objects_written;
+  stats_.bytes_written += size;
+  ++stats_.objects_used;
+  stats_.bytes_used += size;
+  return true;
+}
+
+FlashReadResult FlashStore::Read(const FlashLocator& where, std::string_view key, uint32_t value_len,
+                                 std::string* value) {
+  const size_t size = FlashRecordSize(key.size(), value_len);
+  std::string bytes(size, '\0');
+  int fd;
+  uint64_t offset;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (where.page >= pages_.size()) return FlashReadResult::kMiss;
+    const Page& page = pages_[where.page];
+    if (page.generation != where.generation || where.offset + size > settings_.page_size) {
+      return FlashReadResult::kMiss;
+    }
+    if (static_cast<int64_t>(where.page) == open_page_ && where.offset >= wbuf_start_) {
+      const size_t at = where.offset - wbuf_start_;
+      if (at + size > wbuf_.size()) return FlashReadResult::kMiss;
+      bytes.assign(wbuf_, at, size);
+      fd = -1;
+    } else {
+      fd = page.fd;
+    }
+    offset = page.file_offset + where.offset;
+  }
+  if (fd >= 0 && !ReadAll(fd, bytes.data(), size, offset)) return FlashReadResult::kIoError;
+  FlashRecord record;
+  switch (CheckFlashRead(bytes, where.generation, key, value_len, &record)) {
+    case FlashReadCheck::kBadChecksum: return FlashReadResult::kBadChecksum;
+    case FlashReadCheck::kMismatch: return FlashReadResult::kMiss;   // the page was reused meanwhile
+    case FlashReadCheck::kOk: break;
+  }
+  value->assign(record.value);
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.objects_read;
+  stats_.bytes_read += size;
+  return FlashReadResult::kOk;
+}
+
+void FlashStore::Release(const FlashLocator& where, size_t key_len, uint32_t value_len) {
+  const size_t size = FlashRecordSize(key_len, value_len);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (where.page >= pages_.size()) return;
+  Page& page = pages_[where.page];
+  if (page.generation != where.generation || page.live_objects == 0) return;   // evicted already
+  const uint64_t bytes = std::min<uint64_t>(size, page.live_bytes);
+  page.live_bytes -= bytes;
+  --page.live_objects;
+  stats_.bytes_used -= bytes;
+  --stats_.objects_used;
+  if (page.full && page.live_objects == 0) {
+    ++stats_.page_reclaims;
+    FreeLocked(&page);
+  }
+}
+
+uint32_t FlashStore::free_pages() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t n = 0;
+  for (const Page& p : pages_) n += p.generation == 0 ? 1 : 0;
+  return n;
+}
+
+std::vector<uint32_t> FlashStore::CompactionCandidates() const {
+  std::vector<uint32_t> out;
+  if (free_pages() >= settings_.compact_under) return out;
+  std::lock_guard<std::mutex> lock(mu_);
+  const double limit = settings_.max_frag * settings_.page_size;
+  for (uint32_t i = 0; i < pages_.size(); ++i) {
+    if (pages_[i].full && static_cast<double>(pages_[i].live_bytes) < limit) out.push_back(i);
+  }
+  std::sort(out.begin(), out.end(),
+            [this](uint32_t a, uint32_t b) { return pages_[a].live_bytes < pages_[b].live_bytes; });
+  return out;
+}
+
+bool FlashStore::ReadPage(uint32_t index, std::string* bytes) const {
+  int fd;
+  uint64_t offset;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index >= pages_.size() || !pages_[index].full) return false;
+    fd = pages_[index].fd;
+    offset = pages_[index].file_offset;
+  }
+  bytes->assign(settings_.page_size, '\0');
+  return ReadAll(fd, bytes->data(), bytes->size(), offset);
+}
+
+FlashStats FlashStore::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  FlashStats s = stats_;
+  for (const Page& p : pages_) (p.generation == 0 ? s.pages_free : s.pages_used) += 1;
+  s.limit_maxbytes = uint64_t{settings_.page_size} * pages_.size();
+  s.bytes_fragmented = s.pages_used * settings_.page_size - s.bytes_used;
+  return s;
+}
+
+std::vector<FlashPageData> FlashStore::PageData() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<FlashPageData> out;
+  for (const Page& p : pages_) out.push_back({p.generation, p.live_bytes});
+  return out;
+}
+
+}  // namespace herdless

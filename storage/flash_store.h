@@ -1,0 +1,107 @@
+// FlashStore: the flash tier's files (ext_path) cut into pages of
+// ext_page_size, one page open for writing at a time through a write buffer
+// of ext_wbuf_size, each value read back verified (storage/flash_page.h).
+// It keeps each page's generation and live bytes; its user says when a value
+// on flash is no longer referenced (Release), a page with nothing live is
+// free again, and a full device evicts its oldest page, whose values then
+// read as misses. Thread-safe: one mutex guards the page table and the write
+// buffer; reads of flushed records use pread outside it.
+#ifndef HERDLESS_STORAGE_FLASH_STORE_H_
+#define HERDLESS_STORAGE_FLASH_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/flash_page.h"
+#include "storage/flash_settings.h"
+
+namespace herdless {
+
+// memcached's extstore_* counters (`stats`), and its per-page data (`stats extstore`).
+struct FlashStats {
+  uint64_t page_allocs = 0, page_evictions = 0, page_reclaims = 0;
+  uint64_t pages_free = 0, pages_used = 0;
+  uint64_t objects_evicted = 0, objects_read = 0, objects_written = 0, objects_used = 0;
+  uint64_t bytes_evicted = 0, bytes_written = 0, bytes_read = 0, bytes_used = 0;
+  uint64_t bytes_fragmented = 0, limit_maxbytes = 0, io_queue = 0;
+};
+struct FlashPageData {
+  uint64_t version = 0;   // the page's generation, 0 = free
+  uint64_t bytes_used = 0;
+};
+
+enum class FlashReadResult : uint8_t {
+  kOk,
+  kMiss,          // the page was evicted or reused since: a miss_from_extstore
+  kBadChecksum,   // the bytes read are not what was written: a badcrc_from_extstore
+  kIoError,       // the read failed or came back short: a miss
+};
+
+class FlashStore {
+ public:
+  // Opens (creates) each file and empties it, as memcached does: O_RDWR|O_CREAT
+  // 0644, a write lock against a second server, truncated to 0. nullptr with
+  // memcached's message in *error.
+  static std::unique_ptr<FlashStore> Open(const ExtstoreSettings& settings, std::string* error);
+  ~FlashStore();
+  FlashStore(const FlashStore&) = delete;
+  FlashStore& operator=(const FlashStore&) = delete;
+
+  // Appends the value's record. False when the record is longer than a
+  // write buffer or a write to the file failed: the value stays in RAM.
+  bool Write(std::string_view key, uint64_t cas, std::string_view value, FlashLocator* where);
+  // Writes the open write buffer to the file (the writer thread's idle step).
+  bool Flush();
+  // The value at `where`, verified to be the record for `key` of value_len bytes.
+  FlashReadResult Read(const FlashLocator& where, std::string_view key, uint32_t value_len,
+                       std::string* value);
+  // The value at `where` is referenced no more (deleted, replaced, recached,
+  // its item evicted): its page's live bytes drop; an emptied page is freed.
+  void Release(const FlashLocator& where, size_t key_len, uint32_t value_len);
+
+  // Full pages whose live fraction is under ext_max_frag, emptiest first,
+  // when fewer than ext_compact_under pages are free: their live values
+  // should be written again (then Released) so the pages free up.
+  std::vector<uint32_t> CompactionCandidates() const;
+  // A full page's bytes, for FlashPageReader (compaction's walk); false if
+  // the page is not full or the read failed.
+  bool ReadPage(uint32_t page, std::string* bytes) const;
+  uint32_t free_pages() const;
+
+  FlashStats Stats() const;
+  std::vector<FlashPageData> PageData() const;
+
+ private:
+  struct Page {
+    int fd = -1;
+    uint64_t file_offset = 0;
+    uint32_t generation = 0;   // 0 = free
+    uint64_t live_bytes = 0;
+    uint64_t live_objects = 0;
+    bool full = false;         // written to its end (not the open page)
+  };
+
+  explicit FlashStore(const ExtstoreSettings& settings);
+  bool OpenPageLocked();        // takes a free page or evicts the oldest full one
+  bool FlushLocked();
+  void FreeLocked(Page* page);
+
+  const ExtstoreSettings settings_;
+  std::vector<int> fds_;
+  mutable std::mutex mu_;
+  std::vector<Page> pages_;
+  uint32_t next_generation_ = 1;
+  int64_t open_page_ = -1;      // the page being written, -1 = none
+  uint64_t page_used_ = 0;      // bytes of the open page written or buffered
+  uint64_t wbuf_start_ = 0;     // where in the open page the buffer starts
+  std::string wbuf_;            // the buffered bytes, at most ext_wbuf_size
+  FlashStats stats_;
+};
+
+}  // namespace herdless
+
+#endif  // HERDLESS_STORAGE_FLASH_STORE_H_

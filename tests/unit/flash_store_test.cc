@@ -1,0 +1,225 @@
+// FlashStore on real files in a temporary directory: values read back as
+// written (from the write buffer and from the file), a full device evicts
+// its oldest page into misses, damaged or missing bytes are a miss or a bad
+// checksum, never a wrong value; released pages free up; fragmented pages
+// are offered for compaction.
+#include "storage/flash_store.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace herdless {
+namespace {
+
+class FlashStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/herdless-flash-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override {
+    for (const std::string& f : files_) ::unlink(f.c_str());
+    ::rmdir(dir_.c_str());
+  }
+
+  // Small pages and buffers (the store checks nothing about sizes: the
+  // options do), `pages` pages per file.
+  std::unique_ptr<FlashStore> Make(uint32_t pages, uint32_t nfiles = 1, uint32_t page_size = 4096,
+                                   uint32_t wbuf_size = 1024) {
+    settings_ = ExtstoreSettings();
+    settings_.page_size = page_size;
+    settings_.wbuf_size = wbuf_size;
+    settings_.compact_under = pages * nfiles;
+    for (uint32_t i = 0; i < nfiles; ++i) {
+      FlashFile f;
+      f.path = dir_ + "/file" + std::to_string(i);
+      f.page_count = pages;
+      settings_.files.push_back(f);
+      files_.push_back(f.path);
+    }
+    std::string error;
+    std::unique_ptr<FlashStore> store = FlashStore::Open(settings_, &error);
+    EXPECT_NE(store, nullptr) << error;
+    return store;
+  }
+
+  std::string dir_;
+  std::vector<std::string> files_;
+  ExtstoreSettings settings_;
+};
+
+std::string ValueOf(int i, size_t len = 100) {
+  std::string v(len, static_cast<char>('a' + i % 26));
+  v += std::to_string(i);
+  return v;
+}
+
+TEST_F(FlashStoreTest, ValuesReadBackFromTheBufferAndTheFile) {
+  auto store = Make(8, 2);
+  std::vector<FlashLocator> where(60);
+  for (int i = 0; i < 60; ++i) {
+    ASSERT_TRUE(store->Write("key" + std::to_string(i), i, ValueOf(i), &where[i])) << i;
+  }
+  // Some are in the file by now (the buffer is 1 KiB), the last in the buffer.
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 60; ++i) {
+      std::string value;
+      ASSERT_EQ(store->Read(where[i], "key" + std::to_string(i), ValueOf(i).size(), &value),
+                FlashReadResult::kOk) << i;
+      EXPECT_EQ(value, ValueOf(i));
+    }
+    ASSERT_TRUE(store->Flush());
+  }
+  const FlashStats s = store->Stats();
+  EXPECT_EQ(s.objects_written, 60u);
+  EXPECT_EQ(s.objects_used, 60u);
+  EXPECT_EQ(s.objects_read, 120u);
+  EXPECT_EQ(s.limit_maxbytes, 16u * 4096);
+  EXPECT_EQ(s.pages_free + s.pages_used, 16u);
+  EXPECT_GT(s.pages_used, 1u);   // 60 records of ~130 bytes fill two 4 KiB pages
+}
+
+TEST_F(FlashStoreTest, AReadForAnotherKeyOrLengthIsAMiss) {
+  auto store = Make(4);
+  FlashLocator at;
+  ASSERT_TRUE(store->Write("foo", 1, "bar", &at));
+  ASSERT_TRUE(store->Flush());
+  std::string value;
+  EXPECT_EQ(store->Read(at, "fo0", 3, &value), FlashReadResult::kMiss);
+  EXPECT_EQ(store->Read(at, "foo", 2, &value), FlashReadResult::kMiss);
+  FlashLocator wrong = at;
+  wrong.generation += 1;
+  EXPECT_EQ(store->Read(wrong, "foo", 3, &value), FlashReadResult::kMiss);
+  wrong = at;
+  wrong.page = 99;
+  EXPECT_EQ(store->Read(wrong, "foo", 3, &value), FlashReadResult::kMiss);
+  EXPECT_TRUE(value.empty());
+}
+
+TEST_F(FlashStoreTest, DamagedOrMissingBytesAreNeverAValue) {
+  auto store = Make(4);
+  FlashLocator at;
+  ASSERT_TRUE(store->Write("foo", 1, std::string(200, 'x'), &at));
+  ASSERT_TRUE(store->Flush());
+  const int fd = ::open(files_[0].c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const char bad = 'y';
+  ASSERT_EQ(::pwrite(fd, &bad, 1, at.offset + kFlashRecordHeaderSize + 3 + 50), 1);
+  std::string value;
+  EXPECT_EQ(store->Read(at, "foo", 200, &value), FlashReadResult::kBadChecksum);
+  ASSERT_EQ(::ftruncate(fd, at.offset + 10), 0);   // the device lost the rest
+  EXPECT_EQ(store->Read(at, "foo", 200, &value), FlashReadResult::kIoError);
+  ::close(fd);
+  EXPECT_TRUE(value.empty());
+}
+
+TEST_F(FlashStoreTest, AFullDeviceEvictsItsOldestPageIntoMisses) {
+  auto store = Make(3);
+  std::vector<FlashLocator> where;
+  for (int i = 0; i < 200; ++i) {
+    FlashLocator at;
+    ASSERT_TRUE(store->Write("k" + std::to_string(i), i, ValueOf(i), &at)) << i;
+    where.push_back(at);
+  }
+  int hits = 0, misses = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::string value;
+    const FlashReadResult r = store->Read(where[i], "k" + std::to_string(i), ValueOf(i).size(), &value);
+    ASSERT_TRUE(r == FlashReadResult::kOk || r == FlashReadResult::kMiss) << i;
+    if (r == FlashReadResult::kOk) {
+      EXPECT_EQ(value, ValueOf(i));
+      ++hits;
+    } else {
+      ++misses;
+    }
+  }
+  EXPECT_GT(misses, 0);
+  EXPECT_GT(hits, 0);
+  std::string value;
+  EXPECT_EQ(store->Read(where.back(), "k199", ValueOf(199).size(), &value), FlashReadResult::kOk);
+  const FlashStats s = store->Stats();
+  EXPECT_GT(s.page_evictions, 0u);
+  EXPECT_EQ(s.objects_used + s.objects_evicted, 200u);
+}
+
+TEST_F(FlashStoreTest, ReleasedPagesFreeUpAndFragmentedOnesAreOfferedForCompaction) {
+  auto store = Make(4);
+  std::vector<FlashLocator> where;
+  for (int i = 0; i < 60; ++i) {   // two full pages and part of a third
+    FlashLocator at;
+    ASSERT_TRUE(store->Write("k" + std::to_string(i), i, ValueOf(i), &at));
+    where.push_back(at);
+  }
+  const uint32_t first = where[0].page;
+  ASSERT_NE(where[59].page, first);
+  // Release all but one record of the first page: it is a candidate.
+  std::vector<int> on_first;
+  for (int i = 0; i < 60; ++i) {
+    if (where[i].page == first) on_first.push_back(i);
+  }
+  for (size_t j = 1; j < on_first.size(); ++j) {
+    const int i = on_first[j];
+    store->Release(where[i], ("k" + std::to_string(i)).size(), ValueOf(i).size());
+  }
+  const std::vector<uint32_t> candidates = store->CompactionCandidates();
+  ASSERT_FALSE(candidates.empty());
+  EXPECT_EQ(candidates[0], first);
+  // Its walk finds the live record among the released ones.
+  std::string page;
+  ASSERT_TRUE(store->ReadPage(first, &page));
+  FlashPageReader reader(page);
+  FlashRecord r;
+  uint32_t offset;
+  int seen = 0;
+  bool found = false;
+  while (reader.Next(&r, &offset)) {
+    ++seen;
+    found = found || (offset == where[on_first[0]].offset && r.key == "k" + std::to_string(on_first[0]));
+  }
+  EXPECT_EQ(seen, static_cast<int>(on_first.size()));
+  EXPECT_TRUE(found);
+  // The last release frees the page.
+  const uint32_t free_before = store->free_pages();
+  store->Release(where[on_first[0]], ("k" + std::to_string(on_first[0])).size(),
+                 ValueOf(on_first[0]).size());
+  EXPECT_EQ(store->free_pages(), free_before + 1);
+  EXPECT_EQ(store->Stats().page_reclaims, 1u);
+  std::string value;
+  EXPECT_EQ(store->Read(where[on_first[0]], "k" + std::to_string(on_first[0]),
+                        ValueOf(on_first[0]).size(), &value), FlashReadResult::kMiss);
+}
+
+TEST_F(FlashStoreTest, TooLargeForABufferStaysInRam) {
+  auto store = Make(2);
+  FlashLocator at;
+  EXPECT_FALSE(store->Write("big", 1, std::string(1024, 'b'), &at));
+  EXPECT_EQ(store->Stats().objects_written, 0u);
+}
+
+TEST_F(FlashStoreTest, AFileThatCannotOpenGetsMemcachedsMessage) {
+  ExtstoreSettings s;
+  s.files.push_back({"/nonexistent-dir/flash", 64u << 20, 1});
+  std::string error;
+  EXPECT_EQ(FlashStore::Open(s, &error), nullptr);
+  EXPECT_EQ(error, "Failed to initialize external storage: failed to open file\n"
+                   "extstore open: No such file or directory");
+}
+
+TEST_F(FlashStoreTest, AFreshStoreShowsMemcachedsStartingStats) {
+  auto store = Make(1, 1, 64u << 20, 4u << 20);
+  const FlashStats s = store->Stats();
+  EXPECT_EQ(s.pages_used, 1u);   // memcached opens a page at start
+  EXPECT_EQ(s.pages_free, 0u);
+  EXPECT_EQ(s.page_allocs, 0u);
+  EXPECT_EQ(s.bytes_fragmented, 64u << 20);
+  EXPECT_EQ(s.limit_maxbytes, 64u << 20);
+}
+
+}  // namespace
+}  // namespace herdless
