@@ -278,6 +278,9 @@ bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view grou
     SlabsStats(store, w);
   } else if (group == "sizes") {
     SizesStats(store, w);
+  } else if (group == "extstore") {
+    // memcached built with extstore: one line group per page with ext_path,
+    // none without (herdless has no flash tier yet).
   } else if ((group == "sizes_disable" || group == "sizes_enable") && !server->Settings().latest()) {
     // 1.6.45 has neither (ERROR), as -o compat=1.6.45.
     // memcached writes these two without an end marker.
