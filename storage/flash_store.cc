@@ -204,15 +204,18 @@ FlashReadResult FlashStore::Read(const FlashLocator& where, std::string_view key
     }
     offset = page.file_offset + where.offset;
   }
-  if (fd >= 0 && !ReadAll(fd, bytes.data(), size, offset)) return FlashReadResult::kIoError;
+  const bool read = fd < 0 || ReadAll(fd, bytes.data(), size, offset);
   FlashRecord record;
-  switch (CheckFlashRead(bytes, where.generation, key, value_len, &record)) {
-    case FlashReadCheck::kBadChecksum: return FlashReadResult::kBadChecksum;
-    case FlashReadCheck::kMismatch: return FlashReadResult::kMiss;   // the page was reused meanwhile
-    case FlashReadCheck::kOk: break;
-  }
-  value->assign(record.value);
+  const FlashReadCheck check = read ? CheckFlashRead(bytes, where.generation, key, value_len, &record)
+                                    : FlashReadCheck::kMismatch;
   std::lock_guard<std::mutex> lock(mu_);
+  // A page evicted while the read was under way may have been rewritten
+  // under it: whatever came back is not this value's.
+  if (pages_[where.page].generation != where.generation) return FlashReadResult::kMiss;
+  if (!read) return FlashReadResult::kIoError;
+  if (check == FlashReadCheck::kBadChecksum) return FlashReadResult::kBadChecksum;
+  if (check == FlashReadCheck::kMismatch) return FlashReadResult::kMiss;
+  value->assign(record.value);
   ++stats_.objects_read;
   stats_.bytes_read += size;
   return FlashReadResult::kOk;

@@ -9,8 +9,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace herdless {
@@ -219,6 +222,54 @@ TEST_F(FlashStoreTest, AFreshStoreShowsMemcachedsStartingStats) {
   EXPECT_EQ(s.page_allocs, 0u);
   EXPECT_EQ(s.bytes_fragmented, 64u << 20);
   EXPECT_EQ(s.limit_maxbytes, 64u << 20);
+}
+
+// One writer fills a small device round and round (pages are evicted and
+// rewritten) while readers read what it has written: each read is the value
+// written or a miss, never another value or a bad checksum.
+TEST_F(FlashStoreTest, ReadsRacingEvictionsAreTheValueOrAMiss) {
+  auto store = Make(3);
+  constexpr int kWrites = 3000;
+  std::vector<FlashLocator> where(kWrites);
+  std::atomic<int> written{0};
+  std::atomic<int> wrong{0}, hits{0}, reads{0};
+  std::thread writer([&] {
+    for (int i = 0; i < kWrites; ++i) {
+      ASSERT_TRUE(store->Write("k" + std::to_string(i), i, ValueOf(i, 60 + i % 50), &where[i]));
+      written.store(i + 1, std::memory_order_release);
+      if (i % 7 == 0) store->Flush();
+      // Every 100 writes, let the readers read a little (whatever the scheduler does).
+      const int target = (i / 100) * 6;
+      while (i % 100 == 99 && reads.load() < target) std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&, r] {
+      uint32_t x = 12345 + r;
+      while (written.load(std::memory_order_acquire) < kWrites) {
+        const int n = written.load(std::memory_order_acquire);
+        if (n == 0) continue;
+        x = x * 1103515245 + 12345;
+        const int i = n - 1 - static_cast<int>((x >> 8) % std::min(n, 40));
+        std::string value;
+        const std::string expected = ValueOf(i, 60 + i % 50);
+        const FlashReadResult res = store->Read(where[i], "k" + std::to_string(i), expected.size(), &value);
+        reads.fetch_add(1);
+        if (res == FlashReadResult::kOk) {
+          hits.fetch_add(1);
+          if (value != expected) wrong.fetch_add(1);
+        } else if (res != FlashReadResult::kMiss) {
+          wrong.fetch_add(1);
+        }
+      }
+    });
+  }
+  writer.join();
+  for (std::thread& t : readers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(hits.load(), 0);
+  EXPECT_GT(store->Stats().page_evictions, 0u);
 }
 
 }  // namespace
