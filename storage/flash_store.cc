@@ -245,17 +245,37 @@ uint32_t FlashStore::free_pages() const {
   return n;
 }
 
-std::vector<uint32_t> FlashStore::CompactionCandidates() const {
-  std::vector<uint32_t> out;
-  if (free_pages() >= settings_.compact_under) return out;
+bool FlashStore::PickCompaction(Compaction* out) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const double limit = settings_.max_frag * settings_.page_size;
-  for (uint32_t i = 0; i < pages_.size(); ++i) {
-    if (pages_[i].full && static_cast<double>(pages_[i].live_bytes) < limit) out.push_back(i);
+  uint64_t free = 0;
+  for (const Page& p : pages_) free += p.generation == 0 ? 1 : 0;
+  if (free == pages_.size() || free > settings_.compact_under) return false;
+  // Fewer free pages lower the limit: a device filling up compacts only
+  // its emptiest pages.
+  const double rate = (1.0 - static_cast<double>(free) / pages_.size()) * settings_.max_frag;
+  const double limit = static_cast<double>(settings_.page_size) * rate;
+  const Page* low = nullptr;
+  const Page* lowest = nullptr;
+  for (const Page& p : pages_) {
+    if (!p.full) continue;
+    if (lowest == nullptr || p.generation < lowest->generation) lowest = &p;
+    if (static_cast<double>(p.live_bytes) < limit && (low == nullptr || p.generation < low->generation)) {
+      low = &p;
+    }
   }
-  std::sort(out.begin(), out.end(),
-            [this](uint32_t a, uint32_t b) { return pages_[a].live_bytes < pages_[b].live_bytes; });
-  return out;
+  const bool drop = low == nullptr && lowest != nullptr && settings_.drop_unread &&
+                    free <= settings_.drop_under;
+  const Page* chosen = low != nullptr ? low : (drop ? lowest : nullptr);
+  if (chosen == nullptr) return false;
+  *out = {static_cast<uint32_t>(chosen - pages_.data()), chosen->generation, drop};
+  return true;
+}
+
+void FlashStore::CountCompaction(uint64_t rescued, uint64_t lost, uint64_t skipped) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.compact_rescues += rescued;
+  stats_.compact_lost += lost;
+  stats_.compact_skipped += skipped;
 }
 
 bool FlashStore::ReadPage(uint32_t index, std::string* bytes) const {

@@ -28,6 +28,7 @@ struct FlashStats {
   uint64_t objects_evicted = 0, objects_read = 0, objects_written = 0, objects_used = 0;
   uint64_t bytes_evicted = 0, bytes_written = 0, bytes_read = 0, bytes_used = 0;
   uint64_t bytes_fragmented = 0, limit_maxbytes = 0, io_queue = 0;
+  uint64_t compact_lost = 0, compact_rescues = 0, compact_skipped = 0;
 };
 struct FlashPageData {
   uint64_t version = 0;   // the page's generation, 0 = free
@@ -63,10 +64,20 @@ class FlashStore {
   // its item evicted): its page's live bytes drop; an emptied page is freed.
   void Release(const FlashLocator& where, size_t key_len, uint32_t value_len);
 
-  // Full pages whose live fraction is under ext_max_frag, emptiest first,
-  // when fewer than ext_compact_under pages are free: their live values
-  // should be written again (then Released) so the pages free up.
-  std::vector<uint32_t> CompactionCandidates() const;
+  // memcached's storage_compact_check: with at most ext_compact_under pages
+  // free, the oldest page whose live bytes are under the fragmentation limit
+  // (page size x ext_max_frag x the used fraction of the device); failing
+  // that, with ext_drop_unread and at most ext_drop_under pages free, the
+  // oldest page, whose unread values may then be dropped. Its live values
+  // should be written again (then Released) so the page frees up.
+  struct Compaction {
+    uint32_t page = 0;
+    uint32_t generation = 0;
+    bool drop_unread = false;
+  };
+  bool PickCompaction(Compaction* out) const;
+  // What a compaction pass did with a page's live values (extstore_compact_*).
+  void CountCompaction(uint64_t rescued, uint64_t lost, uint64_t skipped);
   // A full page's bytes, for FlashPageReader (compaction's walk); false if
   // the page is not full or the read failed.
   bool ReadPage(uint32_t page, std::string* bytes) const;

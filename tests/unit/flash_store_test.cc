@@ -1,8 +1,8 @@
 // FlashStore on real files in a temporary directory: values read back as
 // written (from the write buffer and from the file), a full device evicts
 // its oldest page into misses, damaged or missing bytes are a miss or a bad
-// checksum, never a wrong value; released pages free up; fragmented pages
-// are offered for compaction.
+// checksum, never a wrong value; released pages free up; compaction picks
+// memcached's page.
 #include "storage/flash_store.h"
 
 #include <fcntl.h>
@@ -170,9 +170,11 @@ TEST_F(FlashStoreTest, ReleasedPagesFreeUpAndFragmentedOnesAreOfferedForCompacti
     const int i = on_first[j];
     store->Release(where[i], ("k" + std::to_string(i)).size(), ValueOf(i).size());
   }
-  const std::vector<uint32_t> candidates = store->CompactionCandidates();
-  ASSERT_FALSE(candidates.empty());
-  EXPECT_EQ(candidates[0], first);
+  FlashStore::Compaction compaction;
+  ASSERT_TRUE(store->PickCompaction(&compaction));
+  EXPECT_EQ(compaction.page, first);
+  EXPECT_EQ(compaction.generation, where[0].generation);
+  EXPECT_FALSE(compaction.drop_unread);
   // Its walk finds the live record among the released ones.
   std::string page;
   ASSERT_TRUE(store->ReadPage(first, &page));
@@ -270,6 +272,62 @@ TEST_F(FlashStoreTest, ReadsRacingEvictionsAreTheValueOrAMiss) {
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_GT(hits.load(), 0);
   EXPECT_GT(store->Stats().page_evictions, 0u);
+}
+
+// memcached's storage_compact_check on two full pages (of 4: one open, one
+// free), each with a share of its values released.
+TEST_F(FlashStoreTest, CompactionPicksMemcachedsPage) {
+  struct Case {
+    const char* what;
+    uint32_t compact_under, drop_under;
+    bool drop_unread;
+    double live_first, live_second;   // fraction of each page's values kept
+    int picked;                       // 0, 1: that page; -1: none
+    bool drop;
+  };
+  const Case cases[] = {
+      {"enough free pages", 0, 0, false, 0.1, 0.1, -1, false},
+      {"the one under the limit", 4, 0, false, 0.9, 0.1, 1, false},
+      {"the oldest under the limit", 4, 0, false, 0.2, 0.1, 0, false},
+      {"none under: no compaction", 4, 4, false, 0.9, 0.9, -1, false},
+      {"none under: drop the oldest's unread", 4, 4, true, 0.9, 0.9, 0, true},
+      {"none under, drop_under not reached", 4, 0, true, 0.9, 0.9, -1, false},
+  };
+  for (const Case& c : cases) {
+    auto store = Make(4);
+    settings_.compact_under = c.compact_under;
+    std::string error;
+    ExtstoreSettings s = settings_;
+    s.compact_under = c.compact_under;
+    s.drop_under = c.drop_under;
+    s.drop_unread = c.drop_unread;
+    store.reset();
+    store = FlashStore::Open(s, &error);
+    ASSERT_NE(store, nullptr) << error;
+    std::vector<FlashLocator> where;
+    for (int i = 0; where.empty() || where.back().page < 2; ++i) {   // pages 0 and 1 full
+      FlashLocator at;
+      ASSERT_TRUE(store->Write("k" + std::to_string(i), i, ValueOf(i), &at));
+      where.push_back(at);
+    }
+    for (int page = 0; page < 2; ++page) {
+      std::vector<int> on;
+      for (int i = 0; i < static_cast<int>(where.size()); ++i) {
+        if (where[i].page == static_cast<uint32_t>(page)) on.push_back(i);
+      }
+      const size_t keep = static_cast<size_t>((page == 0 ? c.live_first : c.live_second) * on.size());
+      for (size_t j = keep; j < on.size(); ++j) {
+        store->Release(where[on[j]], ("k" + std::to_string(on[j])).size(), ValueOf(on[j]).size());
+      }
+    }
+    FlashStore::Compaction got;
+    const bool any = store->PickCompaction(&got);
+    EXPECT_EQ(any, c.picked >= 0) << c.what;
+    if (any && c.picked >= 0) {
+      EXPECT_EQ(got.page, static_cast<uint32_t>(c.picked)) << c.what;
+      EXPECT_EQ(got.drop_unread, c.drop) << c.what;
+    }
+  }
 }
 
 }  // namespace
