@@ -518,7 +518,10 @@ TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
       "flush_enabled", "dump_enabled", "hash_algorithm", "lru_maintainer_thread",
       "lru_segmented", "hot_lru_pct", "warm_lru_pct", "hot_max_factor", "warm_max_factor",
       "temp_lru", "temporary_ttl", "idle_timeout", "watcher_logbuf_size", "worker_logbuf_size",
-      "read_buf_mem_limit", "track_sizes", "inline_ascii_response", "num_napi_ids",
+      "read_buf_mem_limit", "track_sizes", "inline_ascii_response", "ext_item_size",
+      "ext_item_age", "ext_low_ttl", "ext_recache_rate", "ext_wbuf_size", "ext_compact_under",
+      "ext_drop_under", "ext_max_sleep", "ext_max_frag", "slab_automove_freeratio",
+      "ext_drop_unread", "num_napi_ids",
       "memory_file", "lease_timeout", "xfetch_delta_ms", "xfetch_beta", "stale_grace",
       "classic_stampede", "wait_timeout_ms", "refresh_ahead", "refresh_hot", "refresh_epsilon",
       "refresh_max_fraction", "stalled_client_timeout", "exact_threads", "io",
@@ -781,7 +784,7 @@ TEST_F(ExecutorTest, StatsWithTrailingSpacesIsGeneralStats) {
 }
 
 // The TLS block of `stats settings` (a TLS build), in memcached's order and
-// words, between inline_ascii_response and num_napi_ids.
+// words, between the extstore block (ext_drop_unread last) and num_napi_ids.
 TEST_F(ExecutorTest, StatsSettingsShowTheSslBlockInTlsBuilds) {
   server_.settings.tls.available = true;
   server_.settings.tls.enabled = true;
@@ -793,7 +796,7 @@ TEST_F(ExecutorTest, StatsSettingsShowTheSslBlockInTlsBuilds) {
   auto at = [&](const std::string& n) {
     return std::find(names.begin(), names.end(), n) - names.begin();
   };
-  EXPECT_EQ(at("ssl_enabled"), at("inline_ascii_response") + 1);
+  EXPECT_EQ(at("ssl_enabled"), at("ext_drop_unread") + 1);
   EXPECT_EQ(at("ssl_min_version"), at("ssl_enabled") + 10);
   EXPECT_EQ(at("num_napi_ids"), at("ssl_min_version") + 1);
   EXPECT_EQ(StatValue(reply, "ssl_enabled"), "yes");
