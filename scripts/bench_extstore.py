@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""Items held with a flash tier: Debian's memcached with extstore against herdless, both at the
+same -m and the same ext_path size (issue 26's first goal: -m 64, a 2 GB file, 2 KB values).
+
+Each server gets a fresh file under --dir. The script stores --keys keys, by default 1.2 times
+what the file holds, with values of --value-size bytes derived from the key, in pipelined
+batches on one connection, at most --rate sets a second. It waits until the server's extstore_objects_written stops moving,
+then reads back every --sample-th key and checks each value byte for byte. Items held =
+the share of the sample that hit × --keys. It prints each server's items held, the values read
+back wrong (must be 0), `stats` curr_items and extstore_objects_used, RSS, and the
+herdless/memcached ratio of items held.
+
+herdless without a flash tier refuses ext_path. The script then runs it RAM-only, with the
+same -m, and says so: the ratio is then against herdless's RAM alone.
+"""
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import free_port, wait_listening  # noqa: E402
+from bench_memory import rss_bytes, stats  # noqa: E402
+
+
+def value_of(key, size):
+    seed = (key + b"|") * (size // (len(key) + 1) + 1)
+    return seed[:size]
+
+
+def start(argv):
+    port = free_port()
+    proc = subprocess.Popen(argv + ["-p", str(port), "-U", "0", "-l", "127.0.0.1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_listening(port, proc)
+    except RuntimeError:
+        err = proc.stderr.read().decode(errors="replace") if proc.poll() is not None else ""
+        return None, None, err
+    return proc, port, ""
+
+
+def read_replies(sock, buf, count, terminator):
+    """Reads until `count` terminators have arrived; returns (replies bytes, leftover)."""
+    while buf.count(terminator) < count:
+        chunk = sock.recv(1 << 20)
+        if not chunk:
+            raise RuntimeError("connection closed")
+        buf += chunk
+    return buf
+
+
+def fill(sock, keys, value_size, batch, rate):
+    """Sets every key, at most `rate` sets a second (0 = as fast as the server answers): a
+    memcached whose writer thread falls behind evicts values before they reach the file."""
+    stored = refused = 0
+    began = time.time()
+    for start_i in range(0, keys, batch):
+        if rate:
+            ahead = start_i / rate - (time.time() - began)
+            if ahead > 0:
+                time.sleep(ahead)
+        out = bytearray()
+        n = min(batch, keys - start_i)
+        for i in range(start_i, start_i + n):
+            key = b"k%d" % i
+            out += b"set %s 0 0 %d\r\n%s\r\n" % (key, value_size, value_of(key, value_size))
+        sock.sendall(out)
+        buf = read_replies(sock, b"", n, b"\r\n")
+        stored += buf.count(b"STORED\r\n")
+        refused += n - buf.count(b"STORED\r\n")
+    return stored, refused
+
+
+def settle(sock, seconds):
+    """Waits until extstore_objects_written has not moved for `seconds` (at most 120 s)."""
+    last, since, deadline = None, time.time(), time.time() + 120
+    while time.time() < deadline:
+        written = stats(sock).get("extstore_objects_written")
+        if written is None:
+            return
+        if written != last:
+            last, since = written, time.time()
+        elif time.time() - since >= seconds:
+            return
+        time.sleep(0.5)
+
+
+def sample(sock, keys, value_size, every, batch=50):
+    hits = wrong = asked = 0
+    ids = list(range(0, keys, every))
+    for at in range(0, len(ids), batch):
+        chunk = [b"k%d" % i for i in ids[at:at + batch]]
+        sock.sendall(b"get " + b" ".join(chunk) + b"\r\n")
+        buf = read_replies(sock, b"", 1, b"END\r\n")
+        asked += len(chunk)
+        pos = 0
+        while buf.startswith(b"VALUE ", pos):
+            eol = buf.index(b"\r\n", pos)
+            _, key, _, length = buf[pos:eol].split(b" ")[:4]
+            data = buf[eol + 2:eol + 2 + int(length)]
+            hits += 1
+            wrong += data != value_of(key, value_size)
+            pos = eol + 2 + int(length) + 2
+    return hits, wrong, asked
+
+
+def run(name, argv, args):
+    proc, port, err = start(argv)
+    if proc is None:
+        return None, err
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            t0 = time.time()
+            stored, refused = fill(sock, args.keys, args.value_size, args.batch, args.rate)
+            fill_s = time.time() - t0
+            settle(sock, 2.0)
+            hits, wrong, asked = sample(sock, args.keys, args.value_size, args.sample)
+            st = stats(sock)
+            rss = rss_bytes(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait()
+    held = int(hits / asked * args.keys) if asked else 0
+    print("%-24s items held %9d (%5.1f%% of %d sampled)  read back wrong %d  stored %d refused %d"
+          "  curr_items %s  extstore_objects_used %s  RSS %.0f MB  fill %.1f s"
+          % (name, held, 100.0 * hits / max(asked, 1), asked, wrong, stored, refused,
+             st.get("curr_items"), st.get("extstore_objects_used", "-"), rss / 1e6, fill_s))
+    return held, ""
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--herdless", required=True)
+    p.add_argument("--memcached", default="/usr/bin/memcached")
+    p.add_argument("--memory-mb", type=int, default=64)
+    p.add_argument("--file-size", default="2g", help="ext_path size, memcached's syntax (2g, 512m)")
+    p.add_argument("--value-size", type=int, default=2048)
+    p.add_argument("--keys", type=int, default=0, help="default: 1.2 x what the file holds")
+    p.add_argument("--sample", type=int, default=50, help="read back every N-th key")
+    p.add_argument("--batch", type=int, default=200)
+    p.add_argument("--rate", type=int, default=20000, help="sets per second at most (0: no limit)")
+    p.add_argument("--ext-options", default="", help="more -o ext_* options for both")
+    p.add_argument("--dir", default=None, help="where the flash files go (default: a temp dir)")
+    args = p.parse_args()
+    units = {"m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    file_bytes = int(args.file_size[:-1]) * units[args.file_size[-1].lower()]
+    if args.keys == 0:
+        args.keys = int(1.2 * file_bytes / args.value_size)
+    workdir = args.dir or tempfile.mkdtemp(prefix="bench-extstore-")
+    os.chmod(workdir, 0o777)   # the servers run as nobody
+    user = ["-u", "nobody"] if os.geteuid() == 0 else []
+    extra = ("," + args.ext_options) if args.ext_options else ""
+    print("uptime: %s" % subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    print("-m %d, ext_path of %s, %d-byte values, %d keys at <= %d/s, every %d-th read back"
+          % (args.memory_mb, args.file_size, args.value_size, args.keys, args.rate, args.sample))
+    results = {}
+    for name, binary in (("memcached", args.memcached), ("herdless", args.herdless)):
+        path = os.path.join(workdir, name + ".ext")
+        ext = ["-o", "ext_path=%s:%s%s" % (path, args.file_size, extra)]
+        argv = [binary, "-m", str(args.memory_mb)] + user
+        held, err = run(name + " (ext_path)", argv + ext, args)
+        if held is None and name == "herdless":
+            print("herdless refused ext_path (%s): RAM only, same -m" % err.strip().splitlines()[0])
+            held, err = run(name + " (RAM only)", argv, args)
+        if held is None:
+            raise SystemExit("%s did not start: %s" % (name, err))
+        results[name] = held
+        if os.path.exists(path):
+            os.unlink(path)
+    if results.get("memcached"):
+        print("items held, herdless/memcached: %.2f" % (results["herdless"] / results["memcached"]))
+
+
+if __name__ == "__main__":
+    main()
