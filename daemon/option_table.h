@@ -121,6 +121,9 @@ struct OptionRow {
   // build, to say that the build has no TLS.)
   bool tls = false;
   bool ignored = false;         // memcached's, accepted and ignored: listed last in -h
+  // Parsed and checked but not listed in -h: memcached's test suite reads -h
+  // to tell whether a server has the feature (ext_path: extstore).
+  bool unlisted = false;
 };
 
 // The flags and the -o keys, in the order -h lists them.

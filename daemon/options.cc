@@ -387,7 +387,7 @@ void AddHelpLine(std::string_view column, std::string_view text, std::string* s)
 
 // One row's -h entry: its option column, then its help lines.
 void AddHelp(const OptionRow& row, const ProtocolSettings& defaults, std::string* s) {
-  if (!InThisBuild(row)) return;
+  if (!InThisBuild(row) || row.unlisted) return;
   std::string column;
   if (row.flag == 0) {
     column = std::string("   - ") + row.name + ":";

@@ -145,6 +145,8 @@ Server::Server(const Options& options)
     : options_(options), started_unix_(clock_.UnixSeconds()) {
   SetLogVerbosity(options.verbosity);
   prefix_stats().Configure(options.protocol.prefix_delimiter, options.protocol.detail_enabled);
+  // -o slab_automove_freeratio, which `slabs automove freeratio` changes later.
+  operators().slab_automove_freeratio.store(options.protocol.ext.slab_automove_freeratio);
 }
 
 Server::~Server() {

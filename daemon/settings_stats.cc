@@ -78,7 +78,11 @@ constexpr SettingLine kSettings[] = {
     Fixed("inline_ascii_response", "no"),
     Option("ext_item_size"), Option("ext_item_age"), Option("ext_low_ttl"), Option("ext_recache_rate"),
     Option("ext_wbuf_size"), Option("ext_compact_under"), Option("ext_drop_under"),
-    Option("ext_max_sleep"), Option("ext_max_frag"), Option("slab_automove_freeratio"),
+    Option("ext_max_sleep"), Option("ext_max_frag"),
+    {"slab_automove_freeratio",   // -o slab_automove_freeratio, then slabs automove freeratio
+     [](const V& v, std::string_view n, W* w) {
+       w->AddFixed(n, v.operators.slab_automove_freeratio.load(std::memory_order_relaxed), 3);
+     }},
     Option("ext_drop_unread"),
     Option("ssl_enabled"), Option("ssl_chain_cert"), Option("ssl_key"), Option("ssl_verify_mode"),
     Option("ssl_keyformat"), Option("ssl_ciphers"), Option("ssl_ca_cert"), Option("ssl_wbuf_size"),
