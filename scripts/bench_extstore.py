@@ -6,7 +6,10 @@ Each server gets a fresh file under --dir. The script stores --keys keys, by def
 what the file holds, with values of --value-size bytes derived from the key, in pipelined
 batches on one connection, at most --rate sets a second. It waits until the server's extstore_objects_written stops moving,
 then reads back every --sample-th key and checks each value byte for byte. Items held =
-the share of the sample that hit × --keys. It prints each server's items held, the values read
+the share of the sample that hit × --keys. Then it replays a seeded Zipf trace of
+--requests gets over the same keys as a cache-aside client (a miss is set again) and reports
+the hit ratio, values read back wrong, gets/s and the p99 of a 50-key get (one client: timing
+figures are noisy; give `uptime`). It prints each server's items held, the values read
 back wrong (must be 0), `stats` curr_items and extstore_objects_used, RSS, and the
 herdless/memcached ratio of items held.
 
@@ -23,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench import free_port, wait_listening  # noqa: E402
+from bench_hitratio import make_trace  # noqa: E402
 from bench_memory import rss_bytes, stats  # noqa: E402
 
 
@@ -108,17 +112,51 @@ def sample(sock, keys, value_size, every, batch=50):
     return hits, wrong, asked
 
 
+def zipf_replay(sock, args):
+    """Cache-aside over the filled keys: a seeded Zipf trace of gets (multi-gets of 50); each
+    miss is set again. Returns (hit ratio, wrong values, requests/s, p99 batch latency ms)."""
+    ids, _ = make_trace("zipf:%s" % args.zipf, args.keys, args.requests, seed=1)
+    hits = wrong = 0
+    latencies = []
+    began = time.time()
+    for at in range(0, len(ids), 50):
+        keys = [b"k%d" % i for i in ids[at:at + 50]]
+        t0 = time.time()
+        sock.sendall(b"get " + b" ".join(keys) + b"\r\n")
+        buf = read_replies(sock, b"", 1, b"END\r\n")
+        latencies.append(time.time() - t0)
+        found = set()
+        pos = 0
+        while buf.startswith(b"VALUE ", pos):
+            eol = buf.index(b"\r\n", pos)
+            key, length = buf[pos:eol].split(b" ")[1], int(buf[pos:eol].split(b" ")[3])
+            wrong += buf[eol + 2:eol + 2 + length] != value_of(key, args.value_size)
+            found.add(key)
+            pos = eol + 2 + length + 2
+        hits += sum(1 for k in keys if k in found)
+        missed = [k for k in set(keys) if k not in found]
+        if missed:
+            sock.sendall(b"".join(b"set %s 0 0 %d noreply\r\n%s\r\n"
+                                  % (k, args.value_size, value_of(k, args.value_size)) for k in missed))
+    elapsed = time.time() - began
+    latencies.sort()
+    p99 = latencies[int(0.99 * (len(latencies) - 1))] * 1000 if latencies else 0
+    return hits / max(len(ids), 1), wrong, len(ids) / elapsed, p99
+
+
 def run(name, argv, args):
     proc, port, err = start(argv)
     if proc is None:
         return None, err
     try:
         with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # no Nagle wait after noreply sets
             t0 = time.time()
             stored, refused = fill(sock, args.keys, args.value_size, args.batch, args.rate)
             fill_s = time.time() - t0
             settle(sock, 2.0)
             hits, wrong, asked = sample(sock, args.keys, args.value_size, args.sample)
+            zipf = zipf_replay(sock, args) if args.requests else None
             st = stats(sock)
             rss = rss_bytes(proc.pid)
     finally:
@@ -129,6 +167,9 @@ def run(name, argv, args):
           "  curr_items %s  extstore_objects_used %s  RSS %.0f MB  fill %.1f s"
           % (name, held, 100.0 * hits / max(asked, 1), asked, wrong, stored, refused,
              st.get("curr_items"), st.get("extstore_objects_used", "-"), rss / 1e6, fill_s))
+    if zipf:
+        print("%-24s zipf:%s over the keys, %d gets: hit ratio %.4f  wrong %d  %.0f gets/s"
+              "  p99 of a 50-key get %.2f ms" % (name, args.zipf, args.requests, *zipf))
     return held, ""
 
 
@@ -143,6 +184,8 @@ def main():
     p.add_argument("--sample", type=int, default=50, help="read back every N-th key")
     p.add_argument("--batch", type=int, default=200)
     p.add_argument("--rate", type=int, default=20000, help="sets per second at most (0: no limit)")
+    p.add_argument("--zipf", default="0.99", help="Zipf exponent of the replay after the fill")
+    p.add_argument("--requests", type=int, default=500000, help="gets of the Zipf replay (0: none)")
     p.add_argument("--ext-options", default="", help="more -o ext_* options for both")
     p.add_argument("--dir", default=None, help="where the flash files go (default: a temp dir)")
     args = p.parse_args()
