@@ -36,15 +36,16 @@ bool ReadAll(int fd, char* p, size_t n, uint64_t offset) {
   return true;
 }
 
-// memcached's extstore_init: open, lock against a second server, empty.
-int OpenFlashFile(const std::string& path, std::string* error) {
+// memcached's extstore_init: open, lock against a second server, and
+// (unless the file is being reopened) empty.
+int OpenFlashFile(const std::string& path, bool empty, std::string* error) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   bool ok = fd >= 0;
   if (ok) {
     struct flock lock {};
     lock.l_type = F_WRLCK;
     lock.l_whence = SEEK_SET;
-    ok = ::fcntl(fd, F_SETLK, &lock) == 0 && ::ftruncate(fd, 0) == 0;
+    ok = ::fcntl(fd, F_SETLK, &lock) == 0 && (!empty || ::ftruncate(fd, 0) == 0);
   }
   if (ok) return fd;
   *error = std::string("Failed to initialize external storage: failed to open file\nextstore open: ") +
@@ -58,14 +59,55 @@ int OpenFlashFile(const std::string& path, std::string* error) {
 FlashStore::FlashStore(const ExtstoreSettings& settings) : settings_(settings) {}
 
 FlashStore::~FlashStore() {
+  Flush();   // an orderly stop keeps what the buffer holds, for Reopen
   for (int fd : fds_) ::close(fd);
 }
 
 std::unique_ptr<FlashStore> FlashStore::Open(const ExtstoreSettings& settings, std::string* error) {
+  std::unique_ptr<FlashStore> store = OpenFiles(settings, /*empty=*/true, error);
+  if (store == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(store->mu_);
+  if (store->OpenPageLocked()) store->stats_.page_allocs = 0;   // memcached's start: one page open
+  return store;
+}
+
+std::unique_ptr<FlashStore> FlashStore::Reopen(const ExtstoreSettings& settings,
+                                               const KeepRecord& keep, std::string* error) {
+  std::unique_ptr<FlashStore> store = OpenFiles(settings, /*empty=*/false, error);
+  if (store == nullptr) return nullptr;
+  std::lock_guard<std::mutex> lock(store->mu_);
+  std::string bytes(settings.page_size, '\0');
+  uint32_t newest = 0;
+  for (uint32_t i = 0; i < store->pages_.size(); ++i) {
+    Page& page = store->pages_[i];
+    // A page the file does not hold whole, or that does not decode, is free.
+    if (!ReadAll(page.fd, bytes.data(), bytes.size(), page.file_offset)) continue;
+    FlashPageReader reader(bytes);
+    FlashRecord record;
+    uint32_t offset;
+    while (reader.Next(&record, &offset)) {
+      if (!keep(i, reader.generation(), offset, record)) continue;
+      page.live_bytes += FlashRecordSize(record.key.size(), record.value.size());
+      ++page.live_objects;
+    }
+    if (page.live_objects == 0) continue;
+    page.generation = reader.generation();
+    page.full = true;   // written to again only once freed
+    newest = std::max(newest, page.generation);
+    store->stats_.objects_used += page.live_objects;
+    store->stats_.bytes_used += page.live_bytes;
+  }
+  store->next_generation_ = newest + 1 == 0 ? 1 : newest + 1;
+  if (store->OpenPageLocked()) store->stats_.page_allocs = 0;
+  return store;
+}
+
+std::unique_ptr<FlashStore> FlashStore::OpenFiles(const ExtstoreSettings& settings, bool empty,
+                                                  std::string* error) {
   std::unique_ptr<FlashStore> store(new FlashStore(settings));
   std::vector<uint32_t> left;
   for (const FlashFile& file : settings.files) {
-    const int fd = OpenFlashFile(file.path, error);
+    const int fd = OpenFlashFile(file.path, empty, error);
     if (fd < 0) return nullptr;
     store->fds_.push_back(fd);
     left.push_back(file.page_count);
@@ -82,8 +124,6 @@ std::unique_ptr<FlashStore> FlashStore::Open(const ExtstoreSettings& settings, s
     next_offset[f] += settings.page_size;
     store->pages_.push_back(page);
   }
-  std::lock_guard<std::mutex> lock(store->mu_);
-  if (store->OpenPageLocked()) store->stats_.page_allocs = 0;   // memcached's start: one page open
   return store;
 }
 

@@ -4,12 +4,15 @@
 // It keeps each page's generation and live bytes; its user says when a value
 // on flash is no longer referenced (Release), a page with nothing live is
 // free again, and a full device evicts its oldest page, whose values then
-// read as misses. Thread-safe: one mutex guards the page table and the write
-// buffer; reads of flushed records use pread outside it.
+// read as misses; after an orderly stop the file can be reopened with the
+// values the restarted cache still references (Reopen). Thread-safe: one
+// mutex guards the page table and the write buffer; reads of flushed
+// records use pread outside it.
 #ifndef HERDLESS_STORAGE_FLASH_STORE_H_
 #define HERDLESS_STORAGE_FLASH_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,6 +51,15 @@ class FlashStore {
   // 0644, a write lock against a second server, truncated to 0. nullptr with
   // memcached's message in *error.
   static std::unique_ptr<FlashStore> Open(const ExtstoreSettings& settings, std::string* error);
+  // After an orderly stop (herdless's -e restart): opens the files without
+  // emptying them and walks every page. A record `keep` accepts (its RAM
+  // item came back from the snapshot with this page, generation and offset)
+  // stays readable at its old locator; a page with none is free. Writing
+  // resumes on a free page, with generations above every kept one.
+  using KeepRecord = std::function<bool(uint32_t page, uint32_t generation, uint32_t offset,
+                                        const FlashRecord& record)>;
+  static std::unique_ptr<FlashStore> Reopen(const ExtstoreSettings& settings, const KeepRecord& keep,
+                                            std::string* error);
   ~FlashStore();
   FlashStore(const FlashStore&) = delete;
   FlashStore& operator=(const FlashStore&) = delete;
@@ -97,6 +109,8 @@ class FlashStore {
   };
 
   explicit FlashStore(const ExtstoreSettings& settings);
+  static std::unique_ptr<FlashStore> OpenFiles(const ExtstoreSettings& settings, bool empty,
+                                               std::string* error);
   bool OpenPageLocked();        // takes a free page or evicts the oldest full one
   bool FlushLocked();
   void FreeLocked(Page* page);

@@ -330,5 +330,56 @@ TEST_F(FlashStoreTest, CompactionPicksMemcachedsPage) {
   }
 }
 
+// -e restart: the file reopened keeps the values the restored items still
+// reference; pages with none are free; writing goes on above every kept
+// generation; a page whose header was damaged comes back free.
+TEST_F(FlashStoreTest, ReopenKeepsTheValuesStillReferenced) {
+  std::vector<FlashLocator> where;
+  {
+    auto store = Make(6);
+    for (int i = 0; i < 100; ++i) {   // pages 0..3, the last one open
+      FlashLocator at;
+      ASSERT_TRUE(store->Write("k" + std::to_string(i), i, ValueOf(i), &at));
+      where.push_back(at);
+    }
+  }   // an orderly stop: the buffer is flushed
+  const uint32_t dropped_page = where[0].page;
+  const int fd = ::open(files_[0].c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const uint32_t damaged_page = where[99].page;   // its header is overwritten
+  ASSERT_EQ(::pwrite(fd, "XXXX", 4, uint64_t{damaged_page} * 4096), 4);
+  ::close(fd);
+  std::vector<int> kept;
+  std::string error;
+  auto store = FlashStore::Reopen(
+      settings_,
+      [&](uint32_t page, uint32_t generation, uint32_t offset, const FlashRecord& r) {
+        const int i = std::stoi(std::string(r.key.substr(1)));
+        const bool keep = page != dropped_page && i % 2 == 0 && where[i].page == page &&
+                          where[i].generation == generation && where[i].offset == offset;
+        if (keep) kept.push_back(i);
+        return keep;
+      },
+      &error);
+  ASSERT_NE(store, nullptr) << error;
+  ASSERT_FALSE(kept.empty());
+  for (int i : kept) {
+    std::string value;
+    ASSERT_EQ(store->Read(where[i], "k" + std::to_string(i), ValueOf(i).size(), &value),
+              FlashReadResult::kOk) << i;
+    EXPECT_EQ(value, ValueOf(i));
+    EXPECT_NE(where[i].page, damaged_page);
+  }
+  std::string value;
+  EXPECT_EQ(store->Read(where[0], "k0", ValueOf(0).size(), &value), FlashReadResult::kMiss);
+  EXPECT_EQ(store->Read(where[99], "k99", ValueOf(99).size(), &value), FlashReadResult::kMiss);
+  const FlashStats s = store->Stats();
+  EXPECT_EQ(s.objects_used, kept.size());
+  FlashLocator next;
+  ASSERT_TRUE(store->Write("new", 1, "value", &next));
+  for (int i : kept) EXPECT_GT(next.generation, where[i].generation);
+  EXPECT_NE(next.page, where[kept[0]].page);
+}
+
 }  // namespace
 }  // namespace herdless
