@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with Debian's clang (-fsanitize=fuzzer,address,undefined) into
-# build/fuzz and runs each for [seconds] (default 300), one after the other:
+# build/fuzz and runs each for [seconds] (default 300), $JOBS at a time:
 #   classic   tests/fuzz/parser_fuzzer.cc    seeds tests/fuzz/corpus/classic, classic.dict
 #   meta      tests/fuzz/parser_fuzzer.cc    seeds tests/fuzz/corpus/meta,    meta.dict
 #   lease     tests/fuzz/parser_fuzzer.cc    seeds tests/fuzz/corpus/lease,   lease.dict
@@ -121,11 +121,22 @@ run_target() {
   echo "fuzz-result: PASS $name ${runs:-?} executions in ${time:-$seconds} s"
 }
 
+# Runs the targets $JOBS at a time (each libFuzzer run is one process on one core), printing
+# each target's lines in the order given once it is done.
 main() {
   build_fuzzers
-  local status=0 t
-  for t in "${targets[@]}"; do
-    run_target "$t" || status=1
+  local status=0 i t
+  local -a pids=() outs=()
+  for i in "${!targets[@]}"; do
+    outs[i]="$(mktemp)"
+    run_target "${targets[i]}" >"${outs[i]}" 2>&1 &
+    pids[i]=$!
+    if [ $(((i + 1) % JOBS)) -eq 0 ]; then wait "${pids[@]:i+1-JOBS:JOBS}"; fi
+  done
+  for i in "${!targets[@]}"; do
+    wait "${pids[i]}" || status=1
+    cat "${outs[i]}"
+    rm -f "${outs[i]}"
   done
   return $status
 }
