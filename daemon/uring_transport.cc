@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <deque>
 
 #include "protocol/reply.h"
 
@@ -91,7 +90,7 @@ struct RingSocket {
   bool readable = false;       // notify: bytes, an end or an error
   bool written = false;        // notify: a send completed
   size_t sent = 0;             // bytes sent and not yet consumed from the reply buffer
-  std::deque<Held> held;       // received bytes not yet read
+  std::vector<Held> held;      // received bytes not yet read (a few: kHeldMax and a cancel's lag)
   struct iovec* iov = nullptr; // the send in flight
   struct msghdr msg;
 };
@@ -424,7 +423,7 @@ Transport::Io UringTransport::Read(char* dest, size_t room, size_t* n) {
     h.offset += static_cast<uint32_t>(take);
     if (h.offset == h.length) {
       ring_->ReturnBuffer(h.id);
-      s_->held.pop_front();
+      s_->held.erase(s_->held.begin());
     }
   }
   if (!s_->held.empty() && s_->want_read) {
