@@ -41,14 +41,16 @@ Connection::Connection(Worker* worker, std::unique_ptr<Transport> transport, std
       transport_(std::move(transport)),
       fd_(transport_->fd()),
       id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)),
-      peer_(std::move(peer)),
-      local_(std::move(local)),
+      addresses_(std::move(peer.append(1, '\0').append(local))),
       wire_(worker->config().auth != nullptr ? Wire::kAuth : Wire::kUndecided),
       accepted_s_(CoarseNowSeconds()),
-      input_(worker->config().max_input),
+      input_(worker->config().max_input, worker->block_cache()),
       parking_(worker, this, id_, fd_),
-      warming_(worker, this),
-      last_cmd_s_(CoarseNowSeconds()) {}
+      last_cmd_s_(CoarseNowSeconds()) {
+  output_.set_block_cache(worker->block_cache());
+  // Only with -o warm_peer: the other connections carry no warm-up state.
+  if (worker->warm_peers() != nullptr) warming_ = std::make_unique<WarmRequest>(worker, this);
+}
 
 // The stream and the parked request go first (they hold timers and
 // registrations), the transport last (a TLS close_notify, then the close).
@@ -58,8 +60,7 @@ Connection::~Connection() {
 }
 
 bool Connection::Start() {
-  resume_event_ = event_new(worker_->base(), -1, 0, &Connection::OnResume, this);
-  if (resume_event_ == nullptr || !transport_->Start(this)) return false;
+  if (!transport_->Start(this)) return false;
   MoveTo(ConnState::kWaiting);
   LogConnEvent(/*open=*/true);
   return true;
@@ -87,7 +88,7 @@ void Connection::OnEstablished() {
 
 void Connection::FailHandshake() {
   worker_->stats().ssl_handshake_errors.Add();
-  Log(LogLevel::kNotice, "<%d TLS handshake failed (%s)", fd_, peer_.c_str());
+  Log(LogLevel::kNotice, "<%d TLS handshake failed (%s)", fd_, addresses_.c_str());
   Close();
 }
 
@@ -97,7 +98,18 @@ bool Connection::HandshakeLongerThan(int64_t now_s, int timeout_s) const {
 
 void Connection::OnResume(int, short, void* arg) { static_cast<Connection*>(arg)->Run(); }
 
-void Connection::ResumeSoon() { event_active(resume_event_, EV_TIMEOUT, 0); }
+void Connection::ResumeSoon() {
+  if (ResumeEvent() != nullptr) event_active(resume_event_, EV_TIMEOUT, 0);
+}
+
+// Made on first use (few connections ever need it): an idle connection holds
+// no more events than its transport's.
+event* Connection::ResumeEvent() {
+  if (resume_event_ == nullptr) {
+    resume_event_ = event_new(worker_->base(), -1, 0, &Connection::OnResume, this);
+  }
+  return resume_event_;
+}
 
 void Connection::Wake(uint64_t seq) {
   if (parking_.Wake(seq)) Run();
@@ -138,14 +150,16 @@ void Connection::Run() {
   if (output_.empty()) {
     // Nothing owed: close now if there is nothing left to wait for. A parked
     // request is owed a reply (even after a half-close), up to its timeout.
-    const bool waiting = parking_.waiting() || warming_.in_flight();
+    const bool waiting = parking_.waiting() || warming();
     const bool oversized = !more && input_.full() && !waiting;   // a request larger than we buffer
     if (closing() || oversized || (peer_closed_ && !more && !waiting)) {
       if (state() == ConnState::kDraining) transport_->DiscardUnread();
       Close();
       return;
     }
-    input_.ShrinkIfIdle();
+    // Waiting holds no buffer: the blocks go back to the worker's cache.
+    input_.ReleaseIfEmpty();
+    output_.ReleaseIdle();
   }
   UpdateEvents(more);
 }
@@ -154,7 +168,7 @@ bool Connection::Execute() {
   DiscardSwallowed();
   bool more;
   if (stream_ != nullptr && ContinueStream(&more)) return more;
-  if (closing() || swallow_ > 0 || input_.empty() || parking_.parked() || warming_.in_flight()) {
+  if (closing() || swallow_ > 0 || input_.empty() || parking_.parked() || warming()) {
     return false;
   }
   // Back-pressure: resume after a write.
@@ -206,14 +220,14 @@ bool Connection::ExecuteRequests() {
   const WaitTicket ticket = parking_.NextTicket();
   const bool expired = parking_.expired();
   const int max_requests = expired ? 1 : worker_->config().reqs_per_event;
-  const WarmPass* warm = warming_.Pass();
+  const WarmPass* warm = warming_ != nullptr ? warming_->Pass() : nullptr;
   ProcessOutcome outcome = RunExecutor(max_requests, &ticket, warm);
   if (expired && outcome.parked && outcome.park_token == parking_.token()) {
     outcome = RunExecutor(max_requests, nullptr, warm);
   }
   input_.Drop(outcome.consumed);
   if (parking_.waiting() || outcome.parked) parking_.Note(outcome, expired);
-  if (warm != nullptr) warming_.Note(outcome);
+  if (warm != nullptr) warming_->Note(outcome);
   if (outcome.consumed > 0) last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);
   if (outcome.close) {
     CloseAfterWrite();
@@ -280,7 +294,7 @@ void Connection::UpdateEvents(bool more_input) {
     // an event activated from a callback in the same pass, before it polls the
     // sockets again, so the other connections would wait for the whole dump.
     static const struct timeval kNextPass = {0, 0};
-    event_add(resume_event_, &kNextPass);
+    if (ResumeEvent() != nullptr) event_add(resume_event_, &kNextPass);
   }
   if (!closing()) MoveTo(WaitState());
 }
@@ -303,8 +317,9 @@ ConnectionInfo Connection::Info(int64_t now_s) const {
   info.fd = fd_;
   // memcached keeps no peer address for unix-socket clients and prints its
   // zeroed one: "?:<AF 0>" (conn_to_str).
-  info.addr = peer_.compare(0, 5, "unix:") == 0 ? "?:<AF 0>" : peer_;
-  info.listen_addr = local_;
+  const std::string_view peer = this->peer();
+  info.addr = peer.substr(0, 5) == "unix:" ? "?:<AF 0>" : std::string(peer);
+  info.listen_addr = std::string(local());
   info.state = ConnStateName(state_.load(std::memory_order_relaxed));
   info.secs_since_last_cmd = now_s - last_cmd_s_.load(std::memory_order_relaxed);
   return info;
@@ -315,7 +330,7 @@ ConnectionInfo Connection::Info(int64_t now_s) const {
 void Connection::LogConnEvent(bool open) {
   WatchHub* hub = worker_->config().watch_hub;
   if (hub == nullptr || !hub->Wants(kWatchConnEvents)) return;
-  std::string_view ip = peer_;
+  std::string_view ip = peer();
   uint16_t port = 0;
   ConnTransport transport = ConnTransport::kTcp;
   if (ip.substr(0, 5) == "unix:") {

@@ -5,9 +5,12 @@
 namespace herdless {
 
 void InputBuffer::MakeRoom() {
-  if (capacity_ == 0) Reallocate(kInitialInput);
+  if (capacity_ == 0) {
+    data_ = BlockCache::Take(cache_);
+    capacity_ = kInitialInput;
+  }
   if (capacity_ - end_ < kMinReadRoom && begin_ > 0) {
-    std::memmove(data_.get(), data_.get() + begin_, size());
+    std::memmove(data_, data_ + begin_, size());
     end_ -= begin_;
     begin_ = 0;
   }
@@ -17,17 +20,23 @@ void InputBuffer::MakeRoom() {
 }
 
 void InputBuffer::Release() {
-  data_.reset();
-  capacity_ = 0;
+  if (capacity_ == kInitialInput) {
+    BlockCache::Give(cache_, data_);
+  } else {
+    delete[] data_;
+  }
+  data_ = nullptr;
+  capacity_ = begin_ = end_ = 0;
 }
 
 void InputBuffer::Reallocate(size_t capacity) {
-  std::unique_ptr<char[]> bigger(new char[capacity]);
-  if (!empty()) std::memcpy(bigger.get(), data_.get() + begin_, size());
-  end_ -= begin_;
-  begin_ = 0;
-  data_ = std::move(bigger);
+  char* bigger = new char[capacity];
+  if (!empty()) std::memcpy(bigger, data_ + begin_, size());
+  const size_t n = size();
+  Release();
+  data_ = bigger;
   capacity_ = capacity;
+  end_ = n;
 }
 
 }  // namespace herdless

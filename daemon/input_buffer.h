@@ -1,25 +1,32 @@
 // InputBuffer: the bytes a connection has read and not yet executed, as
 // [begin, end) of one growable block. A transport reads into Room() and
 // Commit()s what arrived; the executors see view() and the connection
-// Drop()s what they consumed. It grows (up to `limit`) while a request does
-// not fit, and gives a large block back once it empties, so an idle
-// connection holds at most kInitialInput. One per connection, not thread-safe.
+// Drop()s what they consumed. Its first block (kInitialInput) comes from the
+// worker's BlockCache on the first read; it grows (up to `limit`) while a
+// request does not fit, and Release()s its block once it empties, so an idle
+// connection holds none. One per connection, not thread-safe.
 #ifndef HERDLESS_DAEMON_INPUT_BUFFER_H_
 #define HERDLESS_DAEMON_INPUT_BUFFER_H_
 
 #include <cstddef>
-#include <memory>
 #include <string_view>
+
+#include "protocol/block_cache.h"
 
 namespace herdless {
 
 class InputBuffer {
  public:
-  static constexpr size_t kInitialInput = 16 * 1024;   // memcached's READ_BUFFER_SIZE
+  static constexpr size_t kInitialInput = BlockCache::kBlockSize;   // memcached's READ_BUFFER_SIZE
 
-  explicit InputBuffer(size_t limit) : limit_(limit < kInitialInput ? kInitialInput : limit) {}
+  // `cache` (may be null) outlives the buffer.
+  InputBuffer(size_t limit, BlockCache* cache)
+      : limit_(limit < kInitialInput ? kInitialInput : limit), cache_(cache) {}
+  ~InputBuffer() { Release(); }
+  InputBuffer(const InputBuffer&) = delete;
+  InputBuffer& operator=(const InputBuffer&) = delete;
 
-  std::string_view view() const { return {data_.get() + begin_, end_ - begin_}; }
+  std::string_view view() const { return {data_ + begin_, end_ - begin_}; }
   size_t size() const { return end_ - begin_; }
   bool empty() const { return begin_ == end_; }
   bool full() const { return size() >= limit_; }
@@ -34,12 +41,13 @@ class InputBuffer {
   char* Room(size_t* len) {
     if (capacity_ - end_ < kMinReadRoom) MakeRoom();
     *len = capacity_ - end_;
-    return data_.get() + end_;
+    return data_ + end_;
   }
   void Commit(size_t n) { end_ += n; }
 
-  void ShrinkIfIdle() {
-    if (empty() && capacity_ > kInitialInput) Release();
+  // Gives the block back while nothing is buffered.
+  void ReleaseIfEmpty() {
+    if (empty() && data_ != nullptr) Release();
   }
 
  private:
@@ -50,7 +58,8 @@ class InputBuffer {
   void Reallocate(size_t capacity);
 
   const size_t limit_;
-  std::unique_ptr<char[]> data_;
+  BlockCache* const cache_;
+  char* data_ = nullptr;   // kInitialInput bytes from cache_, or larger from the heap
   size_t capacity_ = 0;
   size_t begin_ = 0;
   size_t end_ = 0;

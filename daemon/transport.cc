@@ -26,9 +26,10 @@ SocketTransport::~SocketTransport() {
 
 bool SocketTransport::Start(Owner* owner) {
   owner_ = owner;
+  // The write event is made when a write first blocks (most connections never
+  // fill their socket): an idle connection holds one event.
   read_event_ = event_new(base_, fd_, EV_READ | EV_PERSIST, &SocketTransport::OnReadEvent, this);
-  write_event_ = event_new(base_, fd_, EV_WRITE | EV_PERSIST, &SocketTransport::OnWriteEvent, this);
-  if (read_event_ == nullptr || write_event_ == nullptr) return false;
+  if (read_event_ == nullptr) return false;
   SetReading(true);
   return reading_;
 }
@@ -87,6 +88,10 @@ void SocketTransport::ChangeReading(bool on) {
 }
 
 void SocketTransport::ChangeWriting(bool on) {
+  if (on && write_event_ == nullptr) {
+    write_event_ = event_new(base_, fd_, EV_WRITE | EV_PERSIST, &SocketTransport::OnWriteEvent, this);
+    if (write_event_ == nullptr) return;   // the connection waits for its next read or timeout
+  }
   if (on ? event_add(write_event_, nullptr) == 0 : event_del(write_event_) == 0) writing_ = on;
 }
 

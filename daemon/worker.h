@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "daemon/warm_peer.h"
+#include "protocol/block_cache.h"
 #include "protocol/binary_executor.h"
 #include "protocol/executor.h"
 #include "protocol/server_info.h"
@@ -119,6 +120,7 @@ class Worker {
   Executor& executor() { return executor_; }
   BinaryExecutor& binary_executor() { return binary_executor_; }
   ItemStore* store() { return store_; }
+  BlockCache* block_cache() { return &block_cache_; }   // worker thread only
   WarmPeers* warm_peers() { return warm_peers_.get(); }   // nullptr: no warm-up
   const WorkerConfig& config() const { return config_; }
   void CloseConnection(Connection* conn);
@@ -139,6 +141,7 @@ class Worker {
   ServerInfo* const server_;
   ConnectionCounters* const counters_;
   ThreadStats stats_;
+  BlockCache block_cache_;   // the connections' input and reply blocks
   Executor executor_;
   BinaryExecutor binary_executor_;
 

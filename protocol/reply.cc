@@ -12,57 +12,48 @@ namespace {
 
 // Most replies are a few short lines; 16 KiB holds a pipeline's worth of them
 // and is what memcached sizes its response buffers to.
-constexpr size_t kChunkSize = 16 * 1024;
-// Recycled chunks kept per connection; more would only hold idle memory.
-constexpr size_t kMaxSpareChunks = 4;
+constexpr size_t kChunkSize = BlockCache::kBlockSize;
 // Written segments are dropped from the front of the vector in batches.
 constexpr size_t kCompactAfter = 256;
 
 }  // namespace
-
-struct ReplyBuffer::Chunk {
-  explicit Chunk(size_t cap) : data(new char[cap]), capacity(cap) {}
-  bool Contains(const char* p) const { return p >= data.get() && p < data.get() + capacity; }
-
-  // Moves the oldest chunk to the spare list (standard-size chunks, up to a
-  // few) or frees it. Its bytes must no longer be referenced by a segment.
-  static void RecycleFront(std::deque<std::unique_ptr<Chunk>>* chunks,
-                           std::vector<std::unique_ptr<Chunk>>* spare);
-
-  std::unique_ptr<char[]> data;
-  size_t capacity;
-  size_t used = 0;
-};
 
 ReplyBuffer::ReplyBuffer() = default;
 
 ReplyBuffer::~ReplyBuffer() { Clear(); }
 
 char* ReplyBuffer::Reserve(size_t n) {
-  if (chunks_.empty() || chunks_.back()->capacity - chunks_.back()->used < n) {
-    if (n <= kChunkSize && !spare_.empty()) {
-      chunks_.push_back(std::move(spare_.back()));
-      spare_.pop_back();
-    } else {
-      // A string bigger than a chunk gets a chunk of its own size.
-      chunks_.push_back(std::make_unique<Chunk>(std::max(n, kChunkSize)));
-    }
+  if (chunks_.empty() || chunks_.back().capacity - chunks_.back().used < n) {
+    // A string bigger than a chunk gets a chunk of its own size.
+    chunks_.push_back(n <= kChunkSize ? Chunk{BlockCache::Take(cache_), kChunkSize, 0}
+                                      : Chunk{new char[n], n, 0});
   }
-  Chunk& chunk = *chunks_.back();
-  char* p = chunk.data.get() + chunk.used;
+  Chunk& chunk = chunks_.back();
+  char* p = chunk.data + chunk.used;
   chunk.used += n;
   pending_ += n;
   // Bytes that continue the last segment in the same chunk extend it, so a
   // pipeline of short replies goes out as one iovec.
-  if (!empty() && p != chunk.data.get()) {
+  if (!empty() && p != chunk.data) {
     Piece& last = segments_.back();
     if (last.pin == nullptr && last.data + last.len == p) {
       last.len += n;
       return p;
     }
   }
+  if (segments_.capacity() == 0) segments_.reserve(8);
   segments_.push_back(Piece{p, n, nullptr});
   return p;
+}
+
+void ReplyBuffer::DropOldestChunk() {
+  Chunk& chunk = chunks_.front();
+  if (chunk.capacity == kChunkSize) {
+    BlockCache::Give(cache_, chunk.data);
+  } else {
+    delete[] chunk.data;
+  }
+  chunks_.erase(chunks_.begin());
 }
 
 void ReplyBuffer::Append(std::string_view s) {
@@ -119,7 +110,7 @@ void ReplyBuffer::Consume(size_t n) {
     } else {
       // Chunk segments were written in chunk order, so every chunk in front
       // of the one holding this segment is no longer referenced.
-      while (!chunks_.front()->Contains(seg.data)) Chunk::RecycleFront(&chunks_, &spare_);
+      while (!chunks_.front().Contains(seg.data)) DropOldestChunk();
     }
     ++head_;
   }
@@ -131,13 +122,13 @@ void ReplyBuffer::CompactSegments() {
     segments_.clear();
     head_ = 0;
     // Everything is written: keep the newest chunk (if standard-sized) for the
-    // next replies rather than cycling it through the spare list.
-    while (chunks_.size() > 1) Chunk::RecycleFront(&chunks_, &spare_);
+    // next replies (ReleaseIdle gives it back when the connection waits).
+    while (chunks_.size() > 1) DropOldestChunk();
     if (!chunks_.empty()) {
-      if (chunks_.front()->capacity == kChunkSize) {
-        chunks_.front()->used = 0;
+      if (chunks_.front().capacity == kChunkSize) {
+        chunks_.front().used = 0;
       } else {
-        Chunk::RecycleFront(&chunks_, &spare_);
+        DropOldestChunk();
       }
     }
     return;
@@ -157,17 +148,13 @@ void ReplyBuffer::Clear() {
   pending_ = 0;
   message_ends_.clear();
   leading_empty_message_ = false;
-  while (!chunks_.empty()) Chunk::RecycleFront(&chunks_, &spare_);
+  while (!chunks_.empty()) DropOldestChunk();
 }
 
-void ReplyBuffer::Chunk::RecycleFront(std::deque<std::unique_ptr<Chunk>>* chunks,
-                                      std::vector<std::unique_ptr<Chunk>>* spare) {
-  std::unique_ptr<Chunk> chunk = std::move(chunks->front());
-  chunks->pop_front();
-  if (chunk->capacity == kChunkSize && spare->size() < kMaxSpareChunks) {
-    chunk->used = 0;
-    spare->push_back(std::move(chunk));
-  }
+void ReplyBuffer::ReleaseIdle() {
+  if (!empty()) return;
+  Clear();
+  std::vector<Piece>().swap(segments_);
 }
 
 }  // namespace herdless

@@ -2,8 +2,9 @@
 // segments. Short strings are copied into owned chunks (adjacent copies merge
 // into one segment); item values are referenced in place and the ItemRef keeps
 // the item alive until the bytes are written, so a concurrent set or delete
-// never frees or changes memory that is still being sent. Not thread-safe:
-// one per connection.
+// never frees or changes memory that is still being sent. Its chunks come
+// from a BlockCache (set_block_cache) and go back to it with ReleaseIdle(),
+// so an idle connection holds none. Not thread-safe: one per connection.
 #ifndef HERDLESS_PROTOCOL_REPLY_H_
 #define HERDLESS_PROTOCOL_REPLY_H_
 
@@ -11,11 +12,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <memory>
 #include <string_view>
 #include <vector>
 
+#include "protocol/block_cache.h"
 #include "storage/item.h"
 
 namespace herdless {
@@ -62,6 +62,10 @@ class ReplyBuffer {
   bool empty() const { return head_ == segments_.size(); }
   size_t pending_bytes() const { return pending_; }
   void Clear();
+  // Chunks from `cache` (outlives this buffer; null: the heap). Set before use.
+  void set_block_cache(BlockCache* cache) { cache_ = cache; }
+  // Nothing owed: gives every chunk and the segment array back.
+  void ReleaseIdle();
 
  private:
   struct Piece {
@@ -69,17 +73,22 @@ class ReplyBuffer {
     size_t len;
     herdless::Segment* pin;   // an ItemRef's pin on the item's memory, or nullptr for chunk bytes
   };
-  struct Chunk;
+  struct Chunk {
+    char* data;
+    size_t capacity;   // BlockCache::kBlockSize: a cache block; larger: its own
+    size_t used;
+    bool Contains(const char* p) const { return p >= data && p < data + capacity; }
+  };
   char* Reserve(size_t n);   // room for n contiguous bytes in the current chunk
-
+  void DropOldestChunk();    // its bytes are no longer referenced by a segment
   void CompactSegments();
 
   // segments_[head_..] are owed; the vector is reused, not reallocated, as a
   // connection's replies are written and new ones appended.
   std::vector<Piece> segments_;
   size_t head_ = 0;
-  std::deque<std::unique_ptr<Chunk>> chunks_;   // chunks still referenced by segments
-  std::vector<std::unique_ptr<Chunk>> spare_;   // recycled chunks
+  std::vector<Chunk> chunks_;   // oldest first: chunks still referenced by segments
+  BlockCache* cache_ = nullptr;
   size_t pending_ = 0;
   bool track_messages_ = false;
   bool leading_empty_message_ = false;

@@ -11,7 +11,7 @@ with start-up, fill and handshakes cancelled out. Kernel work (the loopback
 TCP path) is not counted: both servers make the same system calls a request.
 
     scripts/bench_instructions.py [--tls] [--herdless BIN] [--ratio S:G] [--pipeline N]
-                                  [--baseline BIN]
+                                  [--baseline BIN] [--herdless-args ARGS] [--base-args ARGS]
 
 --ratio and --pipeline are memtier's (default 1:10, 1); --baseline compares
 against another herdless build (e.g. an older commit's) instead of memcached.
@@ -33,12 +33,12 @@ import bench  # noqa: E402  free_port, wait_listening, make_certs
 CONNS = 10
 
 
-def run_once(binary, requests, tool, outdir, tls, load):
+def run_once(binary, requests, tool, outdir, tls, load, extra=()):
     port = bench.free_port()
     out = os.path.join(outdir, f"callgrind.{os.path.basename(binary)}.{requests}")
     server = [binary, "-t", "1", "-m", "64", "-p", str(port),
               # valgrind keeps a few descriptors: memcached's setrlimit(-c) must match its limit
-              "-c", "1012"]
+              "-c", "1012"] + list(extra)
     client_tls = []
     if tls:
         # The fill goes through a plain listener; `notls:` needs -Z (memcached
@@ -79,10 +79,10 @@ def run_once(binary, requests, tool, outdir, tls, load):
     return int(match.group(1))
 
 
-def per_request(binary, tool, outdir, tls, load):
+def per_request(binary, tool, outdir, tls, load, extra=()):
     small, large = 1000, 4000
-    a = run_once(binary, small, tool, outdir, tls, load)
-    b = run_once(binary, large, tool, outdir, tls, load)
+    a = run_once(binary, small, tool, outdir, tls, load, extra)
+    b = run_once(binary, large, tool, outdir, tls, load, extra)
     return (b - a) / ((large - small) * CONNS)
 
 
@@ -94,6 +94,8 @@ def main():
     ap.add_argument("--ratio", default="1:10", help="memtier's set:get ratio")
     ap.add_argument("--pipeline", type=int, default=1, help="memtier's requests in flight a connection")
     ap.add_argument("--baseline", help="another herdless binary to compare with instead of memcached")
+    ap.add_argument("--herdless-args", default="", help="more flags for herdless, e.g. '-o io=uring'")
+    ap.add_argument("--base-args", default="", help="more flags for the other server")
     args = ap.parse_args()
     tool = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
     if not tool or not shutil.which("valgrind"):
@@ -104,8 +106,9 @@ def main():
     load = [f"--ratio={args.ratio}", f"--pipeline={args.pipeline}"]
     other = ("baseline", os.path.abspath(args.baseline)) if args.baseline else ("memcached", args.memcached)
     results = {}
+    extra = {other[0]: args.base_args.split(), "herdless": args.herdless_args.split()}
     for name, binary in (other, ("herdless", os.path.abspath(args.herdless))):
-        results[name] = per_request(binary, tool, outdir, tls, load)
+        results[name] = per_request(binary, tool, outdir, tls, load, extra[name])
         print(f"{name:9s} {results[name]:9.0f} instructions a request (user space)", flush=True)
     print(f"ratio herdless/{other[0]}: {results['herdless'] / results[other[0]]:.3f}"
           f" (--ratio {args.ratio} --pipeline {args.pipeline}{', TLS' if tls else ''}); profiles in {outdir}")

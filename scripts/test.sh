@@ -182,6 +182,11 @@ echo "== sanitizer build (build/asan: address,undefined, no jemalloc)"
 check_in build/asan asan "${ASAN_ENV[@]}"
 run_counted "asan: soak, 20 s" "${ASAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/asan/herdless" \
   "$PYTHON" tests/integration/soak.py 20 || stage_failed "asan soak"
+# The io_uring path under ASan: the hostile clients and the transports (about 30 s).
+run_integration "asan: test_hostile.py test_transports.py on -o io=uring" "${ASAN_ENV[@]}" \
+  HERDLESS_IO=uring HERDLESS_BIN="$REPO_ROOT/build/asan/herdless" HERDLESS_SRCDIR="$REPO_ROOT" \
+  sh tests/integration/run_all.sh test_hostile.py test_transports.py ||
+  stage_failed "asan integration tests on the io_uring path"
 
 echo "== thread sanitizer build (build/tsan: thread, no jemalloc)"
 (build build/tsan --enable-sanitizers=thread --without-jemalloc CXXFLAGS="-g -O1" &&

@@ -1,0 +1,86 @@
+// A connection's input and reply buffers hold cache blocks only while they
+// hold bytes: once empty they give them back, so an idle connection holds none.
+#include "protocol/block_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "daemon/input_buffer.h"
+#include "protocol/reply.h"
+
+namespace herdless {
+namespace {
+
+TEST(BlockCacheTest, KeepsAtMostMaxFreeBlocks) {
+  BlockCache cache(2);
+  std::vector<char*> blocks;
+  for (int i = 0; i < 3; ++i) blocks.push_back(BlockCache::Take(&cache));
+  for (char* b : blocks) BlockCache::Give(&cache, b);
+  EXPECT_EQ(cache.free_blocks(), 2u);
+  char* again = BlockCache::Take(&cache);   // a kept block comes back first
+  EXPECT_TRUE(again == blocks[0] || again == blocks[1]);
+  BlockCache::Give(&cache, again);
+}
+
+struct ReplyCase {
+  const char* name;
+  std::vector<size_t> appends;   // string sizes appended
+  size_t consumed;               // bytes written before ReleaseIdle (all: SIZE_MAX)
+  size_t cached;                 // free blocks after ReleaseIdle
+};
+
+TEST(BlockCacheTest, ReplyBufferGivesItsChunksBackOnlyWhenIdle) {
+  const size_t kAll = SIZE_MAX, kBlock = BlockCache::kBlockSize;
+  const ReplyCase cases[] = {
+      {"one short reply", {10}, kAll, 1},
+      {"a second chunk", {10, kBlock}, kAll, 2},
+      {"an oversized string has its own chunk", {2 * kBlock}, kAll, 0},
+      {"short then oversized", {10, 2 * kBlock}, kAll, 1},
+      {"bytes still owed", {10}, 5, 0},
+  };
+  for (const ReplyCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    BlockCache cache;
+    ReplyBuffer out;
+    out.set_block_cache(&cache);
+    size_t total = 0;
+    for (size_t n : c.appends) {
+      out.Append(std::string(n, 'x'));
+      total += n;
+    }
+    out.Consume(c.consumed == kAll ? total : c.consumed);
+    out.ReleaseIdle();
+    EXPECT_EQ(cache.free_blocks(), c.cached);
+    EXPECT_EQ(out.pending_bytes(), c.consumed == kAll ? 0 : total - c.consumed);
+    out.Append("again");   // usable after the release, from the cache
+    EXPECT_EQ(out.pending_bytes(), (c.consumed == kAll ? 0 : total - c.consumed) + 5);
+  }
+}
+
+TEST(BlockCacheTest, InputBufferHoldsABlockOnlyWhileItHoldsBytes) {
+  BlockCache cache;
+  InputBuffer in(1 << 20, &cache);
+  in.ReleaseIfEmpty();   // never read: nothing to give
+  EXPECT_EQ(cache.free_blocks(), 0u);
+  size_t room = 0;
+  char* dest = in.Room(&room);
+  ASSERT_GE(room, 4u);
+  std::memcpy(dest, "get ", 4);
+  in.Commit(4);
+  in.ReleaseIfEmpty();   // a partial request stays
+  EXPECT_EQ(in.view(), "get ");
+  EXPECT_EQ(cache.free_blocks(), 0u);
+  in.Drop(4);
+  in.ReleaseIfEmpty();
+  EXPECT_EQ(cache.free_blocks(), 1u);
+  in.Room(&room);   // the next read takes it back
+  EXPECT_EQ(cache.free_blocks(), 0u);
+  EXPECT_EQ(room, BlockCache::kBlockSize);
+}
+
+}  // namespace
+}  // namespace herdless
