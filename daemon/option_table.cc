@@ -531,6 +531,23 @@ constexpr OptionRow kSuboptions[] = {
        return p.Number(0u, 1u << 30, &p.settings.warm_for_s, "seconds, 0 = never");
      },
      .setting = {"warm_for", Unsigned<&P::warm_for_s>}},
+    {.name = "ring",
+     .help = "a nutcracker YAML file: this node's pool, with -o ring_self\n"
+             "(warm each moved key from its previous owner; default: none)",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value || p.value.empty()) return p.Missing("file");
+       p.settings.ring = std::string(p.value);
+       return true;
+     },
+     .setting = {"ring", TextOr<kNull, &P::ring>}},
+    {.name = "ring_self",
+     .help = "this node in the -o ring file: host:port as listed, or its name",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value || p.value.empty()) return p.Missing("host:port");
+       p.settings.ring_self = std::string(p.value);
+       return true;
+     },
+     .setting = {"ring_self", TextOr<kNull, &P::ring_self>}},
     {.name = "refresh_ahead",
      .help = "on|off: adaptive refresh-ahead for lease-get and classic\n"
              "stale/wait mode (default: {default}; meta clients ask with mg Yr)",

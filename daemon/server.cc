@@ -162,6 +162,10 @@ Server::~Server() {
 }
 
 bool Server::LoadCredentials(std::string* error) {
+  if (!options_.protocol.ring.empty()) {
+    ring_ = ClusterRing::Load(options_.protocol.ring, options_.protocol.ring_self, error);
+    if (ring_ == nullptr) return false;
+  }
   if (options_.protocol.tls.enabled) {
     tls_ = TlsContext::Create(options_.protocol.tls, error);
     if (tls_ == nullptr) return false;
@@ -343,7 +347,7 @@ int Server::Run() {
   store_config.random = &random_;
   store_config.wake_sink = this;   // readers park only once every worker runs
   store_config.events = watch_hub_.store_events();
-  if (!p.warm_peer.empty()) store_config.delete_holdoff_ms = p.warm_holdoff_s * 1000;
+  if (p.warm_enabled()) store_config.delete_holdoff_ms = p.warm_holdoff_s * 1000;
   store_ = std::make_unique<ItemStore>(store_config);
   const WorkerPlan plan = PlanWorkers(p);
   if (!p.memory_file.empty()) {
@@ -410,9 +414,16 @@ WorkerConfig Server::MakeWorkerConfig() {
   worker_config.auth = auth_.get();
   worker_config.sasl_pwdb = sasl_pwdb_.get();
   worker_config.watch_hub = &watch_hub_;
-  if (!p.warm_peer.empty()) {
+  if (p.warm_enabled()) {
     std::string error;   // the list was checked when the options were parsed
-    ParsePeerList(p.warm_peer, &worker_config.warm_peers, &error);
+    if (!p.warm_peer.empty()) {
+      ParsePeerList(p.warm_peer, &worker_config.warm_peers, &error);
+    } else {
+      std::string list;
+      for (const RingServer& s : ring_->pool().servers) list += s.listed + ";";
+      ParsePeerList(list, &worker_config.warm_peers, &error);
+      worker_config.ring = ring_.get();
+    }
     worker_config.warm_timeout_ms = p.warm_timeout_ms;
     if (p.warm_for_s > 0) worker_config.warm_until_s = CoarseNowSeconds() + p.warm_for_s;
   }

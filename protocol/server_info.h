@@ -17,6 +17,7 @@
 namespace herdless {
 
 class ItemStore;
+class ClusterRing;
 class StatWriter;
 class WatchLog;
 
@@ -101,6 +102,10 @@ struct ProtocolSettings {
   uint32_t warm_timeout_ms = 50;   // longest a reader waits for the peers
   uint32_t warm_holdoff_s = 2;     // a delete refuses warm fills of its key this long
   uint32_t warm_for_s = 0;         // warm-up ends this long after the start, 0 = never
+  // The nutcracker pool this node is in (-o ring, ring_self; protocol/cluster_ring.h): "" = none.
+  std::string ring;                // the YAML file
+  std::string ring_self;           // this node as the pool lists it (host:port or name)
+  bool warm_enabled() const { return !warm_peer.empty() || !ring.empty(); }
   bool dump_enabled = true;        // -X turns off lru_crawler metadump and stats cachedump
   bool watch_enabled = true;       // -W turns off watch
   char prefix_delimiter = ':';     // -D: per-prefix stats (stats detail), and
@@ -205,6 +210,8 @@ class ServerInfo {
   }
   // Where the protocol logs events for `watch` (nullptr: nobody can watch).
   virtual WatchLog* watch_log() { return nullptr; }
+  // -o ring: this node's pool; nullptr without one.
+  virtual const ClusterRing* ring() const { return nullptr; }
   // Whether a crawl started by StartCrawl is still running (stats).
   virtual bool CrawlRunning() const { return false; }
   virtual uint64_t CrawlStarts() const { return 0; }

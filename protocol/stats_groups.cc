@@ -154,7 +154,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   ItemTotalsStats(ss, w);
   LeaseStats(ss, w);
   HERDLESS_WAIT_STATS(HERDLESS_ADD_TOTAL)
-  if (!settings.warm_peer.empty()) {
+  if (settings.warm_enabled()) {
     HERDLESS_WARM_STATS(HERDLESS_ADD_TOTAL)
     w->Add("warm_active", uint64_t{WarmActive(settings, snap.uptime)});
   }

@@ -433,6 +433,9 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kWatch:
       WatchCommand(c.server, req, pipelined, c.datagram, out, outcome);
       return;
+    case Command::kRing:
+      RingCommand(c.server, req, out);
+      return;
     case Command::kMetaGet:
     case Command::kMetaSet:
     case Command::kMetaDelete:

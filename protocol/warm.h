@@ -52,7 +52,7 @@ class WarmGate {
 // Warm-up is on: a peer is set and warm_for has not run out `uptime_s`
 // seconds after the start.
 inline bool WarmActive(const ProtocolSettings& s, int64_t uptime_s) {
-  return !s.warm_peer.empty() && (s.warm_for_s == 0 || uptime_s < int64_t{s.warm_for_s});
+  return s.warm_enabled() && (s.warm_for_s == 0 || uptime_s < int64_t{s.warm_for_s});
 }
 
 // A key the text protocol can carry to a peer (1..250 bytes, no space or

@@ -25,6 +25,7 @@ import socket
 import tempfile
 import threading
 import time
+import urllib.parse
 
 import binproto
 import harness
@@ -317,7 +318,97 @@ def joining_node(res):
     res.equal(loads, 0, "join, herdless warming from the old nodes: no database load")
 
 
+RING_KEYS = 10000
+# (hash, keys, weights, named servers, hash_tag). The first pool is unnamed: ring_self
+# "127.0.0.1:port" picks it, being the first to list that address; the others are found by
+# their servers' names.
+RING_POOLS = [("fnv1a_64", RING_KEYS, (1, 1, 1), False, None),
+              ("md5", RING_KEYS, (1, 2, 1), True, None),
+              ("fnv1a_32", RING_KEYS, (1, 1, 1), True, None),
+              ("murmur", RING_KEYS, (3, 1, 2), True, "{}"),
+              ("one_at_a_time", RING_KEYS, (1, 1, 1), True, None),
+              ("crc32a", RING_KEYS, (1, 1, 2), True, None),
+              ("fnv1_64", 2000, (1, 1, 1), True, None),
+              ("fnv1_32", 2000, (1, 1, 1), True, None),
+              ("crc32", 2000, (1, 1, 1), True, None)]
+
+
+def ring_yaml(nodes, listen_ports):
+    text = ""
+    for (hash_name, _, weights, named, tag), port in zip(RING_POOLS, listen_ports):
+        text += ("%s:\n  listen: 127.0.0.1:%d\n  hash: %s\n  distribution: ketama\n"
+                 % (hash_name, port, hash_name))
+        if tag:
+            text += "  hash_tag: \"%s\"\n" % tag
+        text += "  auto_eject_hosts: false\n  timeout: 5000\n  servers:\n"
+        for i, (node, weight) in enumerate(zip(nodes, weights)):
+            text += "   - 127.0.0.1:%d:%d%s\n" % (node.port, weight,
+                                                 " %s-%d" % (hash_name, i) if named else "")
+    return text
+
+
+def held_keys(node):
+    """The keys a memcached node holds (lru_crawler metadump all, keys URL-encoded)."""
+    with harness.Conn(node.port) as c:
+        dump = c.call(b"lru_crawler metadump all\r\n", b"END\r\n")
+    return {urllib.parse.unquote(line.split(b" ")[0][4:].decode()) for line in dump.split(b"\n") if line.startswith(b"key=")}
+
+
+def ring_ownership(res):
+    """Each key lands, through a live nutcracker, on the node herdless's `ring owner` names."""
+    workdir = tempfile.mkdtemp(prefix="herdless-ring-")
+    nodes = [harness.start_memcached(["-m", "64"]) for _ in range(3)]
+    listen = [harness.free_port() for _ in RING_POOLS]
+    conf = os.path.join(workdir, "nutcracker.yml")
+    with open(conf, "w") as f:
+        f.write(ring_yaml(nodes, listen))
+    os.chmod(workdir, 0o755)
+    os.chmod(conf, 0o644)
+    argv = ["/usr/sbin/nutcracker", "-c", conf, "-s", str(harness.free_port()), "-a", "127.0.0.1",
+            "-o", os.path.join(workdir, "nutcracker.log")]
+    proxy = harness.Process("nutcracker", argv, listen[-1]).start()
+    keys = {}
+    for (hash_name, count, _, _, tag), port in zip(RING_POOLS, listen):
+        names = scaleout.key_names(hash_name + ":", count)
+        if tag:   # half the keys carry a tag: only the tag is hashed
+            names = [k if i % 2 else "user:{%d}:%s" % (i % 97, k) for i, k in enumerate(names)]
+        keys[hash_name] = names
+        c = test_twemproxy.client(port)
+        for start in range(0, count, 500):
+            failed = c.set_many({k: b"1" for k in names[start:start + 500]}, expire=600)
+            res.equal(failed, [], "%s: sets through nutcracker" % hash_name)
+        c.close()
+    proxy.stop()
+    holder = {}
+    for i, node in enumerate(nodes):
+        for k in held_keys(node):
+            holder[k] = "127.0.0.1:%d" % node.port
+    for hash_name, count, _, named, _ in RING_POOLS:
+        self_name = "%s-0" % hash_name if named else "127.0.0.1:%d" % nodes[0].port
+        h = harness.start_herdless(["-t", "1", "-o", "ring=%s,ring_self=%s" % (conf, self_name)])
+        names = keys[hash_name]
+        mismatches = []
+        with harness.Conn(h.port) as c:
+            for start in range(0, count, 100):
+                batch = names[start:start + 100]
+                reply = c.call(b"ring owner %s\r\n" % " ".join(batch).encode(), b"END\r\n")
+                lines = reply.decode().split("\r\n")[:-2]
+                res.equal(len(lines), len(batch), "%s: one OWNER line per key" % hash_name)
+                for line in lines:
+                    _, k, owner = line.split(" ")
+                    if holder.get(k) != owner:
+                        mismatches.append((k, owner, holder.get(k)))
+        h.stop()
+        res.equal(mismatches[:3], [], "%s: herdless's owner of each of %d keys is nutcracker's"
+                  % (hash_name, count))
+        harness.log("ring %s: %d keys, %d owned by node 1" % (
+            hash_name, count, sum(1 for k in names if holder.get(k) == "127.0.0.1:%d" % nodes[0].port)))
+    for n in nodes:
+        n.stop()
+
+
 def body(res):
+    ring_ownership(res)
     from_memcached(res)
     from_herdless(res)
     gets_only_peer(res)
