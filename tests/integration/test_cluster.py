@@ -14,6 +14,11 @@
   added and every key is read through the proxy with a read-through client (a miss loads
   from the "database" and sets). Database loads for the moved keys: one per moved key with a
   memcached as the new node, none with a herdless warming from the two old nodes.
+- The same join with -o ring (the pool's YAML) instead of warm_peer: each moved key is asked
+  of its previous owner only (one fetch, no peer miss), no database load.
+- -o ring against a live nutcracker: 10,000 keys per hash (md5, fnv1a_64, fnv1a_32, murmur with
+  a hash_tag, one_at_a_time, crc32a; 2,000 for fnv1_64, fnv1_32, crc32), weighted and named
+  servers: `ring owner` names, for every key, the node nutcracker stored it on.
 - -o restore_max_age: a node back with -e from a snapshot older than that serves none of
   its values as fresh: stale (the first reader recomputes) in wait mode, nothing restored
   with classic_stampede off; a younger snapshot restores as before.
@@ -286,8 +291,22 @@ def join_loads(res, new_node_args, label):
     c.close()
     proxy.stop()
     peers = ";".join("127.0.0.1:%d" % n.port for n in old)
-    new = (harness.start_memcached(["-m", "16"]) if new_node_args is None else
-           harness.start_herdless(["-t", "2", "-o", new_node_args + ",warm_peer=" + peers]))
+    if new_node_args is None:
+        new = harness.start_memcached(["-m", "16"])
+    elif "ring" in new_node_args:
+        # The pool nutcracker will have, servers named as start_nutcracker names them (so the
+        # new node's port, not known yet, does not matter to ketama).
+        ring = os.path.join(workdir, "ring.yml")
+        with open(ring, "w") as f:
+            f.write("herdless:\n  hash: fnv1a_64\n  distribution: ketama\n  servers:\n")
+            for i, n in enumerate(old):
+                f.write("   - 127.0.0.1:%d:1 node%d\n" % (n.port, i + 1))
+            f.write("   - 127.0.0.1:1:1 node3\n")
+        os.chmod(workdir, 0o755)
+        os.chmod(ring, 0o644)
+        new = harness.start_herdless(["-t", "2", "-o", "classic_stampede=wait,ring=%s,ring_self=node3" % ring])
+    else:
+        new = harness.start_herdless(["-t", "2", "-o", new_node_args + ",warm_peer=" + peers])
     proxy = test_twemproxy.start_nutcracker(old + [new], workdir)
     c = test_twemproxy.client(proxy.port)
     loads = 0
@@ -305,6 +324,12 @@ def join_loads(res, new_node_args, label):
                 % (label, moved, JOIN_KEYS, loads))
     res.equal(wrong, 0, "join (%s): no wrong value" % label)
     res.check(moved > 0, "join (%s): keys moved to the new node" % label, repr(moved))
+    if new_node_args == "ring":
+        with harness.Conn(new.port) as n:
+            res.equal(harness.stat(n, "warm_fetches"), moved,
+                      "join (ring): one peer fetch per moved key")
+            res.equal(harness.stat(n, "warm_misses"), 0,
+                      "join (ring): each asked of its previous owner only, which had it")
     proxy.stop()
     for n in old + [new]:
         n.stop()
@@ -316,6 +341,8 @@ def joining_node(res):
     res.equal(loads, moved, "join, memcached: one database load per moved key")
     moved, loads = join_loads(res, "classic_stampede=wait", "herdless warm_peer")
     res.equal(loads, 0, "join, herdless warming from the old nodes: no database load")
+    moved, loads = join_loads(res, "ring", "herdless ring")
+    res.equal(loads, 0, "join, herdless with -o ring (no warm_peer): no database load")
 
 
 RING_KEYS = 10000
