@@ -548,6 +548,14 @@ constexpr OptionRow kSuboptions[] = {
        return true;
      },
      .setting = {"ring_self", TextOr<kNull, &P::ring_self>}},
+    {.name = "foreign_ttl",
+     .help = "with -o ring: the longest a key of another node lives here\n"
+             "(it came because its owner is away; default: {default})",
+     .help_default = Default<&P::foreign_ttl_s>,
+     .apply = [](OptionParse& p) {
+       return p.Number(1u, 1u << 30, &p.settings.foreign_ttl_s, "seconds, > 0");
+     },
+     .setting = {"foreign_ttl", Unsigned<&P::foreign_ttl_s>}},
     {.name = "refresh_ahead",
      .help = "on|off: adaptive refresh-ahead for lease-get and classic\n"
              "stale/wait mode (default: {default}; meta clients ask with mg Yr)",

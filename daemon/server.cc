@@ -24,6 +24,7 @@
 #include "daemon/log.h"
 #include "daemon/service_notify.h"
 #include "daemon/metrics_server.h"
+#include "daemon/ring_return.h"
 #include "daemon/snapshotter.h"
 #include "daemon/tls.h"
 #include "daemon/uring_transport.h"
@@ -161,10 +162,14 @@ Server::~Server() {
   if (stop_fd_ >= 0) close(stop_fd_);
 }
 
+// The longest a returning ring node waits for each other server's list.
+constexpr int kRingReturnTimeoutMs = 500;
+
 bool Server::LoadCredentials(std::string* error) {
   if (!options_.protocol.ring.empty()) {
     ring_ = ClusterRing::Load(options_.protocol.ring, options_.protocol.ring_self, error);
     if (ring_ == nullptr) return false;
+    foreign_log_ = std::make_unique<ForeignLog>(ring_.get(), options_.protocol.foreign_ttl_s);
   }
   if (options_.protocol.tls.enabled) {
     tls_ = TlsContext::Create(options_.protocol.tls, error);
@@ -347,6 +352,7 @@ int Server::Run() {
   store_config.random = &random_;
   store_config.wake_sink = this;   // readers park only once every worker runs
   store_config.events = watch_hub_.store_events();
+  store_config.foreign = foreign_log_.get();
   if (p.warm_enabled()) store_config.delete_holdoff_ms = p.warm_holdoff_s * 1000;
   store_ = std::make_unique<ItemStore>(store_config);
   const WorkerPlan plan = PlanWorkers(p);
@@ -357,6 +363,13 @@ int Server::Run() {
         store_.get(), p.memory_file, p.snapshot_interval_s, std::max(1, plan.workers),
         p.restore_max_age_s, p.classic_stampede == ClassicStampedeMode::kOff);
     snapshotter_->Load();
+  }
+  if (ring_ != nullptr) {
+    // Still before the first accept: drop what the others changed meanwhile.
+    const ReturnFigures f = ReturnToRing(*ring_, store_.get(), kRingReturnTimeoutMs);
+    Log(LogLevel::kNotice, "ring: %u servers asked (%u silent), %llu keys changed there, %llu copies dropped%s",
+        f.asked, f.silent, static_cast<unsigned long long>(f.listed), static_cast<unsigned long long>(f.dropped),
+        f.flushed ? ", a list overflowed: everything dropped" : "");
   }
   if (!CreateMainLoop()) return EXIT_FAILURE;
   LogWorkerPlan(plan, p.num_threads);

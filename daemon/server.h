@@ -24,6 +24,7 @@
 #include "daemon/watch_hub.h"
 #include "daemon/worker.h"
 #include "protocol/cluster_ring.h"
+#include "protocol/foreign_log.h"
 #include "protocol/server_info.h"
 #include "storage/clock.h"
 #include "storage/item_store.h"
@@ -82,6 +83,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   CrawlStart StartCrawl(uint64_t classes, uint32_t per_class_limit) override;
   WatchLog* watch_log() override { return &watch_hub_; }
   const ClusterRing* ring() const override { return ring_.get(); }
+  ForeignLog* foreign_log() override { return foreign_log_.get(); }
   bool CrawlRunning() const override { return crawl_running_.load(std::memory_order_relaxed); }
   uint64_t CrawlStarts() const override { return crawl_starts_.load(std::memory_order_relaxed); }
 
@@ -125,6 +127,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   std::unique_ptr<AuthFile> auth_;     // -Y
   std::unique_ptr<AuthFile> sasl_pwdb_;  // -S: MEMCACHED_SASL_PWDB
   std::unique_ptr<ClusterRing> ring_;         // -o ring
+  std::unique_ptr<ForeignLog> foreign_log_;   // ... its foreign keys
   SystemClock clock_;
   DefaultRandom random_;
   WatchHub watch_hub_;                 // before the store, which reports to it

@@ -13,6 +13,7 @@
 #include "protocol/metadump.h"
 #include "protocol/numbers.h"
 #include "protocol/cluster_ring.h"
+#include "protocol/foreign_log.h"
 #include "protocol/stat_writer.h"
 #include "protocol/stats_groups.h"
 #include "protocol/watch.h"
@@ -284,6 +285,22 @@ void RingCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
     for (std::string_view key = next_word(); !key.empty(); key = next_word()) {
       out->Append("OWNER " + std::string(key) + " " + servers[ring->Owner(key)].listed + "\r\n");
     }
+  } else if (sub == "foreign") {
+    // The keys changed here for that server while it was away, handed over once.
+    const std::string_view who = next_word();
+    int owner = -1;
+    for (size_t i = 0; i < servers.size(); i++) {
+      if (servers[i].listed == who || servers[i].name == who) owner = static_cast<int>(i);
+    }
+    if (owner < 0 || server->foreign_log() == nullptr) {
+      out->Append("CLIENT_ERROR no such server in the ring\r\n");
+      return;
+    }
+    bool overflowed = false;
+    for (const std::string& key : server->foreign_log()->Take(owner, &overflowed)) {
+      out->Append("KEY " + key + "\r\n");
+    }
+    if (overflowed) out->Append("OVERFLOW\r\n");
   } else {
     out->Append("CLIENT_ERROR bad command line format\r\n");
     return;

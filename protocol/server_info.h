@@ -18,6 +18,7 @@ namespace herdless {
 
 class ItemStore;
 class ClusterRing;
+class ForeignLog;
 class StatWriter;
 class WatchLog;
 
@@ -105,6 +106,7 @@ struct ProtocolSettings {
   // The nutcracker pool this node is in (-o ring, ring_self; protocol/cluster_ring.h): "" = none.
   std::string ring;                // the YAML file
   std::string ring_self;           // this node as the pool lists it (host:port or name)
+  uint32_t foreign_ttl_s = 60;     // the longest a key of another node lives here
   bool warm_enabled() const { return !warm_peer.empty() || !ring.empty(); }
   bool dump_enabled = true;        // -X turns off lru_crawler metadump and stats cachedump
   bool watch_enabled = true;       // -W turns off watch
@@ -212,6 +214,8 @@ class ServerInfo {
   virtual WatchLog* watch_log() { return nullptr; }
   // -o ring: this node's pool; nullptr without one.
   virtual const ClusterRing* ring() const { return nullptr; }
+  // ... and the keys changed here for its other servers while they were away.
+  virtual ForeignLog* foreign_log() { return nullptr; }
   // Whether a crawl started by StartCrawl is still running (stats).
   virtual bool CrawlRunning() const { return false; }
   virtual uint64_t CrawlStarts() const { return 0; }

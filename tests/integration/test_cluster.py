@@ -19,6 +19,11 @@
 - -o ring against a live nutcracker: 10,000 keys per hash (md5, fnv1a_64, fnv1a_32, murmur with
   a hash_tag, one_at_a_time, crc32a; 2,000 for fnv1_64, fnv1_32, crc32), weighted and named
   servers: `ring owner` names, for every key, the node nutcracker stored it on.
+- A ring node returns (ring, -e): node3 stops, nutcracker ejects it, a third of its keys
+  are overwritten and a third deleted through the proxy (foreign on the other nodes: TTL
+  capped at 60 s, foreign_sets counts each change); node3 comes back with its snapshot and,
+  before serving, takes the others' lists: no old value is read, overwritten keys give the
+  new value (warmed from the node that has it), deleted keys miss, the rest come back.
 - -o restore_max_age: a node back with -e from a snapshot older than that serves none of
   its values as fresh: stale (the first reader recomputes) in wait mode, nothing restored
   with classic_stampede off; a younger snapshot restores as before.
@@ -31,6 +36,8 @@ import tempfile
 import threading
 import time
 import urllib.parse
+
+from pymemcache.exceptions import MemcacheError
 
 import binproto
 import harness
@@ -434,7 +441,97 @@ def ring_ownership(res):
         n.stop()
 
 
+def retry(call):
+    """One request through nutcracker, again while it still ejects a node that just left."""
+    for _ in range(20):
+        try:
+            return call()
+        except (MemcacheError, OSError):
+            time.sleep(0.05)   # nutcracker answers the request that finds a node gone with an error
+    return call()
+
+
+def returning_ring_node(res):
+    """Three ring nodes behind nutcracker; node3 stops (writes its -e snapshot), nutcracker
+    ejects it and its keys go to the others (foreign there: TTL capped at foreign_ttl); some
+    are overwritten, some deleted; node3 comes back with -e and, before serving, drops its
+    copies of the keys the others changed: a read gives the new value (warmed from the
+    node that has it) or a miss, never the old value; untouched keys come back from the
+    snapshot."""
+    workdir = tempfile.mkdtemp(prefix="herdless-return-ring-")
+    os.chmod(workdir, 0o777)
+    ports = [harness.free_port() for _ in range(3)]
+    ring = os.path.join(workdir, "ring.yml")
+    proxy_port = harness.free_port()
+    with open(ring, "w") as f:
+        f.write("herdless:\n  listen: 127.0.0.1:%d\n  hash: fnv1a_64\n  distribution: ketama\n"
+                "  auto_eject_hosts: true\n  server_failure_limit: 1\n  server_retry_timeout: 600000\n"
+                "  timeout: 5000\n  servers:\n" % proxy_port)
+        for i, port in enumerate(ports):
+            f.write("   - 127.0.0.1:%d:1 node%d\n" % (port, i + 1))
+    os.chmod(ring, 0o644)
+    snap = os.path.join(workdir, "snap")
+
+    def node(i, *extra):
+        return harness.start_herdless(["-t", "2", "-p", str(ports[i]), "-o",
+                                       "classic_stampede=wait,ring=%s,ring_self=node%d" % (ring, i + 1)]
+                                      + list(extra))
+    nodes = [node(0), node(1), node(2, "-e", snap)]
+    argv = ["/usr/sbin/nutcracker", "-c", ring, "-s", str(harness.free_port()), "-a", "127.0.0.1",
+            "-o", os.path.join(workdir, "nutcracker.log")]
+    proxy = harness.Process("nutcracker", argv, proxy_port).start()
+    keys = scaleout.key_names("ret:", 300)
+    c = test_twemproxy.client(proxy_port)
+    res.equal(c.set_many({k: b"v1" for k in keys}, expire=600), [], "sets through nutcracker")
+    with harness.Conn(nodes[0].port) as a:
+        owner = {}
+        for start in range(0, len(keys), 100):
+            reply = a.call(b"ring owner %s\r\n" % " ".join(keys[start:start + 100]).encode(), b"END\r\n")
+            for line in reply.decode().split("\r\n")[:-2]:
+                owner[line.split(" ")[1]] = line.split(" ")[2]
+    mine = [k for k in keys if owner[k] == "127.0.0.1:%d" % ports[2]]
+    res.check(len(mine) >= 30, "node3 owns keys", repr(len(mine)))
+    nodes[2].stop()   # an orderly stop writes the snapshot
+    overwritten, deleted, kept = mine[0::3], mine[1::3], mine[2::3]
+    retry(lambda: c.get(overwritten[0]))
+    for k in overwritten:
+        res.equal(retry(lambda: c.set(k, b"v2", expire=600)), True, "overwrite while node3 is away")
+    for k in deleted:
+        retry(lambda: c.delete(k))
+    c.close()
+    k0 = overwritten[0]
+    held = scaleout.owners(nodes[:2], [k0])[k0]
+    res.equal(len(held), 1, "the overwritten key is on one of the other nodes")
+    with harness.Conn(nodes[held[0]].port) as f:
+        ttl = int(f.call(b"mg %s t\r\n" % k0.encode()).split()[1][1:])
+        res.check(0 < ttl <= 60, "a foreign key's TTL is capped at foreign_ttl (60)", repr(ttl))
+    sets = 0
+    for n in nodes[:2]:
+        with harness.Conn(n.port) as s:
+            sets += harness.stat(s, "foreign_sets")
+    res.equal(sets, len(overwritten) + len(deleted), "foreign_sets: each overwrite and delete")
+    back = node(2, "-e", snap)
+    with harness.Conn(back.port) as b:
+        new = [b.call(b"get %s\r\n" % k.encode(), b"END\r\n") for k in overwritten]
+        res.equal([r for r in new if b"v1" in r], [], "back: no overwritten key gives its old value")
+        res.equal(sum(1 for r in new if b"\r\nv2\r\n" in r), len(overwritten),
+                  "back: each overwritten key gives the new value (warmed from the fallback)")
+        gone = [b.call(b"get %s\r\n" % k.encode(), b"END\r\n") for k in deleted]
+        res.equal(sum(1 for r in gone if r == b"END\r\n"), len(deleted),
+                  "back: each key deleted while away misses")
+        old = [b.call(b"get %s\r\n" % k.encode(), b"END\r\n") for k in kept]
+        res.equal(sum(1 for r in old if b"\r\nv1\r\n" in r), len(kept),
+                  "back: untouched keys come back from the snapshot")
+    with harness.Conn(nodes[0].port) as s0, harness.Conn(nodes[1].port) as s1:
+        res.equal(harness.stat(s0, "foreign_logged") + harness.stat(s1, "foreign_logged"), 0,
+                  "the others handed their lists over")
+    proxy.stop()
+    for n in (nodes[0], nodes[1], back):
+        n.stop()
+
+
 def body(res):
+    returning_ring_node(res)
     ring_ownership(res)
     from_memcached(res)
     from_herdless(res)

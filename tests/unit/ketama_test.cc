@@ -3,12 +3,19 @@
 // against a live nutcracker is tests/integration/test_cluster.py's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "protocol/ketama.h"
 #include "protocol/cluster_ring.h"
+#include "protocol/foreign_log.h"
 #include "protocol/ring_config.h"
+#include "storage/clock.h"
+#include "storage/foreign.h"
+#include "storage/item_store.h"
+#include "storage/random.h"
 
 namespace herdless {
 namespace {
@@ -215,6 +222,92 @@ TEST(RingTest, SelfIsFoundByAddressOrName) {
   EXPECT_EQ(ClusterRing::Make(pools[0], "127.0.0.1:5002", &error), nullptr);
   pools[0].distribution = "modula";
   EXPECT_EQ(ClusterRing::Make(pools[0], "one", &error), nullptr);
+}
+
+TEST(ForeignTest, CapExptime) {
+  constexpr int64_t kNow = 1700000000;
+  struct {
+    int64_t exptime, want;
+  } cases[] = {
+      {0, 60},                  // never: capped
+      {30, 30},                 // shorter: kept
+      {60, 60},   {61, 60},     // relative
+      {-1, -1},                 // already gone
+      {kNow + 30, kNow + 30},   // a Unix time within the cap: kept
+      {kNow + 3600, 60},        // beyond: the cap, relative
+      {kNow - 5, kNow - 5},     // a past Unix time: still gone
+  };
+  for (const auto& c : cases) EXPECT_EQ(CapExptime(c.exptime, 60, kNow), c.want) << c.exptime;
+}
+
+// node1 of three; keys owned by node2 are foreign here.
+std::unique_ptr<ClusterRing> ThreeNodes() {
+  std::string error;
+  return ClusterRing::Make(Pool({1, 1, 1}), "10.0.0.1:11212", &error);
+}
+
+std::string KeyOf(const ClusterRing& ring, int owner, int n) {
+  for (int i = 0;; i++) {
+    std::string key = "k" + std::to_string(i);
+    if (ring.Owner(key) == owner && n-- == 0) return key;
+  }
+}
+
+TEST(ForeignTest, TheLogHandsEachOwnerItsKeysOnce) {
+  auto ring = ThreeNodes();
+  ForeignLog log(ring.get(), 60);
+  const std::string a = KeyOf(*ring, 1, 0), b = KeyOf(*ring, 1, 1), c = KeyOf(*ring, 2, 0);
+  EXPECT_FALSE(log.Foreign(KeyOf(*ring, 0, 0)));
+  EXPECT_TRUE(log.Foreign(a));
+  log.Changed(a);
+  log.Changed(a);   // once in the list
+  log.Changed(b);
+  log.Changed(c);
+  EXPECT_EQ(log.Stats().foreign_sets, 4u);
+  EXPECT_EQ(log.Stats().foreign_logged, 3u);
+  bool overflowed = true;
+  std::vector<std::string> got = log.Take(1, &overflowed);
+  std::sort(got.begin(), got.end());
+  std::vector<std::string> want = {a, b};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want);
+  EXPECT_FALSE(overflowed);
+  EXPECT_TRUE(log.Take(1, &overflowed).empty());   // handed over: cleared
+  EXPECT_EQ(log.Take(2, &overflowed), std::vector<std::string>{c});
+  EXPECT_EQ(log.Stats().foreign_logged, 0u);
+  EXPECT_EQ(log.Stats().foreign_handed, 3u);
+}
+
+TEST(ForeignTest, TheStoreCapsForeignTtlsAndReportsChanges) {
+  auto ring = ThreeNodes();
+  ForeignLog log(ring.get(), 60);
+  ManualClock clock;
+  DefaultRandom random;
+  StoreConfig config;
+  config.clock = &clock;
+  config.random = &random;
+  config.foreign = &log;
+  ItemStore store(config);
+  const std::string mine = KeyOf(*ring, 0, 0), theirs = KeyOf(*ring, 1, 0);
+  for (const std::string& key : {mine, theirs}) {
+    StoreRequest req;
+    req.key = key;
+    req.value = "v";
+    req.exptime = 3600;
+    ASSERT_EQ(store.Store(req).status, StoreStatus::kStored);
+  }
+  ReadOptions opts;
+  EXPECT_EQ(store.Read(mine, opts).ttl_before, 3600);
+  EXPECT_EQ(store.Read(theirs, opts).ttl_before, 60);
+  EXPECT_TRUE(store.Touch(theirs, 0));
+  EXPECT_EQ(store.Read(theirs, opts).ttl_before, 60);   // touch: capped too
+  DeleteRequest del;
+  del.key = theirs;
+  EXPECT_EQ(store.Delete(del), DeleteStatus::kDeleted);
+  EXPECT_EQ(log.Stats().foreign_sets, 3u);   // the store, the touch, the delete
+  EXPECT_EQ(log.Stats().foreign_hits, 2u);
+  bool overflowed;
+  EXPECT_EQ(log.Take(1, &overflowed), std::vector<std::string>{theirs});
 }
 
 }  // namespace
