@@ -531,6 +531,14 @@ constexpr OptionRow kSuboptions[] = {
        return p.Number(0u, 1u << 30, &p.settings.warm_for_s, "seconds, 0 = never");
      },
      .setting = {"warm_for", Unsigned<&P::warm_for_s>}},
+    {.name = "warm_min_hit_ratio",
+     .help = "warm-up ends when the peers' hit ratio over 10 s falls below\n"
+             "this (default: {default}, never)",
+     .help_default = Default<&P::warm_min_hit_ratio>,
+     .apply = [](OptionParse& p) {
+       return p.Number(0.0, 1.0, &p.settings.warm_min_hit_ratio, "a ratio 0..1, 0 = never");
+     },
+     .setting = {"warm_min_hit_ratio", Fixed<2, &P::warm_min_hit_ratio>}},
     {.name = "ring",
      .help = "a nutcracker YAML file: this node's pool, with -o ring_self\n"
              "(warm each moved key from its previous owner; default: none)",

@@ -438,6 +438,7 @@ WorkerConfig Server::MakeWorkerConfig() {
       worker_config.ring = ring_.get();
     }
     worker_config.warm_timeout_ms = p.warm_timeout_ms;
+    worker_config.warm_stopped = &warm_stopped_;
     if (p.warm_for_s > 0) worker_config.warm_until_s = CoarseNowSeconds() + p.warm_for_s;
   }
   worker_config.uring = p.io_path == kIoUring;
@@ -652,7 +653,28 @@ void Server::OnMaintenance(int, short, void* arg) {
   }
   if (++s->maintenance_ticks_ % kTicksPerIdleSweep == 0) {
     for (auto& w : s->workers_) w->SweepIdle();
+    s->JudgeWarmPeers();
   }
+}
+
+void Server::SetWarmStopped(bool stopped) {
+  if (!stopped) warm_window_stale_.store(true, std::memory_order_relaxed);
+  warm_stopped_.store(stopped, std::memory_order_relaxed);
+  Log(LogLevel::kNotice, "warm-up from the peers %s (warm command)", stopped ? "stopped" : "resumed");
+}
+
+// Once a second: -o warm_min_hit_ratio ends warm-up once the peers stop having the keys.
+void Server::JudgeWarmPeers() {
+  const double ratio = options_.protocol.warm_min_hit_ratio;
+  if (ratio <= 0 || WarmStopped()) return;
+  if (warm_window_stale_.exchange(false, std::memory_order_relaxed)) warm_window_ = PeerHitWindow();
+  ThreadStatsTotals t;
+  for (const auto& w : workers_) t.Add(w->stats());
+  warm_window_.Second(t.warm_fetches, t.warm_hits);
+  if (!warm_window_.Below(ratio)) return;
+  warm_stopped_.store(true, std::memory_order_relaxed);
+  Log(LogLevel::kNotice, "warm-up from the peers ended: their hit ratio over %d s fell below %.2f",
+      PeerHitWindow::kSeconds, ratio);
 }
 
 CrawlStart Server::StartCrawl(uint64_t classes, uint32_t per_class_limit) {

@@ -21,7 +21,9 @@ WarmRequest::~WarmRequest() {
 const WarmPass* WarmRequest::Pass() {
   if (worker_->warm_peers() == nullptr) return nullptr;
   const int64_t until = worker_->config().warm_until_s;
-  pass_.enabled = until == 0 || CoarseNowSeconds() < until;
+  const std::atomic<bool>* stopped = worker_->config().warm_stopped;
+  pass_.enabled = (until == 0 || CoarseNowSeconds() < until) &&
+                  (stopped == nullptr || !stopped->load(std::memory_order_relaxed));
   return &pass_;
 }
 

@@ -66,6 +66,7 @@ struct WorkerConfig {
   // -o ring: warm_peers are the pool's servers in its order, and a key is
   // asked only of its owner before this node joined (none for a foreign key).
   const ClusterRing* ring = nullptr;
+  const std::atomic<bool>* warm_stopped = nullptr;   // set: no warm-up now
   bool uring = false;             // -o io=uring: plain connections on the worker's Ring
 };
 

@@ -308,6 +308,17 @@ void RingCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   out->Append("END\r\n");
 }
 
+void WarmCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  if (!server->Settings().warm_enabled()) {
+    out->Append("SERVER_ERROR no warm peers (-o warm_peer or -o ring)\r\n");
+  } else if (req.args == "on" || req.args == "off") {
+    server->SetWarmStopped(req.args == "off");
+    out->Append("OK\r\n");
+  } else {
+    out->Append("CLIENT_ERROR bad command line format\r\n");
+  }
+}
+
 void WatchCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
                   ReplyBuffer* out, ProcessOutcome* outcome) {
   if (!server->Settings().watch_enabled) {

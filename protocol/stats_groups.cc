@@ -157,7 +157,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   HERDLESS_WAIT_STATS(HERDLESS_ADD_TOTAL)
   if (settings.warm_enabled()) {
     HERDLESS_WARM_STATS(HERDLESS_ADD_TOTAL)
-    w->Add("warm_active", uint64_t{WarmActive(settings, snap.uptime)});
+    w->Add("warm_active", uint64_t{WarmActive(settings, snap.uptime) && !server->WarmStopped()});
   }
   if (const ForeignLog* foreign = server->foreign_log(); foreign != nullptr) {
     const ForeignLog::Figures f = foreign->Stats();

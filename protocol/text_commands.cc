@@ -436,6 +436,9 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kRing:
       RingCommand(c.server, req, out);
       return;
+    case Command::kWarm:
+      WarmCommand(c.server, req, out);
+      return;
     case Command::kMetaGet:
     case Command::kMetaSet:
     case Command::kMetaDelete:

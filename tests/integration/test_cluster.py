@@ -24,6 +24,8 @@
   capped at 60 s, foreign_sets counts each change); node3 comes back with its snapshot and,
   before serving, takes the others' lists: no old value is read, overwritten keys give the
   new value (warmed from the node that has it), deleted keys miss, the rest come back.
+- `warm off` / `warm on` at run time; -o warm_min_hit_ratio=0.5 ends warm-up by itself after
+  30 peer misses (warm_active 0, no further fetch).
 - -o restore_max_age: a node back with -e from a snapshot older than that serves none of
   its values as fresh: stale (the first reader recomputes) in wait mode, nothing restored
   with classic_stampede off; a younger snapshot restores as before.
@@ -251,6 +253,43 @@ def bad_peers(res):
         res.equal(c.call(b"mg x2 v N30\r\n", b"\r\n\r\n"), b"VA 0 W\r\n\r\n", "... and a W")
         res.check(harness.stat(c, "warm_errors") >= 1, "warm_errors")
     h.stop()
+
+
+def warm_switches(res):
+    """`warm off|on` stops and resumes warm-up at run time; -o warm_min_hit_ratio ends it by
+    itself once the peer stops having the keys (a ratio of 0 over 30 fetches)."""
+    mc = harness.start_memcached(["-m", "16"])
+    with harness.Conn(mc.port) as m:
+        m.call(b"set k1 0 0 1\r\n1\r\n")
+        m.call(b"set k2 0 0 1\r\n2\r\n")
+    h = warm_node("127.0.0.1:%d" % mc.port)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"warm off\r\n"), b"OK\r\n", "warm off")
+        res.equal(harness.stat(c, "warm_active"), 0, "warm off: warm_active 0")
+        res.equal(c.call(b"get k1\r\n", b"END\r\n"), b"END\r\n", "warm off: a miss is not warmed")
+        res.equal(harness.stat(c, "warm_fetches"), 0, "warm off: no fetch")
+        res.equal(c.call(b"warm on\r\n"), b"OK\r\n", "warm on")
+        res.equal(c.call(b"get k2\r\n", b"END\r\n"), b"VALUE k2 0 1\r\n2\r\nEND\r\n",
+                  "warm on: warmed again")
+        res.equal(c.call(b"warm maybe\r\n"), b"CLIENT_ERROR bad command line format\r\n", "warm maybe")
+    h.stop()
+    h = warm_node("127.0.0.1:%d" % mc.port, "-o", "warm_min_hit_ratio=0.5")
+    with harness.Conn(h.port) as c:
+        for i in range(30):
+            c.call(b"get absent%d\r\n" % i, b"END\r\n")
+        res.equal(harness.stat(c, "warm_misses"), 30, "30 peer misses")
+        harness.wait_for(lambda: harness.stat(c, "warm_active") == 0, what="warm-up to end")
+        res.equal(c.call(b"get k1\r\n", b"END\r\n"), b"END\r\n",
+                  "warm_min_hit_ratio: after it ended a miss is not warmed")
+        res.equal(harness.stat(c, "warm_fetches"), 30, "... no fetch")
+    h.stop()
+    h = harness.start_herdless(["-t", "1"])
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"warm on\r\n"), b"SERVER_ERROR no warm peers (-o warm_peer or -o ring)\r\n",
+                  "warm without peers")
+        res.equal(c.call(b"ring\r\n"), b"SERVER_ERROR no ring (-o ring)\r\n", "ring without a ring")
+    h.stop()
+    mc.stop()
 
 
 def returning_node(res):
@@ -546,6 +585,7 @@ def body(res):
     gets_only_peer(res)
     writes_meanwhile(res)
     bad_peers(res)
+    warm_switches(res)
     returning_node(res)
     joining_node(res)
 

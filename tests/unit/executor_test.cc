@@ -523,7 +523,7 @@ TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
       "classic_stampede", "wait_timeout_ms", "refresh_ahead", "refresh_hot", "refresh_epsilon",
       "refresh_max_fraction", "stalled_client_timeout", "exact_threads", "io",
       "snapshot_interval", "compat", "warm_peer", "warm_timeout_ms", "warm_holdoff", "warm_for",
-      "ring", "ring_self", "foreign_ttl", "metrics",
+      "warm_min_hit_ratio", "ring", "ring_self", "foreign_ttl", "metrics",
       "restore_max_age"};
   EXPECT_EQ(StatNames(reply), expected);
   EXPECT_EQ(StatValue(reply, "metrics"), "NULL");   // off
