@@ -434,11 +434,9 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       WatchCommand(c.server, req, pipelined, c.datagram, out, outcome);
       return;
     case Command::kRing:
-      RingCommand(c.server, req, out);
-      return;
+      return RingCommand(c.server, req, out);
     case Command::kWarm:
-      WarmCommand(c.server, req, out);
-      return;
+      return WarmCommand(c.server, req, out);
     case Command::kMetaGet:
     case Command::kMetaSet:
     case Command::kMetaDelete:
