@@ -531,6 +531,39 @@ constexpr OptionRow kSuboptions[] = {
        return p.Number(0u, 1u << 30, &p.settings.warm_for_s, "seconds, 0 = never");
      },
      .setting = {"warm_for", Unsigned<&P::warm_for_s>}},
+    {.name = "warm_min_hit_ratio",
+     .help = "warm-up ends when the peers' hit ratio over 10 s falls below\n"
+             "this (default: {default}, never)",
+     .help_default = Default<&P::warm_min_hit_ratio>,
+     .apply = [](OptionParse& p) {
+       return p.Number(0.0, 1.0, &p.settings.warm_min_hit_ratio, "a ratio 0..1, 0 = never");
+     },
+     .setting = {"warm_min_hit_ratio", Fixed<2, &P::warm_min_hit_ratio>}},
+    {.name = "ring",
+     .help = "a nutcracker YAML file: this node's pool, with -o ring_self\n"
+             "(warm each moved key from its previous owner; default: none)",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value || p.value.empty()) return p.Missing("file");
+       p.settings.ring = std::string(p.value);
+       return true;
+     },
+     .setting = {"ring", TextOr<kNull, &P::ring>}},
+    {.name = "ring_self",
+     .help = "this node in the -o ring file: host:port as listed, or its name",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value || p.value.empty()) return p.Missing("host:port");
+       p.settings.ring_self = std::string(p.value);
+       return true;
+     },
+     .setting = {"ring_self", TextOr<kNull, &P::ring_self>}},
+    {.name = "foreign_ttl",
+     .help = "with -o ring: the longest a key of another node lives here\n"
+             "(it came because its owner is away; default: {default})",
+     .help_default = Default<&P::foreign_ttl_s>,
+     .apply = [](OptionParse& p) {
+       return p.Number(1u, 1u << 30, &p.settings.foreign_ttl_s, "seconds, > 0");
+     },
+     .setting = {"foreign_ttl", Unsigned<&P::foreign_ttl_s>}},
     {.name = "refresh_ahead",
      .help = "on|off: adaptive refresh-ahead for lease-get and classic\n"
              "stale/wait mode (default: {default}; meta clients ask with mg Yr)",

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "daemon/option_table.h"
+#include "protocol/cluster_ring.h"
 
 namespace herdless {
 
@@ -297,6 +298,11 @@ bool CheckStampedeAndSnapshot(OptionParse* p) {
   ProtocolSettings& s = p->settings;
   if (s.snapshot_interval_s != 0 && s.memory_file.empty()) {
     return p->Fail("-o snapshot_interval needs a snapshot file (-e <file>)");
+  }
+  if (s.ring.empty() != s.ring_self.empty()) return p->Fail("-o ring and -o ring_self go together");
+  if (!s.ring.empty()) {
+    std::string error;
+    if (ClusterRing::Load(s.ring, s.ring_self, &error) == nullptr) return p->Fail(error);
   }
   if (!p->wait_timeout_given) {
     // A parked reader must be answered even when leases never time out.

@@ -24,6 +24,7 @@
 #include "daemon/log.h"
 #include "daemon/service_notify.h"
 #include "daemon/metrics_server.h"
+#include "daemon/ring_return.h"
 #include "daemon/snapshotter.h"
 #include "daemon/tls.h"
 #include "daemon/uring_transport.h"
@@ -163,7 +164,15 @@ Server::~Server() {
   if (stop_fd_ >= 0) close(stop_fd_);
 }
 
+// The longest a returning ring node waits for each other server's list.
+constexpr int kRingReturnTimeoutMs = 500;
+
 bool Server::LoadCredentials(std::string* error) {
+  if (!options_.protocol.ring.empty()) {
+    ring_ = ClusterRing::Load(options_.protocol.ring, options_.protocol.ring_self, error);
+    if (ring_ == nullptr) return false;
+    foreign_log_ = std::make_unique<ForeignLog>(ring_.get(), options_.protocol.foreign_ttl_s);
+  }
   if (options_.protocol.tls.enabled) {
     tls_ = TlsContext::Create(options_.protocol.tls, error);
     if (tls_ == nullptr) return false;
@@ -345,7 +354,8 @@ int Server::Run() {
   store_config.random = &random_;
   store_config.wake_sink = this;   // readers park only once every worker runs
   store_config.events = watch_hub_.store_events();
-  if (!p.warm_peer.empty()) store_config.delete_holdoff_ms = p.warm_holdoff_s * 1000;
+  store_config.foreign = foreign_log_.get();
+  if (p.warm_enabled()) store_config.delete_holdoff_ms = p.warm_holdoff_s * 1000;
   store_ = std::make_unique<ItemStore>(store_config);
   const WorkerPlan plan = PlanWorkers(p);
   if (!p.memory_file.empty()) {
@@ -355,6 +365,13 @@ int Server::Run() {
         store_.get(), p.memory_file, p.snapshot_interval_s, std::max(1, plan.workers),
         p.restore_max_age_s, p.classic_stampede == ClassicStampedeMode::kOff);
     snapshotter_->Load();
+  }
+  if (ring_ != nullptr) {
+    // Still before the first accept: drop what the others changed meanwhile.
+    const ReturnFigures f = ReturnToRing(*ring_, store_.get(), kRingReturnTimeoutMs);
+    Log(LogLevel::kNotice, "ring: %u servers asked (%u silent), %llu keys changed there, %llu copies dropped%s",
+        f.asked, f.silent, static_cast<unsigned long long>(f.listed), static_cast<unsigned long long>(f.dropped),
+        f.flushed ? ", a list overflowed: everything dropped" : "");
   }
   if (!CreateMainLoop()) return EXIT_FAILURE;
   LogWorkerPlan(plan, p.num_threads);
@@ -412,10 +429,18 @@ WorkerConfig Server::MakeWorkerConfig() {
   worker_config.auth = auth_.get();
   worker_config.sasl_pwdb = sasl_pwdb_.get();
   worker_config.watch_hub = &watch_hub_;
-  if (!p.warm_peer.empty()) {
+  if (p.warm_enabled()) {
     std::string error;   // the list was checked when the options were parsed
-    ParsePeerList(p.warm_peer, &worker_config.warm_peers, &error);
+    if (!p.warm_peer.empty()) {
+      ParsePeerList(p.warm_peer, &worker_config.warm_peers, &error);
+    } else {
+      std::string list;
+      for (const RingServer& s : ring_->pool().servers) list += s.listed + ";";
+      ParsePeerList(list, &worker_config.warm_peers, &error);
+      worker_config.ring = ring_.get();
+    }
     worker_config.warm_timeout_ms = p.warm_timeout_ms;
+    worker_config.warm_stopped = &warm_stopped_;
     if (p.warm_for_s > 0) worker_config.warm_until_s = CoarseNowSeconds() + p.warm_for_s;
   }
   worker_config.uring = p.io_path == kIoUring;
@@ -630,7 +655,28 @@ void Server::OnMaintenance(int, short, void* arg) {
   }
   if (++s->maintenance_ticks_ % kTicksPerIdleSweep == 0) {
     for (auto& w : s->workers_) w->SweepIdle();
+    s->JudgeWarmPeers();
   }
+}
+
+void Server::SetWarmStopped(bool stopped) {
+  if (!stopped) warm_window_stale_.store(true, std::memory_order_relaxed);
+  warm_stopped_.store(stopped, std::memory_order_relaxed);
+  Log(LogLevel::kNotice, "warm-up from the peers %s (warm command)", stopped ? "stopped" : "resumed");
+}
+
+// Once a second: -o warm_min_hit_ratio ends warm-up once the peers stop having the keys.
+void Server::JudgeWarmPeers() {
+  const double ratio = options_.protocol.warm_min_hit_ratio;
+  if (ratio <= 0 || WarmStopped()) return;
+  if (warm_window_stale_.exchange(false, std::memory_order_relaxed)) warm_window_ = PeerHitWindow();
+  ThreadStatsTotals t;
+  for (const auto& w : workers_) t.Add(w->stats());
+  warm_window_.Second(t.warm_fetches, t.warm_hits);
+  if (!warm_window_.Below(ratio)) return;
+  warm_stopped_.store(true, std::memory_order_relaxed);
+  Log(LogLevel::kNotice, "warm-up from the peers ended: their hit ratio over %d s fell below %.2f",
+      PeerHitWindow::kSeconds, ratio);
 }
 
 CrawlStart Server::StartCrawl(uint64_t classes, uint32_t per_class_limit) {

@@ -23,6 +23,9 @@
 #include "daemon/settings_stats.h"
 #include "daemon/watch_hub.h"
 #include "daemon/worker.h"
+#include "protocol/cluster_ring.h"
+#include "protocol/foreign_log.h"
+#include "protocol/warm.h"
 #include "protocol/server_info.h"
 #include "storage/clock.h"
 #include "storage/item_store.h"
@@ -80,6 +83,10 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   bool RefreshCerts(std::string* error) override;
   CrawlStart StartCrawl(uint64_t classes, uint32_t per_class_limit) override;
   WatchLog* watch_log() override { return &watch_hub_; }
+  const ClusterRing* ring() const override { return ring_.get(); }
+  ForeignLog* foreign_log() override { return foreign_log_.get(); }
+  bool WarmStopped() const override { return warm_stopped_.load(std::memory_order_relaxed); }
+  void SetWarmStopped(bool stopped) override;
   bool CrawlRunning() const override { return crawl_running_.load(std::memory_order_relaxed); }
   uint64_t CrawlStarts() const override { return crawl_starts_.load(std::memory_order_relaxed); }
 
@@ -116,12 +123,18 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   void PauseAccepting();
   void SetAccepting(bool on);
   void BeginShutdown();
-  void RunCrawl();   // a maintenance tick's share of an lru_crawler crawl
+  void RunCrawl();
+  void JudgeWarmPeers();   // a maintenance tick's share of an lru_crawler crawl
 
   Options options_;
   std::unique_ptr<TlsContext> tls_;    // -Z
   std::unique_ptr<AuthFile> auth_;     // -Y
   std::unique_ptr<AuthFile> sasl_pwdb_;  // -S: MEMCACHED_SASL_PWDB
+  std::unique_ptr<ClusterRing> ring_;         // -o ring
+  std::unique_ptr<ForeignLog> foreign_log_;   // ... its foreign keys
+  std::atomic<bool> warm_stopped_{false};     // `warm off`, warm_min_hit_ratio
+  PeerHitWindow warm_window_;                 // main thread only
+  std::atomic<bool> warm_window_stale_{false};  // `warm on`: judge from scratch
   SystemClock clock_;
   DefaultRandom random_;
   WatchHub watch_hub_;                 // before the store, which reports to it

@@ -97,6 +97,7 @@ struct WarmPeers::Pending {
   std::string key;
   Done done;
   size_t peer = 0;              // the peer asked now (or next)
+  size_t end = 0;               // ... up to (not including) this one
   bool saw_miss = false;        // a peer answered: no such key
   event* timer = nullptr;
   bool ready = false;           // `result` is final: deliver it on the timer
@@ -142,7 +143,7 @@ WarmPeers::~WarmPeers() {
   }
 }
 
-uint64_t WarmPeers::Fetch(std::string_view key, Done done) {
+uint64_t WarmPeers::Fetch(std::string_view key, Done done, int only_peer) {
   if (pending_.size() >= kMaxInFlight) return 0;
   auto owned = std::make_unique<Pending>();
   Pending* p = owned.get();
@@ -150,6 +151,8 @@ uint64_t WarmPeers::Fetch(std::string_view key, Done done) {
   p->id = next_id_++;
   p->key = std::string(key);
   p->done = std::move(done);
+  p->peer = only_peer >= 0 ? static_cast<size_t>(only_peer) : 0;
+  p->end = only_peer >= 0 ? p->peer + 1 : peers_.size();
   p->timer = event_new(base_, -1, 0, &WarmPeers::OnTimer, p);
   if (p->timer == nullptr) return 0;
   struct timeval tv = {static_cast<time_t>(timeout_ms_ / 1000),
@@ -169,7 +172,7 @@ void WarmPeers::Cancel(uint64_t id) {
 
 void WarmPeers::Ask(Pending* p) {
   const int64_t now = MonotonicMs();
-  for (; p->peer < peers_.size(); p->peer++) {
+  for (; p->peer < p->end && p->peer < peers_.size(); p->peer++) {
     Peer* peer = peers_[p->peer].get();
     if (peer->rest_until_ms > now || !peer->resolved) continue;
     if (peer->fd < 0 && !Connect(peer)) {

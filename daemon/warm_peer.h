@@ -60,7 +60,8 @@ class WarmPeers {
   // Starts a fetch of `key` (a WarmableKey); `done` runs once, later, on the
   // loop (never inside Fetch). Returns its id for Cancel, or 0 when refused
   // (kMaxInFlight fetches under way: `done` never runs).
-  uint64_t Fetch(std::string_view key, Done done);
+  // `only_peer` >= 0: ask that peer (an index into the list) and no other.
+  uint64_t Fetch(std::string_view key, Done done, int only_peer = -1);
   // Forgets a fetch (its reader went away): `done` never runs.
   void Cancel(uint64_t id);
 

@@ -3,6 +3,7 @@
 #include "daemon/connection.h"
 #include "daemon/warm_peer.h"
 #include "daemon/worker.h"
+#include "protocol/cluster_ring.h"
 #include "storage/item_store.h"
 
 namespace herdless {
@@ -20,7 +21,9 @@ WarmRequest::~WarmRequest() {
 const WarmPass* WarmRequest::Pass() {
   if (worker_->warm_peers() == nullptr) return nullptr;
   const int64_t until = worker_->config().warm_until_s;
-  pass_.enabled = until == 0 || CoarseNowSeconds() < until;
+  const std::atomic<bool>* stopped = worker_->config().warm_stopped;
+  pass_.enabled = (until == 0 || CoarseNowSeconds() < until) &&
+                  (stopped == nullptr || !stopped->load(std::memory_order_relaxed));
   return &pass_;
 }
 
@@ -37,7 +40,17 @@ void WarmRequest::Start(std::string_view key, uint64_t token) {
   pass_.returned = true;   // whatever the peer says, the request runs once more without it
   pass_.held_lease = token;
   key_.assign(key);
-  fetch_ = worker_->warm_peers()->Fetch(key, [this](const WarmResult& r) { Done(r); });
+  int only_peer = -1;
+  if (const ClusterRing* ring = worker_->config().ring; ring != nullptr) {
+    // A key this node owns came from its owner before the join; a foreign
+    // key's owner is away: no peer has it.
+    only_peer = ring->Mine(key) ? ring->PreviousOwner(key) : -1;
+    if (only_peer < 0) {
+      conn_->ResumeSoon();
+      return;
+    }
+  }
+  fetch_ = worker_->warm_peers()->Fetch(key, [this](const WarmResult& r) { Done(r); }, only_peer);
   if (fetch_ == 0) {
     stats.warm_refused.Add();   // too many under way: recompute as without a peer
     conn_->ResumeSoon();

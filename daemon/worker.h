@@ -33,6 +33,7 @@ namespace herdless {
 
 class AuthFile;
 class Connection;
+class ClusterRing;
 class Ring;
 class TlsContext;
 class WatchHub;
@@ -63,6 +64,10 @@ struct WorkerConfig {
   std::vector<PeerAddress> warm_peers;   // -o warm_peer: empty = no warm-up
   uint32_t warm_timeout_ms = 50;  // -o warm_timeout_ms
   int64_t warm_until_s = 0;       // CoarseNowSeconds() when warm-up ends, 0 = never
+  // -o ring: warm_peers are the pool's servers in its order, and a key is
+  // asked only of its owner before this node joined (none for a foreign key).
+  const ClusterRing* ring = nullptr;
+  const std::atomic<bool>* warm_stopped = nullptr;   // set: no warm-up now
   bool uring = false;             // -o io=uring: plain connections on the worker's Ring
 };
 

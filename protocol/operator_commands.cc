@@ -3,6 +3,7 @@
 // process_watch_command).
 #include "protocol/operator_commands.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -11,6 +12,8 @@
 #include "protocol/meta_parser.h"
 #include "protocol/metadump.h"
 #include "protocol/numbers.h"
+#include "protocol/cluster_ring.h"
+#include "protocol/foreign_log.h"
 #include "protocol/stat_writer.h"
 #include "protocol/stats_groups.h"
 #include "protocol/watch.h"
@@ -257,6 +260,65 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
 }
 
 // watch [kinds]: memcached's process_watch_command.
+void RingCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  const ClusterRing* ring = server->ring();
+  if (ring == nullptr) {
+    out->Append("SERVER_ERROR no ring (-o ring)\r\n");
+    return;
+  }
+  const std::vector<RingServer>& servers = ring->pool().servers;
+  std::string_view args = req.args;
+  const auto next_word = [&args] {
+    while (!args.empty() && args.front() == ' ') args.remove_prefix(1);
+    const size_t end = std::min(args.find(' '), args.size());
+    const std::string_view w = args.substr(0, end);
+    args.remove_prefix(end);
+    return w;
+  };
+  const std::string_view sub = next_word();
+  if (sub.empty()) {
+    for (size_t i = 0; i < servers.size(); i++) {
+      out->Append("SERVER " + servers[i].listed + " " + std::to_string(servers[i].weight) + " " + servers[i].name +
+                  (static_cast<int>(i) == ring->self() ? " self" : "") + "\r\n");
+    }
+  } else if (sub == "owner") {
+    for (std::string_view key = next_word(); !key.empty(); key = next_word()) {
+      out->Append("OWNER " + std::string(key) + " " + servers[ring->Owner(key)].listed + "\r\n");
+    }
+  } else if (sub == "foreign") {
+    // The keys changed here for that server while it was away, handed over once.
+    const std::string_view who = next_word();
+    int owner = -1;
+    for (size_t i = 0; i < servers.size(); i++) {
+      if (servers[i].listed == who || servers[i].name == who) owner = static_cast<int>(i);
+    }
+    if (owner < 0 || server->foreign_log() == nullptr) {
+      out->Append("CLIENT_ERROR no such server in the ring\r\n");
+      return;
+    }
+    bool overflowed = false;
+    for (const std::string& key : server->foreign_log()->Take(owner, &overflowed)) {
+      out->Append("KEY " + key + "\r\n");
+    }
+    if (overflowed) out->Append("OVERFLOW\r\n");
+  } else {
+    out->Append("CLIENT_ERROR bad command line format\r\n");
+    return;
+  }
+  out->Append("END\r\n");
+}
+
+void WarmCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  if (!server->Settings().warm_enabled()) {
+    out->Append("SERVER_ERROR no warm peers (-o warm_peer or -o ring)\r\n");
+  } else if (req.args == "on" || req.args == "off") {
+    server->SetWarmStopped(req.args == "off");
+    out->Append("OK\r\n");
+  } else {
+    out->Append("CLIENT_ERROR bad command line format\r\n");
+  }
+}
+
 void WatchCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
                   ReplyBuffer* out, ProcessOutcome* outcome) {
   if (!server->Settings().watch_enabled) {

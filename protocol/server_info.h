@@ -18,6 +18,8 @@
 namespace herdless {
 
 class ItemStore;
+class ClusterRing;
+class ForeignLog;
 class StatWriter;
 class WatchLog;
 
@@ -103,6 +105,12 @@ struct ProtocolSettings {
   uint32_t warm_timeout_ms = 50;   // longest a reader waits for the peers
   uint32_t warm_holdoff_s = 2;     // a delete refuses warm fills of its key this long
   uint32_t warm_for_s = 0;         // warm-up ends this long after the start, 0 = never
+  double warm_min_hit_ratio = 0;   // ... or when the peers' 10 s hit ratio falls below, 0 = never
+  // The nutcracker pool this node is in (-o ring, ring_self; protocol/cluster_ring.h): "" = none.
+  std::string ring;                // the YAML file
+  std::string ring_self;           // this node as the pool lists it (host:port or name)
+  uint32_t foreign_ttl_s = 60;     // the longest a key of another node lives here
+  bool warm_enabled() const { return !warm_peer.empty() || !ring.empty(); }
   bool dump_enabled = true;        // -X turns off lru_crawler metadump and stats cachedump
   bool watch_enabled = true;       // -W turns off watch
   char prefix_delimiter = ':';     // -D: per-prefix stats (stats detail), and
@@ -207,6 +215,13 @@ class ServerInfo {
   }
   // Where the protocol logs events for `watch` (nullptr: nobody can watch).
   virtual WatchLog* watch_log() { return nullptr; }
+  // -o ring: this node's pool; nullptr without one.
+  virtual const ClusterRing* ring() const { return nullptr; }
+  // ... and the keys changed here for its other servers while they were away.
+  virtual ForeignLog* foreign_log() { return nullptr; }
+  // Warm-up from peers stopped at run time (`warm off`, -o warm_min_hit_ratio).
+  virtual bool WarmStopped() const { return false; }
+  virtual void SetWarmStopped(bool stopped) {}
   // Whether a crawl started by StartCrawl is still running (stats).
   virtual bool CrawlRunning() const { return false; }
   virtual uint64_t CrawlStarts() const { return 0; }

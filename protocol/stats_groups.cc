@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/foreign_log.h"
 #include "protocol/warm.h"
 
 namespace herdless {
@@ -154,9 +155,15 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   ItemTotalsStats(ss, w);
   LeaseStats(ss, w);
   HERDLESS_WAIT_STATS(HERDLESS_ADD_TOTAL)
-  if (!settings.warm_peer.empty()) {
+  if (settings.warm_enabled()) {
     HERDLESS_WARM_STATS(HERDLESS_ADD_TOTAL)
-    w->Add("warm_active", uint64_t{WarmActive(settings, snap.uptime)});
+    w->Add("warm_active", uint64_t{WarmActive(settings, snap.uptime) && !server->WarmStopped()});
+  }
+  if (const ForeignLog* foreign = server->foreign_log(); foreign != nullptr) {
+    const ForeignLog::Figures f = foreign->Stats();
+#define HERDLESS_ADD_FOREIGN(name) w->Add(#name, f.name);
+    HERDLESS_FOREIGN_STATS(HERDLESS_ADD_FOREIGN)
+#undef HERDLESS_ADD_FOREIGN
   }
   if (snap.snapshot.enabled) SnapshotStats(snap.snapshot, w);
 #undef HERDLESS_ADD_TOTAL

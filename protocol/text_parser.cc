@@ -330,9 +330,13 @@ LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
   if (word == "quit") return Simple(Command::kQuit, out);
   if (word == "verbosity") return ParseNumberCommand(l, Command::kVerbosity, out);
   if (word == "lease-get") return ParseLeaseGet(l, out);
-  if (word == "lru_crawler" || word == "watch") {
+  if (word == "lru_crawler" || word == "watch" || word == "ring" || word == "warm") {
     out->args = ArgsAfterCommand(l);
-    return Simple(word == "watch" ? Command::kWatch : Command::kLruCrawler, out);
+    return Simple(word == "watch"  ? Command::kWatch
+                  : word == "ring" ? Command::kRing
+                  : word == "warm" ? Command::kWarm
+                                   : Command::kLruCrawler,
+                  out);
   }
   if (word == "lease-set") return ParseStorage<kLeaseSetWords>(l, Command::kLeaseSet, out);
   if (word == "refresh_certs") {

@@ -20,6 +20,23 @@ bool WarmGate::Divert(const ReadResult& r, std::string_view key, ProcessOutcome*
   return true;
 }
 
+void PeerHitWindow::Second(uint64_t fetches, uint64_t hits) {
+  const Totals& last = seen_[(next_ + kSeconds) % (kSeconds + 1)];
+  if (filled_ > 0 && (fetches < last.fetches || hits < last.hits)) filled_ = 0;   // stats reset
+  seen_[next_] = {fetches, hits};
+  next_ = (next_ + 1) % (kSeconds + 1);
+  if (filled_ < kSeconds + 1) filled_++;
+}
+
+bool PeerHitWindow::Below(double ratio) const {
+  if (filled_ < 2) return false;
+  const Totals& now = seen_[(next_ + kSeconds) % (kSeconds + 1)];
+  const Totals& then = seen_[(next_ + kSeconds + 1 - filled_) % (kSeconds + 1)];
+  const uint64_t fetches = now.fetches - then.fetches;
+  const uint64_t hits = now.hits - then.hits;
+  return fetches >= kMinFetches && static_cast<double>(hits) < ratio * static_cast<double>(fetches);
+}
+
 bool WarmableKey(std::string_view key) {
   if (key.empty() || key.size() > 250) return false;
   for (unsigned char c : key) {

@@ -49,10 +49,32 @@ class WarmGate {
   ThreadStats* stats_ = nullptr;
 };
 
+// The peers' hit ratio over the last kSeconds seconds (-o warm_min_hit_ratio):
+// fed once a second with the running totals of warm_fetches and warm_hits.
+// The window starts at the start (totals zero). Below() says warm-up stopped paying: at least kMinFetches fetches in the
+// window, and fewer hits than `ratio` of them. A total that went down (stats
+// reset) starts the window over. Not thread-safe.
+class PeerHitWindow {
+ public:
+  static constexpr int kSeconds = 10;
+  static constexpr uint64_t kMinFetches = 20;
+
+  void Second(uint64_t fetches, uint64_t hits);
+  bool Below(double ratio) const;
+
+ private:
+  struct Totals {
+    uint64_t fetches = 0, hits = 0;
+  };
+  Totals seen_[kSeconds + 1];   // the totals of the last kSeconds + 1 seconds,
+  int filled_ = 1;              // ... how many of them are seen (the start: zeros)
+  int next_ = 1;
+};
+
 // Warm-up is on: a peer is set and warm_for has not run out `uptime_s`
 // seconds after the start.
 inline bool WarmActive(const ProtocolSettings& s, int64_t uptime_s) {
-  return !s.warm_peer.empty() && (s.warm_for_s == 0 || uptime_s < int64_t{s.warm_for_s});
+  return s.warm_enabled() && (s.warm_for_s == 0 || uptime_s < int64_t{s.warm_for_s});
 }
 
 // A key the text protocol can carry to a peer (1..250 bytes, no space or

@@ -12,6 +12,7 @@
 #   snapshot  tests/fuzz/snapshot_fuzzer.cc  seeds tests/fuzz/corpus/snapshot (the -e file reader)
 #   peer      tests/fuzz/peer_reply_fuzzer.cc seeds tests/fuzz/corpus/peer (warm peers' replies)
 #   flash     tests/fuzz/flash_page_fuzzer.cc seeds tests/fuzz/corpus/flash (the flash page reader)
+#   ring      tests/fuzz/ring_config_fuzzer.cc seeds tests/fuzz/corpus/ring (nutcracker YAML, -o ring)
 # (The parser target reads every command family; the seeds and dictionary steer each run to
 # one. The executor target picks the protocol from the stream's first byte, as a connection
 # does, so "mixed" runs binary and text streams, each mutated into the other's bytes.) Every run also replays tests/fuzz/corpus/parser and tests/fuzz/corpus/regressions.
@@ -26,7 +27,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 seconds="${1:-300}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor binary mixed cgroup auth snapshot peer flash)
+[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor binary mixed cgroup auth snapshot peer flash ring)
 
 FUZZ_DIR="$REPO_ROOT/build/fuzz"
 SEEDS="$REPO_ROOT/tests/fuzz"
@@ -60,7 +61,7 @@ build_fuzzers() {
   for src in "${LIB_SOURCES[@]}" tests/fuzz/parser_fuzzer.cc tests/fuzz/executor_fuzzer.cc \
              tests/fuzz/binary_fuzzer.cc daemon/cpu_limit.cc tests/fuzz/cgroup_fuzzer.cc \
              tests/fuzz/auth_fuzzer.cc tests/fuzz/snapshot_fuzzer.cc tests/fuzz/peer_reply_fuzzer.cc \
-             tests/fuzz/flash_page_fuzzer.cc; do
+             tests/fuzz/flash_page_fuzzer.cc tests/fuzz/ring_config_fuzzer.cc; do
     echo "$src"
   done | xargs -P "$JOBS" -I{} bash -c 'CXXFLAGS=($CXXFLAGS_LIST); compile "$1"' _ {} ||
     die "compiling the fuzz targets failed"
@@ -69,7 +70,7 @@ build_fuzzers() {
   local libs=() name
   for src in "${LIB_SOURCES[@]}"; do libs+=("$FUZZ_DIR/obj/${src//\//_}.o"); done
   for name in parser_fuzzer executor_fuzzer binary_fuzzer cgroup_fuzzer auth_fuzzer snapshot_fuzzer \
-              peer_reply_fuzzer flash_page_fuzzer; do
+              peer_reply_fuzzer flash_page_fuzzer ring_config_fuzzer; do
     local main="$FUZZ_DIR/obj/tests_fuzz_$name.cc.o" bin="$FUZZ_DIR/$name"
     local objs=("${libs[@]}")
     # The cgroup parsers are the daemon's, alone: no protocol or storage code.
@@ -97,7 +98,8 @@ run_target() {
     snapshot) bin="$FUZZ_DIR/snapshot_fuzzer"; dict="" ;;
     peer) bin="$FUZZ_DIR/peer_reply_fuzzer"; dict="" ;;
     flash) bin="$FUZZ_DIR/flash_page_fuzzer"; dict="" ;;
-    *) die "unknown fuzz target $name (classic meta lease executor binary mixed cgroup auth snapshot peer flash)" ;;
+    ring) bin="$FUZZ_DIR/ring_config_fuzzer"; dict="" ;;
+    *) die "unknown fuzz target $name (classic meta lease executor binary mixed cgroup auth snapshot peer flash ring)" ;;
   esac
   local work="$FUZZ_DIR/corpus/$name" log="$FUZZ_DIR/$name.log"
   mkdir -p "$work"

@@ -317,24 +317,52 @@ void ItemStore::Impl::RemoveKey(std::string_view key) {
 // ---------------------------------------------------------------------------
 // ItemStore: each call handed to the store behind it.
 
-ItemStore::ItemStore(const StoreConfig& config) : impl_(std::make_unique<Impl>(config)) {
+ItemStore::ItemStore(const StoreConfig& config)
+    : impl_(std::make_unique<Impl>(config)), foreign_(config.foreign) {
   if (config.delete_holdoff_ms > 0) {
     holdoff_ = std::make_unique<DeleteHoldoff>(int64_t{config.delete_holdoff_ms} * 1000);
   }
 }
 ItemStore::~ItemStore() = default;
 
-ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) { return impl_->Read(key, opts); }
-StoreResult ItemStore::Store(const StoreRequest& req) { return impl_->Store(req); }
+// A foreign key (StoreConfig::foreign) lives at most its ttl_s, and each
+// change of it is reported, before it is made.
+ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
+  if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Read(key, opts);
+  ReadOptions capped = opts;
+  if (opts.has_touch) {
+    foreign_->Changed(key);
+    capped.touch_exptime = CapExptime(opts.touch_exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
+  }
+  capped.create_exptime = CapExptime(opts.create_exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
+  ReadResult r = impl_->Read(key, capped);
+  if (r.status == ReadStatus::kHit && !r.no_value) foreign_->Hit();
+  return r;
+}
+StoreResult ItemStore::Store(const StoreRequest& req) {
+  if (foreign_ == nullptr || !foreign_->Foreign(req.key)) return impl_->Store(req);
+  foreign_->Changed(req.key);
+  StoreRequest capped = req;
+  capped.exptime = CapExptime(req.exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
+  return impl_->Store(capped);
+}
 DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
-  if (holdoff_ != nullptr) holdoff_->Note(HashKey(req.key), impl_->config().clock->NowMicros());
+  if (holdoff_ != nullptr && req.holdoff) holdoff_->Note(HashKey(req.key), impl_->config().clock->NowMicros());
+  if (foreign_ != nullptr && foreign_->Foreign(req.key)) foreign_->Changed(req.key);
   return impl_->Delete(req);
 }
 bool ItemStore::InDeleteHoldoff(std::string_view key) const {
   return holdoff_ != nullptr && holdoff_->Holds(HashKey(key), impl_->config().clock->NowMicros());
 }
-ArithResult ItemStore::Arithmetic(const ArithRequest& req) { return impl_->Arithmetic(req); }
-bool ItemStore::Touch(std::string_view key, int64_t exptime) { return impl_->Touch(key, exptime); }
+ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
+  if (foreign_ != nullptr && foreign_->Foreign(req.key)) foreign_->Changed(req.key);
+  return impl_->Arithmetic(req);
+}
+bool ItemStore::Touch(std::string_view key, int64_t exptime) {
+  if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Touch(key, exptime);
+  foreign_->Changed(key);
+  return impl_->Touch(key, CapExptime(exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds()));
+}
 void ItemStore::FlushAll(int64_t delay_s) { impl_->FlushAll(delay_s); }
 size_t ItemStore::ReclaimExpired(size_t budget) { return impl_->ReclaimExpired(budget); }
 size_t ItemStore::Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "storage/clock.h"
+#include "storage/foreign.h"
 #include "storage/item.h"
 #include "storage/lease.h"
 #include "storage/parked.h"
@@ -59,6 +60,8 @@ struct StoreConfig {
   // Deletes start a hold-off of this long on their key (InDeleteHoldoff):
   // warm fills from a peer are refused meanwhile. 0 = no hold-off kept.
   uint32_t delete_holdoff_ms = 0;
+  // -o ring: keys held for an absent owner, their TTL capped (storage/foreign.h).
+  ForeignKeys* foreign = nullptr;   // not owned; nullptr = every key is ours
 };
 
 // Which items an expiry crawl looks at (Crawl): size classes (bit c for class
@@ -212,6 +215,7 @@ class ItemStore {
   class Impl;
   std::unique_ptr<Impl> impl_;
   std::unique_ptr<DeleteHoldoff> holdoff_;   // with delete_holdoff_ms
+  ForeignKeys* const foreign_;
 };
 
 }  // namespace herdless

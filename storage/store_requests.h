@@ -120,6 +120,7 @@ struct DeleteRequest {
   std::string_view key;
   uint64_t compare_cas = 0;       // the CAS the item must have, 0 = any
   bool mark_stale = false;        // keep the value as stale, new CAS, clear the lease
+  bool holdoff = true;            // false: refuse no warm fill of the key afterwards
   bool has_ttl = false;           // with mark_stale: a new exptime for the stale value
   int64_t exptime = 0;
   uint64_t new_cas = 0;           // the stale value's CAS instead of the counter's (0 = counter)

@@ -525,7 +525,8 @@ TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
       "memory_file", "lease_timeout", "xfetch_delta_ms", "xfetch_beta", "stale_grace",
       "classic_stampede", "wait_timeout_ms", "refresh_ahead", "refresh_hot", "refresh_epsilon",
       "refresh_max_fraction", "stalled_client_timeout", "exact_threads", "io",
-      "snapshot_interval", "compat", "warm_peer", "warm_timeout_ms", "warm_holdoff", "warm_for", "metrics",
+      "snapshot_interval", "compat", "warm_peer", "warm_timeout_ms", "warm_holdoff", "warm_for",
+      "warm_min_hit_ratio", "ring", "ring_self", "foreign_ttl", "metrics",
       "restore_max_age"};
   EXPECT_EQ(StatNames(reply), expected);
   EXPECT_EQ(StatValue(reply, "metrics"), "NULL");   // off

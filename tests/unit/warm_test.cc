@@ -10,6 +10,7 @@
 #include "daemon/warm_peer.h"
 #include "protocol/executor.h"
 #include "protocol/peer_reply.h"
+#include "protocol/warm.h"
 #include "storage/clock.h"
 #include "storage/holdoff.h"
 #include "storage/item_store.h"
@@ -189,6 +190,31 @@ TEST(PeerListTest, ParsesHostsPortsAndSockets) {
   EXPECT_EQ(peers[2].path, "/run/m.sock");
   for (const char* bad : {"", "host", "host:0", "host:70000", ":1", "h:1x"}) {
     EXPECT_FALSE(ParsePeerList(bad, &peers, &error)) << bad;
+  }
+}
+
+TEST(PeerHitWindowTest, StopsPayingBelowTheRatio) {
+  struct Case {
+    const char* what;
+    std::vector<std::pair<uint64_t, uint64_t>> totals;   // (fetches, hits) each second
+    bool below;
+  };
+  const Case cases[] = {
+      {"no second yet", {}, false},
+      {"the first second counts from the start", {{100, 0}}, true},
+      {"all hits", {{0, 0}, {100, 100}}, false},
+      {"half hit, ratio 0.6", {{0, 0}, {50, 25}, {100, 50}}, true},
+      {"too few fetches to judge", {{0, 0}, {10, 0}}, false},
+      {"misses older than 10 s are forgotten",
+       {{0, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0}, {100, 0},
+        {100, 0}, {100, 0}, {100, 0}, {130, 30}},
+       false},
+      {"a stats reset starts over", {{0, 0}, {100, 0}, {5, 0}}, false},
+  };
+  for (const Case& c : cases) {
+    PeerHitWindow w;
+    for (const auto& [fetches, hits] : c.totals) w.Second(fetches, hits);
+    EXPECT_EQ(w.Below(0.6), c.below) << c.what;
   }
 }
 
