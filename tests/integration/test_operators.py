@@ -8,7 +8,8 @@
   dump while 50 connections write lists every key that was present throughout, exactly once.
 - lru_crawler crawl/enable/disable/sleep/tocrawl, slabs automove/reassign: the same replies as
   memcached for the same commands; crawl reclaims expired items (crawler_reclaimed), and with the
-  crawler off an expired item's memory reused by eviction counts as reclaimed.
+  crawler off an expired item's memory reused by eviction counts as reclaimed; so do a flushed item
+  (memcached -o no_modern side by side), a set over its own expired copy and the background reclaim.
 - stats items / stats slabs: memcached's field names per class, the same classes for the same
   item sizes, items per class adding up to curr_items, pages x page size within -m.
 - watch: mutations and fetchers lines as memcached's for another connection's set and get;
@@ -259,19 +260,21 @@ def test_crawl(results):
         results.equal(c.call(b"lru_crawler crawl all\r\n"), b"CLIENT_ERROR lru crawler disabled\r\n",
                       "crawl refused while disabled")
         results.equal(c.call(b"lru_crawler enable\r\n"), b"OK\r\n", "crawler on")
-        # The background expiry crawl may take some first: either way they are crawler_reclaimed.
+        # The background reclaim (memcached's LRU maintainer) may take some first: those count
+        # reclaimed, the crawl's crawler_reclaimed.
         results.equal(c.call(b"lru_crawler crawl all\r\n"), b"OK\r\n", "crawl started")
         done = harness.wait_for(lambda: harness.stats(c).get("lru_crawler_running") == "0"
                                 and harness.stats(c)["curr_items"] == "100", 30)
         s = harness.stats(c)
         results.check(done, "the crawl ends with the expired items gone", repr(s.get("curr_items")))
-        results.equal(s["crawler_reclaimed"], "1000", "crawler_reclaimed counts them")
+        results.equal(int(s["crawler_reclaimed"]) + int(s["reclaimed"]), 1000,
+                      "crawler_reclaimed and reclaimed count them")
         results.check(int(s["crawler_items_checked"]) >= 1000, "crawler_items_checked moves")
         results.check(int(s["lru_crawler_starts"]) >= 1, "lru_crawler_starts moves")
         results.equal(s["expired_unfetched"], "1000", "expired_unfetched: never read")
         items = harness.stats(c, b"items")
-        results.equal(sum(int(v) for k, v in items.items() if k.endswith(":crawler_reclaimed")),
-                      1000, "per-class crawler_reclaimed adds up")
+        results.equal(sum(int(v) for k, v in items.items() if k.endswith((":crawler_reclaimed", ":reclaimed"))),
+                      1000, "per-class crawler_reclaimed and reclaimed add up")
 
 
 def test_reclaimed_on_reuse(results):
@@ -302,6 +305,39 @@ def class_fields(st, pattern):
         if m:
             classes.setdefault(int(m.group(1)), []).append(m.group(2))
     return classes
+
+
+def test_reclaimed_like_memcached(results):
+    """reclaimed counts what memcached's allocator and LRU maintainer free (t/issue_163.t,
+    issue_183.t, lru-maintainer.t): a flushed item under -o no_modern (memcached reclaims it at
+    its next allocation), a set over its own expired copy, and the background reclaim."""
+    hl = harness.start_herdless(["-o", "no_modern"])
+    mc = harness.start_memcached(["-o", "no_modern"])
+    try:
+        for name, d in (("herdless", hl), ("memcached", mc)):
+            with Conn(d.port) as c:
+                c.call(b"set key 0 0 1\r\n1\r\n")
+                c.call(b"flush_all\r\n")
+                c.call(b"set key 0 0 1\r\n1\r\n")
+                results.equal(harness.stats(c)["reclaimed"], "1", "%s: a flushed item is reclaimed" % name)
+    finally:
+        hl.stop()
+        mc.stop()
+    with harness.start_herdless() as d, Conn(d.port) as c:
+        results.equal(c.call(b"lru_crawler disable\r\n"), b"OK\r\n", "crawler off")
+        c.call(b"set key 0 1 300\r\n" + b"a" * 300 + b"\r\n")
+        time.sleep(2.1)
+        results.equal(c.call(b"set key 0 0 300\r\n" + b"b" * 300 + b"\r\n"), b"STORED\r\n",
+                      "set over its expired copy")
+        s, items = harness.stats(c), harness.stats(c, b"items")
+        results.equal((s["reclaimed"], s["expired_unfetched"]), ("1", "1"), "the expired copy is reclaimed")
+        results.equal(items.get("items:7:reclaimed"), "1", "in the old item's class")
+        results.equal(c.call(b"lru_crawler enable\r\n"), b"OK\r\n", "crawler on")
+        c.call(b"set gone 0 1 1\r\n1\r\n")
+        time.sleep(1.1)
+        results.check(harness.wait_for_stat(c, "reclaimed", lambda v: v == 2, 10) == 2,
+                      "the background reclaim counts reclaimed", harness.stats(c)["reclaimed"])
+        results.equal(harness.stats(c)["crawler_reclaimed"], "0", "not crawler_reclaimed")
 
 
 def test_class_stats(results, hl, mc):
@@ -610,6 +646,7 @@ def body(results):
     mc.stop()
     test_crawl(results)
     test_reclaimed_on_reuse(results)
+    test_reclaimed_like_memcached(results)
     test_disabled(results)
     test_detail_and_cachedump(results)
     test_watch_stampede(results)
