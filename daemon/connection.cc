@@ -141,6 +141,7 @@ void Connection::Run() {
     const bool waiting = parking_.waiting() || warming_.in_flight();
     const bool oversized = !more && input_.full() && !waiting;   // a request larger than we buffer
     if (closing() || oversized || (peer_closed_ && !more && !waiting)) {
+      if (oversized) close_reason_ = CloseReason::kError;   // memcached: line too long
       if (state() == ConnState::kDraining) transport_->DiscardUnread();
       Close();
       return;
@@ -216,6 +217,9 @@ bool Connection::ExecuteRequests() {
   if (warm != nullptr) warming_.Note(outcome);
   if (outcome.consumed > 0) last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);
   if (outcome.close) {
+    // memcached's conn_close reason: normal for a quit, error for the rest
+    // (an HTTP request line, a bad binary magic, ...); shutdown sets its own.
+    close_reason_ = outcome.close_normal ? CloseReason::kNormal : CloseReason::kError;
     CloseAfterWrite();
     return false;
   }

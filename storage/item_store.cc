@@ -249,6 +249,14 @@ void ItemStore::Impl::CountStoreOverExpiredLocked(Shard& shard, const Found& f) 
   if (f.removed_expired || f.removed_flushed) CountReclaimedLocked(shard, f.removed_class, f.removed_unfetched);
 }
 
+void ItemStore::Impl::NoteFoundLocked(const Found& f, StoreResult* res) const {
+  res->found_live = f.presence == Found::kLive;
+  if (!res->found_live) return;
+  const ItemView item = ItemAt(*f.slot);
+  res->found_value_len = item.value_len();
+  res->found_client_flags = item.client_flags();
+}
+
 // A new value of the key ended the live lease `token` after `took_ms`.
 void ItemStore::Impl::CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
                                            const Times& t) {

@@ -49,6 +49,7 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
     if (attempt == 0) {
       counts.set_cmds++;
       CountStoreOverExpiredLocked(shard, f);
+      NoteFoundLocked(f, &res);
     }
     const StoreAction action = StoreActionLocked(shard, f, req, attempt == 0, t, counts, &res.status);
     if (action == StoreAction::kReject) return kAnswered;
@@ -208,6 +209,7 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
   const bool append = req.mode == StoreMode::kAppend;
   LockedAttempts(shard, hash, req.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
     CountStoreOverExpiredLocked(shard, f);
+    if (attempt == 0) NoteFoundLocked(f, &res);
     const bool live = f.presence == Found::kLive;
     if (!live && !req.create_on_miss) {
       res.status = StoreStatus::kNotStored;

@@ -519,8 +519,7 @@ def without(line, *fields):
 
 def test_watch_against_memcached(results, hl, mc):
     """watch mutations / fetchers see another connection's set and get, in memcached's format."""
-    # memcached's stores also log the item_get of their own lookup to fetchers: herdless's
-    # do not (docs/operations.md), so each kind is watched on its own here.
+    # Each kind watched on its own here; test_watch_store_lookup watches both together.
     seen = []
     for d in (mc, hl):
         with Conn(d.port) as w, Conn(d.port) as c, Conn(d.port) as f:
@@ -571,6 +570,43 @@ def test_watch_against_memcached(results, hl, mc):
     results.check(len(lines) == 2 and lines[0].startswith(b"type=conn_new rip=127.0.0.1 rport=")
                   and b"transport=tcp" in lines[0] and lines[1].startswith(b"type=conn_close")
                   and b"reason=normal" in lines[1], "connevents: conn_new and conn_close", repr(lines))
+
+
+def test_watch_store_lookup(results, hl, mc):
+    """A store logs memcached's item_get for its own lookup before its item_store line (watcher.t
+    22-23, watcher_connid.t), and connevents give memcached's close reasons (watcher.t 11): normal
+    for a quit, error for an HTTP request line."""
+    seen = []
+    for d in (mc, hl):
+        with Conn(d.port) as w, Conn(d.port) as c:
+            results.equal(w.call(b"watch fetchers mutations\r\n"), b"OK\r\n", "watch says OK")
+            results.check(sync_watch(w, c, b"get wsync%d\r\n"), "the watcher logs")
+            c.call(b"set wl 0 0 4\r\nvbar\r\n")
+            c.call(b"add wl 0 0 1\r\nx\r\n")
+            c.call(b"append wl 0 0 2\r\nzz\r\n")
+            c.call(b"replace wlmiss 0 0 1\r\nx\r\n")
+            c.call(b"ms wl 2 F3\r\nab\r\n")
+            c.call(b"get wl\r\n", b"END\r\n")
+            seen.append([without(l, b"cfd") for l in watch_lines(w, 11)])
+    results.equal(seen[1], seen[0], "store lookups logged as memcached's (ts, gid, cfd aside)")
+    closes = []
+    for d in (mc, hl):
+        with Conn(d.port) as w:
+            results.equal(w.call(b"watch connevents\r\n"), b"OK\r\n", "watch connevents says OK")
+            reasons = []
+            for request in (b"quit\r\n", b"GET / HTTP/1.1\r\n"):
+                c = Conn(d.port)
+                port = b"rport=%d " % c.sock.getsockname()[1]
+                c.send(request)
+                for _ in range(20):   # other connections' lines may come first
+                    line = watch_lines(w, 1)[0]
+                    if port in line and line.startswith(b"type=conn_close"):
+                        reasons.append(line.split(b" reason=")[1].split(b" ")[0])
+                        break
+                c.close()
+            closes.append(reasons)
+    results.equal(closes[1], closes[0], "conn_close reasons as memcached's")
+    results.equal(closes[1], [b"normal", b"error"], "quit is normal, an HTTP line an error")
 
 
 def test_watch_stampede(results):
@@ -642,6 +678,7 @@ def body(results):
     test_memcached_tool(results, hl, mc)
     test_dump_under_writes(results, hl)
     test_watch_against_memcached(results, hl, mc)
+    test_watch_store_lookup(results, hl, mc)
     hl.stop()
     mc.stop()
     test_crawl(results)
