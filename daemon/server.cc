@@ -145,6 +145,7 @@ Server::Server(const Options& options)
     : options_(options), started_unix_(clock_.UnixSeconds()) {
   SetLogVerbosity(options.verbosity);
   prefix_stats().Configure(options.protocol.prefix_delimiter, options.protocol.detail_enabled);
+  operators().lru_crawler.store(options.protocol.lru_crawler_at_start, std::memory_order_relaxed);
 }
 
 Server::~Server() {

@@ -103,6 +103,9 @@ struct ProtocolSettings {
   uint32_t warm_for_s = 0;         // warm-up ends this long after the start, 0 = never
   bool dump_enabled = true;        // -X turns off lru_crawler metadump and stats cachedump
   bool watch_enabled = true;       // -W turns off watch
+  // The lru crawler (and herdless's background expiry crawl) at the start:
+  // memcached's -o no_modern and no_lru_crawler turn it off, lru_crawler on.
+  bool lru_crawler_at_start = true;
   char prefix_delimiter = ':';     // -D: per-prefix stats (stats detail), and
   bool detail_enabled = false;     // -D turns them on, as memcached's -D does
   Compat compat = Compat::k1618;   // -o compat=1.6.18|1.6.45

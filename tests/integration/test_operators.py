@@ -320,6 +320,9 @@ def test_reclaimed_like_memcached(results):
                 c.call(b"flush_all\r\n")
                 c.call(b"set key 0 0 1\r\n1\r\n")
                 results.equal(harness.stats(c)["reclaimed"], "1", "%s: a flushed item is reclaimed" % name)
+                # memcached's no_modern starts its crawler off (t/lru-crawler.t 1).
+                results.equal(harness.stats(c, b"settings")["lru_crawler"], "no",
+                              "%s: -o no_modern starts the crawler off" % name)
     finally:
         hl.stop()
         mc.stop()
