@@ -20,11 +20,26 @@ std::atomic<uint64_t> next_connection_id{1};
 
 }  // namespace
 
+// What memcached's state would be with `partial` (an incomplete request)
+// buffered: conn_nread once the command line (binary: header, extras and
+// key) is in and its data is awaited, conn_read before.
+ConnState PartialRequestState(std::string_view partial) {
+  constexpr size_t kBinaryHeaderSize = 24;
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(partial[i]); };
+  if (byte(0) != 0x80) {
+    return partial.find('\n') != std::string_view::npos ? ConnState::kNread : ConnState::kRead;
+  }
+  if (partial.size() < kBinaryHeaderSize) return ConnState::kRead;
+  const size_t key_and_extras = (size_t{byte(2)} << 8 | byte(3)) + byte(4);
+  return partial.size() >= kBinaryHeaderSize + key_and_extras ? ConnState::kNread : ConnState::kRead;
+}
+
 const char* ConnStateName(ConnState state) {
   switch (state) {
     case ConnState::kNewCmd: return "conn_new_cmd";
     case ConnState::kWaiting: return "conn_waiting";
     case ConnState::kRead: return "conn_read";
+    case ConnState::kNread: return "conn_nread";
     case ConnState::kParseCmd: return "conn_parse_cmd";
     case ConnState::kSwallow: return "conn_swallow";
     case ConnState::kMwrite: return "conn_mwrite";
@@ -153,6 +168,7 @@ void Connection::Run() {
     const bool waiting = parking_.waiting() || warming();
     const bool oversized = !more && input_.full() && !waiting;   // a request larger than we buffer
     if (closing() || oversized || (peer_closed_ && !more && !waiting)) {
+      if (oversized) close_reason_ = CloseReason::kError;   // memcached: line too long
       if (state() == ConnState::kDraining) transport_->DiscardUnread();
       Close();
       return;
@@ -230,6 +246,9 @@ bool Connection::ExecuteRequests() {
   if (warm != nullptr) warming_->Note(outcome);
   if (outcome.consumed > 0) last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);
   if (outcome.close) {
+    // memcached's conn_close reason: normal for a quit, error for the rest
+    // (an HTTP request line, a bad binary magic, ...); shutdown sets its own.
+    close_reason_ = outcome.close_normal ? CloseReason::kNormal : CloseReason::kError;
     CloseAfterWrite();
     return false;
   }
@@ -303,7 +322,7 @@ ConnState Connection::WaitState() const {
   if (stream_ != nullptr) return ConnState::kWatch;   // memcached's state for both streams
   if (!output_.empty()) return ConnState::kMwrite;
   if (swallow_ > 0) return ConnState::kSwallow;
-  if (!input_.empty()) return ConnState::kRead;
+  if (!input_.empty()) return PartialRequestState(input_.view());
   return ConnState::kWaiting;
 }
 

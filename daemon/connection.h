@@ -53,7 +53,8 @@ struct ProcessOutcome;
 enum class ConnState : uint8_t {
   kNewCmd,     // conn_new_cmd: just accepted
   kWaiting,    // conn_waiting: nothing buffered, waiting for a request
-  kRead,       // conn_read: part of a request buffered
+  kRead,       // conn_read: part of a request line buffered
+  kNread,      // conn_nread: a request's line (binary: header) in, its data not all
   kParseCmd,   // conn_parse_cmd: executing requests
   kSwallow,    // conn_swallow: discarding a refused data block
   kMwrite,     // conn_mwrite: replies waiting for the socket
@@ -62,6 +63,7 @@ enum class ConnState : uint8_t {
   kDraining,   // conn_closing: finishing before close, at shutdown
 };
 const char* ConnStateName(ConnState state);
+ConnState PartialRequestState(std::string_view partial);   // input not empty
 
 class Connection final : private Transport::Owner {
  public:

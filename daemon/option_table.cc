@@ -739,17 +739,18 @@ constexpr OptionRow kSuboptions[] = {
 };
 
 // memcached's -o keys that only tune memcached's slab allocator, LRU threads,
-// hash table or logging.
+// hash table or logging. (lru_crawler, no_lru_crawler and no_modern set the
+// crawler's start: OptionParse::ApplySuboption.)
 constexpr std::string_view kIgnoredSuboptions[] = {
     "maxconns_fast", "no_maxconns_fast", "hashpower", "no_hashexpand",
     "slab_reassign", "no_slab_reassign", "slab_automove", "no_slab_automove",
     "slab_automove_ratio", "slab_automove_window", "tail_repair_time",
-    "hash_algorithm", "lru_crawler", "no_lru_crawler", "lru_crawler_sleep",
+    "hash_algorithm", "lru_crawler_sleep",
     "lru_crawler_tocrawl", "lru_maintainer", "no_lru_maintainer", "hot_lru_pct",
     "warm_lru_pct", "hot_max_factor", "warm_max_factor", "temporary_ttl",
     "watcher_logbuf_size", "worker_logbuf_size", "slab_sizes", "slab_chunk_max",
     "track_sizes", "no_inline_ascii_resp", "inline_ascii_resp", "modern",
-    "no_modern", "no_chunked_items", "drop_privileges", "no_drop_privileges",
+    "no_chunked_items", "drop_privileges", "no_drop_privileges",
     "resp_obj_mem_limit", "read_buf_mem_limit",
 };
 

@@ -147,6 +147,12 @@ bool OptionParse::ApplySuboption() {
   for (const OptionRow& row : SuboptionRows()) {
     if (name == row.name && InThisBuild(row)) return row.apply(*this);
   }
+  // memcached's crawler switches, in order (-o no_modern,lru_crawler: on).
+  if (name == "lru_crawler" || name == "no_lru_crawler" || name == "no_modern") {
+    if (has_value) return Fail("-o " + std::string(name) + " takes no value");
+    settings.lru_crawler_at_start = name == "lru_crawler";
+    return true;
+  }
   for (std::string_view ignored : IgnoredSuboptions()) {
     if (name == ignored) return NoteIgnored();
   }

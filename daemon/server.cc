@@ -148,6 +148,7 @@ Server::Server(const Options& options)
   prefix_stats().Configure(options.protocol.prefix_delimiter, options.protocol.detail_enabled);
   // -o slab_automove_freeratio, which `slabs automove freeratio` changes later.
   operators().slab_automove_freeratio.store(options.protocol.ext.slab_automove_freeratio);
+  operators().lru_crawler.store(options.protocol.lru_crawler_at_start, std::memory_order_relaxed);
 }
 
 Server::~Server() {

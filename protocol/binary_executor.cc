@@ -214,6 +214,7 @@ void BinaryExecutor::Execute(const BinaryRequest& req, ReplyBuffer* out,
     case kQuit:
       Success(out, req, 0);
       outcome->close = true;
+      outcome->close_normal = true;
       return;
     case kSaslListMechs:
       if (sasl_pwdb_ == nullptr) break;
@@ -301,7 +302,7 @@ void BinaryExecutor::Update(const BinaryRequest& req, ReplyBuffer* out) {
   sr.compare_cas = compare ? req.cas : 0;
   sr.unlink_on_failure = unlink_on_failure;
   const StoreResult r = store_->Store(sr);
-  watch_.Store(store_, req.key, req.value.size(), req.flags, req.exptime, sr.mode, r.status);
+  watch_.Store(store_, req.key, req.value.size(), req.flags, req.exptime, sr.mode, r);
   // Refused at allocation (accounting.h): no cmd_set, and in the binary
   // protocol neither store_too_large nor store_no_memory.
   if (r.status == StoreStatus::kTooLarge) {
@@ -346,7 +347,7 @@ void BinaryExecutor::Concat(const BinaryRequest& req, ReplyBuffer* out) {
   sr.value = req.value;
   sr.compare_cas = cas_enabled ? req.cas : 0;
   const StoreResult r = store_->Store(sr);
-  watch_.Store(store_, req.key, req.value.size(), 0, 0, sr.mode, r.status);
+  watch_.Store(store_, req.key, req.value.size(), 0, 0, sr.mode, r);
   CountStore(stats_, r.status, /*compare=*/false);
   if (r.status == StoreStatus::kStored) {
     Success(out, req, cas_enabled ? r.cas : 0);

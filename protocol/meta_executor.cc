@@ -328,7 +328,7 @@ void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   }
 
   StoreResult result = store->Store(sr);
-  watch.Store(store, req.key, sr.value.size(), sr.client_flags, sr.exptime, sr.mode, result.status);
+  watch.Store(store, req.key, sr.value.size(), sr.client_flags, sr.exptime, sr.mode, result);
   // Unlike text append and prepend, ms refuses them so too.
   if (IsAllocationFailure(result.status)) {
     CountStoreRefusal(stats, result.status);

@@ -27,6 +27,7 @@ struct ProcessOutcome {
   size_t consumed = 0;     // input bytes used (drop them from the buffer)
   uint64_t swallow = 0;    // then discard this many further input bytes
   bool close = false;      // close the connection once the output is written
+  bool close_normal = false;   // the close is a quit: memcached logs reason=normal, else error
   // Classic wait mode: the request at `consumed` is parked (not consumed, and
   // nothing of its reply written). The store will wake the ticket given to
   // Process(); then call Process() again, which re-runs it.

@@ -113,6 +113,9 @@ struct ProtocolSettings {
   bool warm_enabled() const { return !warm_peer.empty() || !ring.empty(); }
   bool dump_enabled = true;        // -X turns off lru_crawler metadump and stats cachedump
   bool watch_enabled = true;       // -W turns off watch
+  // The lru crawler (and herdless's background expiry crawl) at the start:
+  // memcached's -o no_modern and no_lru_crawler turn it off, lru_crawler on.
+  bool lru_crawler_at_start = true;
   char prefix_delimiter = ':';     // -D: per-prefix stats (stats detail), and
   bool detail_enabled = false;     // -D turns them on, as memcached's -D does
   Compat compat = Compat::k1618;   // -o compat=1.6.18|1.6.45

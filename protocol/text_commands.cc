@@ -220,7 +220,7 @@ void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
     sr.lease_token = req.cas_unique;
   }
   const StoreResult r = store->Store(sr);
-  watch.Store(store, req.key, req.value.size(), req.client_flags, req.exptime, mode, r.status);
+  watch.Store(store, req.key, req.value.size(), req.client_flags, req.exptime, mode, r);
 
   // A set, add, replace or cas that does not fit fails with SERVER_ERROR;
   // append and prepend allocate later, where it is a plain NOT_STORED.
@@ -414,6 +414,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       return;
     case Command::kQuit:
       outcome->close = true;
+      outcome->close_normal = true;
       return;
     case Command::kShutdown:
       Shutdown(c.server, req, out, outcome);

@@ -180,16 +180,28 @@ void WatchContext::Fetch(std::string_view key, const ReadResult& r, bool hit) co
 
 void WatchContext::Store(ItemStore* store, std::string_view key, size_t value_len,
                          uint32_t client_flags, int64_t exptime, StoreMode mode,
-                         StoreStatus status) const {
-  if (!wants(kWatchMutations)) return;
+                         const StoreResult& r) const {
+  if (!wants(kWatchFetchers | kWatchMutations)) return;
   StoreLogStatus logged;
-  switch (status) {
+  switch (r.status) {
     case StoreStatus::kStored: logged = StoreLogStatus::kStored; break;
     case StoreStatus::kExists: logged = StoreLogStatus::kExists; break;
     case StoreStatus::kNotFound: logged = StoreLogStatus::kNotFound; break;
     case StoreStatus::kNotStored: logged = StoreLogStatus::kNotStored; break;
     default: return;
   }
+  if (wants(kWatchFetchers)) {
+    // An expired or flushed copy was reclaimed before the lookup, as memcached's
+    // allocator frees it first: the lookup finds nothing.
+    const int cls = r.found_live ? MemcachedSlabClass(MemcachedItemSize(key.size(), r.found_value_len,
+                                                                        r.found_client_flags))
+                                 : 0;
+    LogLine get;
+    FormatItemGet(&get, key, r.found_live ? FetchStatus::kFound : FetchStatus::kNotFound, cls, fd,
+                  r.found_live ? r.found_value_len : 0);
+    log->Write(kWatchFetchers, get.view());
+  }
+  if (!wants(kWatchMutations)) return;
   StoreLogCommand cmd = StoreLogCommand::kSet;
   switch (mode) {
     case StoreMode::kAdd: cmd = StoreLogCommand::kAdd; break;
@@ -198,6 +210,11 @@ void WatchContext::Store(ItemStore* store, std::string_view key, size_t value_le
     case StoreMode::kPrepend: cmd = StoreLogCommand::kPrepend; break;
     case StoreMode::kCas: cmd = StoreLogCommand::kCas; break;
     default: break;
+  }
+  // A stored append or prepend logs the combined item, with the old item's flags.
+  if ((mode == StoreMode::kAppend || mode == StoreMode::kPrepend) && r.status == StoreStatus::kStored) {
+    value_len = r.stored_size;
+    if (r.found_live) client_flags = r.found_client_flags;
   }
   // memcached's ttl: seconds left (0 = never; a past one wraps as its %u does).
   const int64_t at = exptime == 0 ? 0 : store->ToStoreTime(exptime);

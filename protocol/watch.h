@@ -114,8 +114,10 @@ struct WatchContext {
   int fd = -1;   // the client's descriptor (cfd=)
   bool wants(uint32_t kind) const { return log != nullptr && log->Wants(kind); }
   void Fetch(std::string_view key, const ReadResult& r, bool hit) const;
+  // A store that ran logs memcached's item_get for its lookup (what `r` says
+  // it found; memcached's do_store_item looks the key up), then item_store.
   void Store(ItemStore* store, std::string_view key, size_t value_len, uint32_t client_flags,
-             int64_t exptime, StoreMode mode, StoreStatus status) const;
+             int64_t exptime, StoreMode mode, const StoreResult& r) const;
   // A delete or md that removed (or, md x, emptied) an item.
   void Delete(std::string_view key, bool meta, const DeleteRequest::Removed& removed) const;
 };

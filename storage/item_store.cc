@@ -231,13 +231,30 @@ void ItemStore::Impl::CountRemovalLocked(Shard& shard, uint64_t s, ItemView item
       config_.events->OnEvent(e);
     }
   } else {
-    shard.counters.reclaimed++;
-    c.reclaimed++;
-    if (!fetched) {
-      shard.counters.expired_unfetched++;
-      c.expired_unfetched++;
-    }
+    CountReclaimedLocked(shard, slab_class, !fetched);
   }
+}
+
+void ItemStore::Impl::CountReclaimedLocked(Shard& shard, int slab_class, bool unfetched) {
+  StoreStats::Class& c = shard.counters.classes[slab_class];
+  shard.counters.reclaimed++;
+  c.reclaimed++;
+  if (unfetched) {
+    shard.counters.expired_unfetched++;
+    c.expired_unfetched++;
+  }
+}
+
+void ItemStore::Impl::CountStoreOverExpiredLocked(Shard& shard, const Found& f) {
+  if (f.removed_expired || f.removed_flushed) CountReclaimedLocked(shard, f.removed_class, f.removed_unfetched);
+}
+
+void ItemStore::Impl::NoteFoundLocked(const Found& f, StoreResult* res) const {
+  res->found_live = f.presence == Found::kLive;
+  if (!res->found_live) return;
+  const ItemView item = ItemAt(*f.slot);
+  res->found_value_len = item.value_len();
+  res->found_client_flags = item.client_flags();
 }
 
 // A new value of the key ended the live lease `token` after `took_ms`.
@@ -280,6 +297,8 @@ ItemStore::Impl::Found ItemStore::Impl::LookupLocked(Shard& shard, std::string_v
     return f;
   }
   const ItemView item = ItemAt(*slot);
+  f.removed_class = SlabClassOf(item);
+  f.removed_unfetched = !Has(*slot, kItemFetched);
   if (IsFlushed(item, now_s)) {
     UnlinkLocked(shard, slot);
     f.removed_flushed = true;

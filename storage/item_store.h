@@ -129,6 +129,8 @@ class ItemStore {
   // Removes up to `budget` expired items; returns how many were removed. A
   // delayed flush_all whose deadline has passed is applied here first (its
   // items removed, their parked readers woken). The daemon calls it on a timer.
+  // Counted as reclaimed / expired_unfetched, as memcached's LRU maintainer
+  // counts what it pulls off its LRU tails.
   size_t ReclaimExpired(size_t budget);
 
   // One step of an expiry crawl (memcached's `lru_crawler crawl`): looks at

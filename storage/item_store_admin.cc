@@ -24,7 +24,12 @@ size_t ItemStore::Impl::SweepAll(int64_t flushed_before) {
     uint64_t cursor = 0;
     do {
       cursor = shard.index.Walk(cursor, 64, [&](uint64_t* slot) {
-        if (ItemAt(*slot).last_access() < flushed_before) {
+        const ItemView item = ItemAt(*slot);
+        if (item.last_access() < flushed_before) {
+          // memcached's maintainer and allocator count flushed items reclaimed.
+          if (!Has(*slot, kItemPlaceholder | kItemNeedsValue)) {
+            CountReclaimedLocked(shard, SlabClassOf(item), !Has(*slot, kItemFetched));
+          }
           UnlinkLocked(shard, slot);
           removed++;
         }
@@ -81,7 +86,7 @@ size_t ItemStore::Impl::ReclaimExpired(size_t budget) {
           rate.set_hot(false);
           SetRateLocked(shard, item, rate);
         }
-        if (CrawlItemLocked(shard, slot, t)) removed++;
+        if (CrawlItemLocked(shard, slot, t, /*by_crawler=*/false)) removed++;
       });
       scanned += kBucketsPerLock;
       shard_done = shard.reclaim_position == 0;
@@ -94,26 +99,35 @@ size_t ItemStore::Impl::ReclaimExpired(size_t budget) {
 }
 
 // LookupLocked's rule: flushed, or expired beyond the stale grace (a stub as
-// soon as it expires). memcached's crawler counts flushed items as reclaimed
-// too, and only expired ones as expired_unfetched.
-bool ItemStore::Impl::CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t) {
+// soon as it expires). `by_crawler`: an lru_crawler crawl, whose removals are
+// memcached's crawler_reclaimed (flushed ones too; only expired ones are
+// expired_unfetched); otherwise the background reclaim, memcached's LRU
+// maintainer, whose removals are reclaimed.
+bool ItemStore::Impl::CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t, bool by_crawler) {
   const int64_t now_s = t.now_s;
   const uint64_t s = *slot;
   const ItemView item = ItemAt(s);
-  StoreStats::Class& c = shard.counters.classes[SlabClassOf(item)];
-  shard.counters.crawler_items_checked++;
-  c.crawler_items_checked++;
+  const int slab_class = SlabClassOf(item);
+  StoreStats::Class& c = shard.counters.classes[slab_class];
+  if (by_crawler) {
+    shard.counters.crawler_items_checked++;
+    c.crawler_items_checked++;
+  }
   const bool flushed = IsFlushed(item, now_s);
   if (!flushed && !(IsExpiredAt(item, t.now_tick) &&
                     (Has(s, kItemPlaceholder | kItemNeedsValue) ||
                      IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)))) {
     return false;
   }
-  shard.counters.crawler_reclaimed++;
-  c.crawler_reclaimed++;
-  if (!flushed && !Has(s, kItemFetched)) {
-    shard.counters.expired_unfetched++;
-    c.expired_unfetched++;
+  if (!by_crawler) {
+    CountReclaimedLocked(shard, slab_class, !Has(s, kItemFetched));
+  } else {
+    shard.counters.crawler_reclaimed++;
+    c.crawler_reclaimed++;
+    if (!flushed && !Has(s, kItemFetched)) {
+      shard.counters.expired_unfetched++;
+      c.expired_unfetched++;
+    }
   }
   // An expired hot key keeps its read rate for its next value (read_rate.h).
   if (!flushed && item.read_rate().present() && !Has(s, kItemPlaceholder | kItemNeedsValue)) {
@@ -136,7 +150,7 @@ size_t ItemStore::Impl::Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope
       if (scope->per_class_limit != 0 && scope->checked[slab_class] >= scope->per_class_limit) return;
       scope->checked[slab_class]++;
       scope->checked_total++;
-      if (CrawlItemLocked(shard, slot, t)) removed++;
+      if (CrawlItemLocked(shard, slot, t, /*by_crawler=*/true)) removed++;
     });
   }
   if (cursor->position == 0) {

@@ -192,6 +192,13 @@ class ItemStore::Impl {
   // Counts an item evicted (a victim segment's item that leaves), or
   // reclaimed by eviction (`evicted` false: it had expired or was flushed).
   void CountRemovalLocked(Shard& shard, uint64_t slot, ItemView item, const Times& t, bool evicted);
+  // Counts an expired or flushed item whose memory is freed without a read
+  // (memcached's reclaimed: its LRU maintainer and allocator pulling tails).
+  static void CountReclaimedLocked(Shard& shard, int slab_class, bool unfetched);
+  // A store that found its key's expired or flushed copy (and removed it).
+  static void CountStoreOverExpiredLocked(Shard& shard, const Found& f);
+  // Notes in *res what a store's lookup found (StoreResult::found_live).
+  void NoteFoundLocked(const Found& f, StoreResult* res) const;
   void CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
                             const Times& t);
   bool Watching(StoreEventKind kind) const {
@@ -299,8 +306,9 @@ class ItemStore::Impl {
   size_t SweepAll(int64_t flushed_before);
   // The expiry crawl's rule for one item: removes it when flushed, or expired
   // beyond the stale grace (a stub when expired at all), counting it as
-  // crawler_reclaimed. True when removed.
-  bool CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t);
+  // crawler_reclaimed (an lru_crawler crawl) or reclaimed (the background
+  // reclaim). True when removed.
+  bool CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t, bool by_crawler);
   // The size histogram (TrackSizes): an item of `bytes` joins (+1) or leaves (-1).
   void CountSizeLocked(const Shard& shard, size_t bytes, int delta);
 
@@ -347,6 +355,10 @@ struct ItemStore::Impl::Found {
   // (memcached's get_expired / get_flushed).
   bool removed_expired = false;
   bool removed_flushed = false;
+  // The removed item's size class and whether it was never read, for a store
+  // that counts it reclaimed (memcached's allocator reuses such an item).
+  int removed_class = 0;
+  bool removed_unfetched = false;
   // The read-rate estimate of an expired item the lookup removed, decayed to
   // now, for the key's next item (a lease stub, or the new value).
   ReadRateState carried_rate;

@@ -46,7 +46,11 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
   StoreStats::Class& counts = shard.counters.classes[MemcachedSlabClass(
       MemcachedItemSize(req.key.size(), req.value.size(), req.client_flags))];
   LockedAttempts(shard, hash, req.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
-    if (attempt == 0) counts.set_cmds++;
+    if (attempt == 0) {
+      counts.set_cmds++;
+      CountStoreOverExpiredLocked(shard, f);
+      NoteFoundLocked(f, &res);
+    }
     const StoreAction action = StoreActionLocked(shard, f, req, attempt == 0, t, counts, &res.status);
     if (action == StoreAction::kReject) return kAnswered;
     uint8_t state = 0;
@@ -204,6 +208,8 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
   Shard& shard = ShardFor(hash);
   const bool append = req.mode == StoreMode::kAppend;
   LockedAttempts(shard, hash, req.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
+    CountStoreOverExpiredLocked(shard, f);
+    if (attempt == 0) NoteFoundLocked(f, &res);
     const bool live = f.presence == Found::kLive;
     if (!live && !req.create_on_miss) {
       res.status = StoreStatus::kNotStored;

@@ -114,6 +114,11 @@ struct StoreResult {
   StoreStatus status = StoreStatus::kNotStored;
   uint64_t cas = 0;               // CAS of the stored item (0 when not stored)
   size_t stored_size = 0;
+  // What the store's lookup found under the key: memcached logs it as the
+  // item_get line of its store. A live item's value length and client flags.
+  bool found_live = false;
+  uint32_t found_value_len = 0;
+  uint32_t found_client_flags = 0;
 };
 
 struct DeleteRequest {

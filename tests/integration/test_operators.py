@@ -8,7 +8,8 @@
   dump while 50 connections write lists every key that was present throughout, exactly once.
 - lru_crawler crawl/enable/disable/sleep/tocrawl, slabs automove/reassign: the same replies as
   memcached for the same commands; crawl reclaims expired items (crawler_reclaimed), and with the
-  crawler off an expired item's memory reused by eviction counts as reclaimed.
+  crawler off an expired item's memory reused by eviction counts as reclaimed; so do a flushed item
+  (memcached -o no_modern side by side), a set over its own expired copy and the background reclaim.
 - stats items / stats slabs: memcached's field names per class, the same classes for the same
   item sizes, items per class adding up to curr_items, pages x page size within -m.
 - watch: mutations and fetchers lines as memcached's for another connection's set and get;
@@ -259,19 +260,21 @@ def test_crawl(results):
         results.equal(c.call(b"lru_crawler crawl all\r\n"), b"CLIENT_ERROR lru crawler disabled\r\n",
                       "crawl refused while disabled")
         results.equal(c.call(b"lru_crawler enable\r\n"), b"OK\r\n", "crawler on")
-        # The background expiry crawl may take some first: either way they are crawler_reclaimed.
+        # The background reclaim (memcached's LRU maintainer) may take some first: those count
+        # reclaimed, the crawl's crawler_reclaimed.
         results.equal(c.call(b"lru_crawler crawl all\r\n"), b"OK\r\n", "crawl started")
         done = harness.wait_for(lambda: harness.stats(c).get("lru_crawler_running") == "0"
                                 and harness.stats(c)["curr_items"] == "100", 30)
         s = harness.stats(c)
         results.check(done, "the crawl ends with the expired items gone", repr(s.get("curr_items")))
-        results.equal(s["crawler_reclaimed"], "1000", "crawler_reclaimed counts them")
+        results.equal(int(s["crawler_reclaimed"]) + int(s["reclaimed"]), 1000,
+                      "crawler_reclaimed and reclaimed count them")
         results.check(int(s["crawler_items_checked"]) >= 1000, "crawler_items_checked moves")
         results.check(int(s["lru_crawler_starts"]) >= 1, "lru_crawler_starts moves")
         results.equal(s["expired_unfetched"], "1000", "expired_unfetched: never read")
         items = harness.stats(c, b"items")
-        results.equal(sum(int(v) for k, v in items.items() if k.endswith(":crawler_reclaimed")),
-                      1000, "per-class crawler_reclaimed adds up")
+        results.equal(sum(int(v) for k, v in items.items() if k.endswith((":crawler_reclaimed", ":reclaimed"))),
+                      1000, "per-class crawler_reclaimed and reclaimed add up")
 
 
 def test_reclaimed_on_reuse(results):
@@ -302,6 +305,42 @@ def class_fields(st, pattern):
         if m:
             classes.setdefault(int(m.group(1)), []).append(m.group(2))
     return classes
+
+
+def test_reclaimed_like_memcached(results):
+    """reclaimed counts what memcached's allocator and LRU maintainer free (t/issue_163.t,
+    issue_183.t, lru-maintainer.t): a flushed item under -o no_modern (memcached reclaims it at
+    its next allocation), a set over its own expired copy, and the background reclaim."""
+    hl = harness.start_herdless(["-o", "no_modern"])
+    mc = harness.start_memcached(["-o", "no_modern"])
+    try:
+        for name, d in (("herdless", hl), ("memcached", mc)):
+            with Conn(d.port) as c:
+                c.call(b"set key 0 0 1\r\n1\r\n")
+                c.call(b"flush_all\r\n")
+                c.call(b"set key 0 0 1\r\n1\r\n")
+                results.equal(harness.stats(c)["reclaimed"], "1", "%s: a flushed item is reclaimed" % name)
+                # memcached's no_modern starts its crawler off (t/lru-crawler.t 1).
+                results.equal(harness.stats(c, b"settings")["lru_crawler"], "no",
+                              "%s: -o no_modern starts the crawler off" % name)
+    finally:
+        hl.stop()
+        mc.stop()
+    with harness.start_herdless() as d, Conn(d.port) as c:
+        results.equal(c.call(b"lru_crawler disable\r\n"), b"OK\r\n", "crawler off")
+        c.call(b"set key 0 1 300\r\n" + b"a" * 300 + b"\r\n")
+        time.sleep(2.1)
+        results.equal(c.call(b"set key 0 0 300\r\n" + b"b" * 300 + b"\r\n"), b"STORED\r\n",
+                      "set over its expired copy")
+        s, items = harness.stats(c), harness.stats(c, b"items")
+        results.equal((s["reclaimed"], s["expired_unfetched"]), ("1", "1"), "the expired copy is reclaimed")
+        results.equal(items.get("items:7:reclaimed"), "1", "in the old item's class")
+        results.equal(c.call(b"lru_crawler enable\r\n"), b"OK\r\n", "crawler on")
+        c.call(b"set gone 0 1 1\r\n1\r\n")
+        time.sleep(1.1)
+        results.check(harness.wait_for_stat(c, "reclaimed", lambda v: v == 2, 10) == 2,
+                      "the background reclaim counts reclaimed", harness.stats(c)["reclaimed"])
+        results.equal(harness.stats(c)["crawler_reclaimed"], "0", "not crawler_reclaimed")
 
 
 def test_class_stats(results, hl, mc):
@@ -483,8 +522,7 @@ def without(line, *fields):
 
 def test_watch_against_memcached(results, hl, mc):
     """watch mutations / fetchers see another connection's set and get, in memcached's format."""
-    # memcached's stores also log the item_get of their own lookup to fetchers: herdless's
-    # do not (docs/operations.md), so each kind is watched on its own here.
+    # Each kind watched on its own here; test_watch_store_lookup watches both together.
     seen = []
     for d in (mc, hl):
         with Conn(d.port) as w, Conn(d.port) as c, Conn(d.port) as f:
@@ -535,6 +573,43 @@ def test_watch_against_memcached(results, hl, mc):
     results.check(len(lines) == 2 and lines[0].startswith(b"type=conn_new rip=127.0.0.1 rport=")
                   and b"transport=tcp" in lines[0] and lines[1].startswith(b"type=conn_close")
                   and b"reason=normal" in lines[1], "connevents: conn_new and conn_close", repr(lines))
+
+
+def test_watch_store_lookup(results, hl, mc):
+    """A store logs memcached's item_get for its own lookup before its item_store line (watcher.t
+    22-23, watcher_connid.t), and connevents give memcached's close reasons (watcher.t 11): normal
+    for a quit, error for an HTTP request line."""
+    seen = []
+    for d in (mc, hl):
+        with Conn(d.port) as w, Conn(d.port) as c:
+            results.equal(w.call(b"watch fetchers mutations\r\n"), b"OK\r\n", "watch says OK")
+            results.check(sync_watch(w, c, b"get wsync%d\r\n"), "the watcher logs")
+            c.call(b"set wl 0 0 4\r\nvbar\r\n")
+            c.call(b"add wl 0 0 1\r\nx\r\n")
+            c.call(b"append wl 0 0 2\r\nzz\r\n")
+            c.call(b"replace wlmiss 0 0 1\r\nx\r\n")
+            c.call(b"ms wl 2 F3\r\nab\r\n")
+            c.call(b"get wl\r\n", b"END\r\n")
+            seen.append([without(l, b"cfd") for l in watch_lines(w, 11)])
+    results.equal(seen[1], seen[0], "store lookups logged as memcached's (ts, gid, cfd aside)")
+    closes = []
+    for d in (mc, hl):
+        with Conn(d.port) as w:
+            results.equal(w.call(b"watch connevents\r\n"), b"OK\r\n", "watch connevents says OK")
+            reasons = []
+            for request in (b"quit\r\n", b"GET / HTTP/1.1\r\n"):
+                c = Conn(d.port)
+                port = b"rport=%d " % c.sock.getsockname()[1]
+                c.send(request)
+                for _ in range(20):   # other connections' lines may come first
+                    line = watch_lines(w, 1)[0]
+                    if port in line and line.startswith(b"type=conn_close"):
+                        reasons.append(line.split(b" reason=")[1].split(b" ")[0])
+                        break
+                c.close()
+            closes.append(reasons)
+    results.equal(closes[1], closes[0], "conn_close reasons as memcached's")
+    results.equal(closes[1], [b"normal", b"error"], "quit is normal, an HTTP line an error")
 
 
 def test_watch_stampede(results):
@@ -606,10 +681,12 @@ def body(results):
     test_memcached_tool(results, hl, mc)
     test_dump_under_writes(results, hl)
     test_watch_against_memcached(results, hl, mc)
+    test_watch_store_lookup(results, hl, mc)
     hl.stop()
     mc.stop()
     test_crawl(results)
     test_reclaimed_on_reuse(results)
+    test_reclaimed_like_memcached(results)
     test_disabled(results)
     test_detail_and_cachedump(results)
     test_watch_stampede(results)

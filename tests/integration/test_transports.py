@@ -288,8 +288,50 @@ def no_evictions(r):
             r.equal(b.call(bin_set("evbin", value)).status, 0, "and the next Set is stored")
 
 
+def client_states(d, ports):
+    """`stats conns`'s state of each client connection whose port is in `ports`, by port."""
+    states, addrs = {}, {}
+    with harness.Conn(d.port) as c:
+        c.send(b"stats conns\r\n")
+        for line in c.recv_until(b"END\r\n").split(b"\r\n"):
+            f = line.split(b" ")
+            if len(f) == 3 and f[0] == b"STAT" and b":" in f[1]:
+                fd, name = f[1].split(b":", 1)
+                (addrs if name == b"addr" else states if name == b"state" else {})[fd] = f[2]
+    by_port = {int(a.rsplit(b":", 1)[1]): states.get(fd) for fd, a in addrs.items() if a.startswith(b"tcp:")}
+    return {p: by_port.get(p) for p in ports}
+
+
+def conn_states(r, ref, ours):
+    """A client between a storage command's line (binary: header, extras, key) and its data is in
+    conn_nread (t/stats-conns.t 5), one with part of a line in conn_read, as memcached's."""
+    seen = []
+    for d in (ref, ours):
+        pending = [(b"set foo 0 0 6\r\n", "line in, data awaited"), (b"get fo", "part of a line"),
+                   (bytes([0x80, 1, 0, 3, 8, 0, 0, 0, 0, 0, 0, 14] + [0] * 12), "a binary header in"),
+                   (bytes([0x80, 1, 0, 3, 8, 0, 0, 0, 0, 0, 0, 14] + [0] * 20) + b"key",
+                    "a binary Set's header, extras and key in")]
+        socks = []
+        for data, _ in pending:
+            s = socket.create_connection(("127.0.0.1", d.port))
+            s.sendall(data)
+            socks.append(s)
+        ports = [s.getsockname()[1] for s in socks]
+        # The server reads each client's bytes in its own time: wait until every one has left
+        # conn_new_cmd/conn_waiting.
+        states = harness.wait_for(lambda: (lambda st: st if all(v not in (None, b"conn_waiting", b"conn_new_cmd")
+                                                                for v in st.values()) else None)
+                                  (client_states(d, ports)), 10)
+        seen.append([(what, (states or {}).get(p)) for (_, what), p in zip(pending, ports)])
+        for s in socks:
+            s.close()
+    r.equal(seen[1], seen[0], "stats conns states of pending requests as memcached's")
+    r.equal(seen[1][0][1], b"conn_nread", "a set awaiting its data is conn_nread")
+
+
 def body(r):
     ref, ours = udp_compare(r)
+    conn_states(r, ref, ours)
     udp_checks(r, ref, ours)
     port_file(r)
     no_tcp(r)

@@ -22,7 +22,7 @@ struct Parsed {
   std::string error;
 };
 
-Parsed Parse(std::initializer_list<const char*> args) {
+Parsed Parse(const std::vector<const char*>& args) {
   std::vector<std::string> storage = {"herdless"};
   for (const char* a : args) storage.emplace_back(a);
   std::vector<char*> argv;
@@ -32,6 +32,8 @@ Parsed Parse(std::initializer_list<const char*> args) {
   p.ok = ParseOptions(static_cast<int>(storage.size()), argv.data(), &p.options, &p.error);
   return p;
 }
+
+Parsed Parse(std::initializer_list<const char*> args) { return Parse(std::vector<const char*>(args)); }
 
 TEST(OptionsTest, DefaultsAreMemcachedsExceptTheLoopbackListener) {
   Parsed p = Parse({});
@@ -264,9 +266,32 @@ TEST(OptionsTest, MemcachedTuningSuboptionsAreAcceptedAndNoted) {
   Parsed p = Parse({"-o", "hashpower=20,slab_reassign,modern,no_modern,lru_crawler,no_lru_maintainer",
                     "-o", "slab_sizes=100-200-300"});
   ASSERT_TRUE(p.ok) << p.error;
-  ASSERT_EQ(p.options.ignored.size(), 7u);
+  ASSERT_EQ(p.options.ignored.size(), 5u);   // all but no_modern and lru_crawler (below)
   EXPECT_EQ(p.options.ignored[0], "-o hashpower=20");
   EXPECT_EQ(p.options.ignored[1], "-o slab_reassign");
+}
+
+// memcached's no_modern and no_lru_crawler start the crawler off, a later
+// lru_crawler turns it back on (t/lru-crawler.t).
+TEST(OptionsTest, CrawlerSwitchesSetItsStartInOrder) {
+  struct Case {
+    std::vector<std::string> args;
+    bool on;
+  };
+  const Case cases[] = {{{}, true},
+                        {{"-o", "no_modern"}, false},
+                        {{"-o", "no_lru_crawler"}, false},
+                        {{"-o", "no_modern,lru_crawler"}, true},
+                        {{"-o", "lru_crawler", "-o", "no_modern"}, false},
+                        {{"-o", "modern"}, true}};
+  for (const Case& c : cases) {
+    std::vector<const char*> args;
+    for (const std::string& a : c.args) args.push_back(a.c_str());
+    Parsed p = Parse(args);
+    ASSERT_TRUE(p.ok) << p.error;
+    EXPECT_EQ(p.options.protocol.lru_crawler_at_start, c.on) << (c.args.empty() ? "" : c.args[1]);
+  }
+  EXPECT_FALSE(Parse({"-o", "no_modern=1"}).ok);
 }
 
 TEST(OptionsTest, MemcachedTuningFlagsAreAcceptedAndNoted) {

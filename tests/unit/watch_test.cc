@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace herdless {
 namespace {
@@ -79,6 +80,47 @@ TEST(WatchTest, FormatsTheStampedeStream) {
   LogLine woken;
   FormatWait(&woken, WaitEvent::kWoken, "hot", 43, 17, 8);
   EXPECT_EQ(woken.view(), "type=reader_woken key=hot token=43 waited_ms=17 cfd=8");
+}
+
+class RecordingLog final : public WatchLog {
+ public:
+  explicit RecordingLog(uint32_t kinds) { SetWatched(kinds); }
+  void Write(uint32_t, std::string_view body) override { lines.emplace_back(body); }
+  std::vector<std::string> lines;
+};
+
+// memcached's do_store_item looks the key up first: a store logs that
+// lookup's item_get (to fetchers) before its item_store (watcher.t 22-23,
+// watcher_connid.t); a stored append logs the combined item.
+TEST(WatchTest, AStoreLogsItsLookupBeforeItsStore) {
+  struct Case {
+    uint32_t kinds;
+    StoreMode mode;
+    StoreResult result;
+    std::vector<std::string> want;
+  };
+  StoreResult miss{.status = StoreStatus::kStored};
+  StoreResult hit{.status = StoreStatus::kNotStored, .found_live = true, .found_value_len = 4};
+  StoreResult appended{.status = StoreStatus::kStored, .stored_size = 6, .found_live = true,
+                       .found_value_len = 4, .found_client_flags = 0};
+  StoreResult too_large{.status = StoreStatus::kTooLarge};
+  const Case cases[] = {
+      {kWatchFetchers | kWatchMutations, StoreMode::kSet, miss,
+       {"type=item_get key=k status=not_found clsid=0 cfd=7 size=0",
+        "type=item_store key=k status=stored cmd=set ttl=0 clsid=1 cfd=7 size=2"}},
+      {kWatchFetchers, StoreMode::kAdd, hit, {"type=item_get key=k status=found clsid=1 cfd=7 size=4"}},
+      {kWatchMutations, StoreMode::kAdd, hit,
+       {"type=item_store key=k status=not_stored cmd=add ttl=0 clsid=1 cfd=7 size=2"}},
+      {kWatchMutations, StoreMode::kAppend, appended,
+       {"type=item_store key=k status=stored cmd=append ttl=0 clsid=1 cfd=7 size=6"}},
+      {kWatchFetchers | kWatchMutations, StoreMode::kSet, too_large, {}},   // refused before the lookup
+  };
+  for (const Case& c : cases) {
+    RecordingLog log(c.kinds);
+    WatchContext ctx{.log = &log, .fd = 7};
+    ctx.Store(nullptr, "k", 2, 0, 0, c.mode, c.result);
+    EXPECT_EQ(log.lines, c.want) << static_cast<int>(c.mode);
+  }
 }
 
 TEST(WatchTest, LongLinesAreCutNotOverflowed) {
