@@ -341,6 +341,7 @@ void Connection::LogConnEvent(bool open) {
 
 void Connection::Close() {
   if (state() == ConnState::kDraining) close_reason_ = CloseReason::kShutdown;
+  if (transport_->protocol_error()) worker_->stats().ssl_proto_errors.Add();
   LogConnEvent(/*open=*/false);
   if (!closing()) MoveTo(ConnState::kClosing);
   worker_->CloseConnection(this);   // deletes this

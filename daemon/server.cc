@@ -145,6 +145,7 @@ Server::Server(const Options& options)
     : options_(options), started_unix_(clock_.UnixSeconds()) {
   SetLogVerbosity(options.verbosity);
   prefix_stats().Configure(options.protocol.prefix_delimiter, options.protocol.detail_enabled);
+  if (options.protocol.latest()) operators().slab_automove_window.store(10);   // 1.6.45's default
 }
 
 Server::~Server() {
