@@ -409,6 +409,7 @@ WorkerConfig Server::MakeWorkerConfig() {
   worker_config.tls = tls_.get();
   worker_config.handshake_timeout_s = p.tls.handshake_timeout_s;
   worker_config.auth = auth_.get();
+  worker_config.auth_latest = options_.protocol.latest();
   worker_config.sasl_pwdb = sasl_pwdb_.get();
   worker_config.watch_hub = &watch_hub_;
   if (!p.warm_peer.empty()) {
