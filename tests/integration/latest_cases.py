@@ -140,6 +140,12 @@ def cases():
                                       b"lru_crawler x 1\r\n", b"lru_crawler c 99\r\n", SYNC,
                                       b"lru_crawler m 99\r\n", SYNC, b"lru_crawler mg 99\r\n"],
         compat=True)
+    # A trailing noreply hides every reply of slabs, lru_crawler and shutdown, errors too.
+    add("compat_operator_noreply", [b"lru_crawler tocrawl 0 noreply\r\n",
+                                    b"lru_crawler sleep x noreply\r\n", b"lru_crawler x noreply\r\n",
+                                    b"lru_crawler noreply\r\n", b"slabs x noreply\r\n",
+                                    b"slabs reassign 1 1 noreply\r\n", b"shutdown noreply\r\n",
+                                    b"lru_crawler tocrawl 0\r\n"], compat=True)
     # (1.6.45 also logs the lookup inside a set as an item_get: fetchers are left out here.)
     add("compat_watch_prefix", [setcmd("a", "1")], watch=(b"watch m e\r\n", 1), compat=True,
         live=False)

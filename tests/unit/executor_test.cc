@@ -917,6 +917,12 @@ TEST_F(ExecutorTest, Compat1645TakesPrefixesOfOperatorWords) {
       {"lru_crawler s 2000000\r\n", "ERROR\r\n", "CLIENT_ERROR sleep must be one second or less\r\n"},
       {"lru_crawler t 0\r\n", "ERROR\r\n", "OK\r\n"},
       {"lru_crawler x\r\n", "ERROR\r\n", "ERROR\r\n"},
+      // and a trailing noreply of slabs, lru_crawler, shutdown hides every reply
+      {"lru_crawler x noreply\r\n", "ERROR\r\n", ""},
+      {"lru_crawler tocrawl 0 noreply\r\n", "ERROR\r\n", ""},
+      {"slabs x noreply\r\n", "ERROR\r\n", ""},
+      {"shutdown noreply\r\n", "ERROR: shutdown not enabled\r\n", ""},
+      {"slabs automove 3 noreply\r\n", "", ""},
   };
   for (Compat compat : {Compat::k1618, Compat::k1645}) {
     server_.settings.compat = compat;
