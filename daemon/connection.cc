@@ -219,7 +219,8 @@ bool Connection::ContinueStream(bool* more) {
 bool Connection::Authenticate() {
   const WorkerConfig& config = worker_->config();
   AuthOutcome outcome = ProcessAsciiAuth(input_.view(), *config.auth, &output_, &worker_->stats(),
-                                         config.max_output, config.reqs_per_event);
+                                         config.max_output, config.reqs_per_event,
+                                         config.auth_latest);
   input_.Drop(outcome.consumed);
   if (outcome.consumed > 0) last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);
   if (outcome.close) CloseAfterWrite();
@@ -375,6 +376,7 @@ void Connection::LogConnEvent(bool open) {
 
 void Connection::Close() {
   if (state() == ConnState::kDraining) close_reason_ = CloseReason::kShutdown;
+  if (transport_->protocol_error()) worker_->stats().ssl_proto_errors.Add();
   LogConnEvent(/*open=*/false);
   if (!closing()) MoveTo(ConnState::kClosing);
   worker_->CloseConnection(this);   // deletes this

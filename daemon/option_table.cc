@@ -643,6 +643,19 @@ constexpr OptionRow kSuboptions[] = {
        return p.Number(0u, 1u << 30, &p.settings.restore_max_age_s, "seconds, 0 = off");
      },
      .setting = {"restore_max_age", Unsigned<&P::restore_max_age_s>}},
+    // memcached's: herdless has no slab chunks, but shows the value (whose
+    // unit -o compat chooses, options.cc CheckSlabChunkMax).
+    {.name = "slab_chunk_max",
+     .apply = [](OptionParse& p) {
+       p.slab_chunk_max_given = true;
+       p.slab_chunk_max_has_value = p.has_value;
+       p.slab_chunk_max_value = std::string(p.value);
+       return p.NoteIgnored();
+     },
+     .setting = {"slab_chunk_max", [](const V& v, std::string_view n, W* w) {
+                   w->Add(n, uint64_t{v.settings.slab_chunk_max});
+                 }},
+     .ignored = true},
     {.name = "ssl_chain_cert", .help = "certificate chain file in PEM format",
      .apply = [](OptionParse& p) { return TlsText(p, &TlsSettings::chain_cert); },
      .setting = {"ssl_chain_cert", TextOr<kNullPrinted, &P::tls, &TlsSettings::chain_cert>},
@@ -748,7 +761,7 @@ constexpr std::string_view kIgnoredSuboptions[] = {
     "hash_algorithm", "lru_crawler_sleep",
     "lru_crawler_tocrawl", "lru_maintainer", "no_lru_maintainer", "hot_lru_pct",
     "warm_lru_pct", "hot_max_factor", "warm_max_factor", "temporary_ttl",
-    "watcher_logbuf_size", "worker_logbuf_size", "slab_sizes", "slab_chunk_max",
+    "watcher_logbuf_size", "worker_logbuf_size", "slab_sizes",
     "track_sizes", "no_inline_ascii_resp", "inline_ascii_resp", "modern",
     "no_chunked_items", "drop_privileges", "no_drop_privileges",
     "resp_obj_mem_limit", "read_buf_mem_limit",

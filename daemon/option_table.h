@@ -62,6 +62,9 @@ class OptionParse {
   bool udp_port_given = false;               // -U
   bool protocol_given = false;               // -B
   bool wait_timeout_given = false;           // -o wait_timeout_ms
+  bool slab_chunk_max_given = false;         // -o slab_chunk_max, with or without a value
+  bool slab_chunk_max_has_value = false;
+  std::string slab_chunk_max_value;
 
   bool Fail(std::string message);
   // The value as a whole decimal number in [min, max]: no sign, spaces or

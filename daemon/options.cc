@@ -276,6 +276,47 @@ bool CheckSizesAndPorts(OptionParse* p) {
   return true;
 }
 
+// -o slab_chunk_max, once -o compat is known wherever it stands: memcached
+// 1.6.18 reads bytes (and goes on without a value it cannot read), 1.6.45
+// kilobytes; then both check it against -I and the 1 MB page, in their words.
+// Without it, memcached's default: half a page (or of -I, below that).
+bool CheckSlabChunkMax(OptionParse* p) {
+  ProtocolSettings& s = p->settings;
+  constexpr int64_t kPage = 1 << 20;   // memcached's slab_page_size
+  const int64_t item_max = static_cast<int64_t>(s.item_size_max);
+  s.slab_chunk_max = static_cast<uint32_t>(item_max < kPage / 2 ? item_max / 2 : kPage / 2);
+  if (!p->slab_chunk_max_given) return true;
+  const std::string& text = p->slab_chunk_max_value;
+  char* end = nullptr;
+  errno = 0;
+  long long chunk = std::strtoll(text.c_str(), &end, 10);
+  const bool parsed = !text.empty() && errno == 0 && (*end == '\0' || *end == ' ');
+  if (s.latest()) {
+    if (!p->slab_chunk_max_has_value) return p->Fail("Missing slab_chunk_max argument");
+    if (!parsed) return p->Fail("could not parse argument to slab_chunk_max");
+    if (chunk <= 0) return p->Fail("slab_chunk_max must be >= 0");
+    if (chunk > 1024) return p->Fail("slab_chunk_max must be specified in kilobytes.");
+    chunk *= 1024;
+  } else if (!parsed || chunk <= 0) {
+    return true;
+  }
+  const std::string bytes = std::to_string(chunk), items = std::to_string(item_max);
+  if (chunk > item_max) {
+    return p->Fail("slab_chunk_max (bytes: " + bytes + ") cannot be larger than -I (item_size_max " +
+                   items + ")");
+  }
+  if (item_max % chunk != 0) {
+    return p->Fail("-I (item_size_max: " + items + ") must be evenly divisible by slab_chunk_max (bytes: " +
+                   bytes + ")");
+  }
+  if (kPage % chunk != 0) {
+    return p->Fail("slab_chunk_max (bytes: " + bytes + ") must divide evenly into " +
+                   std::to_string(kPage) + " (slab_page_size)");
+  }
+  s.slab_chunk_max = static_cast<uint32_t>(chunk);
+  return true;
+}
+
 bool CheckAuthentication(OptionParse* p) {
   ProtocolSettings& s = p->settings;
   if (s.sasl_enabled) {
@@ -438,8 +479,9 @@ bool ParseOptions(int argc, char** argv, Options* options, std::string* error) {
   // -h and -V stop the parse: the rest of the command line is not checked.
   const bool ok = ApplyArguments(argc, argv, &parse) &&
                   (options->action != Options::Action::kRun ||
-                   (CheckSizesAndPorts(&parse) && CheckAuthentication(&parse) &&
-                    CheckExtstoreOptions(&parse) && RefuseUnbuiltFlashTier(&parse) &&
+                   (CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) &&
+                    CheckAuthentication(&parse) && CheckExtstoreOptions(&parse) &&
+                    RefuseUnbuiltFlashTier(&parse) &&
                     CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse)));
   *error = parse.error;
   return ok;
@@ -453,7 +495,9 @@ std::string UsageText() {
   for (const OptionRow& row : FlagRows()) {
     if (!row.ignored) AddHelp(row, defaults, &s);
   }
-  for (const OptionRow& row : SuboptionRows()) AddHelp(row, defaults, &s);
+  for (const OptionRow& row : SuboptionRows()) {
+    if (!row.ignored) AddHelp(row, defaults, &s);
+  }
   s += "   memcached's tuning options (hashpower, slab_*, lru_*, modern, ...) are accepted\n"
        "   and ignored.\n"
        "Environment: MEMCACHED_PORT_FILENAME=<file>: once listening, write the TCP and UDP\n"

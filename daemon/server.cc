@@ -149,6 +149,7 @@ Server::Server(const Options& options)
   // -o slab_automove_freeratio, which `slabs automove freeratio` changes later.
   operators().slab_automove_freeratio.store(options.protocol.ext.slab_automove_freeratio);
   operators().lru_crawler.store(options.protocol.lru_crawler_at_start, std::memory_order_relaxed);
+  if (options.protocol.latest()) operators().slab_automove_window.store(10);   // 1.6.45's default
 }
 
 Server::~Server() {
@@ -428,6 +429,7 @@ WorkerConfig Server::MakeWorkerConfig() {
   worker_config.tls = tls_.get();
   worker_config.handshake_timeout_s = p.tls.handshake_timeout_s;
   worker_config.auth = auth_.get();
+  worker_config.auth_latest = options_.protocol.latest();
   worker_config.sasl_pwdb = sasl_pwdb_.get();
   worker_config.watch_hub = &watch_hub_;
   if (p.warm_enabled()) {

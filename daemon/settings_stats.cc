@@ -26,6 +26,7 @@ constexpr SettingLine Fixed(const char* name, const char* value) {
 // blocks where it prints them), then herdless's own settings in
 // the order they were added. An option's setting that is not listed follows
 // them, in the option table's order: a new option needs no entry here.
+// Under -o compat=1.6.45, 1.6.45's: num_napi_ids as a number, client_flags_size.
 constexpr SettingLine kSettings[] = {
     Option("maxbytes"), Option("maxconns"), Option("tcpport"), Option("udpport"),
     Option("inter"), Option("verbosity"), Fixed("oldest", "0"), Option("evictions"),
@@ -53,8 +54,7 @@ constexpr SettingLine kSettings[] = {
      [](const V& v, std::string_view n, W* w) {
        w->Add(n, uint64_t{v.operators.slab_automove_window.load(std::memory_order_relaxed)});
      }},
-    {"slab_chunk_max",   // memcached's default: half the largest item
-     [](const V& v, std::string_view n, W* w) { w->Add(n, v.settings.item_size_max / 2); }},
+    Option("slab_chunk_max"),
     {"lru_crawler",
      [](const V& v, std::string_view n, W* w) {
        w->AddBool(n, v.operators.lru_crawler.load(std::memory_order_relaxed));
@@ -87,7 +87,13 @@ constexpr SettingLine kSettings[] = {
     Option("ssl_enabled"), Option("ssl_chain_cert"), Option("ssl_key"), Option("ssl_verify_mode"),
     Option("ssl_keyformat"), Option("ssl_ciphers"), Option("ssl_ca_cert"), Option("ssl_wbuf_size"),
     Option("ssl_session_cache"), Option("ssl_kernel_tls"), Option("ssl_min_version"),
-    Fixed("num_napi_ids", "(null)"), Option("memory_file"),
+    {"num_napi_ids",   // 1.6.18 prints the number with %s
+     [](const V& v, std::string_view n, W* w) { w->Add(n, v.settings.latest() ? "0" : "(null)"); }},
+    Option("memory_file"),
+    {"client_flags_size",   // 1.6.45: bytes of client flags an item keeps
+     [](const V& v, std::string_view n, W* w) {
+       if (v.settings.latest()) w->Add(n, uint64_t{4});
+     }},
     // herdless
     Option("lease_timeout"), Option("xfetch_delta_ms"), Option("xfetch_beta"),
     Option("stale_grace"), Option("classic_stampede"), Option("wait_timeout_ms"),

@@ -196,6 +196,7 @@ TlsSession::Status TlsSession::Classify(int ret) {
       }
       return saved_errno == 0 ? Status::kClosed : Status::kError;
     default:
+      protocol_error_ |= err == SSL_ERROR_SSL && established_;
       return Status::kError;
   }
 }

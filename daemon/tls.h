@@ -89,6 +89,8 @@ class TlsSession {
   // Server side of the handshake; kOk once established.
   Status Handshake();
   bool established() const { return established_; }
+  // OpenSSL reported a protocol error (SSL_ERROR_SSL) on the established session.
+  bool protocol_error() const { return protocol_error_; }
 
   // Up to `len` decrypted bytes into `buf`: >0 bytes read, or 0 with *status.
   size_t Read(char* buf, size_t len, Status* status);
@@ -106,6 +108,7 @@ class TlsSession {
   SSL* const ssl_;
   const uint32_t write_buffer_size_;
   bool established_ = false;
+  bool protocol_error_ = false;
 };
 
 }  // namespace herdless

@@ -26,6 +26,7 @@ class TlsTransport final : public SocketTransport {
   Io Write(ReplyBuffer* out, size_t* n) override;
   void Want(bool read, bool write) override;
   bool handshaking() const override { return !session_->established(); }
+  bool protocol_error() const override { return session_->protocol_error(); }
 
  private:
   void OnSocketReadable() override;

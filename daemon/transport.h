@@ -70,6 +70,9 @@ class Transport {
   virtual void DiscardUnread() = 0;
   // True while a handshake is under way (nothing is read or written yet).
   virtual bool handshaking() const { return false; }
+  // True once the peer broke the TLS protocol after the handshake (memcached
+  // 1.6.45's ssl_proto_errors).
+  virtual bool protocol_error() const { return false; }
   // The socket (it names the connection in logs and `stats conns`).
   virtual int fd() const = 0;
 };

@@ -59,6 +59,7 @@ struct WorkerConfig {
   TlsContext* tls = nullptr;      // -Z: sessions for connections from TLS listeners
   int handshake_timeout_s = 10;   // close a TLS handshake unfinished after this
   const AuthFile* auth = nullptr; // -Y: connections must authenticate first
+  bool auth_latest = false;       // -o compat=1.6.45: 1.6.45's answers in the -Y exchange
   const AuthFile* sasl_pwdb = nullptr;  // -S: binary connections must pass SASL first
   WatchHub* watch_hub = nullptr;  // `watch`: where watchers attach (nullptr: refused)
   std::vector<PeerAddress> warm_peers;   // -o warm_peer: empty = no warm-up

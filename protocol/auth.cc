@@ -139,7 +139,7 @@ namespace {
 
 // One request of the exchange at the front of `rest`, answered.
 StepResult AnswerAuthRequest(std::string_view rest, const AuthFile& auth, ReplyBuffer* out,
-                             ThreadStats* stats, AuthOutcome* outcome) {
+                             ThreadStats* stats, bool latest, AuthOutcome* outcome) {
   const size_t newline = rest.find('\n');
   if (newline == std::string_view::npos) {
     if (rest.size() > kMaxAuthLine) outcome->close = true;   // junk: hang up, as memcached
@@ -154,7 +154,12 @@ StepResult AnswerAuthRequest(std::string_view rest, const AuthFile& auth, ReplyB
     out->Append("CLIENT_ERROR unauthenticated\r\n");
     return {newline + 1, true};
   }
-  if (length > kMaxAuthPayload) {
+  constexpr uint64_t kLatestMaxAuthPayload = 16384;   // 1.6.45's MAX_AUTH_REQ_LEN
+  if (latest && length > kLatestMaxAuthPayload) {
+    out->Append("CLIENT_ERROR auth token too long\r\n");
+    return {newline + 1, true};
+  }
+  if (length > (latest ? kLatestMaxAuthPayload : kMaxAuthPayload)) {
     // memcached would buffer the whole block first; no credential is this long.
     stats->auth_cmds.Add();
     stats->auth_errors.Add();
@@ -191,11 +196,11 @@ StepResult AnswerAuthRequest(std::string_view rest, const AuthFile& auth, ReplyB
 // A pass cut short by -R counts no conn_yields here (as before the loop was
 // shared): only commands count them.
 AuthOutcome ProcessAsciiAuth(std::string_view input, const AuthFile& auth, ReplyBuffer* out,
-                             ThreadStats* stats, size_t max_output, int max_requests) {
+                             ThreadStats* stats, size_t max_output, int max_requests, bool latest) {
   AuthOutcome outcome;
   RunRequests(input, *out, {max_output, max_requests}, /*yields=*/nullptr, &outcome.consumed,
               [&](std::string_view rest) {
-                return AnswerAuthRequest(rest, auth, out, stats, &outcome);
+                return AnswerAuthRequest(rest, auth, out, stats, latest, &outcome);
               });
   return outcome;
 }

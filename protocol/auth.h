@@ -82,9 +82,13 @@ bool ParseSaslPlain(std::string_view message, std::string_view* user, std::strin
 // and nothing else happens. Runs request_loop.h's loop: stops after a
 // success (the rest is commands), at an incomplete request, after
 // `max_requests` lines, or once `out` holds more than `max_output` bytes.
-// Counts auth_cmds and auth_errors.
+// Counts auth_cmds and auth_errors. A block over kMaxAuthPayload is refused
+// and the connection closed; with `latest` (-o compat=1.6.45) one over
+// 1.6.45's 16384 bytes is `CLIENT_ERROR auth token too long` and the
+// exchange goes on.
 AuthOutcome ProcessAsciiAuth(std::string_view input, const AuthFile& auth, ReplyBuffer* out,
-                             ThreadStats* stats, size_t max_output, int max_requests);
+                             ThreadStats* stats, size_t max_output, int max_requests,
+                             bool latest = false);
 
 }  // namespace herdless
 

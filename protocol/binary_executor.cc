@@ -73,7 +73,9 @@ bool StartsWith(std::string_view s, std::string_view prefix) {
 BinaryExecutor::BinaryExecutor(ItemStore* store, ServerInfo* server, ThreadStats* stats,
                                const AuthFile* sasl_pwdb)
     : store_(store), server_(server), watch_{server->watch_log()}, stats_(stats),
-      limits_(ItemStoreLimits(store)), sasl_pwdb_(sasl_pwdb) {}
+      limits_(ItemStoreLimits(store)), sasl_pwdb_(sasl_pwdb) {
+  limits_.latest = server->Settings().latest();
+}
 
 ProcessOutcome BinaryExecutor::Process(std::string_view input, ReplyBuffer* out,
                                        size_t max_output, int max_requests,
@@ -440,7 +442,11 @@ void BinaryExecutor::Stat(const BinaryRequest& req, ReplyBuffer* out) {
     WriteStatsGroup(store_, server_, "settings", &w);
   } else if (StartsWith(group, "detail")) {
     // memcached's process_bin_stat: the dump is one "detailed" stat holding
-    // the text protocol's lines and END.
+    // the text protocol's lines and END. 1.6.45 refuses it with -X.
+    if (server_->Settings().latest() && !server_->Settings().dump_enabled) {
+      Error(out, req, kKeyNotFound);
+      return;
+    }
     const std::string_view mode = group.substr(6);
     PrefixStats& prefixes = server_->prefix_stats();
     if (StartsWith(mode, " dump")) {

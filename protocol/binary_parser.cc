@@ -152,6 +152,8 @@ BinaryParseResult ParseBinaryRequest(const char* buf, size_t len, const ParserLi
   if (r.keylen > r.bodylen || uint32_t{r.keylen} + r.extlen > r.bodylen) {
     return Error(kUnknownCommand, /*close=*/true, head, r);
   }
+  // 1.6.45 refuses a body over its largest item size (1 GB) and closes.
+  if (limits.latest && r.bodylen > (1u << 30)) return Error(kInvalidArguments, /*close=*/true, head, r);
   if (r.keylen > kMaxKeyLength) return Error(kInvalidArguments, /*close=*/true, head, r);
   r.command = FoldQuiet(r.opcode, &r.quiet);
   const Shape shape = ShapeOf(r.command, r.extlen, r.keylen, r.bodylen);

@@ -65,6 +65,15 @@ class WordIterator {
   std::string_view rest_;
 };
 
+// An operator command's word (`stats settings`, `slabs automove ratio`,
+// `watch fetchers`): memcached 1.6.18 takes the word alone; 1.6.45's parser
+// (-o compat=1.6.45) takes any prefix of it, as its strncmp over the given
+// word's length does (`stats s` is `stats settings`).
+inline bool WordMatches(std::string_view given, std::string_view word, bool prefix) {
+  if (!prefix) return given == word;
+  return !given.empty() && given.size() <= word.size() && word.substr(0, given.size()) == given;
+}
+
 // What parsing one command line decided; the data block, if any, follows.
 struct LineVerdict {
   enum Kind : uint8_t { kRequest, kError, kClose };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -47,6 +48,16 @@ struct Words {
   }
 };
 
+// The word of `words` that `given` names: itself, or with `prefix` (1.6.45)
+// the first word it is a prefix of.
+std::string_view NamedWord(std::string_view given, std::span<const std::string_view> words,
+                           bool prefix) {
+  for (std::string_view word : words) {
+    if (WordMatches(given, word, prefix)) return word;
+  }
+  return given;
+}
+
 // First space-separated word of `args` and what follows it.
 std::string_view FirstWord(std::string_view args, std::string_view* rest) {
   WordIterator words(args);
@@ -58,14 +69,20 @@ std::string_view FirstWord(std::string_view args, std::string_view* rest) {
 }
 
 // stats detail on|off|dump (process_stats_detail); extra words are ignored.
+// 1.6.45 refuses it with -X, as it refuses cachedump.
 void StatsDetail(ServerInfo* server, std::string_view args, ReplyBuffer* out) {
+  const bool latest = server->Settings().latest();
+  if (latest && !server->Settings().dump_enabled) {
+    out->Append("CLIENT_ERROR stats detail not allowed\r\n");
+    return;
+  }
   std::string_view ignored;
   const std::string_view mode = FirstWord(args, &ignored);
   PrefixStats& prefixes = server->prefix_stats();
-  if (mode == "on" || mode == "off") {
-    prefixes.set_enabled(mode == "on");
+  if (WordMatches(mode, "on", latest) || WordMatches(mode, "off", latest)) {
+    prefixes.set_enabled(WordMatches(mode, "on", latest));
     out->Append("OK\r\n");
-  } else if (mode == "dump") {
+  } else if (WordMatches(mode, "dump", latest)) {
     out->Append(prefixes.Dump());
   } else {
     out->Append("CLIENT_ERROR usage: stats detail on|off|dump\r\n");
@@ -142,13 +159,20 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
   const Words w(req.args);
   OperatorSettings& ops = server->operators();
   const bool enabled = ops.lru_crawler.load(std::memory_order_relaxed);
-  if (w.count == 2 && (w.word[0] == "crawl" || w.word[0] == "metadump" || w.word[0] == "mgdump")) {
+  constexpr std::string_view kWithArgument[] = {"crawl", "metadump", "mgdump", "tocrawl", "sleep"};
+  constexpr std::string_view kAlone[] = {"enable", "disable"};
+  // The subcommand (1.6.45 takes a prefix of it, the first in its order).
+  const bool latest = server->Settings().latest();
+  std::string_view sub;
+  if (w.count == 2) sub = NamedWord(w.word[0], kWithArgument, latest);
+  if (w.count == 1) sub = NamedWord(w.word[0], kAlone, latest);
+  if (w.count == 2 && (sub == "crawl" || sub == "metadump" || sub == "mgdump")) {
     if (!enabled) {
       out->Append("CLIENT_ERROR lru crawler disabled\r\n");
       return;
     }
-    if (w.word[0] != "crawl") {
-      LruCrawlerDump(server, w.word[0], w.word[1], pipelined, datagram, out, outcome);
+    if (sub != "crawl") {
+      LruCrawlerDump(server, sub, w.word[1], pipelined, datagram, out, outcome);
       return;
     }
     uint64_t classes = 0;
@@ -164,13 +188,13 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
     out->Append("ERROR an unknown error happened\r\n");
     return;
   }
-  if (w.count == 2 && (w.word[0] == "tocrawl" || w.word[0] == "sleep")) {
+  if (w.count == 2 && (sub == "tocrawl" || sub == "sleep")) {
     uint32_t n;
     if (!ParseUint32(w.word[1], &n)) {
       out->Append("CLIENT_ERROR bad command line format\r\n");
       return;
     }
-    if (w.word[0] == "tocrawl") {
+    if (sub == "tocrawl") {
       ops.lru_crawler_tocrawl.store(n, std::memory_order_relaxed);
     } else if (n > 1000000) {
       out->Append("CLIENT_ERROR sleep must be one second or less\r\n");
@@ -181,9 +205,9 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
     out->Append("OK\r\n");
     return;
   }
-  if (w.count == 1 && (w.word[0] == "enable" || w.word[0] == "disable")) {
+  if (w.count == 1 && (sub == "enable" || sub == "disable")) {
     // memcached fails to start a running crawler thread; stopping a stopped one is OK.
-    const bool on = w.word[0] == "enable";
+    const bool on = sub == "enable";
     if (ops.lru_crawler.exchange(on, std::memory_order_relaxed) && on) {
       out->Append("ERROR failed to start lru crawler thread\r\n");
     } else {
@@ -204,11 +228,13 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
 void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   const Words w(req.args);
   OperatorSettings& ops = server->operators();
+  const bool prefix = server->Settings().latest();   // 1.6.45 takes a prefix of each word
+  auto is = [&](int i, std::string_view word) { return WordMatches(w.word[i], word, prefix); };
   const bool noreply = w.count > 0 && w.count <= Words::kMax && w.word[w.count - 1] == "noreply";
   auto reply = [&](std::string_view line) {
     if (!noreply) out->Append(line);
   };
-  if (w.count == 3 && w.word[0] == "reassign") {
+  if (w.count == 3 && is(0, "reassign")) {
     int32_t src, dst;
     if (!ParseInt32(w.word[1], &src) || !ParseInt32(w.word[2], &dst)) {
       out->Append("CLIENT_ERROR bad command line format\r\n");
@@ -221,16 +247,16 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
     }
     return;
   }
-  if (w.count >= 2 && w.count <= Words::kMax && w.word[0] == "automove") {
-    if (w.word[1] == "ratio" || w.word[1] == "freeratio") {
+  if (w.count >= 2 && w.count <= Words::kMax && is(0, "automove")) {
+    if (is(1, "ratio") || is(1, "freeratio")) {
       double ratio;
       if (w.count < 3 || !ParseDouble(w.word[2], &ratio)) {
         reply("ERROR\r\n");
         return;
       }
-      (w.word[1] == "ratio" ? ops.slab_automove_ratio : ops.slab_automove_freeratio)
+      (is(1, "ratio") ? ops.slab_automove_ratio : ops.slab_automove_freeratio)
           .store(ratio, std::memory_order_relaxed);
-    } else if (w.word[1] == "window") {   // 1.6.20+
+    } else if (is(1, "window")) {   // 1.6.20+
       uint32_t window;
       if (w.count < 3 || !ParseUint32(w.word[2], &window)) {
         reply("CLIENT_ERROR bad command line format\r\n");
@@ -330,7 +356,7 @@ void WatchCommand(ServerInfo* server, const Request& req, bool pipelined, bool d
     return;
   }
   uint32_t kinds;
-  if (!ParseWatchKinds(req.args, &kinds)) {
+  if (!ParseWatchKinds(req.args, &kinds, server->Settings().latest())) {
     out->Append("ERROR\r\n");
     return;
   }
@@ -346,7 +372,11 @@ void WatchCommand(ServerInfo* server, const Request& req, bool pipelined, bool d
 // stats_groups.h's groups; any other word is ERROR.
 void StatsCommand(ItemStore* store, ServerInfo* server, const Request& req, ReplyBuffer* out) {
   std::string_view rest;
-  const std::string_view sub = FirstWord(req.args, &rest);
+  std::string_view sub = FirstWord(req.args, &rest);
+  // 1.6.45 takes a prefix of its own subcommands (`stats s` is settings),
+  // not of the engine's groups (items, slabs, sizes).
+  constexpr std::string_view kSubcommands[] = {"reset", "detail", "settings", "cachedump", "conns"};
+  sub = NamedWord(sub, kSubcommands, server->Settings().latest());
   StatWriter w(out);
   if (sub == "reset") {
     ResetStats(store, server);

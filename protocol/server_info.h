@@ -70,6 +70,9 @@ struct ProtocolSettings {
   bool exact_threads = false;      // -o exact_threads: run -t workers even beyond
                                    // the CPUs the process may use
   uint64_t item_size_max = 1u << 20;
+  // -o slab_chunk_max, in bytes (given in bytes under compat=1.6.18, in
+  // kilobytes under 1.6.45): shown only, herdless has no slab chunks.
+  uint32_t slab_chunk_max = 512u << 10;
   int reqs_per_event = 20;         // -R
   bool shutdown_enabled = false;   // -A
   bool flush_enabled = true;       // -F disables flush_all
@@ -132,6 +135,7 @@ struct OperatorSettings {
   std::atomic<uint32_t> slab_automove{1};       // 0 = off, 1 and 2 = on
   std::atomic<double> slab_automove_ratio{0.8};
   // slabs automove window|freeratio (memcached 1.6.20+): kept and shown only.
+  // The window starts at 10 under -o compat=1.6.45 (the daemon sets it).
   std::atomic<uint32_t> slab_automove_window{30};
   std::atomic<double> slab_automove_freeratio{0.01};
 };

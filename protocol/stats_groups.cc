@@ -72,11 +72,19 @@ void MaintenanceStats(const StoreStats& ss, ServerInfo* server, const ServerSnap
   w->Add("hash_power_level", uint64_t(HashPowerLevel(ss.hash_buckets)));
   w->Add("hash_bytes", ss.hash_bytes);
   w->Add("hash_is_expanding", uint64_t{0});
-  // No slab rebalancer or LRU maintainer thread: memcached's names, zero.
-  // A segment back in the free pool is a page any class takes: slabs_moved.
-  Zeros(w, {"slab_reassign_rescues", "slab_reassign_chunk_rescues",
-            "slab_reassign_evictions_nomem", "slab_reassign_inline_reclaim",
-            "slab_reassign_busy_items", "slab_reassign_busy_deletes", "slab_reassign_running"});
+  // No slab rebalancer or LRU maintainer thread: memcached's names, zero
+  // (1.6.45's set under -o compat=1.6.45: evictions_nomem went, busy_nomem
+  // and the last busy status came). A segment back in the free pool is a
+  // page any class takes: slabs_moved.
+  Zeros(w, {"slab_reassign_rescues", "slab_reassign_chunk_rescues"});
+  if (!server->Settings().latest()) Zeros(w, {"slab_reassign_evictions_nomem"});
+  Zeros(w, {"slab_reassign_inline_reclaim", "slab_reassign_busy_items",
+            "slab_reassign_busy_deletes"});
+  if (server->Settings().latest()) {
+    Zeros(w, {"slab_reassign_busy_nomem"});
+    w->Add("slab_reassign_last_busy_status", "none");
+  }
+  Zeros(w, {"slab_reassign_running"});
   w->Add("slabs_moved", ss.segments_recycled);
   w->Add("lru_crawler_running", uint64_t{server->CrawlRunning() ? 1u : 0u});
   w->Add("lru_crawler_starts", server->CrawlStarts());
@@ -149,6 +157,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   if (settings.tls.enabled) {
     if (settings.tls.session_cache) w->Add("ssl_new_sessions", snap.ssl_new_sessions);
     w->Add("ssl_handshake_errors", t.ssl_handshake_errors);
+    if (settings.latest()) w->Add("ssl_proto_errors", t.ssl_proto_errors);   // 1.6.45
     w->AddSigned("time_since_server_cert_refresh", snap.time - snap.ssl_cert_refresh_time);
   }
   Zeros(w, {"unexpected_napi_ids", "round_robin_fallback"});

@@ -369,6 +369,40 @@ void Version(const ProtocolSettings& settings, ReplyBuffer* out) {
   out->Append("\r\n");
 }
 
+// -o compat=1.6.45: its parser takes a trailing noreply off a command it has
+// no grammar for (slabs, lru_crawler, shutdown) and then hides every reply,
+// errors too; what the command does still happens, but a dump streams nothing.
+bool TakeHiddenNoreply(const ProtocolSettings& settings, Request* req) {
+  constexpr std::string_view kNoreply = "noreply";
+  std::string_view args = req->args;
+  while (!args.empty() && args.back() == ' ') args.remove_suffix(1);
+  if (!settings.latest() || args.size() < kNoreply.size() ||
+      args.substr(args.size() - kNoreply.size()) != kNoreply ||
+      (args.size() > kNoreply.size() && args[args.size() - kNoreply.size() - 1] != ' ')) {
+    return false;
+  }
+  req->args = args.substr(0, args.size() - kNoreply.size());
+  return true;
+}
+
+void OperatorCommand(const TextContext& c, const Request& req, bool pipelined, ReplyBuffer* out,
+                     ProcessOutcome* outcome) {
+  Request bare = req;
+  ReplyBuffer hidden;
+  ProcessOutcome no_stream;
+  if (TakeHiddenNoreply(c.server->Settings(), &bare)) {
+    out = &hidden;
+    if (req.command == Command::kLruCrawler) outcome = &no_stream;
+  }
+  if (req.command == Command::kShutdown) {
+    Shutdown(c.server, bare, out, outcome);
+  } else if (req.command == Command::kLruCrawler) {
+    LruCrawlerCommand(c.server, bare, pipelined, c.datagram, out, outcome);
+  } else {
+    SlabsCommand(c.server, bare, out);
+  }
+}
+
 }  // namespace
 
 void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* out,
@@ -417,19 +451,15 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       outcome->close_normal = true;
       return;
     case Command::kShutdown:
-      Shutdown(c.server, req, out, outcome);
+    case Command::kLruCrawler:
+    case Command::kSlabs:
+      OperatorCommand(c, req, pipelined, out, outcome);
       return;
     case Command::kCacheMemlimit:
       CacheMemlimit(c.store, req, out);
       return;
     case Command::kRefreshCerts:
       RefreshCerts(c.server, req, out);
-      return;
-    case Command::kLruCrawler:
-      LruCrawlerCommand(c.server, req, pipelined, c.datagram, out, outcome);
-      return;
-    case Command::kSlabs:
-      SlabsCommand(c.server, req, out);
       return;
     case Command::kWatch:
       WatchCommand(c.server, req, pipelined, c.datagram, out, outcome);

@@ -33,7 +33,7 @@ class Counter {
 // The connection counters: each where memcached prints it, some only with
 // a setting on (idle_kicks with -o idle_timeout, ssl_* with -Z).
 #define HERDLESS_CONNECTION_STATS(X) \
-  X(ssl_handshake_errors) X(bytes_read) X(bytes_written) X(conn_yields) X(idle_kicks)
+  X(ssl_handshake_errors) X(ssl_proto_errors) X(bytes_read) X(bytes_written) X(conn_yields) X(idle_kicks)
 // Classic wait mode's parked readers: one run, after the lease counters.
 #define HERDLESS_WAIT_STATS(X) X(waits_parked) X(waits_woken) X(waits_timed_out)
 // Warm-up from a peer (-o warm_peer): one run, after the wait counters, shown

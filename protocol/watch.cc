@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "protocol/key.h"
+#include "protocol/meta_parser.h"
 #include "protocol/numbers.h"
 
 namespace herdless {
@@ -35,7 +36,7 @@ constexpr const char* kLeaseReason[] = {"miss", "stale", "xfetch", "recache", "t
 
 }  // namespace
 
-bool ParseWatchKinds(std::string_view args, uint32_t* kinds) {
+bool ParseWatchKinds(std::string_view args, uint32_t* kinds, bool prefix) {
   uint32_t set = 0;
   bool any = false;
   while (!args.empty()) {
@@ -46,7 +47,7 @@ bool ParseWatchKinds(std::string_view args, uint32_t* kinds) {
     any = true;
     bool known = false;
     for (const KindName& k : kKindNames) {
-      if (word == k.name) {
+      if (WordMatches(word, k.name, prefix)) {
         set |= k.kind;
         known = true;
         break;

@@ -40,8 +40,10 @@ enum WatchKind : uint32_t {
 };
 
 // `watch [kind ...]`: the words after "watch". No word = fetchers, as
-// memcached. False for a word that names no kind (memcached's ERROR).
-bool ParseWatchKinds(std::string_view args, uint32_t* kinds);
+// memcached. False for a word that names no kind (memcached's ERROR). With
+// `prefix` (-o compat=1.6.45) a word may be the start of a kind's name, the
+// first in memcached's order winning (`watch s` is sysevents).
+bool ParseWatchKinds(std::string_view args, uint32_t* kinds, bool prefix = false);
 
 // The log the protocol writes to. Wants() is one relaxed load: callers check
 // it before building a line, so nothing is formatted while nobody watches.

@@ -29,7 +29,7 @@ def main():
     servers = {}
     records = []
     try:
-        for case in latest_cases.cases():
+        for case in latest_cases.all_cases():
             if case.args not in servers:
                 servers[case.args] = harness.start_memcached(case.args)
             server = servers[case.args]

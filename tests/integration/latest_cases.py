@@ -5,17 +5,26 @@ A case is test_compare's Case (steps on one or more connections, replies collect
 plus, optionally, a stream read after the steps: `dump` (a request such as `lru_crawler mgdump
 all`, read up to its end line; the listed lines are sorted, as their order is the hash table's)
 or `watch` (the kinds a watcher connection asks for before the steps, and how many log lines
-the steps make it print). Log lines' `ts=` and `gid=` are masked, as CAS values and TTLs are
+the steps make it print). Log lines' `ts=`, `gid=` and `cfd=` are masked, as CAS values and TTLs are
 (test_compare.TextTranscript).
 
 same_in_1618: Debian's memcached 1.6.18 answers the case the same way, so the test also compares
-it live. compat: herdless gives 1.6.45's answer only under `-o compat=1.6.45`.
+it live. compat: herdless gives 1.6.45's answer only under `-o compat=1.6.45`; its default answer
+is compared live with 1.6.18's unless live=False (a stream 1.6.18 refuses, or a difference the
+docs/protocol.md table lists for both settings).
+
+A ShapeCase records what `stats` and `stats settings` print, over text or binary: the names in
+order and the values that neither vary from run to run nor differ by design (SHAPE_MASKED). Its
+replay drops the names herdless has and memcached lacks (herdless's own settings and counters)
+and memcached's extstore block (herdless has no extstore); every other name must be there, in
+1.6.45's order. A BinaryCase sends binary packets and records the replies field by field.
 """
 
 import re
 
 import harness
 import test_compare as tc
+from binproto import OP, OPNAME, BinConn, packet, parse, set_extras
 from test_compare import SYNC, Case, setcmd
 
 COMPAT_ARGS = ("-o", "compat=1.6.45")
@@ -23,10 +32,11 @@ COMPAT_ARGS = ("-o", "compat=1.6.45")
 
 class LatestCase(Case):
     def __init__(self, name, steps, args=(), same_in_1618=False, compat=False, dump=None,
-                 watch=None):
+                 watch=None, live=True):
         super().__init__(name, steps, args=args)
         self.same_in_1618 = same_in_1618
         self.compat = compat
+        self.live = live and (same_in_1618 or compat)
         self.dump = dump     # (request, end line)
         self.watch = watch   # (watch request, number of lines the steps log)
 
@@ -114,7 +124,160 @@ def cases():
                                  b"mg a v\r\n", b"ma n N0 MIX\r\n"], compat=True)
     add("watch_kinds", [b"watch bogus\r\n"], same_in_1618=True)
     add("watch_after_mn", [], dump=(b"mn\r\nwatch fetchers\r\n", b"OK\r\n"), same_in_1618=True)
+    # 1.6.45's parser takes a prefix of an operator command's words.
+    add("compat_stats_prefix", [b"stats r\r\n", b"stats det on\r\n", b"stats detail d\r\n",
+                                b"stats detail of\r\n", b"stats detail x\r\n",
+                                b"stats c 1 1\r\n", b"stats c\r\n", b"stats sizes\r\n",
+                                b"stats siz\r\n", b"stats sl\r\n", b"stats settingsx\r\n",
+                                b"stats resetx\r\n"], compat=True)
+    add("compat_slabs_prefix", [b"slabs a 0\r\n", b"slabs auto 1\r\n",
+                                b"slabs automove r 0.7\r\n", b"slabs automove f 0.02\r\n",
+                                b"slabs automove w 20\r\n", b"slabs automove wi\r\n",
+                                b"slabs re 1 1\r\n", b"slabs re 99 1\r\n", b"slabs automovex 1\r\n",
+                                b"slabs automove ratio 0.8\r\n"], compat=True)
+    add("compat_lru_crawler_prefix", [b"lru_crawler t 0\r\n", b"lru_crawler s 100\r\n",
+                                      b"lru_crawler sl 2000000\r\n", b"lru_crawler e\r\n",
+                                      b"lru_crawler x 1\r\n", b"lru_crawler c 99\r\n", SYNC,
+                                      b"lru_crawler m 99\r\n", SYNC, b"lru_crawler mg 99\r\n"],
+        compat=True)
+    # A trailing noreply hides every reply of slabs, lru_crawler and shutdown, errors too.
+    add("compat_operator_noreply", [b"lru_crawler tocrawl 0 noreply\r\n",
+                                    b"lru_crawler sleep x noreply\r\n", b"lru_crawler x noreply\r\n",
+                                    b"lru_crawler noreply\r\n", b"slabs x noreply\r\n",
+                                    b"slabs reassign 1 1 noreply\r\n", b"shutdown noreply\r\n",
+                                    b"lru_crawler tocrawl 0\r\n"], compat=True)
+    # (1.6.45 also logs the lookup inside a set as an item_get: fetchers are left out here.)
+    add("compat_watch_prefix", [setcmd("a", "1")], watch=(b"watch m e\r\n", 1), compat=True,
+        live=False)
+    add("compat_stats_detail_disabled", [b"stats detail on\r\n", b"stats detail dump\r\n"],
+        args=("-X",), compat=True)
     return c
+
+
+# Values a shape case masks: they vary from run to run, or differ by design (herdless's hash, its
+# LRU, its threads and memory; docs/operations.md). `stats` keeps only STATS_VALUES.
+SHAPE_MASKED = {"tcpport", "hash_algorithm", "lru_maintainer_thread", "lru_segmented"}
+STATS_VALUES = {"version", "pointer_size", "slab_reassign_last_busy_status"}
+
+
+class ShapeCase:
+    """`stats <group>` over text (request: bytes) or binary (group: the STAT key)."""
+
+    def __init__(self, name, group, binary=False, args=(), before=(), values=STATS_VALUES):
+        self.name, self.group, self.binary, self.args = name, group, binary, tuple(args)
+        self.before, self.values = before, values   # requests sent first; `stats` values kept
+        self.compat, self.same_in_1618, self.live = True, False, False
+
+
+class ShapeTranscript(harness.Transcript):
+    def add_stat(self, name, value, values):
+        keep = name in values if values is not None else name not in SHAPE_MASKED
+        if name == "version":
+            value = value.replace("-herdless", "")
+        self.lines.append("STAT %s %s" % (name, value) if keep else "STAT %s" % name)
+
+    def differences(self, reference):
+        ours = {line.split(" ")[1] for line in self.lines if line.startswith("STAT ")}
+
+        def expected(line):
+            name = line.split(" ")[1] if line.startswith("STAT ") else None
+            return not (name and (name.startswith("ext_") or
+                                  (name.startswith("ssl_") and "ssl_enabled" not in ours)))
+        ref = ShapeTranscript()
+        ref.lines = [line for line in reference.lines if expected(line)]
+        names = {line.split(" ")[1] for line in ref.lines if line.startswith("STAT ")}
+        mine = ShapeTranscript()
+        mine.lines = [line for line in self.lines
+                      if not line.startswith("STAT ") or line.split(" ")[1] in names]
+        extras = sorted(ours - names)
+        if extras:
+            harness.log("  %s: herdless's own names: %s" % (reference.name, " ".join(extras)))
+        return harness.Transcript.differences(mine, ref)
+
+
+def run_shape(case, port):
+    t = ShapeTranscript()
+    general = case.values if case.group in (b"", b"stats\r\n") else None
+    if case.before:
+        with harness.Conn(port) as conn:
+            t.lines.append(conn.call(b"".join(case.before) + b"mn\r\n", b"MN\r\n").decode())
+    if case.binary:
+        with BinConn(port) as conn:
+            conn.send(packet("STAT", case.group))
+            while True:
+                p = conn.recv_packet()
+                if p.status != 0 or not p.key:
+                    t.lines.append("END st=%#x" % p.status)
+                    return t
+                t.add_stat(p.key.decode(), p.value.decode(), general)
+    with harness.Conn(port) as conn:
+        for line in conn.call(case.group, b"END\r\n").split(b"\r\n"):
+            f = line.decode().split(" ", 2)
+            if f[0] == "STAT":
+                t.add_stat(f[1], f[2], general)
+            elif line:
+                t.lines.append(line.decode())
+    return t
+
+
+class BinaryCase:
+    """Binary request packets on one connection; eof: the server closes it after them."""
+
+    def __init__(self, name, packets, args=(), eof=False, compat=True, live=False):
+        self.name, self.packets, self.args, self.eof = name, packets, tuple(args), eof
+        self.compat, self.same_in_1618, self.live = compat, False, live
+
+
+def run_binary(case, port):
+    t = harness.Transcript()
+    with BinConn(port) as conn:
+        for p in case.packets:
+            conn.send(p)
+        if case.eof:
+            packets, rest = parse(conn.recv_until_eof())
+        else:
+            packets, rest = conn.until_noop(0x7E57), b""
+        for p in packets:
+            value = p.value
+            if p.opcode == OP["VERSION"]:
+                value = value.replace(b"-herdless", b"")
+            t.lines.append("%s st=%#x ext=%s key=%r val=%r opq=%#x" % (
+                OPNAME.get(p.opcode, hex(p.opcode)), p.status, p.extras.hex(), p.key, value,
+                p.opaque))
+        if rest:
+            t.lines.append("<%d trailing bytes>" % len(rest))
+        if case.eof:
+            t.lines.append("<EOF>")
+    return t
+
+
+def all_cases():
+    """Every recorded case; the shapes first, so they see each server's settings as started."""
+    return shape_cases() + cases()
+
+
+def shape_cases():
+    """The stats shapes and the binary cases (1.6.45's, herdless's under -o compat=1.6.45)."""
+    huge = packet("SET", b"a", set_extras(), bodylen=(1 << 30) + 12)
+    return [
+        ShapeCase("shape_stats_settings", b"stats settings\r\n"),
+        ShapeCase("shape_stats", b"stats\r\n"),
+        ShapeCase("shape_stats_settings_chunk", b"stats settings\r\n",
+                  args=("-I", "2m", "-o", "slab_chunk_max=16")),
+        ShapeCase("shape_bin_stats_settings", b"settings", binary=True),
+        ShapeCase("shape_bin_stats", b"", binary=True),
+        # flush_all without CAS (1.6.25+): an item stored in the second before the flush is
+        # removed at once, so the get after it is a plain miss, not a flushed one (1.6.18 and
+        # herdless's default: herdless removes every item at once, 1.6.18 hides them).
+        ShapeCase("compat_flush_recent", b"stats\r\n",
+                  before=[b"stats reset\r\n", setcmd("a", "1"), b"flush_all\r\n", b"get a\r\n"],
+                  values={"get_flushed", "get_misses", "cmd_flush", "curr_items"}),
+        BinaryCase("bin_version", [packet("VERSION", opaque=7)]),
+        BinaryCase("bin_stats_detail_disabled", [packet("STAT", b"detail on", opaque=3),
+                                                 packet("STAT", b"detail dump", opaque=4)],
+                   args=("-X",)),
+        BinaryCase("bin_body_over_1g", [huge], eof=True),
+    ]
 
 
 class LatestTranscript(tc.TextTranscript):
@@ -125,8 +288,8 @@ class LatestTranscript(tc.TextTranscript):
         self.lines.append("--- watcher")
         for line in data.split(b"\n"):
             if line:
-                self.lines.append(re.sub(rb"^ts=\d+\.\d+ gid=\d+ ", b"ts=<ts> gid=<gid> ",
-                                         line).decode(errors="replace"))
+                line = re.sub(rb"^ts=\d+\.\d+ gid=\d+ ", b"ts=<ts> gid=<gid> ", line)
+                self.lines.append(re.sub(rb" cfd=\d+", b" cfd=<fd>", line).decode(errors="replace"))
 
     def add_dump(self, data, end):
         self.lines.append("--- dump")
@@ -142,6 +305,10 @@ class LatestTranscript(tc.TextTranscript):
 
 def run(case, port):
     """The case's transcript from the server on `port`."""
+    if isinstance(case, ShapeCase):
+        return run_shape(case, port)
+    if isinstance(case, BinaryCase):
+        return run_binary(case, port)
     watcher = None
     if case.watch:
         watcher = harness.Conn(port)
@@ -164,11 +331,19 @@ def run(case, port):
 
 def to_record(case, transcript):
     """One JSON-lines record: the case's name and arguments, and what the server answered."""
+    if isinstance(case, (ShapeCase, BinaryCase)):
+        return {"name": case.name, "args": list(case.args), "lines": transcript.lines,
+                "kind": "shape" if isinstance(case, ShapeCase) else "binary"}
     return {"name": case.name, "args": list(case.args), "lines": transcript.lines,
             "ttls": transcript.ttls}
 
 
 def from_record(record):
+    if record.get("kind") in ("shape", "binary"):
+        t = ShapeTranscript() if record["kind"] == "shape" else harness.Transcript()
+        t.lines = list(record["lines"])
+        t.name = record["name"]
+        return t
     t = LatestTranscript()
     t.lines = list(record["lines"])
     t.ttls = list(record["ttls"])

@@ -126,6 +126,21 @@ TEST(ProcessAsciiAuthTest, Table) {
   }
 }
 
+// -o compat=1.6.45: a block over 16384 bytes is refused without closing, up to it is read.
+TEST(ProcessAsciiAuthTest, Compat1645RefusesLongTokensAndGoesOn) {
+  AuthFile auth;
+  Users(&auth);
+  ThreadStats stats;
+  ReplyBuffer out;
+  const std::string input = "set a 0 0 2147483646\r\nset a 0 0 12\r\nalice secret\r\n";
+  AuthOutcome o = ProcessAsciiAuth(input, auth, &out, &stats, SIZE_MAX, 100, /*latest=*/true);
+  EXPECT_EQ(Drain(&out), "CLIENT_ERROR auth token too long\r\nSTORED\r\n");
+  EXPECT_TRUE(o.authenticated);
+  EXPECT_FALSE(o.close);
+  const std::string mid = "set a 0 0 5000\r\n";
+  EXPECT_EQ(ProcessAsciiAuth(mid, auth, &out, &stats, SIZE_MAX, 100, true).consumed, 0u);
+}
+
 TEST(ProcessAsciiAuthTest, JunkWithoutNewlineIsClosedAndLinesAreBounded) {
   AuthFile auth;
   Users(&auth);

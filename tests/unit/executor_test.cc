@@ -869,5 +869,78 @@ TEST_F(ExecutorTest, Compat1645AnswersAs1645) {
   EXPECT_EQ(Run("version\r\n"), "VERSION 1.6.18-herdless\r\n");
 }
 
+// The stats and settings lines 1.6.45 has and 1.6.18 lacks (and the one it dropped), by setting.
+TEST_F(ExecutorTest, Compat1645StatsAndSettingsLines) {
+  struct Row {
+    const char* command;
+    const char* name;
+    const char* as_1618;   // "<absent>": not printed
+    const char* as_1645;
+  };
+  const Row rows[] = {
+      {"stats\r\n", "slab_reassign_evictions_nomem", "0", "<absent>"},
+      {"stats\r\n", "slab_reassign_busy_nomem", "<absent>", "0"},
+      {"stats\r\n", "slab_reassign_last_busy_status", "<absent>", "none"},
+      {"stats settings\r\n", "slab_automove_freeratio", "<absent>", "0.010"},
+      {"stats settings\r\n", "num_napi_ids", "(null)", "0"},
+      {"stats settings\r\n", "client_flags_size", "<absent>", "4"},
+  };
+  for (Compat compat : {Compat::k1618, Compat::k1645}) {
+    server_.settings.compat = compat;
+    for (const Row& row : rows) {
+      EXPECT_EQ(StatValue(Run(row.command), row.name),
+                compat == Compat::k1618 ? row.as_1618 : row.as_1645)
+          << row.command << row.name;
+    }
+  }
+  // 1.6.45 prints busy_nomem and the status where evictions_nomem stood, after busy_deletes.
+  const std::vector<std::string> names = StatNames(Run("stats\r\n"));
+  const auto at = [&](const char* name) { return std::find(names.begin(), names.end(), name) - names.begin(); };
+  EXPECT_EQ(at("slab_reassign_busy_nomem"), at("slab_reassign_busy_deletes") + 1);
+  EXPECT_EQ(at("slab_reassign_running"), at("slab_reassign_last_busy_status") + 1);
+}
+
+// 1.6.45's parser takes a prefix of an operator command's words; 1.6.18 the words alone.
+TEST_F(ExecutorTest, Compat1645TakesPrefixesOfOperatorWords) {
+  struct Row {
+    const char* request;
+    const char* as_1618;
+    const char* as_1645;
+  };
+  const Row rows[] = {
+      {"stats r\r\n", "ERROR\r\n", "RESET\r\n"},
+      {"stats resetx\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"stats det of\r\n", "ERROR\r\n", "OK\r\n"},
+      {"stats detail of\r\n", "CLIENT_ERROR usage: stats detail on|off|dump\r\n", "OK\r\n"},
+      {"stats siz\r\n", "ERROR\r\n", "ERROR\r\n"},   // the engine's groups: whole words
+      {"slabs a 1\r\n", "ERROR\r\n", "OK\r\n"},
+      {"slabs automove r 0.5\r\n", "CLIENT_ERROR bad command line format\r\n", "OK\r\n"},
+      {"slabs automove w 2\r\n", "CLIENT_ERROR bad command line format\r\n",
+       "CLIENT_ERROR automove window too low or too high\r\n"},
+      {"slabs re 1 1\r\n", "ERROR\r\n", "SAME src and dst class are identical\r\n"},
+      {"lru_crawler s 2000000\r\n", "ERROR\r\n", "CLIENT_ERROR sleep must be one second or less\r\n"},
+      {"lru_crawler t 0\r\n", "ERROR\r\n", "OK\r\n"},
+      {"lru_crawler x\r\n", "ERROR\r\n", "ERROR\r\n"},
+      // and a trailing noreply of slabs, lru_crawler, shutdown hides every reply
+      {"lru_crawler x noreply\r\n", "ERROR\r\n", ""},
+      {"lru_crawler tocrawl 0 noreply\r\n", "ERROR\r\n", ""},
+      {"slabs x noreply\r\n", "ERROR\r\n", ""},
+      {"shutdown noreply\r\n", "ERROR: shutdown not enabled\r\n", ""},
+      {"slabs automove 3 noreply\r\n", "", ""},
+  };
+  for (Compat compat : {Compat::k1618, Compat::k1645}) {
+    server_.settings.compat = compat;
+    Executor executor(&store_, &server_, &stats_);
+    for (const Row& row : rows) {
+      outcome_ = executor.Process(row.request, &out_, SIZE_MAX, 0);
+      EXPECT_EQ(Drain(&out_), compat == Compat::k1618 ? row.as_1618 : row.as_1645) << row.request;
+    }
+  }
+  uint32_t kinds = 0;
+  EXPECT_FALSE(ParseWatchKinds("f", &kinds));
+  EXPECT_TRUE(ParseWatchKinds("f s", &kinds, /*prefix=*/true));
+  EXPECT_EQ(kinds, uint32_t{kWatchFetchers | kWatchSysEvents});   // s: sysevents, memcached's first
+}
+
 }  // namespace
 }  // namespace herdless
