@@ -186,7 +186,12 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       w.no_value = Has(s, kItemPlaceholder | kItemNeedsValue);
       w.placeholder = Has(s, kItemPlaceholder);
       w.lease_out = Has(s, kItemTokenSent);
-      const ReadRateState rate = item.read_rate();
+      // A key that became hot in an item with no room for its estimate has
+      // it in the shard's remembered rates until its next store.
+      ReadRateState rate = item.read_rate();
+      if (!rate.present() && !w.no_value && Has(s, kItemFetched)) {
+        rate = RememberedAsOfLocked(shard, HashKey(item.key()), item);
+      }
       w.read_rate = rate;
       w.reads_per_s = rate.present()
                           ? ReadRate::PerSecond(rate.count, std::max<int64_t>(0, now_s - item.last_access()))
@@ -252,9 +257,13 @@ StoreStatus ItemStore::Impl::Restore(const RestoreRequest& req) {
     fields.last_access = ClampStoreTime(
         req.last_access_unix == 0 ? t.now_s : std::min(req.last_access_unix - now_unix + t.now_s, t.now_s));
     fields.delta_ms = req.delta_ms;
-    if (req.read_rate.present()) {   // as of last access; its TTL as the item's now
+    if (req.read_rate.present()) {   // as of last access, with the TTL the key was stored with
       fields.read_rate = req.read_rate;
-      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
+      // Not the TTL left now: a window judged by that would shrink with it,
+      // and a value restored near its expiry would get its refresh too late.
+      if (fields.read_rate.ttl_code() == 0) {
+        fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
+      }
     }
     fields.cas = req.cas != 0 ? req.cas : 2;
     Placed placed;

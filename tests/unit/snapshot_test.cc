@@ -436,6 +436,49 @@ TEST_F(SnapshotTest, AHotKeysReadRateComesBack) {
   EXPECT_EQ(b.store->Stats().rated_keys, 1u);
 }
 
+TEST_F(SnapshotTest, AKeyThatBecameHotInItsFirstValueKeepsItsCountedRate) {
+  StoreConfig config;
+  TestStore a(config);
+  a.Put("new", "v", 1000);   // its first value: no room for an estimate
+  for (int s = 0; s < 30; s++) {   // 8 reads a second for 30 s, never stored again
+    a.Bump("new", 8);
+    a.clock.AdvanceSeconds(1);
+  }
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  TestStore b(config, kUnixStart + 30);
+  ASSERT_EQ(LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions()).status, SnapshotLoadResult::Status::kLoaded);
+  // Every read counted (the shard's remembered rates), not only the two that
+  // made it hot: 8 reads/s over 30 s of a 16 s time constant, about 6.
+  EXPECT_GT(b.Peek("new").reads_per_s, 5.0);
+  EXPECT_LT(b.Peek("new").reads_per_s, 8.5);
+}
+
+TEST_F(SnapshotTest, ARestoredHotKeyIsJudgedByTheTtlItWasStoredWith) {
+  StoreConfig config;
+  TestStore a(config);
+  a.Put("hot", "v", 1000);
+  for (int s = 0; s < 40; s++) {   // 8 reads a second for 40 s
+    a.Bump("hot", 8);
+    a.clock.AdvanceSeconds(1);
+    if (s == 2) a.Put("hot", "v2", 40);   // expires at 43 s: 2 s left at the snapshot
+  }
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  TestStore b(config, kUnixStart + 41);
+  ASSERT_EQ(LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions()).status, SnapshotLoadResult::Status::kLoaded);
+  // 0.6 s before its expiry: inside the window of a 40 s TTL (Δ 100 ms,
+  // about 7 reads/s: 0.3 + 0.67 s), outside the one of a 2 s TTL (its
+  // budget allows 0.28 s), which the TTL left at the restore would give.
+  b.clock.AdvanceMicros(1400000);
+  ReadOptions refresh;
+  refresh.kind = ReadKind::kMeta;
+  refresh.lease.refresh_ahead = true;
+  const ReadResult r = b.store->Read("hot", refresh);
+  ASSERT_EQ(r.status, ReadStatus::kHit);
+  EXPECT_FALSE(r.stale);
+  EXPECT_EQ(r.lease, LeaseVerdict::kWin);
+  EXPECT_TRUE(r.lease_by_refresh);
+}
+
 TEST_F(SnapshotTest, AVersion1FileStillLoadsAndHoldsNoReadRates) {
   using namespace snapshot_format;
   StoreConfig config;
