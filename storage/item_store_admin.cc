@@ -175,6 +175,7 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       w.value = item.value();
       w.client_flags = item.client_flags();
       w.exptime = SecondOfTick(item.exptime());
+      if (w.exptime > 0) w.exptime_eighths = static_cast<uint8_t>(item.exptime() - w.exptime * kTicksPerSecond);
       w.last_access = item.last_access();
       w.cas = item.cas();
       w.delta_ms = item.delta_ms();
@@ -251,7 +252,8 @@ StoreStatus ItemStore::Impl::Restore(const RestoreRequest& req) {
       // Whole Unix seconds, as ToExpiryTick takes absolute exptimes. Store
       // time may be near 0 just after a start: an expiry in the past (kept
       // stale by the grace) must not become 0, which means "never".
-      const int64_t exptime = (req.exptime_unix - now_unix + t.now_s) * kTicksPerSecond;
+      const int64_t exptime =
+          (req.exptime_unix - now_unix + t.now_s) * kTicksPerSecond + std::min<int64_t>(req.exptime_eighths, 7);
       fields.exptime = ClampStoreTime(exptime != 0 ? exptime : -1);
     }
     fields.last_access = ClampStoreTime(

@@ -479,6 +479,37 @@ TEST_F(SnapshotTest, ARestoredHotKeyIsJudgedByTheTtlItWasStoredWith) {
   EXPECT_TRUE(r.lease_by_refresh);
 }
 
+TEST_F(SnapshotTest, AHotKeysExpiryComesBackToTheEighthOfASecond) {
+  StoreConfig config;
+  config.stale_grace_s = 60;   // an expired key reads as stale: its expiry is seen
+  TestStore a(config);
+  a.Put("hot", "v", 1000);
+  a.Put("cold", "v", 1000);
+  for (int s = 0; s < 20; s++) {
+    a.Bump("hot", 8);
+    a.clock.AdvanceSeconds(1);
+    if (s == 2) {
+      a.clock.AdvanceMicros(625000);   // 5/8 into a second: the expiry is too
+      a.Put("hot", "v2", 40);
+      a.Put("cold", "v2", 40);
+    }
+  }
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  // Restarted at the same moment (store and Unix seconds keep their phase,
+  // storage/clock.h): the hot key expires on its tick, 5/8 s into store second
+  // 100 + 3 + 40; a key without a rate keeps whole seconds (it may expire
+  // up to 7/8 s early, never late).
+  TestStore b(config, kUnixStart + 20);
+  b.clock.AdvanceMicros(625000);
+  ASSERT_EQ(LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions()).status, SnapshotLoadResult::Status::kLoaded);
+  b.clock.AdvanceSeconds(23);   // store time 123 5/8 (its expiry) less a tick
+  b.clock.AdvanceMicros(-125000);
+  EXPECT_FALSE(b.Peek("hot").stale);
+  EXPECT_TRUE(b.Peek("cold").stale);
+  b.clock.AdvanceMicros(125000);
+  EXPECT_TRUE(b.Peek("hot").stale);
+}
+
 TEST_F(SnapshotTest, AVersion1FileStillLoadsAndHoldsNoReadRates) {
   using namespace snapshot_format;
   StoreConfig config;
