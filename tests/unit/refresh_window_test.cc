@@ -124,7 +124,6 @@ void ExpectGoals(const Case (&cases)[N], double bad_share) {
     const int ttls = c.rate >= 100 ? 300 : 1500;
     const Outcome o = Simulate(c.rate, 10, c.recompute, ttls, /*use_spread=*/true, seed++);
     const double budget = c.rate >= 25 ? 1.05 : 1.10;
-    if (getenv("RW_PRINT")) printf("DIAG %s rate %g bad %.4f%% perttl %.4f early/rec %ld/%ld\n", c.name.c_str(), c.rate, 100*o.BadShare(), o.PerTtl(10), (long)o.early, (long)o.recomputes);
     EXPECT_LE(o.BadShare(), bad_share) << c.name << " at " << c.rate << "/s: " << o.bad_reads << " of " << o.reads;
     EXPECT_LE(o.PerTtl(10), budget) << c.name << " at " << c.rate << "/s";
     EXPECT_GE(o.PerTtl(10), 1.0) << c.name << " at " << c.rate << "/s";
