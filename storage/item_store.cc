@@ -291,6 +291,7 @@ ItemStore::Impl::Found ItemStore::Impl::LookupLocked(Shard& shard, std::string_v
                                                      const Times& t) {
   const int64_t now_s = t.now_s;
   Found f;
+  f.hash = hash;
   uint64_t* slot = shard.index.Find(hash, [&](uint64_t s) { return ItemAt(s).key() == key; });
   if (slot == nullptr) {
     f.carried_rate = RecalledRateLocked(shard, hash, now_s);

@@ -89,6 +89,7 @@ struct WalkedItem {
   std::string_view value;
   uint32_t client_flags = 0;
   int64_t exptime = 0;           // store second the expiry tick falls in (SecondOfTick), 0 = never
+  uint8_t exptime_eighths = 0;   // the expiry tick's eighths of a second past it (0..7)
   int64_t last_access = 0;       // store seconds
   uint64_t cas = 0;
   uint16_t delta_ms = 0;         // smoothed recompute time (XFetch's delta), 0 = unmeasured

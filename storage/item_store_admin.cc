@@ -189,6 +189,7 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       w.value = item.value();
       w.client_flags = item.client_flags();
       w.exptime = SecondOfTick(item.exptime());
+      if (w.exptime > 0) w.exptime_eighths = static_cast<uint8_t>(item.exptime() - w.exptime * kTicksPerSecond);
       w.last_access = item.last_access();
       w.cas = item.cas();
       w.delta_ms = item.delta_ms();
@@ -200,7 +201,12 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       w.no_value = Has(s, kItemPlaceholder | kItemNeedsValue);
       w.placeholder = Has(s, kItemPlaceholder);
       w.lease_out = Has(s, kItemTokenSent);
-      const ReadRateState rate = item.read_rate();
+      // A key that became hot in an item with no room for its estimate has
+      // it in the shard's remembered rates until its next store.
+      ReadRateState rate = item.read_rate();
+      if (!rate.present() && !w.no_value && Has(s, kItemFetched)) {
+        rate = RememberedAsOfLocked(shard, HashKey(item.key()), item);
+      }
       w.read_rate = rate;
       w.reads_per_s = rate.present()
                           ? ReadRate::PerSecond(rate.count, std::max<int64_t>(0, now_s - item.last_access()))
@@ -260,15 +266,20 @@ StoreStatus ItemStore::Impl::Restore(const RestoreRequest& req) {
       // Whole Unix seconds, as ToExpiryTick takes absolute exptimes. Store
       // time may be near 0 just after a start: an expiry in the past (kept
       // stale by the grace) must not become 0, which means "never".
-      const int64_t exptime = (req.exptime_unix - now_unix + t.now_s) * kTicksPerSecond;
+      const int64_t exptime =
+          (req.exptime_unix - now_unix + t.now_s) * kTicksPerSecond + std::min<int64_t>(req.exptime_eighths, 7);
       fields.exptime = ClampStoreTime(exptime != 0 ? exptime : -1);
     }
     fields.last_access = ClampStoreTime(
         req.last_access_unix == 0 ? t.now_s : std::min(req.last_access_unix - now_unix + t.now_s, t.now_s));
     fields.delta_ms = req.delta_ms;
-    if (req.read_rate.present()) {   // as of last access; its TTL as the item's now
+    if (req.read_rate.present()) {   // as of last access, with the TTL the key was stored with
       fields.read_rate = req.read_rate;
-      fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
+      // Not the TTL left now: a window judged by that would shrink with it,
+      // and a value restored near its expiry would get its refresh too late.
+      if (fields.read_rate.ttl_code() == 0) {
+        fields.read_rate.set_ttl_code(ReadRate::TtlCode(TtlAt(fields.exptime, t.now_tick)));
+      }
     }
     fields.cas = req.cas != 0 ? req.cas : 2;
     Placed placed;

@@ -242,8 +242,8 @@ class ItemStore::Impl {
                       bool placeholder, const Times& t, ReadResult* r);
   HERDLESS_STEP void HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
                                int32_t touch_exptime, const Times& t, double u, ReadResult* r);
-  HERDLESS_STEP Hit AccessLocked(Shard& shard, uint64_t* slot, const ReadOptions& opts, int32_t touch_exptime,
-                                 const Times& t, ReadResult* r);
+  HERDLESS_STEP Hit AccessLocked(Shard& shard, uint64_t* slot, uint64_t hash, const ReadOptions& opts,
+                                 int32_t touch_exptime, const Times& t, ReadResult* r);
   HERDLESS_STEP static void TouchHit(Hit* h, int32_t touch_exptime, const Times& t);
   HERDLESS_STEP void DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const ReadOptions& opts,
                                        const Times& t, double u, ReadResult* r);
@@ -286,7 +286,10 @@ class ItemStore::Impl {
   // Read rates (item_store_rates.cc; storage/read_rate.h). A key read twice
   // within one second gets an estimate (from its next store when the item
   // has no room).
-  void TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t);
+  void TrackIfHotLocked(Shard& shard, uint64_t* slot, uint64_t hash, const Times& t);
+  // The remembered estimate of a key whose item has no room for one, as of
+  // the item's last access; none if not remembered.
+  ReadRateState RememberedAsOfLocked(Shard& shard, uint64_t hash, ItemView item);
   // The estimate a new item of the key gets at `t` with `exptime` (a tick):
   // `old`'s decayed, or none once it has decayed below one read.
   ReadRateState CarriedRateLocked(Shard& shard, ItemView old, const Times& t, int32_t exptime);
@@ -362,6 +365,7 @@ struct ItemStore::Impl::Found {
   // The read-rate estimate of an expired item the lookup removed, decayed to
   // now, for the key's next item (a lease stub, or the new value).
   ReadRateState carried_rate;
+  uint64_t hash = 0;          // the key's
 };
 
 // Where a new item goes: a segment (jumbo or the small queue's open one) and
@@ -394,6 +398,7 @@ struct ItemStore::Impl::Shard {
   struct RememberedRate {
     uint64_t hash = 0;
     uint16_t count = 0;   // ReadRateState::count, as of at_s
+    uint8_t aux = 0;      // ReadRateState::aux (its TTL code)
     int64_t at_s = 0;
   };
   static constexpr size_t kRememberedRates = 16;

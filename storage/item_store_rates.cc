@@ -33,7 +33,7 @@ ReadRateState ItemStore::Impl::CarriedRateLocked(Shard& shard, ItemView old, con
 }
 
 void ItemStore::Impl::RememberRateLocked(Shard& shard, uint64_t hash, ReadRateState rate, int64_t now_s) {
-  if (rate.present()) shard.remembered_rates[hash % Shard::kRememberedRates] = {hash, rate.count, now_s};
+  if (rate.present()) shard.remembered_rates[hash % Shard::kRememberedRates] = {hash, rate.count, rate.aux, now_s};
 }
 
 ReadRateState ItemStore::Impl::RecalledRateLocked(Shard& shard, uint64_t hash, int64_t now_s) {
@@ -56,13 +56,22 @@ void ItemStore::Impl::MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t 
 // A key read again within the second of its last access (and read before:
 // a store followed by one read does not count) gets an estimate, starting
 // from that earlier read. Keys read less often than that never pay for one.
-// When the item has no room for it, the estimate is remembered for the key's
-// next item (its next store): copying the item here would make a hit
+// When the item has no room for it, the estimate is kept in the shard's
+// remembered rates, and counts the key's reads there, until the key's next
+// item (its next store) takes it: copying the item here would make a hit
 // allocate.
-void ItemStore::Impl::TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times& t) {
+void ItemStore::Impl::TrackIfHotLocked(Shard& shard, uint64_t* slot, uint64_t hash, const Times& t) {
   const int64_t now_s = t.now_s;
   const ItemView item = ItemAt(*slot);
-  if (item.read_rate().present() || item.last_access() != now_s || !Has(*slot, kItemFetched)) return;
+  if (item.read_rate().present() || !Has(*slot, kItemFetched)) return;
+  Shard::RememberedRate& remembered = shard.remembered_rates[hash % Shard::kRememberedRates];
+  if (!item.CanHoldReadRate() && remembered.hash == hash && remembered.count != 0) {
+    remembered.count = ReadRate::AfterRead(remembered.count, std::max<int64_t>(0, now_s - remembered.at_s),
+                                           NextRandom(&shard.random));
+    remembered.at_s = now_s;
+    return;
+  }
+  if (item.last_access() != now_s) return;
   ReadRateState rate;
   rate.count = ReadRate::Encode(ReadRate::kTrackedAfterReads);
   rate.set_ttl_code(ReadRate::TtlCode(TtlAt(item.exptime(), t.now_tick)));
@@ -70,11 +79,20 @@ void ItemStore::Impl::TrackIfHotLocked(Shard& shard, uint64_t* slot, const Times
     SetRateLocked(shard, item, rate);
     return;
   }
-  const uint64_t hash = HashKey(item.key());
-  if (shard.remembered_rates[hash % Shard::kRememberedRates].hash != hash) {
-    rate.count = ReadRate::Encode(ReadRate::kTrackedAfterReads + 1);   // this read too
-    RememberRateLocked(shard, hash, rate, now_s);
-  }
+  rate.count = ReadRate::Encode(ReadRate::kTrackedAfterReads + 1);   // this read too
+  RememberRateLocked(shard, hash, rate, now_s);
+}
+
+ReadRateState ItemStore::Impl::RememberedAsOfLocked(Shard& shard, uint64_t hash, ItemView item) {
+  const Shard::RememberedRate& e = shard.remembered_rates[hash % Shard::kRememberedRates];
+  ReadRateState rate;
+  if (e.hash != hash || e.count == 0 || item.CanHoldReadRate()) return rate;
+  // Counted up to the key's last read, which is the item's last access.
+  rate.count = ReadRate::Decayed(e.count, std::max<int64_t>(0, item.last_access() - e.at_s),
+                                 NextRandom(&shard.random));
+  rate.aux = e.aux;
+  rate.set_hot(false);
+  return rate;
 }
 
 }  // namespace herdless

@@ -165,7 +165,7 @@ void ItemStore::Impl::LinkStubLocked(Shard& shard, uint64_t hash, const Placed& 
 
 void ItemStore::Impl::HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
                                 int32_t touch_exptime, const Times& t, double u, ReadResult* r) {
-  Hit hit = AccessLocked(shard, slot, opts, touch_exptime, t, r);
+  Hit hit = AccessLocked(shard, slot, found.hash, opts, touch_exptime, t, r);
   const bool classic = opts.kind == ReadKind::kClassic;
   // Classic reads ignore staleness entirely (memcached §1.7.11).
   const bool stale = !classic && (found.presence == Found::kExpiredInGrace || Has(*slot, kItemStale));
@@ -187,12 +187,13 @@ void ItemStore::Impl::HitLocked(Shard& shard, uint64_t* slot, const Found& found
 // (kClassicLease) touches only a fresh value it is given, after the lease
 // decision (touch_later): touching a stale value would make it look fresh,
 // and the reader chosen to recompute is answered a miss.
-ItemStore::Impl::Hit ItemStore::Impl::AccessLocked(Shard& shard, uint64_t* slot, const ReadOptions& opts,
+ItemStore::Impl::Hit ItemStore::Impl::AccessLocked(Shard& shard, uint64_t* slot, uint64_t hash,
+                                                   const ReadOptions& opts,
                                                    int32_t touch_exptime, const Times& t, ReadResult* r) {
   Hit h;
   h.slot = slot;
   h.stub = Has(*slot, kItemPlaceholder | kItemNeedsValue);
-  if (opts.bump && !h.stub) TrackIfHotLocked(shard, slot, t);   // may copy the item
+  if (opts.bump && !h.stub) TrackIfHotLocked(shard, slot, hash, t);   // may copy the item
   h.item = ItemAt(*slot);
   h.touch_later = opts.has_touch && opts.kind == ReadKind::kClassicLease;
   h.exptime_before = h.item.exptime();

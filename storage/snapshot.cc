@@ -144,6 +144,7 @@ class SnapshotWalk {
     r.value = w.value;
     r.client_flags = w.client_flags;
     r.exptime_unix = w.exptime == 0 ? 0 : UnixTime32(w.exptime + unix_offset_);
+    r.exptime_eighths = w.read_rate.present() && r.exptime_unix != 0 ? w.exptime_eighths : 0;
     r.last_access_unix = UnixTime32(w.last_access + unix_offset_);
     r.cas = w.cas;
     r.delta_ms = w.delta_ms;
@@ -324,8 +325,9 @@ bool ParseRecords(std::string_view payload, uint32_t expected, const FileHeader&
     if (r.key.empty() || r.key.size() > kMaxKeyLength) {
       return fail("key length " + std::to_string(r.key.size()));
     }
-    if ((flags & kRecordReadRate) && (r.rate_count == 0 || p[kRecordHeaderSize + 3] != 0)) {
-      return fail("bad read rate (0, or reserved byte set)");
+    const uint8_t max_eighths = header.version >= 3 && r.exptime_unix != 0 ? 7 : 0;
+    if ((flags & kRecordReadRate) && (r.rate_count == 0 || r.exptime_eighths > max_eighths)) {
+      return fail("bad read rate (0, or its expiry byte over " + std::to_string(max_eighths) + ")");
     }
     if (r.value.size() > header.item_size_max) {
       return fail("a " + std::to_string(r.value.size()) + "-byte value, over the writer's -I");
@@ -620,6 +622,7 @@ RestoreRequest RestoreRequestOf(const Record& r) {
   q.value = r.value;
   q.client_flags = r.client_flags;
   q.exptime_unix = r.exptime_unix;
+  q.exptime_eighths = r.exptime_eighths;
   q.last_access_unix = r.last_access_unix;
   q.cas = r.cas;
   q.delta_ms = r.delta_ms;

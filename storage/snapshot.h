@@ -47,9 +47,10 @@ class ItemStore;
 namespace snapshot_format {
 
 constexpr char kMagic[8] = {'H', 'R', 'D', 'L', 'S', 'N', 'A', 'P'};
-// Version 2 adds the read-rate estimate (kRecordReadRate); a version 2
-// reader loads version 1 files.
-constexpr uint32_t kVersion = 2;
+// Version 2 adds the read-rate estimate (kRecordReadRate); version 3 the
+// expiry's eighths of a second in a record with a rate (the byte version 2
+// kept 0). A reader loads every older version.
+constexpr uint32_t kVersion = 3;
 constexpr uint32_t kOldestVersion = 1;
 constexpr size_t kHeaderSize = 64;
 constexpr size_t kBlockHeaderSize = 32;
@@ -86,6 +87,7 @@ struct Record {
   std::string_view value;
   uint32_t client_flags = 0;
   uint32_t exptime_unix = 0;
+  uint8_t exptime_eighths = 0;  // version 3, with a read rate: eighths of a second past exptime_unix
   uint32_t last_access_unix = 0;
   uint64_t cas = 0;
   uint16_t delta_ms = 0;

@@ -126,7 +126,8 @@ void EncodeRecordHead(char* p, const Record& r) {
   if (r.rate_count != 0) {
     Put16(p + kRecordHeaderSize, r.rate_count);
     p[kRecordHeaderSize + 2] = static_cast<char>(r.rate_aux);
-    p[kRecordHeaderSize + 3] = 0;   // reserved
+    // The expiry to the store's tick: a hot key's refresh is timed by it.
+    p[kRecordHeaderSize + 3] = static_cast<char>(r.exptime_eighths & 7);
   }
   std::memcpy(p + RecordHeadSize(r), r.key.data(), r.key.size());
 }
@@ -141,6 +142,7 @@ Record DecodeRecordHead(const char* p) {
   if (flags & kRecordReadRate) {
     r.rate_count = Get16(p + kRecordHeaderSize);
     r.rate_aux = static_cast<uint8_t>(p[kRecordHeaderSize + 2]);
+    r.exptime_eighths = static_cast<uint8_t>(p[kRecordHeaderSize + 3]);
   }
   r.delta_ms = Get16(p + 2);
   r.client_flags = Get32(p + 8);

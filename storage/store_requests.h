@@ -177,6 +177,7 @@ struct RestoreRequest {
   std::string_view value;
   uint32_t client_flags = 0;
   int64_t exptime_unix = 0;      // 0 = never
+  uint8_t exptime_eighths = 0;   // and this many eighths of a second past it (0..7)
   int64_t last_access_unix = 0;  // 0 = now
   uint64_t cas = 0;              // 0 = a new one
   uint16_t delta_ms = 0;         // measured recompute time, 0 = unmeasured

@@ -436,6 +436,80 @@ TEST_F(SnapshotTest, AHotKeysReadRateComesBack) {
   EXPECT_EQ(b.store->Stats().rated_keys, 1u);
 }
 
+TEST_F(SnapshotTest, AKeyThatBecameHotInItsFirstValueKeepsItsCountedRate) {
+  StoreConfig config;
+  TestStore a(config);
+  a.Put("new", "v", 1000);   // its first value: no room for an estimate
+  for (int s = 0; s < 30; s++) {   // 8 reads a second for 30 s, never stored again
+    a.Bump("new", 8);
+    a.clock.AdvanceSeconds(1);
+  }
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  TestStore b(config, kUnixStart + 30);
+  ASSERT_EQ(LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions()).status, SnapshotLoadResult::Status::kLoaded);
+  // Every read counted (the shard's remembered rates), not only the two that
+  // made it hot: 8 reads/s over 30 s of a 16 s time constant, about 6.
+  EXPECT_GT(b.Peek("new").reads_per_s, 5.0);
+  EXPECT_LT(b.Peek("new").reads_per_s, 8.5);
+}
+
+TEST_F(SnapshotTest, ARestoredHotKeyIsJudgedByTheTtlItWasStoredWith) {
+  StoreConfig config;
+  TestStore a(config);
+  a.Put("hot", "v", 1000);
+  for (int s = 0; s < 40; s++) {   // 8 reads a second for 40 s
+    a.Bump("hot", 8);
+    a.clock.AdvanceSeconds(1);
+    if (s == 2) a.Put("hot", "v2", 40);   // expires at 43 s: 2 s left at the snapshot
+  }
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  TestStore b(config, kUnixStart + 41);
+  ASSERT_EQ(LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions()).status, SnapshotLoadResult::Status::kLoaded);
+  // 0.6 s before its expiry: inside the window of a 40 s TTL (Δ 100 ms,
+  // about 7 reads/s: 0.3 + 0.67 s), outside the one of a 2 s TTL (its
+  // budget allows 0.28 s), which the TTL left at the restore would give.
+  b.clock.AdvanceMicros(1400000);
+  ReadOptions refresh;
+  refresh.kind = ReadKind::kMeta;
+  refresh.lease.refresh_ahead = true;
+  const ReadResult r = b.store->Read("hot", refresh);
+  ASSERT_EQ(r.status, ReadStatus::kHit);
+  EXPECT_FALSE(r.stale);
+  EXPECT_EQ(r.lease, LeaseVerdict::kWin);
+  EXPECT_TRUE(r.lease_by_refresh);
+}
+
+TEST_F(SnapshotTest, AHotKeysExpiryComesBackToTheEighthOfASecond) {
+  StoreConfig config;
+  config.stale_grace_s = 60;   // an expired key reads as stale: its expiry is seen
+  TestStore a(config);
+  a.Put("hot", "v", 1000);
+  a.Put("cold", "v", 1000);
+  for (int s = 0; s < 20; s++) {
+    a.Bump("hot", 8);
+    a.clock.AdvanceSeconds(1);
+    if (s == 2) {
+      a.clock.AdvanceMicros(625000);   // 5/8 into a second: the expiry is too
+      a.Put("hot", "v2", 40);
+      a.Put("cold", "v2", 40);
+    }
+  }
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  // Restarted at the same moment (store and Unix seconds keep their phase,
+  // storage/clock.h): the hot key expires on its tick, 5/8 s into store second
+  // 100 + 3 + 40; a key without a rate keeps whole seconds (it may expire
+  // up to 7/8 s early, never late).
+  TestStore b(config, kUnixStart + 20);
+  b.clock.AdvanceMicros(625000);
+  ASSERT_EQ(LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions()).status, SnapshotLoadResult::Status::kLoaded);
+  b.clock.AdvanceSeconds(23);   // store time 123 5/8 (its expiry) less a tick
+  b.clock.AdvanceMicros(-125000);
+  EXPECT_FALSE(b.Peek("hot").stale);
+  EXPECT_TRUE(b.Peek("cold").stale);
+  b.clock.AdvanceMicros(125000);
+  EXPECT_TRUE(b.Peek("hot").stale);
+}
+
 TEST_F(SnapshotTest, AVersion1FileStillLoadsAndHoldsNoReadRates) {
   using namespace snapshot_format;
   StoreConfig config;
