@@ -298,9 +298,14 @@ ItemStore::Impl::Found ItemStore::Impl::LookupLocked(Shard& shard, std::string_v
     return f;
   }
   const ItemView item = ItemAt(*slot);
-  f.removed_class = SlabClassOf(item);
-  f.removed_unfetched = !Has(*slot, kItemFetched);
+  // What a store counts of the copy it replaces; noted only when the copy goes (a size class
+  // costs ~50 instructions, too much for every hit).
+  const auto note_removed = [&] {
+    f.removed_class = SlabClassOf(item);
+    f.removed_unfetched = !Has(*slot, kItemFetched);
+  };
   if (IsFlushed(item, now_s)) {
+    note_removed();
     UnlinkLocked(shard, slot);
     f.removed_flushed = true;
     return f;
@@ -313,6 +318,7 @@ ItemStore::Impl::Found ItemStore::Impl::LookupLocked(Shard& shard, std::string_v
         RememberRateLocked(shard, hash, f.carried_rate, now_s);
       }
       // memcached's get_expired (the caller's), not reclaimed.
+      note_removed();
       UnlinkLocked(shard, slot);
       f.removed_expired = !stub;
       return f;
