@@ -1,34 +1,23 @@
 #include "storage/flash_page.h"
 
-#include <bit>
 #include <cstring>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "storage/le_bytes.h"
 #include "storage/limits.h"
 
 namespace herdless {
 
-static_assert(std::endian::native == std::endian::little,
-              "the flash page format is little-endian and written with memcpy");
-
 namespace {
 
-constexpr uint32_t kPageMagic = 0x50584c48;   // "HLXP" in the file
+using le_bytes::Get32;
+using le_bytes::Get64;
+using le_bytes::Put32;
+using le_bytes::Put64;
 
-void Put32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
-void Put64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
-uint32_t Get32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-uint64_t Get64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
+constexpr uint32_t kPageMagic = 0x50584c48;   // "HLXP" in the file
 
 uint32_t Checksum(const char* p, size_t n) { return XXH32(p, n, 0); }
 

@@ -4,39 +4,24 @@
 #include "storage/snapshot.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-namespace herdless {
+#include "storage/le_bytes.h"
 
-static_assert(std::endian::native == std::endian::little,
-              "the snapshot format is little-endian and written with memcpy");
+namespace herdless {
 
 namespace snapshot_format {
 namespace {
 
-void Put16(char* p, uint16_t v) { std::memcpy(p, &v, 2); }
-void Put32(char* p, uint32_t v) { std::memcpy(p, &v, 4); }
-void Put64(char* p, uint64_t v) { std::memcpy(p, &v, 8); }
-
-uint16_t Get16(const char* p) {
-  uint16_t v;
-  std::memcpy(&v, p, 2);
-  return v;
-}
-uint32_t Get32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-uint64_t Get64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
+using le_bytes::Get16;
+using le_bytes::Get32;
+using le_bytes::Get64;
+using le_bytes::Put16;
+using le_bytes::Put32;
+using le_bytes::Put64;
 
 // A block's checksum: XXH3 of its header's first 24 bytes and its payload.
 uint64_t BlockChecksum(const char* header, const std::string_view* pieces, size_t n) {
