@@ -16,9 +16,7 @@
 
 #ifdef HERDLESS_URING
 #include <liburing.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #endif
 
 namespace herdless {
@@ -50,7 +48,6 @@ std::unique_ptr<Ring> Ring::Create(event_base*, std::string* error) {
   return nullptr;
 }
 Ring::~Ring() = default;
-void Ring::BeginOnThisThread() {}
 std::unique_ptr<Transport> Ring::NewTransport(int) { return nullptr; }   // no Ring is made
 
 #else
@@ -121,22 +118,9 @@ std::unique_ptr<Ring> Ring::Create(event_base* base, std::string* error) {
   std::unique_ptr<Ring> ring(new Ring(base));
   io_uring_params params;
   std::memset(&params, 0, sizeof(params));
-  // Deferred task work, one issuer (the worker's thread, which enables the
-  // ring): completions run when the worker asks for them in its submit, not
-  // by interrupting it. On a busy core this halved the CPU per pipelined
-  // request against the default (docs/benchmarks.md). Kernels before 6.1
-  // refuse the flags: the plain ring then.
-  params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE | IORING_SETUP_DEFER_TASKRUN |
-                 IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_R_DISABLED;
+  params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
   params.cq_entries = kEntries * 4;
   int rc = io_uring_queue_init_params(kEntries, ring->ring_, &params);
-  ring->deferred_ = rc >= 0;
-  if (rc == -EINVAL) {
-    std::memset(&params, 0, sizeof(params));
-    params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
-    params.cq_entries = kEntries * 4;
-    rc = io_uring_queue_init_params(kEntries, ring->ring_, &params);
-  }
   if (rc < 0) {
     delete ring->ring_;
     ring->ring_ = nullptr;
@@ -172,21 +156,8 @@ std::unique_ptr<Ring> Ring::Create(event_base* base, std::string* error) {
                           io_uring_buf_ring_mask(kBuffers), static_cast<int>(id));
   }
   io_uring_buf_ring_advance(ring->buffers_ring_, kBuffers);
-  int watched = ring->ring_->ring_fd;
-  short how = EV_READ | EV_PERSIST;
-  if (ring->deferred_) {
-    // Deferred completions do not make the ring's descriptor readable; the
-    // kernel signals an eventfd registered with the ring when the first one
-    // waits. Edge-triggered: each signal is an edge, and the counter is never read.
-    ring->completion_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (ring->completion_fd_ < 0 || io_uring_register_eventfd(ring->ring_, ring->completion_fd_) < 0) {
-      *error = "cannot register an eventfd with the ring";
-      return nullptr;
-    }
-    watched = ring->completion_fd_;
-    how |= EV_ET;
-  }
-  ring->ring_event_ = event_new(base, watched, how, &Ring::OnCompletions, ring.get());
+  ring->ring_event_ = event_new(base, ring->ring_->ring_fd, EV_READ | EV_PERSIST,
+                                &Ring::OnCompletions, ring.get());
   ring->kick_event_ = event_new(base, -1, 0, &Ring::OnKick, ring.get());
   if (ring->ring_event_ == nullptr || ring->kick_event_ == nullptr ||
       event_add(ring->ring_event_, nullptr) != 0) {
@@ -200,7 +171,6 @@ Ring::~Ring() {
   if (ring_event_ != nullptr) event_free(ring_event_);
   if (kick_event_ != nullptr) event_free(kick_event_);
   if (ring_ != nullptr && ring_->ring_fd >= 0) io_uring_queue_exit(ring_);   // cancels all
-  if (completion_fd_ >= 0) close(completion_fd_);
   delete ring_;
   if (buffers_ring_ != nullptr) {
     munmap(buffers_ring_, sizeof(io_uring_buf) * kBuffers + kBuffers * kBufferSize);
@@ -278,44 +248,22 @@ iovec* Ring::TakeIovecs() {
 
 void Ring::GiveIovecs(iovec* iov) { spare_iovecs_.push_back(iov); }
 
-void Ring::BeginOnThisThread() {
-  // liburing 2.3 has no io_uring_enable_rings.
-  if (deferred_) syscall(__NR_io_uring_register, ring_->ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
+void Ring::OnCompletions(int, short, void* arg) {
+  Ring* ring = static_cast<Ring*>(arg);
+  ring->in_turn_ = true;
+  ring->Reap();
+  ring->Dispatch();
+  ring->Submit();
+  ring->in_turn_ = false;
 }
-
-void Ring::OnCompletions(int, short, void* arg) { static_cast<Ring*>(arg)->Turn(true); }
 
 void Ring::OnKick(int, short, void* arg) {
   Ring* ring = static_cast<Ring*>(arg);
   ring->kicked_ = false;
-  ring->Turn(false);
-}
-
-void Ring::Turn(bool reap) {
-  in_turn_ = true;
-  if (!deferred_) {
-    if (reap) Reap();
-    Dispatch();
-    Submit();
-  } else {
-    // Deferred task work: completions are posted only when this thread enters
-    // the kernel for them, and those its own submit posts wake no poller, so
-    // the turn goes on until a submit-and-get-events finds none.
-    int passes = 0;
-    for (;;) {
-      RearmStarved();
-      io_uring_submit_and_get_events(ring_);
-      if (io_uring_cq_ready(ring_) == 0 && ready_.empty()) break;
-      if (++passes == 64) {   // the other events' turn: come back at once
-        in_turn_ = false;
-        Changed();
-        return;
-      }
-      Reap();
-      Dispatch();
-    }
-  }
-  in_turn_ = false;
+  ring->in_turn_ = true;
+  ring->Dispatch();
+  ring->Submit();
+  ring->in_turn_ = false;
 }
 
 void Ring::Reap() {
@@ -397,11 +345,6 @@ void Ring::Dispatch() {
 }
 
 void Ring::Submit() {
-  RearmStarved();
-  if (io_uring_sq_ready(ring_) > 0) io_uring_submit(ring_);
-}
-
-void Ring::RearmStarved() {
   if (!starved_.empty() && pool_.plenty()) {
     std::vector<RingSocket*> starved;
     starved.swap(starved_);
@@ -411,6 +354,7 @@ void Ring::RearmStarved() {
       if (s->transport != nullptr) s->transport->Want(s->want_read, false);
     }
   }
+  if (io_uring_sq_ready(ring_) > 0) io_uring_submit(ring_);
 }
 
 UringTransport::UringTransport(int fd, Ring* ring) : fd_(fd), ring_(ring), s_(new RingSocket) {

@@ -3,10 +3,8 @@
 // ring, sends are queued as the connections write and submitted together with
 // every other queued operation once per loop turn: the worker's libevent loop
 // keeps its listeners, timers and notify eventfd, and watches the ring's
-// completion eventfd (or, on kernels without deferred task work, the ring's
-// descriptor), so a turn is one epoll_wait and one io_uring_enter that submits
-// and collects for all the worker's connections (more while completions keep
-// coming). Worker thread only. Built with liburing
+// descriptor, so a turn is one epoll_wait and one io_uring_enter for all the
+// worker's connections. Worker thread only. Built with liburing
 // (HERDLESS_URING); without it Ring::Usable says no and -o io=auto is epoll.
 #ifndef HERDLESS_DAEMON_URING_TRANSPORT_H_
 #define HERDLESS_DAEMON_URING_TRANSPORT_H_
@@ -69,8 +67,6 @@ class Ring {
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
-  // On the worker's thread, before its loop runs: the ring's one submitter from now on.
-  void BeginOnThisThread();
   // A connection's transport on this ring (takes the socket).
   std::unique_ptr<Transport> NewTransport(int fd);
 
@@ -94,8 +90,6 @@ class Ring {
   void Complete(RingSocket* s, unsigned kind, int res, unsigned flags);
   void Dispatch();
   void Submit();
-  void Turn(bool reap);
-  void RearmStarved();
 
   event_base* const base_;
   io_uring* ring_ = nullptr;   // owned
@@ -106,8 +100,6 @@ class Ring {
   event* kick_event_ = nullptr;
   bool kicked_ = false;
   bool in_turn_ = false;
-  bool deferred_ = false;   // IORING_SETUP_DEFER_TASKRUN: completions come when asked for
-  int completion_fd_ = -1;   // deferred_: the eventfd the kernel signals (libevent watches it)
   std::vector<RingSocket*> ready_;
   std::vector<RingSocket*> starved_;
   std::vector<RingSocket*> released_;

@@ -88,10 +88,7 @@ bool Worker::Start(std::string* error) {
     warm_peers_ = std::make_unique<WarmPeers>(base_, config_.warm_peers, config_.warm_timeout_ms,
                                               store_->item_size_max());
   }
-  thread_ = std::thread([this] {
-    if (ring_ != nullptr) ring_->BeginOnThisThread();
-    event_base_loop(base_, 0);
-  });
+  thread_ = std::thread([this] { event_base_loop(base_, 0); });
   return true;
 }
 
