@@ -205,6 +205,7 @@ class Run:
         self.committed = {k: 0 for k in keys}   # versions whose cache write was answered
         self.at_away = None                     # committed versions when the node went away
         self.back_at = None                     # when it came back
+        self.changed_before_return = set()      # keys written while it was away, before it restarted
         self.t0 = time.monotonic()
         self.port = None
         self.stop = False
@@ -231,9 +232,13 @@ class Run:
         self.count("hits")
         if v < committed_at_start:
             self.count("stale")
+            if k in self.moved:
+                self.count("stale_moved")
             if (self.back_at is not None and self.at_away is not None and
                     v <= self.at_away[k] < committed_at_start):
                 self.count("stale_after_flap")
+                if k in self.changed_before_return:
+                    self.count("stale_after_flap_listed")   # written before the node came back
 
     async def reader(self, rng, pick):
         conn = Conn(self.port)
@@ -357,6 +362,7 @@ async def scenario_on(args, kind, name, keys, cluster, procs):
         cluster.stop_node(2)
         await asyncio.sleep(args.away)
         windows["death"] = (t, args.away)
+        run.changed_before_return = {k for k in keys if run.committed[k] > run.at_away[k]}
         commands.append(cluster.start_node(2, 3))
         run.back_at = t2 = run.mark("return")
         await asyncio.sleep(args.window)
@@ -372,7 +378,8 @@ async def scenario_on(args, kind, name, keys, cluster, procs):
             node_stats["node3 log"] = [line.strip() for line in f if "ring:" in line]
     base_end = int(args.settle + args.baseline)
     result = {"kind": kind, "scenario": name, "moved": len(moved), "commands": commands, "events": {}}
-    names = ("loads", "loads_moved", "misses", "errors", "stale", "stale_after_flap", "hits", "writes", "write_errors")
+    names = ("loads", "loads_moved", "misses", "errors", "stale", "stale_moved", "stale_after_flap",
+             "stale_after_flap_listed", "hits", "writes", "write_errors")
     result["baseline"] = {n: run.total(n, base_end - args.baseline, base_end) for n in names}
     for event, (t, length) in windows.items():
         start = int(t)
@@ -396,16 +403,17 @@ def report(results, args):
             print("    " + c)
     print()
     print("| event | server | moved keys | DB loads (moved keys) | baseline, same length | misses | "
-          "client errors | stale reads | stale-after-flap | gets |")
+          "client errors | stale reads (moved keys) | stale-after-flap (key written before the restart) | gets |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         b = r["baseline"]
         for event, e in r["events"].items():
             scale = e["seconds"] / args.baseline
-            print("| %s (%d s) | %s | %d | %d (%d) | %d (%d) | %d | %d | %d | %d | %d |" % (
+            print("| %s (%d s) | %s | %d | %d (%d) | %d (%d) | %d | %d | %d (%d) | %d (%d) | %d |" % (
                 event, e["seconds"], r["kind"], r["moved"], e["loads"], e["loads_moved"],
                 b["loads"] * scale, b["loads_moved"] * scale, e["misses"], e["errors"], e["stale"],
-                e["stale_after_flap"], e["hits"] + e["misses"] + e["errors"]))
+                e["stale_moved"], e["stale_after_flap"], e["stale_after_flap_listed"],
+                e["hits"] + e["misses"] + e["errors"]))
     print()
     for r in results:
         for node, figures in r.get("node_stats", {}).items():
@@ -423,14 +431,58 @@ def report(results, args):
         m = by[("memcached", name)]
         for event in r["events"]:
             h_moved, m_moved = r["events"][event]["loads_moved"], m["events"][event]["loads_moved"]
-            print("%s: herdless/memcached DB loads of the moved keys: %d/%d = %.2f; per moved key %.2f vs %.2f" % (
-                event, h_moved, m_moved, h_moved / max(1, m_moved), h_moved / max(1, r["moved"]),
-                m_moved / max(1, m["moved"])))
+            scale = r["events"][event]["seconds"] / args.baseline
+            h_extra = h_moved - r["baseline"]["loads_moved"] * scale
+            m_extra = m_moved - m["baseline"]["loads_moved"] * scale
+            print("%s: herdless/memcached DB loads of the moved keys: %d/%d = %.2f; per moved key %.2f vs %.2f; "
+                  "above the baseline: %d/%d = %.2f" % (
+                      event, h_moved, m_moved, h_moved / max(1, m_moved), h_moved / max(1, r["moved"]),
+                      m_moved / max(1, m["moved"]), h_extra, m_extra, h_extra / m_extra if m_extra > 0 else float("nan")))
+
+
+def chart(json_path, svg_path):
+    """An SVG of database loads per second through each event, one panel per scenario,
+    memcached and herdless on the same axes (no plotting package needed)."""
+    with open(json_path) as f:
+        results = json.load(f)["results"]
+    scenarios = []
+    for r in results:
+        if r["scenario"] not in scenarios:
+            scenarios.append(r["scenario"])
+    width, panel, left, top = 720, 220, 50, 30
+    colours = {"memcached": "#c0392b", "herdless": "#2471a3"}
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+           'font-size="11">' % (width, top + panel * len(scenarios)),
+           '<rect width="100%" height="100%" fill="white"/>']
+    for row, name in enumerate(scenarios):
+        runs = [r for r in results if r["scenario"] == name]
+        series = {r["kind"]: {int(s): v for s, v in r["series"]["loads"].items()} for r in runs}
+        end = max(max(s.keys(), default=0) for s in series.values()) + 1
+        peak = max(max(s.values(), default=1) for s in series.values())
+        y0, h, w = top + row * panel, panel - 50, width - left - 20
+        out.append('<text x="%d" y="%d">%s: database loads per second (peak %d)</text>' % (left, y0 - 8, name, peak))
+        out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/>' % (left, y0, w, h))
+        for r in runs:
+            for event, t in r["event_times"].items():
+                x = left + w * t / end
+                out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#aaa" stroke-dasharray="4"/>'
+                           '<text x="%.1f" y="%d">%s</text>' % (x, y0, x, y0 + h, x + 3, y0 + 12, event))
+            break
+        for kind, points in series.items():
+            path = " ".join("%.1f,%.1f" % (left + w * (s + 0.5) / end, y0 + h - h * points.get(s, 0) / peak)
+                            for s in range(end))
+            out.append('<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>' % (colours.get(kind, "#000"), path))
+        for i, kind in enumerate(series):
+            out.append('<text x="%d" y="%d" fill="%s">%s</text>' % (left + 10 + 90 * i, y0 + h + 16, colours.get(kind, "#000"), kind))
+        out.append('<text x="%d" y="%d">seconds: 0 .. %d</text>' % (left + w - 100, y0 + h + 16, end))
+    out.append("</svg>")
+    with open(svg_path, "w") as f:
+        f.write("\n".join(out) + "\n")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--herdless", required=True)
+    ap.add_argument("--herdless", required=True)  # bench-cluster passes it
     ap.add_argument("--memcached", default="/usr/bin/memcached")
     ap.add_argument("--herdless-args", default="", help="more herdless flags, e.g. '-o warm_timeout_ms=200'")
     ap.add_argument("--servers", default="memcached,herdless")
@@ -449,7 +501,10 @@ def main():
     ap.add_argument("--away", type=int, default=30, help="flap: seconds the node is away")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", help="write the results (with loads per second) here")
+    ap.add_argument("--chart", nargs=2, metavar=("JSON", "SVG"), help="draw a --json file's loads per second, and exit")
     args = ap.parse_args()
+    if args.chart:
+        return chart(*args.chart)
     keys = key_names(args.keys)
     results = []
     print("load average before: %s" % open("/proc/loadavg").read().strip(), flush=True)
