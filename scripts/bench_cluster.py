@@ -206,6 +206,7 @@ class Run:
         self.at_away = None                     # committed versions when the node went away
         self.back_at = None                     # when it came back
         self.changed_before_return = set()      # keys written while it was away, before it restarted
+        self.stale_flap_keys = set()
         self.t0 = time.monotonic()
         self.port = None
         self.stop = False
@@ -237,6 +238,7 @@ class Run:
             if (self.back_at is not None and self.at_away is not None and
                     v <= self.at_away[k] < committed_at_start):
                 self.count("stale_after_flap")
+                self.stale_flap_keys.add(k)
                 if k in self.changed_before_return:
                     self.count("stale_after_flap_listed")   # written before the node came back
 
@@ -389,6 +391,7 @@ async def scenario_on(args, kind, name, keys, cluster, procs):
     result["series"] = {n: run.series.get(n, {}) for n in ("loads", "loads_moved", "errors", "stale")}
     result["event_times"] = run.events
     result["node_stats"] = node_stats
+    result["stale_after_flap_keys"] = len(run.stale_flap_keys)
     return result
 
 
@@ -414,6 +417,9 @@ def report(results, args):
                 b["loads"] * scale, b["loads_moved"] * scale, e["misses"], e["errors"], e["stale"],
                 e["stale_moved"], e["stale_after_flap"], e["stale_after_flap_listed"],
                 e["hits"] + e["misses"] + e["errors"]))
+    for r in results:
+        if r["scenario"] == "flap":
+            print("flap %s: stale-after-flap reads were of %d distinct keys" % (r["kind"], r["stale_after_flap_keys"]))
     print()
     for r in results:
         for node, figures in r.get("node_stats", {}).items():
