@@ -19,7 +19,8 @@ namespace {
 struct Parsed {
   bool ok = false;
   Options options;
-  std::string error;
+  OptionError refused;
+  std::string error;   // refused.message
 };
 
 Parsed Parse(const std::vector<const char*>& args) {
@@ -29,7 +30,8 @@ Parsed Parse(const std::vector<const char*>& args) {
   for (std::string& s : storage) argv.push_back(s.data());
   argv.push_back(nullptr);
   Parsed p;
-  p.ok = ParseOptions(static_cast<int>(storage.size()), argv.data(), &p.options, &p.error);
+  p.ok = ParseOptions(static_cast<int>(storage.size()), argv.data(), &p.options, &p.refused);
+  p.error = p.refused.message;
   return p;
 }
 
@@ -419,6 +421,35 @@ TEST(OptionsTest, UnknownFlagsAndStrayArgumentsAreErrors) {
   EXPECT_FALSE(Parse({"11211"}).ok);
   EXPECT_FALSE(Parse({"--", "x"}).ok);
   EXPECT_FALSE(Parse({"--daemon=yes"}).ok);
+}
+
+// memcached's exit statuses: 1 from its getopt loop, EX_USAGE (64) from the
+// checks after it; getopt's own complaints are printed after the program name.
+TEST(OptionsTest, RefusalsExitAndPrintAsMemcached) {
+  struct Row {
+    std::vector<const char*> args;
+    int exit_status;
+    const char* printed;
+  };
+  const Row rows[] = {
+      {{"-Q"}, 1, "prog: invalid option -- 'Q'\nIllegal argument \"?\"\n"},
+      {{"--bogus"}, 1, "prog: unrecognized option '--bogus'\nIllegal argument \"?\"\n"},
+      {{"-p"}, 1, "prog: option requires an argument -- 'p'\nIllegal argument \"?\"\n"},
+      {{"-t", "0"}, 1, "Number of threads must be greater than 0\n"},
+      {{"-t", "2000"}, 1, "Number of threads must be at most 1024\n"},
+      {{"-o", "bogus"}, 1, "Illegal suboption \"bogus\"\n"},
+      {{"-I", "512"}, 64, "Item max size cannot be less than 1024 bytes.\n"},
+      {{"-p", "70000"}, 64, "ERROR: Invalid port number 70000.\n"},
+      {{"-o", "compat=1.6.45,slab_chunk_max=x"}, 1, "could not parse argument to slab_chunk_max\n"},
+      {{"-o", "compat=1.6.45,slab_chunk_max=3"}, 64,
+       "-I (item_size_max: 1048576) must be evenly divisible by slab_chunk_max (bytes: 3072)\n"},
+  };
+  for (const Row& row : rows) {
+    Parsed p = Parse(row.args);
+    ASSERT_FALSE(p.ok) << row.args[0];
+    EXPECT_EQ(p.refused.exit_status, row.exit_status) << row.printed;
+    EXPECT_EQ(p.refused.Printed("prog"), row.printed);
+  }
 }
 
 TEST(OptionsTest, MissingValuesAreErrors) {
