@@ -11,31 +11,10 @@
 
 #include "daemon/option_table.h"
 #include "daemon/tls.h"
+#include "tests/unit/command_line_support.h"
 
 namespace herdless {
 namespace {
-
-// Runs ParseOptions on {"herdless", args...}.
-struct Parsed {
-  bool ok = false;
-  Options options;
-  OptionError refused;
-  std::string error;   // refused.message
-};
-
-Parsed Parse(const std::vector<const char*>& args) {
-  std::vector<std::string> storage = {"herdless"};
-  for (const char* a : args) storage.emplace_back(a);
-  std::vector<char*> argv;
-  for (std::string& s : storage) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  Parsed p;
-  p.ok = ParseOptions(static_cast<int>(storage.size()), argv.data(), &p.options, &p.refused);
-  p.error = p.refused.message;
-  return p;
-}
-
-Parsed Parse(std::initializer_list<const char*> args) { return Parse(std::vector<const char*>(args)); }
 
 TEST(OptionsTest, DefaultsAreMemcachedsExceptTheLoopbackListener) {
   Parsed p = Parse({});
@@ -169,7 +148,7 @@ TEST(OptionsTest, MaxItemSizeLimitsAreMemcachedsWithItsMessages) {
 // with memcached's messages; without it, half a 1 MB page.
 TEST(OptionsTest, SlabChunkMaxTakesTheUnitOfTheCompatVersion) {
   struct Row {
-    std::initializer_list<const char*> args;
+    std::vector<std::string> args;
     uint32_t chunk;       // when accepted
     const char* error;    // nullptr: accepted
   };
@@ -327,9 +306,7 @@ TEST(OptionsTest, CrawlerSwitchesSetItsStartInOrder) {
                         {{"-o", "lru_crawler", "-o", "no_modern"}, false},
                         {{"-o", "modern"}, true}};
   for (const Case& c : cases) {
-    std::vector<const char*> args;
-    for (const std::string& a : c.args) args.push_back(a.c_str());
-    Parsed p = Parse(args);
+    Parsed p = Parse(c.args);
     ASSERT_TRUE(p.ok) << p.error;
     EXPECT_EQ(p.options.protocol.lru_crawler_at_start, c.on) << (c.args.empty() ? "" : c.args[1]);
   }
@@ -427,7 +404,7 @@ TEST(OptionsTest, UnknownFlagsAndStrayArgumentsAreErrors) {
 // checks after it; getopt's own complaints are printed after the program name.
 TEST(OptionsTest, RefusalsExitAndPrintAsMemcached) {
   struct Row {
-    std::vector<const char*> args;
+    std::vector<std::string> args;
     int exit_status;
     const char* printed;
   };
