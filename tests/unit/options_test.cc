@@ -4,7 +4,6 @@
 
 #include "config.h"
 
-#include <initializer_list>
 #include <set>
 #include <string>
 #include <vector>
