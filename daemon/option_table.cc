@@ -5,6 +5,8 @@
 #include "config.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "daemon/metrics_server.h"
 #include "daemon/tls.h"
@@ -656,6 +658,16 @@ constexpr OptionRow kSuboptions[] = {
                    w->Add(n, uint64_t{v.settings.slab_chunk_max});
                  }},
      .ignored = true},
+    // memcached's temporary LRU: herdless has none, but shows temp_lru and
+    // temporary_ttl (`lru temp_ttl` changes them). memcached reads it with atoi.
+    {.name = "temporary_ttl",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value) return p.Fail("Missing temporary_ttl argument");
+       p.settings.machinery.temp_lru = true;
+       p.settings.machinery.temporary_ttl = std::atoi(std::string(p.value).c_str());
+       return p.NoteIgnored();
+     },
+     .ignored = true},
     {.name = "ssl_chain_cert", .help = "certificate chain file in PEM format",
      .apply = [](OptionParse& p) { return TlsText(p, &TlsSettings::chain_cert); },
      .setting = {"ssl_chain_cert", TextOr<kNullPrinted, &P::tls, &TlsSettings::chain_cert>},
@@ -752,15 +764,16 @@ constexpr OptionRow kSuboptions[] = {
 };
 
 // memcached's -o keys that only tune memcached's slab allocator, LRU threads,
-// hash table or logging. (lru_crawler, no_lru_crawler and no_modern set the
-// crawler's start: OptionParse::ApplySuboption.)
+// hash table or logging. (lru_crawler, no_lru_crawler, lru_maintainer,
+// no_lru_maintainer and no_modern set the crawler's start and what `stats
+// settings` shows: OptionParse::ApplySuboption.)
 constexpr std::string_view kIgnoredSuboptions[] = {
     "maxconns_fast", "no_maxconns_fast", "hashpower", "no_hashexpand",
     "slab_reassign", "no_slab_reassign", "slab_automove", "no_slab_automove",
     "slab_automove_ratio", "slab_automove_window", "tail_repair_time",
     "hash_algorithm", "lru_crawler_sleep",
-    "lru_crawler_tocrawl", "lru_maintainer", "no_lru_maintainer", "hot_lru_pct",
-    "warm_lru_pct", "hot_max_factor", "warm_max_factor", "temporary_ttl",
+    "lru_crawler_tocrawl", "hot_lru_pct",
+    "warm_lru_pct", "hot_max_factor", "warm_max_factor",
     "watcher_logbuf_size", "worker_logbuf_size", "slab_sizes",
     "track_sizes", "no_inline_ascii_resp", "inline_ascii_resp", "modern",
     "no_chunked_items", "drop_privileges", "no_drop_privileges",

@@ -65,6 +65,7 @@ class OptionParse {
   bool slab_chunk_max_given = false;         // -o slab_chunk_max, with or without a value
   bool slab_chunk_max_has_value = false;
   std::string slab_chunk_max_value;
+  bool slab_chunk_max_is_page = false;       // -o no_modern: one page unless given
 
   bool Fail(std::string message);
   // The value as a whole decimal number in [min, max]: no sign, spaces or

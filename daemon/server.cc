@@ -150,6 +150,7 @@ Server::Server(const Options& options)
   operators().slab_automove_freeratio.store(options.protocol.ext.slab_automove_freeratio);
   operators().lru_crawler.store(options.protocol.lru_crawler_at_start, std::memory_order_relaxed);
   if (options.protocol.latest()) operators().slab_automove_window.store(10);   // 1.6.45's default
+  operators().StartWith(options.protocol.machinery);
 }
 
 Server::~Server() {
