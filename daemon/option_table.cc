@@ -5,8 +5,6 @@
 #include "config.h"
 
 #include <cstdio>
-#include <cstdlib>
-#include <string>
 
 #include "daemon/metrics_server.h"
 #include "daemon/tls.h"
@@ -658,16 +656,6 @@ constexpr OptionRow kSuboptions[] = {
                    w->Add(n, uint64_t{v.settings.slab_chunk_max});
                  }},
      .ignored = true},
-    // memcached's temporary LRU: herdless has none, but shows temp_lru and
-    // temporary_ttl (`lru temp_ttl` changes them). memcached reads it with atoi.
-    {.name = "temporary_ttl",
-     .apply = [](OptionParse& p) {
-       if (!p.has_value) return p.Fail("Missing temporary_ttl argument");
-       p.settings.machinery.temp_lru = true;
-       p.settings.machinery.temporary_ttl = std::atoi(std::string(p.value).c_str());
-       return p.NoteIgnored();
-     },
-     .ignored = true},
     {.name = "ssl_chain_cert", .help = "certificate chain file in PEM format",
      .apply = [](OptionParse& p) { return TlsText(p, &TlsSettings::chain_cert); },
      .setting = {"ssl_chain_cert", TextOr<kNullPrinted, &P::tls, &TlsSettings::chain_cert>},
@@ -772,8 +760,7 @@ constexpr std::string_view kIgnoredSuboptions[] = {
     "slab_reassign", "no_slab_reassign", "slab_automove", "no_slab_automove",
     "slab_automove_ratio", "slab_automove_window", "tail_repair_time",
     "hash_algorithm", "lru_crawler_sleep",
-    "lru_crawler_tocrawl", "hot_lru_pct",
-    "warm_lru_pct", "hot_max_factor", "warm_max_factor",
+    "lru_crawler_tocrawl",
     "watcher_logbuf_size", "worker_logbuf_size", "slab_sizes",
     "track_sizes", "no_inline_ascii_resp", "inline_ascii_resp", "modern",
     "no_chunked_items", "drop_privileges", "no_drop_privileges",
@@ -787,6 +774,7 @@ std::span<const OptionRow> SuboptionRows() {
   static const std::vector<OptionRow> rows = [] {
     std::vector<OptionRow> all(std::begin(kSuboptions), std::end(kSuboptions));
     for (const OptionRow& row : ExtstoreRows()) all.push_back(row);
+    for (const OptionRow& row : LruRows()) all.push_back(row);
     return all;
   }();
   return rows;

@@ -140,6 +140,10 @@ std::span<const std::string_view> IgnoredSuboptions();
 std::span<const OptionRow> ExtstoreRows();
 // memcached's extstore checks once every option is known (with ext_path only).
 bool CheckExtstoreOptions(OptionParse* p);
+// memcached's LRU -o keys (lru_options.cc: hot_lru_pct .. temporary_ttl), and its
+// checks of them once every option is known.
+std::span<const OptionRow> LruRows();
+bool CheckLruOptions(OptionParse* p);
 // Fails with ext_path: the flash tier that would take it is not built yet.
 bool RefuseUnbuiltFlashTier(OptionParse* p);
 

@@ -333,13 +333,6 @@ bool CheckSlabChunkMax(OptionParse* p) {
   return true;
 }
 
-// memcached's check: its temporary LRU lives in the LRU maintainer.
-bool CheckTemporaryLru(OptionParse* p) {
-  const MachinerySettings& m = p->settings.machinery;
-  if (m.temp_lru && !m.lru_maintainer) return p->Fail("temporary_ttl requires lru_maintainer to be enabled");
-  return true;
-}
-
 bool CheckAuthentication(OptionParse* p) {
   ProtocolSettings& s = p->settings;
   if (s.sasl_enabled) {
@@ -503,7 +496,7 @@ bool ParseOptions(int argc, char** argv, Options* options, std::string* error) {
   const bool ok = ApplyArguments(argc, argv, &parse) &&
                   (options->action != Options::Action::kRun ||
                    (CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) &&
-                    CheckTemporaryLru(&parse) &&
+                    CheckLruOptions(&parse) &&
                     CheckAuthentication(&parse) && CheckExtstoreOptions(&parse) &&
                     RefuseUnbuiltFlashTier(&parse) &&
                     CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse)));

@@ -54,7 +54,7 @@ struct TlsSettings {
 
 // memcached's machinery that herdless does not have, as memcached's -o
 // switches set it at the start (lru_maintainer, no_lru_maintainer, no_modern,
-// temporary_ttl): `stats settings` shows it, and `lru mode` / `lru temp_ttl`
+// temporary_ttl, hot_lru_pct, ...): `stats settings` shows it, and `lru mode` / `lru temp_ttl`
 // need the LRU maintainer as memcached's do. herdless's background reclaim
 // stands for memcached's maintainer thread.
 struct MachinerySettings {
@@ -64,6 +64,10 @@ struct MachinerySettings {
   uint32_t slab_automove = 1;      // no_modern: 0
   bool temp_lru = false;           // -o temporary_ttl=<ttl>: yes
   int32_t temporary_ttl = 61;
+  uint32_t hot_lru_pct = 20;       // -o hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor
+  uint32_t warm_lru_pct = 40;
+  double hot_max_factor = 0.2;
+  double warm_max_factor = 2.0;
 };
 
 // Settings the protocol obeys and `stats settings` shows (memcached's names).
@@ -168,6 +172,10 @@ struct OperatorSettings {
     slab_automove.store(m.slab_automove, std::memory_order_relaxed);
     temp_lru.store(m.temp_lru, std::memory_order_relaxed);
     temporary_ttl.store(m.temporary_ttl, std::memory_order_relaxed);
+    hot_lru_pct.store(m.hot_lru_pct, std::memory_order_relaxed);
+    warm_lru_pct.store(m.warm_lru_pct, std::memory_order_relaxed);
+    hot_max_factor.store(m.hot_max_factor, std::memory_order_relaxed);
+    warm_max_factor.store(m.warm_max_factor, std::memory_order_relaxed);
   }
 };
 

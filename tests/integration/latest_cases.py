@@ -170,6 +170,10 @@ def cases():
         c.append(ShapeCase("switch_" + args[1].split("=")[0], b"stats settings\r\n", args=args,
                            only=SWITCH_SETTINGS, same_in_1618=True,
                            before=[b"lru mode flat\r\n", b"lru tune 10 10 1 1\r\n"]))
+    c.append(ShapeCase("switch_lru_tuning", b"stats settings\r\n", same_in_1618=True,
+                       args=("-o", "hot_lru_pct=30,warm_lru_pct=45,hot_max_factor=0.5,"
+                             "warm_max_factor=3,temporary_ttl=90"),
+                       only=LRU_SETTINGS - {"lru_segmented"}))   # memcached's starts at yes
     return c
 
 

@@ -358,6 +358,26 @@ TEST(OptionsTest, MachinerySwitchesSetWhatStatsSettingsShows) {
   EXPECT_FALSE(Parse({"-o", "temporary_ttl"}).ok);
 }
 
+// memcached's LRU tuning keys start what `stats settings` shows, with its checks.
+TEST(OptionsTest, LruTuningKeysAreCheckedAsMemcachedChecksThem) {
+  Parsed p = Parse({"-o", "hot_lru_pct=30,warm_lru_pct=45,hot_max_factor=0.5,warm_max_factor=3"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const MachinerySettings& m = p.options.protocol.machinery;
+  EXPECT_EQ(m.hot_lru_pct, 30u);
+  EXPECT_EQ(m.warm_lru_pct, 45u);
+  EXPECT_EQ(m.hot_max_factor, 0.5);
+  EXPECT_EQ(m.warm_max_factor, 3.0);
+  const struct {
+    const char* arg;
+    const char* error;
+  } refused[] = {{"hot_lru_pct=80", "hot_lru_pct must be > 1 and < 80"},
+                 {"warm_lru_pct=0", "warm_lru_pct must be > 1 and < 80"},
+                 {"hot_lru_pct=50,warm_lru_pct=40", "hot_lru_pct + warm_lru_pct cannot be more than 80% combined"},
+                 {"hot_max_factor=0", "hot_max_factor must be > 0"},
+                 {"warm_max_factor", "Missing warm_max_factor argument"}};
+  for (const auto& r : refused) EXPECT_EQ(Parse({"-o", r.arg}).error, r.error) << r.arg;
+}
+
 TEST(OptionsTest, MemcachedTuningFlagsAreAcceptedAndNoted) {
   Parsed p = Parse({"-f", "1.25", "-n", "48", "-L", "-B", "ascii"});
   ASSERT_TRUE(p.ok) << p.error;
