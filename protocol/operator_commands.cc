@@ -241,7 +241,8 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
 void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   const Words w(req.args);
   OperatorSettings& ops = server->operators();
-  const bool prefix = server->Settings().latest();   // 1.6.45 takes a prefix of each word
+  // 1.6.45 takes a prefix of each word, and reads numbers with its token readers.
+  const bool prefix = server->Settings().latest();
   auto is = [&](int i, std::string_view word) { return WordMatches(w.word[i], word, prefix); };
   const bool noreply = w.count > 0 && w.count <= Words::kMax && w.word[w.count - 1] == "noreply";
   auto reply = [&](std::string_view line) {
@@ -249,7 +250,9 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   };
   if (w.count == 3 && is(0, "reassign")) {
     int32_t src, dst;
-    if (!ParseInt32(w.word[1], &src) || !ParseInt32(w.word[2], &dst)) {
+    if (!server->Settings().machinery.slab_reassign) {   // -o no_modern
+      out->Append("CLIENT_ERROR slab reassignment disabled\r\n");
+    } else if (!OperatorInt32(w.word[1], prefix, &src) || !OperatorInt32(w.word[2], prefix, &dst)) {
       out->Append("CLIENT_ERROR bad command line format\r\n");
     } else if (src == dst) {
       out->Append("SAME src and dst class are identical\r\n");
@@ -271,7 +274,7 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
           .store(ratio, std::memory_order_relaxed);
     } else if (is(1, "window")) {   // 1.6.20+
       uint32_t window;
-      if (w.count < 3 || !ParseUint32(w.word[2], &window)) {
+      if (w.count < 3 || !OperatorUint32(w.word[2], prefix, &window)) {
         reply("CLIENT_ERROR bad command line format\r\n");
         return;
       }
@@ -282,7 +285,7 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
       ops.slab_automove_window.store(window, std::memory_order_relaxed);
     } else {
       uint32_t level;
-      if (!ParseUint32(w.word[1], &level)) {
+      if (!OperatorUint32(w.word[1], prefix, &level)) {
         reply("CLIENT_ERROR bad command line format\r\n");
         return;
       }

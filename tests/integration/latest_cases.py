@@ -140,6 +140,13 @@ def cases():
                                       b"lru_crawler x 1\r\n", b"lru_crawler c 99\r\n", SYNC,
                                       b"lru_crawler m 99\r\n", SYNC, b"lru_crawler mg 99\r\n"],
         compat=True)
+    # 1.6.45 reads slabs' numbers with its token readers: digits only, in range.
+    add("compat_slabs_numbers", [b"slabs automove +1\r\n", b"slabs automove 4294967297\r\n",
+                                 b"slabs reassign +1 2\r\n", b"slabs reassign 1 -0\r\n",
+                                 b"slabs automove 1\r\n"], compat=True)
+    add("compat_slabs_window_number", [b"slabs automove window +5\r\n",
+                                       b"slabs automove window 4294967326\r\n",
+                                       b"slabs automove window 10\r\n"], compat=True, live=False)
     # A trailing noreply hides every reply of slabs, lru_crawler and shutdown, errors too.
     add("compat_operator_noreply", [b"lru_crawler tocrawl 0 noreply\r\n",
                                     b"lru_crawler sleep x noreply\r\n", b"lru_crawler x noreply\r\n",
@@ -169,7 +176,8 @@ def cases():
                  ("-o", "temporary_ttl=61")):
         c.append(ShapeCase("switch_" + args[1].split("=")[0], b"stats settings\r\n", args=args,
                            only=SWITCH_SETTINGS, same_in_1618=True,
-                           before=[b"lru mode flat\r\n", b"lru tune 10 10 1 1\r\n"]))
+                           before=[b"lru mode flat\r\n", b"lru tune 10 10 1 1\r\n",
+                                   b"slabs reassign 1 1\r\n"]))
     c.append(ShapeCase("switch_lru_tuning", b"stats settings\r\n", same_in_1618=True,
                        args=("-o", "hot_lru_pct=30,warm_lru_pct=45,hot_max_factor=0.5,"
                              "warm_max_factor=3,temporary_ttl=90"),

@@ -689,6 +689,14 @@ TEST_F(ExecutorTest, SlabsRepliesAsMemcached) {
   const std::string settings = Run("stats settings\r\n");
   EXPECT_EQ(StatValue(settings, "slab_automove"), "2");
   EXPECT_EQ(StatValue(settings, "slab_automove_ratio"), "0.50");
+  EXPECT_EQ(Run("slabs automove ratio .25\r\n"), "OK\r\n");   // safe_strtod's syntax
+  EXPECT_EQ(Run("slabs automove +1\r\n"), "OK\r\n");
+  // 1.6.45 reads digits only; -o no_modern turns slab reassignment off.
+  server_.settings.compat = Compat::k1645;
+  EXPECT_EQ(Run("slabs automove +1\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(Run("slabs reassign 1 4294967297\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  server_.settings.machinery.slab_reassign = false;
+  EXPECT_EQ(Run("slabs reassign 1 2\r\n"), "CLIENT_ERROR slab reassignment disabled\r\n");
 }
 
 // lru tune|mode|temp_ttl (process_lru_command): 1.6.18 reads numbers with
