@@ -203,7 +203,7 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
   }
   if (w.count == 2 && (sub == "tocrawl" || sub == "sleep")) {
     uint32_t n;
-    if (!ParseUint32(w.word[1], &n)) {
+    if (!OperatorUint32(w.word[1], latest, &n)) {
       out->Append("CLIENT_ERROR bad command line format\r\n");
       return;
     }

@@ -144,6 +144,10 @@ def cases():
     add("compat_slabs_numbers", [b"slabs automove +1\r\n", b"slabs automove 4294967297\r\n",
                                  b"slabs reassign +1 2\r\n", b"slabs reassign 1 -0\r\n",
                                  b"slabs automove 1\r\n"], compat=True)
+    add("compat_lru_crawler_numbers", [b"lru_crawler tocrawl +5\r\n", b"lru_crawler sleep +5\r\n",
+                                       b"lru_crawler tocrawl 4294967296\r\n",
+                                       b"lru_crawler tocrawl 0\r\n", b"lru_crawler sleep 100\r\n"],
+        compat=True)
     add("compat_slabs_window_number", [b"slabs automove window +5\r\n",
                                        b"slabs automove window 4294967326\r\n",
                                        b"slabs automove window 10\r\n"], compat=True, live=False)

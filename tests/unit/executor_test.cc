@@ -695,6 +695,7 @@ TEST_F(ExecutorTest, SlabsRepliesAsMemcached) {
   server_.settings.compat = Compat::k1645;
   EXPECT_EQ(Run("slabs automove +1\r\n"), "CLIENT_ERROR bad command line format\r\n");
   EXPECT_EQ(Run("slabs reassign 1 4294967297\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(Run("lru_crawler tocrawl +5\r\n"), "CLIENT_ERROR bad command line format\r\n");
   server_.settings.machinery.slab_reassign = false;
   EXPECT_EQ(Run("slabs reassign 1 2\r\n"), "CLIENT_ERROR slab reassignment disabled\r\n");
 }
