@@ -167,8 +167,14 @@ struct OperatorSettings {
   std::atomic<bool> temp_lru{false};
   std::atomic<int32_t> temporary_ttl{61};
 
-  // What memcached's -o switches start the run-time settings at.
-  void StartWith(const MachinerySettings& m) {
+  // What the options start the run-time settings at: the crawler (-o lru_crawler,
+  // no_modern), -o slab_automove_freeratio, 1.6.45's window (10), and memcached's
+  // other -o switches (MachinerySettings).
+  void StartWith(const ProtocolSettings& s) {
+    const MachinerySettings& m = s.machinery;
+    lru_crawler.store(s.lru_crawler_at_start, std::memory_order_relaxed);
+    slab_automove_freeratio.store(s.ext.slab_automove_freeratio, std::memory_order_relaxed);
+    if (s.latest()) slab_automove_window.store(10, std::memory_order_relaxed);
     slab_automove.store(m.slab_automove, std::memory_order_relaxed);
     temp_lru.store(m.temp_lru, std::memory_order_relaxed);
     temporary_ttl.store(m.temporary_ttl, std::memory_order_relaxed);
