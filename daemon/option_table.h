@@ -67,6 +67,7 @@ class OptionParse {
   bool slab_chunk_max_given = false;         // -o slab_chunk_max, with or without a value
   bool slab_chunk_max_has_value = false;
   std::string slab_chunk_max_value;
+  bool slab_chunk_max_is_page = false;       // -o no_modern: one page unless given
 
   bool Fail(std::string message);
   bool FailGetopt(std::string message);   // getopt's own words: an unknown flag, a missing value
@@ -142,6 +143,10 @@ std::span<const std::string_view> IgnoredSuboptions();
 std::span<const OptionRow> ExtstoreRows();
 // memcached's extstore checks once every option is known (with ext_path only).
 bool CheckExtstoreOptions(OptionParse* p);
+// memcached's LRU -o keys (lru_options.cc: hot_lru_pct .. temporary_ttl), and its
+// checks of them once every option is known.
+std::span<const OptionRow> LruRows();
+bool CheckLruOptions(OptionParse* p);
 // Fails with ext_path: the flash tier that would take it is not built yet.
 bool RefuseUnbuiltFlashTier(OptionParse* p);
 

@@ -2,6 +2,7 @@
 
 #include "config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -154,10 +155,24 @@ bool OptionParse::ApplySuboption() {
   for (const OptionRow& row : SuboptionRows()) {
     if (name == row.name && InThisBuild(row)) return row.apply(*this);
   }
-  // memcached's crawler switches, in order (-o no_modern,lru_crawler: on).
-  if (name == "lru_crawler" || name == "no_lru_crawler" || name == "no_modern") {
+  // memcached's crawler and LRU maintainer switches, in order (-o
+  // no_modern,lru_crawler: the crawler on). no_modern also turns off the slab
+  // rebalancer and the fast connection limit, which `stats settings` shows.
+  constexpr std::string_view kSwitches[] = {"lru_crawler", "no_lru_crawler", "no_modern",
+                                            "lru_maintainer", "no_lru_maintainer"};
+  if (std::find(std::begin(kSwitches), std::end(kSwitches), name) != std::end(kSwitches)) {
     if (has_value) return Fail("-o " + std::string(name) + " takes no value");
-    settings.lru_crawler_at_start = name == "lru_crawler";
+    MachinerySettings& m = settings.machinery;
+    if (name == "lru_crawler" || name == "no_lru_crawler") {
+      settings.lru_crawler_at_start = name == "lru_crawler";
+    } else if (name == "no_modern") {
+      settings.lru_crawler_at_start = false;
+      m.lru_maintainer = m.slab_reassign = m.maxconns_fast = false;
+      m.slab_automove = 0;
+      slab_chunk_max_is_page = true;
+    } else {
+      m.lru_maintainer = name == "lru_maintainer";
+    }
     return true;
   }
   for (std::string_view ignored : IgnoredSuboptions()) {
@@ -292,6 +307,7 @@ bool CheckSlabChunkMax(OptionParse* p) {
   constexpr int64_t kPage = 1 << 20;   // memcached's slab_page_size
   const int64_t item_max = static_cast<int64_t>(s.item_size_max);
   s.slab_chunk_max = static_cast<uint32_t>(item_max < kPage / 2 ? item_max / 2 : kPage / 2);
+  if (p->slab_chunk_max_is_page) s.slab_chunk_max = kPage;   // -o no_modern
   if (!p->slab_chunk_max_given) return true;
   const std::string& text = p->slab_chunk_max_value;
   char* end = nullptr;
@@ -490,9 +506,10 @@ bool ParseOptions(int argc, char** argv, Options* options, OptionError* error) {
   bool ok = ApplyArguments(argc, argv, &parse);
   if (ok && options->action == Options::Action::kRun) {
     parse.exit_status = EX_USAGE;   // memcached exits so from its checks after getopt
-    ok = CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) && CheckAuthentication(&parse) &&
-         CheckExtstoreOptions(&parse) && RefuseUnbuiltFlashTier(&parse) &&
-         CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse);
+    ok = CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) && CheckLruOptions(&parse) &&
+         CheckAuthentication(&parse) && CheckExtstoreOptions(&parse) &&
+         RefuseUnbuiltFlashTier(&parse) && CheckStampedeAndSnapshot(&parse) &&
+         BuildListeners(&parse);
   }
   *error = OptionError{parse.error, parse.exit_status, parse.getopt_error};
   return ok;

@@ -146,10 +146,7 @@ Server::Server(const Options& options)
     : options_(options), started_unix_(clock_.UnixSeconds()) {
   SetLogVerbosity(options.verbosity);
   prefix_stats().Configure(options.protocol.prefix_delimiter, options.protocol.detail_enabled);
-  // -o slab_automove_freeratio, which `slabs automove freeratio` changes later.
-  operators().slab_automove_freeratio.store(options.protocol.ext.slab_automove_freeratio);
-  operators().lru_crawler.store(options.protocol.lru_crawler_at_start, std::memory_order_relaxed);
-  if (options.protocol.latest()) operators().slab_automove_window.store(10);   // 1.6.45's default
+  operators().StartWith(options.protocol);
 }
 
 Server::~Server() {
@@ -651,9 +648,11 @@ void Server::OnStopRequest(int fd, short, void* arg) {
 
 void Server::OnMaintenance(int, short, void* arg) {
   Server* s = static_cast<Server*>(arg);
-  // `lru_crawler disable` stops the background expiry crawl too, as memcached's.
+  // `lru_crawler disable` stops the background expiry crawl too, as memcached's; without
+  // memcached's LRU maintainer (-o no_lru_maintainer, no_modern) only lookups, evictions
+  // and crawls reclaim, as in memcached.
   if (s->operators().lru_crawler.load(std::memory_order_relaxed)) {
-    s->store_->ReclaimExpired(kReclaimPerTick);
+    if (s->options_.protocol.machinery.lru_maintainer) s->store_->ReclaimExpired(kReclaimPerTick);
     s->RunCrawl();
   }
   if (++s->maintenance_ticks_ % kTicksPerIdleSweep == 0) {

@@ -370,7 +370,7 @@ void Version(const ProtocolSettings& settings, ReplyBuffer* out) {
 }
 
 // -o compat=1.6.45: its parser takes a trailing noreply off a command it has
-// no grammar for (slabs, lru_crawler, shutdown) and then hides every reply,
+// no grammar for (slabs, lru_crawler, lru, shutdown) and then hides every reply,
 // errors too; what the command does still happens, but a dump streams nothing.
 bool TakeHiddenNoreply(const ProtocolSettings& settings, Request* req) {
   constexpr std::string_view kNoreply = "noreply";
@@ -398,6 +398,8 @@ void OperatorCommand(const TextContext& c, const Request& req, bool pipelined, R
     Shutdown(c.server, bare, out, outcome);
   } else if (req.command == Command::kLruCrawler) {
     LruCrawlerCommand(c.server, bare, pipelined, c.datagram, out, outcome);
+  } else if (req.command == Command::kLru) {
+    LruCommand(c.server, bare, out);
   } else {
     SlabsCommand(c.server, bare, out);
   }
@@ -453,6 +455,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kShutdown:
     case Command::kLruCrawler:
     case Command::kSlabs:
+    case Command::kLru:
       OperatorCommand(c, req, pipelined, out, outcome);
       return;
     case Command::kCacheMemlimit:

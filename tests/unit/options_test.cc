@@ -286,7 +286,7 @@ TEST(OptionsTest, MemcachedTuningSuboptionsAreAcceptedAndNoted) {
   Parsed p = Parse({"-o", "hashpower=20,slab_reassign,modern,no_modern,lru_crawler,no_lru_maintainer",
                     "-o", "slab_sizes=100-200-300"});
   ASSERT_TRUE(p.ok) << p.error;
-  ASSERT_EQ(p.options.ignored.size(), 5u);   // all but no_modern and lru_crawler (below)
+  ASSERT_EQ(p.options.ignored.size(), 4u);   // all but the crawler and maintainer switches (below)
   EXPECT_EQ(p.options.ignored[0], "-o hashpower=20");
   EXPECT_EQ(p.options.ignored[1], "-o slab_reassign");
 }
@@ -310,6 +310,50 @@ TEST(OptionsTest, CrawlerSwitchesSetItsStartInOrder) {
     EXPECT_EQ(p.options.protocol.lru_crawler_at_start, c.on) << (c.args.empty() ? "" : c.args[1]);
   }
   EXPECT_FALSE(Parse({"-o", "no_modern=1"}).ok);
+}
+
+// What memcached's no_modern, no_lru_maintainer and temporary_ttl change in
+// `stats settings`; temporary_ttl needs the maintainer, as in memcached.
+TEST(OptionsTest, MachinerySwitchesSetWhatStatsSettingsShows) {
+  Parsed p = Parse({"-o", "no_modern"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const MachinerySettings& m = p.options.protocol.machinery;
+  EXPECT_FALSE(m.lru_maintainer);
+  EXPECT_FALSE(m.slab_reassign);
+  EXPECT_FALSE(m.maxconns_fast);
+  EXPECT_EQ(m.slab_automove, 0u);
+  EXPECT_EQ(p.options.protocol.slab_chunk_max, 1u << 20);
+  EXPECT_EQ(Parse({"-o", "no_modern,slab_chunk_max=4096"}).options.protocol.slab_chunk_max, 4096u);
+  EXPECT_FALSE(Parse({"-o", "no_lru_maintainer"}).options.protocol.machinery.lru_maintainer);
+  EXPECT_TRUE(Parse({"-o", "no_lru_maintainer,lru_maintainer"}).options.protocol.machinery.lru_maintainer);
+  EXPECT_TRUE(Parse({"-o", "no_lru_maintainer"}).options.protocol.machinery.slab_reassign);
+  p = Parse({"-o", "temporary_ttl=90"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_TRUE(p.options.protocol.machinery.temp_lru);
+  EXPECT_EQ(p.options.protocol.machinery.temporary_ttl, 90);
+  EXPECT_EQ(Parse({"-o", "no_lru_maintainer,temporary_ttl=90"}).error,
+            "temporary_ttl requires lru_maintainer to be enabled");
+  EXPECT_FALSE(Parse({"-o", "temporary_ttl"}).ok);
+}
+
+// memcached's LRU tuning keys start what `stats settings` shows, with its checks.
+TEST(OptionsTest, LruTuningKeysAreCheckedAsMemcachedChecksThem) {
+  Parsed p = Parse({"-o", "hot_lru_pct=30,warm_lru_pct=45,hot_max_factor=0.5,warm_max_factor=3"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const MachinerySettings& m = p.options.protocol.machinery;
+  EXPECT_EQ(m.hot_lru_pct, 30u);
+  EXPECT_EQ(m.warm_lru_pct, 45u);
+  EXPECT_EQ(m.hot_max_factor, 0.5);
+  EXPECT_EQ(m.warm_max_factor, 3.0);
+  const struct {
+    const char* arg;
+    const char* error;
+  } refused[] = {{"hot_lru_pct=80", "hot_lru_pct must be > 1 and < 80"},
+                 {"warm_lru_pct=0", "warm_lru_pct must be > 1 and < 80"},
+                 {"hot_lru_pct=50,warm_lru_pct=40", "hot_lru_pct + warm_lru_pct cannot be more than 80% combined"},
+                 {"hot_max_factor=0", "hot_max_factor must be > 0"},
+                 {"warm_max_factor", "Missing warm_max_factor argument"}};
+  for (const auto& r : refused) EXPECT_EQ(Parse({"-o", r.arg}).error, r.error) << r.arg;
 }
 
 TEST(OptionsTest, MemcachedTuningFlagsAreAcceptedAndNoted) {
