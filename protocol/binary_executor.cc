@@ -396,6 +396,7 @@ void BinaryExecutor::Arithmetic(const BinaryRequest& req, ReplyBuffer* out) {
   }
   const ArithResult r = store_->Arithmetic(ar);
   watch_.Lookup(req.key, r.found_live, r.found_value_len, r.found_client_flags);
+  if (r.created) watch_.Created(store_, req.key, r.value, ar.create_exptime);
   switch (r.status) {
     case ArithStatus::kOk: {
       if (!r.created) CountArithmetic(stats_, incr, /*hit=*/true);

@@ -462,6 +462,8 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const WatchContext&
   }
   const ArithResult r = store->Arithmetic(ar);
   watch.Lookup(req.key, r.found_live, r.found_value_len, r.found_client_flags);
+  // memcached's ma stores the new number without a TTL and sets N's after: its line says ttl=0.
+  if (r.created) watch.Created(store, req.key, r.value, /*exptime=*/0);
   switch (r.status) {
     case ArithStatus::kNonNumeric:
       out->Append("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");

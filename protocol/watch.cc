@@ -1,6 +1,7 @@
 #include "protocol/watch.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "protocol/key.h"
@@ -187,6 +188,14 @@ void WatchContext::Lookup(std::string_view key, bool found, uint32_t value_len,
   FormatItemGet(&line, key, found ? FetchStatus::kFound : FetchStatus::kNotFound, cls, fd,
                 found ? value_len : 0);
   log->Write(kWatchFetchers, line.view());
+}
+
+void WatchContext::Created(ItemStore* store, std::string_view key, uint64_t value,
+                           int64_t exptime) const {
+  if (!wants(kWatchFetchers | kWatchMutations)) return;
+  char digits[24];
+  const size_t len = static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), value).ptr - digits);
+  Store(store, key, len, 0, exptime, StoreMode::kAdd, StoreResult{.status = StoreStatus::kStored});
 }
 
 void WatchContext::Store(ItemStore* store, std::string_view key, size_t value_len,

@@ -146,6 +146,17 @@ TEST(WatchTest, ALookupLogsItemGetToFetchersOnly) {
   }
 }
 
+// An incr/ma that created its item logs memcached's add of the initial number.
+TEST(WatchTest, ACreatingIncrLogsAnAdd) {
+  RecordingLog log(kWatchFetchers | kWatchMutations);
+  WatchContext ctx{.log = &log, .fd = 7};
+  ctx.Created(nullptr, "n", 12345, 0);
+  const std::vector<std::string> want = {
+      "type=item_get key=n status=not_found clsid=0 cfd=7 size=0",
+      "type=item_store key=n status=stored cmd=add ttl=0 clsid=1 cfd=7 size=5"};
+  EXPECT_EQ(log.lines, want);
+}
+
 TEST(WatchTest, LongLinesAreCutNotOverflowed) {
   LogLine line;
   const std::string key(250, '\xff');   // 750 bytes encoded
