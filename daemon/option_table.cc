@@ -4,6 +4,7 @@
 
 #include "config.h"
 
+#include <climits>
 #include <cstdio>
 
 #include "daemon/metrics_server.h"
@@ -274,7 +275,10 @@ constexpr OptionRow kFlags[] = {
      .help_default = Default<&P::num_threads>,
      .apply = [](OptionParse& p) {
        if (!p.Int(1, 1024, &p.settings.num_threads)) {
-         return p.Fail("Number of threads must be greater than 0 (at most 1024)");
+         // memcached's words (it reads the value with atoi); herdless also stops at 1024.
+         int many = 0;
+         return p.Fail(p.Int(1025, INT_MAX, &many) ? "Number of threads must be at most 1024"
+                                                   : "Number of threads must be greater than 0");
        }
        if (p.settings.num_threads > 64) {
          p.options.warnings.push_back(

@@ -55,6 +55,8 @@ class OptionParse {
   std::string_view value;       // "" when none was given
   bool has_value = false;
   std::string error;            // set by Fail
+  bool getopt_error = false;    // set by FailGetopt
+  int exit_status = 1;          // of a failure: 1 while flags are read, EX_USAGE in the checks after
 
   // Kept for the checks after the last option (options.cc).
   std::vector<std::string> listen_entries;   // every -l entry, in order, without repeats
@@ -67,6 +69,7 @@ class OptionParse {
   std::string slab_chunk_max_value;
 
   bool Fail(std::string message);
+  bool FailGetopt(std::string message);   // getopt's own words: an unknown flag, a missing value
   // The value as a whole decimal number in [min, max]: no sign, spaces or
   // trailing bytes.
   bool Int(int min, int max, int* out) const;

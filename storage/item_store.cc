@@ -413,6 +413,8 @@ StoreStatus ItemStore::Restore(const RestoreRequest& req) { return impl_->Restor
 void ItemStore::ReserveItems(size_t items) { impl_->ReserveItems(items); }
 uint64_t ItemStore::CasCounter() const { return impl_->CasCounter(); }
 void ItemStore::AdvanceCasPast(uint64_t cas) { impl_->AdvanceCasPast(cas); }
+std::vector<double> ItemStore::RecomputeSpreads() const { return impl_->RecomputeSpreads(); }
+void ItemStore::RestoreRecomputeSpreads(const std::vector<double>& saved) { impl_->RestoreRecomputeSpreads(saved); }
 int64_t ItemStore::ToUnixTime(int64_t store_s) const { return impl_->ToUnixTime(store_s); }
 int64_t ItemStore::NowSeconds() const { return impl_->NowSeconds(); }
 int64_t ItemStore::ToStoreTime(int64_t exptime) const { return impl_->ToStoreTime(exptime); }

@@ -192,6 +192,13 @@ class ItemStore {
   uint64_t CasCounter() const;
   void AdvanceCasPast(uint64_t cas);
 
+  // Each shard's spread of recompute times (storage/lease.h), in shard order,
+  // for a snapshot; and setting them from one, whose writer may have had
+  // another (power-of-two) shard count: a shard takes the mean of the saved
+  // shards that held its keys. Empty: nothing changes.
+  std::vector<double> RecomputeSpreads() const;
+  void RestoreRecomputeSpreads(const std::vector<double>& saved);
+
   // Unix time of a store second (WalkedItem's exptime and last access), for
   // snapshots and dumps.
   int64_t ToUnixTime(int64_t store_s) const;

@@ -137,6 +137,8 @@ class ItemStore::Impl {
   void ReserveItems(size_t items);
   uint64_t CasCounter() const { return next_cas_.load(std::memory_order_relaxed); }
   void AdvanceCasPast(uint64_t cas);
+  std::vector<double> RecomputeSpreads() const;
+  void RestoreRecomputeSpreads(const std::vector<double>& saved);
   int64_t ToUnixTime(int64_t store_s) const;
   int64_t NowSeconds() const;
   int64_t ToStoreTime(int64_t exptime) const;
