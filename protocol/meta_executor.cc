@@ -365,6 +365,7 @@ void ExecuteDelete(ItemStore* store, ThreadStats* stats, const WatchContext& wat
   DeleteRequest::Removed removed{0, dr.client_flags};   // x logs its empty item
   if (!dr.empty_value) dr.removed = &removed;
   DeleteStatus status = store->Delete(dr);
+  watch.Lookup(req.key, status != DeleteStatus::kNotFound, removed.value_len, removed.client_flags);
 
   std::string_view code;
   switch (status) {
@@ -452,14 +453,17 @@ void AppendArithmeticReply(const ItemStore& store, const Request& req, const Ari
   }
 }
 
-void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
-                       ReplyBuffer* out) {
+void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
+                       const Request& req, ReplyBuffer* out) {
   ArithRequest ar;
   if (!MetaArithRequest(req, &ar)) {
     out->Append("CLIENT_ERROR invalid mode for ma M token\r\n");
     return;
   }
   const ArithResult r = store->Arithmetic(ar);
+  watch.Lookup(req.key, r.found_live, r.found_value_len, r.found_client_flags);
+  // memcached's ma stores the new number without a TTL and sets N's after: its line says ttl=0.
+  if (r.created) watch.Created(store, req.key, r.value, /*exptime=*/0);
   switch (r.status) {
     case ArithStatus::kNonNumeric:
       out->Append("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
@@ -530,7 +534,7 @@ void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, Reply
     case Command::kMetaGet: ExecuteGet(store, stats, w, req, out, outcome != nullptr ? warm : nullptr, outcome); break;
     case Command::kMetaSet: ExecuteSet(store, stats, w, req, out); break;
     case Command::kMetaDelete: ExecuteDelete(store, stats, w, req, out); break;
-    case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, req, out); break;
+    case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, w, req, out); break;
     case Command::kMetaDebug: ExecuteDebug(store, stats, req, out); break;
     case Command::kMetaNoop: out->Append("MN\r\n"); break;
     default: break;   // not a meta command: the executor never sends one here

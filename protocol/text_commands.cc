@@ -244,7 +244,10 @@ void Delete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, Pre
             const Request& req, ReplyBuffer* out) {
   if (prefixes->enabled()) prefixes->RecordDelete(req.key);
   DeleteRequest::Removed removed;
-  if (store->Delete(DeleteRequest{.key = req.key, .removed = &removed}) == DeleteStatus::kDeleted) {
+  const bool deleted =
+      store->Delete(DeleteRequest{.key = req.key, .removed = &removed}) == DeleteStatus::kDeleted;
+  watch.Lookup(req.key, deleted, removed.value_len, removed.client_flags);
+  if (deleted) {
     watch.Delete(req.key, /*meta=*/false, removed);
     stats->delete_hits.Add();
     Reply(req, out, "DELETED\r\n");
@@ -254,13 +257,15 @@ void Delete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, Pre
   }
 }
 
-void Arithmetic(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+void Arithmetic(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
+                ReplyBuffer* out) {
   const bool incr = req.command == Command::kIncr;
   ArithRequest ar;
   ar.key = req.key;
   ar.incr = incr;
   ar.delta = req.delta;
   const ArithResult r = store->Arithmetic(ar);
+  watch.Lookup(req.key, r.found_live, r.found_value_len, r.found_client_flags);
   switch (r.status) {
     case ArithStatus::kOk:
       CountArithmetic(stats, incr, /*hit=*/true);
@@ -287,8 +292,11 @@ void Arithmetic(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   }
 }
 
-void Touch(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
-  const bool touched = store->Touch(req.key, req.exptime);
+void Touch(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
+           ReplyBuffer* out) {
+  FoundItem found;
+  const bool touched = store->Touch(req.key, req.exptime, &found);
+  watch.Lookup(req.key, touched, found.value_len, found.client_flags);
   CountRead(stats, /*touch=*/true, touched);
   Reply(req, out, touched ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
 }
@@ -431,10 +439,10 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       return;
     case Command::kIncr:
     case Command::kDecr:
-      Arithmetic(c.store, c.stats, req, out);
+      Arithmetic(c.store, c.stats, c.watch, req, out);
       return;
     case Command::kTouch:
-      Touch(c.store, c.stats, req, out);
+      Touch(c.store, c.stats, c.watch, req, out);
       return;
     case Command::kFlushAll:
       FlushAll(c.store, c.stats, c.server->Settings(), req, out);

@@ -384,10 +384,11 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
   if (foreign_ != nullptr && foreign_->Foreign(req.key)) foreign_->Changed(req.key);
   return impl_->Arithmetic(req);
 }
-bool ItemStore::Touch(std::string_view key, int64_t exptime) {
-  if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Touch(key, exptime);
+bool ItemStore::Touch(std::string_view key, int64_t exptime, FoundItem* found) {
+  if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Touch(key, exptime, found);
   foreign_->Changed(key);
-  return impl_->Touch(key, CapExptime(exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds()));
+  const int64_t capped = CapExptime(exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
+  return impl_->Touch(key, capped, found);
 }
 void ItemStore::FlushAll(int64_t delay_s) { impl_->FlushAll(delay_s); }
 size_t ItemStore::ReclaimExpired(size_t budget) { return impl_->ReclaimExpired(budget); }

@@ -121,7 +121,8 @@ class ItemStore {
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);
   // touch: new exptime on an existing item. Returns false on a miss.
-  bool Touch(std::string_view key, int64_t exptime);
+  // `found`, when not null, is filled in from the live item touched.
+  bool Touch(std::string_view key, int64_t exptime, FoundItem* found = nullptr);
 
   // flush_all: delay_s <= 0 drops every item now; otherwise every item stored
   // or touched before now + delay_s is dropped once that moment passes.

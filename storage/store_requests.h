@@ -121,6 +121,12 @@ struct StoreResult {
   uint32_t found_client_flags = 0;
 };
 
+// A live item's sizes as a lookup found it (the watcher's item_get line).
+struct FoundItem {
+  uint32_t value_len = 0;
+  uint32_t client_flags = 0;
+};
+
 struct DeleteRequest {
   std::string_view key;
   uint64_t compare_cas = 0;       // the CAS the item must have, 0 = any
@@ -134,12 +140,9 @@ struct DeleteRequest {
   // the old CAS (or new_cas); with mark_stale the empty value is stale.
   bool empty_value = false;
   uint32_t client_flags = 0;
-  // When not null, a plain delete that removed an item fills it in (for the
-  // `watch deletions` line).
-  struct Removed {
-    uint32_t value_len = 0;
-    uint32_t client_flags = 0;
-  };
+  // When not null, filled in from the live item the delete found (the
+  // watcher's item_get and `watch deletions` lines).
+  using Removed = FoundItem;
   Removed* removed = nullptr;
 };
 
@@ -168,6 +171,10 @@ struct ArithResult {
   int64_t ttl = -1;
   int64_t ttl_before = -1;       // before this request's new exptime
   bool created = false;
+  // The live item the lookup found (memcached's watcher logs its item_get).
+  bool found_live = false;
+  uint32_t found_value_len = 0;
+  uint32_t found_client_flags = 0;
 };
 
 // An item with all its metadata given (a snapshot being loaded). An exptime
