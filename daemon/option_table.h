@@ -139,8 +139,6 @@ std::span<const std::string_view> IgnoredSuboptions();
 std::span<const OptionRow> ExtstoreRows();
 // memcached's extstore checks once every option is known (with ext_path only).
 bool CheckExtstoreOptions(OptionParse* p);
-// Fails with ext_path: the flash tier that would take it is not built yet.
-bool RefuseUnbuiltFlashTier(OptionParse* p);
 
 // -o wait_timeout_ms follows lease_timeout unless given; when leases never
 // time out, a parked reader still waits no longer than the default lease.

@@ -481,7 +481,6 @@ bool ParseOptions(int argc, char** argv, Options* options, std::string* error) {
                   (options->action != Options::Action::kRun ||
                    (CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) &&
                     CheckAuthentication(&parse) && CheckExtstoreOptions(&parse) &&
-                    RefuseUnbuiltFlashTier(&parse) &&
                     CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse)));
   *error = parse.error;
   return ok;

@@ -134,6 +134,8 @@ void ItemStore::Impl::EvictFromLocked(Shard& shard, uint64_t* slot, Segment* vic
     }
     // No segment even beyond the limit: evict it after all.
   }
+  // -o ext_path: a value that would be lost moves to flash instead.
+  if (!gone && !stale && config_.flash != nullptr && DemoteLocked(shard, slot, now_s)) return;
   CountRemovalLocked(shard, s, item, t, /*evicted=*/true);
   const bool ghost = !gone && !stale && victim->queue == SegmentQueue::kSmall;
   UnlinkLocked(shard, slot, ghost);

@@ -211,7 +211,8 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     CountStoreOverExpiredLocked(shard, f);
     if (attempt == 0) NoteFoundLocked(f, &res);
     const bool live = f.presence == Found::kLive;
-    if (!live && !req.create_on_miss) {
+    // memcached refuses to append to a value on flash (ITEM_HDR): NOT_STORED.
+    if ((!live && !req.create_on_miss) || (live && ItemAt(*f.slot).is_flash_stub())) {
       res.status = StoreStatus::kNotStored;
       return kAnswered;
     }
@@ -466,7 +467,8 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
 // stops at 0 down. Counts the class's hit on the first attempt.
 ArithStatus ItemStore::Impl::CountedValueLocked(Shard& shard, ItemView old_item, const ArithRequest& req,
                                                 bool first_attempt, uint64_t* value) {
-  if (old_item.value_len() == 0) return ArithStatus::kNonNumeric;
+  // A value on flash is non-numeric to memcached too (ITEM_HDR).
+  if (old_item.value_len() == 0 || old_item.is_flash_stub()) return ArithStatus::kNonNumeric;
   if (req.compare_cas != 0 && req.compare_cas != old_item.cas()) return ArithStatus::kExists;
   uint64_t current;
   if (!ParseCounter(old_item.value(), &current)) return ArithStatus::kNonNumeric;
