@@ -1,5 +1,7 @@
 // ItemStore's flash tier (-o ext_path; StoreConfig::flash). A value leaves
-// RAM in two ways: eviction would drop it (DemoteLocked, from EvictFromLocked;
+// RAM in two ways: its segment is evicted (DemoteLocked, from EvictFromLocked:
+// the value goes whether eviction would drop it or keep it, a read stub being
+// kept in its place, so the main queue holds stubs, not big values;
 // EvictAhead runs eviction early on the flash writer's thread so workers
 // rarely do), or it is idle (MoveIdleToFlash, ext_item_age). Either way its
 // item is replaced by a stub: the same key and metadata (CAS, TTL, flags,
@@ -59,7 +61,7 @@ void ItemStore::Impl::MoveClassLocked(Shard& shard, ItemView from, ItemView to) 
 }
 
 bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const FlashLocator& where, int64_t now_s,
-                                       bool beyond_limit) {
+                                       bool at_main_tail, uint8_t freq) {
   const ItemView item = ItemAt(*slot);
   ItemFields fields = item.Fields();
   fields.flash_stub = true;
@@ -67,7 +69,7 @@ bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const Flash
   fields.full_header = false;
   const uint32_t size = static_cast<uint32_t>(ItemSize(fields));
   Placed placed;
-  if (beyond_limit) {
+  if (at_main_tail) {
     // Eviction's copies go to M's tail, beyond the limit if need be (as kept items).
     S3Fifo::Place p;
     if (!queues_->Append(SegmentQueue::kMain, size, now_s, /*beyond_limit=*/true, &p)) return false;
@@ -78,16 +80,16 @@ bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const Flash
   const ItemView stub = WriteItem(placed.segment->At(placed.offset), fields);
   EncodeStubValue(stub.value_data(), where, item.value_len());
   MoveClassLocked(shard, item, stub);
-  RepointLocked(shard, slot, placed, stub, beyond_limit ? uint8_t{0} : slot::Freq(*slot));
+  RepointLocked(shard, slot, placed, stub, freq);
   return true;
 }
 
-bool ItemStore::Impl::DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s) {
+bool ItemStore::Impl::DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, uint8_t freq) {
   const ItemView item = ItemAt(*slot);
   if (!Movable(*slot, item, config_.flash_item_size)) return false;
   FlashLocator where;
   if (!config_.flash->Write(item.key(), item.cas(), item.value(), &where)) return false;
-  if (SwapToStubLocked(shard, slot, where, now_s, /*beyond_limit=*/true)) return true;
+  if (SwapToStubLocked(shard, slot, where, now_s, /*at_main_tail=*/true, freq)) return true;
   config_.flash->Release(where, item.key_len(), item.value_len());
   return false;
 }
@@ -215,7 +217,7 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
     uint64_t* slot = shard.index.FindLocation(c.hash, slot::Segment(c.slot), slot::Offset(c.slot));
     if (slot != nullptr && ItemAt(*slot).cas() == c.cas &&
         Movable(*slot, ItemAt(*slot), config_.flash_item_size) &&
-        SwapToStubLocked(shard, slot, where, t.now_s, /*beyond_limit=*/false)) {
+        SwapToStubLocked(shard, slot, where, t.now_s, /*at_main_tail=*/false, slot::Freq(*slot))) {
       moved++;
     } else {
       config_.flash->Release(where, item.key_len(), item.value_len());
