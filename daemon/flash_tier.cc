@@ -76,20 +76,34 @@ void FlashTier::Fetch(FlashFetch fetch) {
   fetches_.notify_one();
 }
 
+// Takes every queued fetch at once and reads them all before handing any to
+// the store: a multi-key get parked on several keys is woken when most of
+// them are back, not once per key.
 void FlashTier::ReadLoop() {
-  std::string value;
+  constexpr size_t kMaxBatch = 64;
+  std::vector<FlashFetch> batch;
+  std::vector<std::string> values;
+  std::vector<FlashReadResult> results;
   for (;;) {
-    FlashFetch fetch;
+    batch.clear();
     {
       std::unique_lock<std::mutex> lock(mu_);
       fetches_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (stop_) return;
-      fetch = std::move(queue_.front());
-      queue_.pop_front();
+      while (!queue_.empty() && batch.size() < kMaxBatch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
     }
-    value.clear();
-    const FlashReadResult result = flash_->Read(fetch.where, fetch.key, fetch.value_len, &value);
-    store_->FinishFlashRead(fetch.key, fetch.where, result, value);
+    values.resize(batch.size());
+    results.resize(batch.size());
+    for (size_t i = 0; i < batch.size(); i++) {
+      values[i].clear();
+      results[i] = flash_->Read(batch[i].where, batch[i].key, batch[i].value_len, &values[i]);
+    }
+    for (size_t i = 0; i < batch.size(); i++) {
+      store_->FinishFlashRead(batch[i].key, batch[i].where, results[i], values[i]);
+    }
   }
 }
 
@@ -116,7 +130,8 @@ void FlashTier::WriteLoop() {
       sleep_us = std::max(kMinSleepUs, sleep_us / 2);
     } else {
       flash_->Flush();   // idle: what is buffered reaches the file
-      sleep_us = std::min(std::max(kMinSleepUs, settings_.max_sleep_us), sleep_us * 2);
+      // Slowly (memcached adds 1 us a pass): a busy cache needs its headroom back soon.
+      sleep_us = std::min(std::max(kMinSleepUs, settings_.max_sleep_us), sleep_us + sleep_us / 16 + 1);
     }
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_.wait_for(lock, std::chrono::microseconds(sleep_us), [&] { return stop_; })) return;

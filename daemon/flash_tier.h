@@ -5,8 +5,8 @@
 // workers (the values eviction would drop move to flash:
 // ItemStore::EvictAhead) and, with ext_item_age, moves idle values
 // (ItemStore::MoveIdleToFlash). The writer naps between passes as memcached's
-// storage_write_thread does: shorter after work, longer (up to ext_max_sleep)
-// when idle. Thread-safe.
+// storage_write_thread does: halved after work, a little longer after each idle
+// pass (up to ext_max_sleep). Thread-safe.
 #ifndef HERDLESS_DAEMON_FLASH_TIER_H_
 #define HERDLESS_DAEMON_FLASH_TIER_H_
 
