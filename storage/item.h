@@ -131,6 +131,10 @@ class ItemView {
     if (format() & kFmtLongValue) return item_detail::Load32(p_ + 2);
     return (static_cast<uint32_t>(format() & kFmtShortLenMask) << 8) | static_cast<uint8_t>(p_[2]);
   }
+  // The client's value length, also of a flash stub (its last 4 value bytes).
+  uint32_t client_value_len() const {
+    return is_flash_stub() ? item_detail::Load32(value_data() + kFlashStubValueBytes - 4) : value_len();
+  }
   // Bytes before the key, and of the whole item.
   size_t header_size() const { return layout().key; }
   size_t size() const { return header_size() + key_len() + value_len(); }

@@ -254,7 +254,7 @@ void ItemStore::Impl::NoteFoundLocked(const Found& f, StoreResult* res) const {
   res->found_live = f.presence == Found::kLive;
   if (!res->found_live) return;
   const ItemView item = ItemAt(*f.slot);
-  res->found_value_len = item.value_len();
+  res->found_value_len = item.client_value_len();
   res->found_client_flags = item.client_flags();
 }
 

@@ -34,7 +34,7 @@ FlashLocator StubLocator(ItemView stub) {
   const char* p = stub.value_data();
   return FlashLocator{le_bytes::Get32(p), le_bytes::Get32(p + 4), le_bytes::Get32(p + 8)};
 }
-uint32_t StubValueLength(ItemView stub) { return le_bytes::Get32(stub.value_data() + 12); }
+uint32_t StubValueLength(ItemView stub) { return stub.client_value_len(); }
 
 bool SameLocator(const FlashLocator& a, const FlashLocator& b) {
   return a.page == b.page && a.generation == b.generation && a.offset == b.offset;

@@ -301,7 +301,7 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
     if (!req.mark_stale) {
       if (req.removed != nullptr) {
         const ItemView gone = ItemAt(*f.slot);
-        *req.removed = {gone.value_len(), gone.client_flags()};
+        *req.removed = {gone.client_value_len(), gone.client_flags()};
       }
       UnlinkLocked(shard, f.slot);
       return Answer(DeleteStatus::kDeleted);
