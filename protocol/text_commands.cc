@@ -87,7 +87,7 @@ bool IsSingleKey(std::string_view keys) {
 }
 
 // A multi-key get never parks in wait mode (see ClassicReadOptions), so no
-// reply is ever half written; with -o ext_path it parks on its first key on
+// reply is ever half written; with -o ext_path it parks on its keys on
 // flash before writing anything (ParkOnFlash), and runs again once fetched.
 void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
   ItemStore* store = c.store;

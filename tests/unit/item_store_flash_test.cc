@@ -72,9 +72,10 @@ class ItemStoreFlashTest : public ::testing::Test {
   }
 
   void Set(int i) {
+    const std::string key = KeyOf(i);
     const std::string value = ValueOf(i);
     StoreRequest req;
-    req.key = KeyOf(i);
+    req.key = key;
     req.value = value;
     ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored) << i;
   }
