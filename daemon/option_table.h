@@ -147,8 +147,6 @@ bool CheckExtstoreOptions(OptionParse* p);
 // checks of them once every option is known.
 std::span<const OptionRow> LruRows();
 bool CheckLruOptions(OptionParse* p);
-// Fails with ext_path: the flash tier that would take it is not built yet.
-bool RefuseUnbuiltFlashTier(OptionParse* p);
 
 // -o wait_timeout_ms follows lease_timeout unless given; when leases never
 // time out, a parked reader still waits no longer than the default lease.

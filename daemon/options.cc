@@ -508,8 +508,7 @@ bool ParseOptions(int argc, char** argv, Options* options, OptionError* error) {
     parse.exit_status = EX_USAGE;   // memcached exits so from its checks after getopt
     ok = CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) && CheckLruOptions(&parse) &&
          CheckAuthentication(&parse) && CheckExtstoreOptions(&parse) &&
-         RefuseUnbuiltFlashTier(&parse) && CheckStampedeAndSnapshot(&parse) &&
-         BuildListeners(&parse);
+         CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse);
   }
   *error = OptionError{parse.error, parse.exit_status, parse.getopt_error};
   return ok;

@@ -355,7 +355,8 @@ int Server::Run() {
   store_config.events = watch_hub_.store_events();
   store_config.foreign = foreign_log_.get();
   if (p.warm_enabled()) store_config.delete_holdoff_ms = p.warm_holdoff_s * 1000;
-  store_ = std::make_unique<ItemStore>(store_config);
+  store_ = MakeStoreWithFlashTier(store_config, p.ext, &flash_tier_);   // -o ext_path: after -u, as memcached
+  if (store_ == nullptr) return EXIT_FAILURE;
   const WorkerPlan plan = PlanWorkers(p);
   if (!p.memory_file.empty()) {
     // Before the first accept: clients that connect meanwhile wait in the
@@ -529,12 +530,11 @@ void Server::Serve() {
 }
 
 int Server::Finish(bool started) {
-  if (!started) {
-    for (auto& w : workers_) w->BeginStop(0);
-  }
+  if (!started) for (auto& w : workers_) w->BeginStop(0);
   // A periodic write still walking is cancelled: the last one starts once
   // the workers have written the replies they owe and changed their last item.
   if (snapshotter_ != nullptr) snapshotter_->StopPeriodic();
+  if (flash_tier_ != nullptr) flash_tier_->Stop();   // no wake reaches a stopping worker
   metrics_.reset();   // it reads the workers' counters
   for (auto& w : workers_) w->Join();
   if (snapshotter_ != nullptr && started) snapshotter_->WriteFinal();

@@ -207,11 +207,16 @@ void AppendGetFlags(const ItemStore& store, const Request& req, const ReadResult
 }
 
 void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-                ReplyBuffer* out, WarmGate* warm, ProcessOutcome* outcome) {
+                ReplyBuffer* out, WarmGate* warm, ProcessOutcome* outcome, const WaitTicket* park) {
   const MetaFlags& flags = req.meta;
   ReadOptions opts = MetaReadOptions(flags, req.meta_args);
   if (warm != nullptr) warm->Apply(&opts);
+  opts.flash_park = outcome != nullptr ? park : nullptr;
   ReadResult r = store->Read(req.key, opts);
+  if (r.parked) {   // its value is being fetched from flash: run again once it is in RAM
+    outcome->Park(req.key, r.cas);
+    return;
+  }
   if (warm != nullptr && warm->Divert(r, req.key, outcome)) return;
   stats->CountMissCause(r.miss_expired, r.miss_flushed);
   watch.Fetch(req.key, r, r.status == ReadStatus::kHit);
@@ -527,11 +532,13 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
 }  // namespace
 
 void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out,
-                 const WatchContext* watch, WarmGate* warm, ProcessOutcome* outcome) {
+                 const WatchContext* watch, WarmGate* warm, ProcessOutcome* outcome, const WaitTicket* park) {
   static const WatchContext kNobody;
   const WatchContext& w = watch != nullptr ? *watch : kNobody;
   switch (req.command) {
-    case Command::kMetaGet: ExecuteGet(store, stats, w, req, out, outcome != nullptr ? warm : nullptr, outcome); break;
+    case Command::kMetaGet:
+      ExecuteGet(store, stats, w, req, out, outcome != nullptr ? warm : nullptr, outcome, park);
+      break;
     case Command::kMetaSet: ExecuteSet(store, stats, w, req, out); break;
     case Command::kMetaDelete: ExecuteDelete(store, stats, w, req, out); break;
     case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, w, req, out); break;

@@ -69,14 +69,26 @@ void AppendValueLine(std::string_view key, uint32_t flags, uint32_t bytes, bool 
   out->Append(std::string_view(line, p - line));
 }
 
+// -o ext_path: parks the request on every one of `keys` whose value is on
+// flash (their fetches run at once; the first to end wakes it).
+bool ParkOnFlash(ItemStore* store, std::string_view keys, const WaitTicket& ticket, ProcessOutcome* outcome) {
+  WordIterator words(keys);
+  std::string_view key;
+  while (words.Next(&key)) {
+    if (store->ParkIfOnFlash(key, ticket) && !outcome->parked) outcome->Park(key, 0);
+  }
+  return outcome->parked;
+}
+
 bool IsSingleKey(std::string_view keys) {
   WordIterator words(keys);
   std::string_view key;
   return words.Next(&key) && !words.Next(&key);
 }
 
-// A multi-key get never parks (see ClassicReadOptions), so no reply is ever
-// half written.
+// A multi-key get never parks in wait mode (see ClassicReadOptions), so no
+// reply is ever half written; with -o ext_path it parks on its keys on
+// flash before writing anything (ParkOnFlash), and runs again once fetched.
 void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
   ItemStore* store = c.store;
   ThreadStats* stats = c.stats;
@@ -86,6 +98,9 @@ void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, Proces
   const bool with_cas = req.command == Command::kGets || req.command == Command::kGats;
   const bool touch = req.command == Command::kGat || req.command == Command::kGats;
   const bool single = IsSingleKey(req.keys);
+  if (!single && c.park != nullptr && store->config().flash != nullptr && ParkOnFlash(store, req.keys, *c.park, outcome)) {
+    return;
+  }
   ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, single ? c.park : nullptr);
   WarmGate* warm = single && opts.kind == ReadKind::kClassicLease ? c.warm : nullptr;
   if (warm != nullptr) warm->Apply(&opts);
@@ -483,7 +498,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kMetaArithmetic:
     case Command::kMetaNoop:
     case Command::kMetaDebug:
-      ExecuteMeta(c.store, c.stats, req, out, &c.watch, c.warm, outcome);
+      ExecuteMeta(c.store, c.stats, req, out, &c.watch, c.warm, outcome, c.park);
       if (req.command == Command::kMetaNoop) c.batch_output = out->pending_bytes();
       return;
     case Command::kLeaseGet:

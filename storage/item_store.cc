@@ -195,6 +195,7 @@ void ItemStore::Impl::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghos
   }
   CountRateLocked(shard, item.read_rate(), -1);
   if (shard.track_sizes) CountSizeLocked(shard, size, -1);
+  if (item.is_flash_stub()) ReleaseFlashLocked(item);
   if (leave_ghost) shard.index.EraseToGhost(slot, queues_->NextGhostStamp());
   else shard.index.Erase(slot);
   WakeLocked(shard, item.key());
@@ -253,7 +254,7 @@ void ItemStore::Impl::NoteFoundLocked(const Found& f, StoreResult* res) const {
   res->found_live = f.presence == Found::kLive;
   if (!res->found_live) return;
   const ItemView item = ItemAt(*f.slot);
-  res->found_value_len = item.value_len();
+  res->found_value_len = item.client_value_len();
   res->found_client_flags = item.client_flags();
 }
 
@@ -376,6 +377,17 @@ DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
   if (holdoff_ != nullptr && req.holdoff) holdoff_->Note(HashKey(req.key), impl_->config().clock->NowMicros());
   if (foreign_ != nullptr && foreign_->Foreign(req.key)) foreign_->Changed(req.key);
   return impl_->Delete(req);
+}
+void ItemStore::FinishFlashRead(std::string_view key, const FlashLocator& where, FlashReadResult result,
+                                std::string_view value) {
+  impl_->FinishFlashRead(key, where, result, value);
+}
+bool ItemStore::ParkIfOnFlash(std::string_view key, const WaitTicket& ticket) {
+  return impl_->ParkIfOnFlash(key, ticket);
+}
+bool ItemStore::EvictAhead(size_t headroom) { return impl_->EvictAhead(headroom); }
+size_t ItemStore::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s) {
+  return impl_->MoveIdleToFlash(cursor, max_buckets, min_idle_s);
 }
 bool ItemStore::InDeleteHoldoff(std::string_view key) const {
   return holdoff_ != nullptr && holdoff_->Holds(HashKey(key), impl_->config().clock->NowMicros());

@@ -181,7 +181,8 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       const bool expired = IsExpiredAt(item, t.now_tick);
       if (IsFlushed(item, now_s) ||
           (expired && (Has(s, kItemPlaceholder | kItemNeedsValue) ||
-                       IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)))) {
+                       IsPastGraceAt(item, t.now_tick, config_.stale_grace_s))) ||
+          item.is_flash_stub()) {   // no value in RAM (-o ext_path): dumps and snapshots skip it
         return;
       }
       WalkedItem w;

@@ -115,6 +115,11 @@ class ItemStore::Impl {
 
   // ItemStore's calls (their contracts: storage/item_store.h).
   ReadResult Read(std::string_view key, const ReadOptions& opts);
+  void FinishFlashRead(std::string_view key, const FlashLocator& where, FlashReadResult result,
+                       std::string_view value);
+  bool ParkIfOnFlash(std::string_view key, const WaitTicket& ticket);
+  bool EvictAhead(size_t headroom);
+  size_t MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s);
   StoreResult Store(const StoreRequest& req);
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);
@@ -306,6 +311,22 @@ class ItemStore::Impl {
   // Rewrites the estimate in place, keeping the shard's counts.
   void SetRateLocked(Shard& shard, ItemView item, ReadRateState rate);
   static inline void CountRateLocked(Shard& shard, ReadRateState rate, int sign);
+
+  // The flash tier (item_store_flash.cc; StoreConfig::flash). A victim's big
+  // value moves to flash, a stub with access count `freq` at M's tail in its
+  // place (false: it could not, evict or keep it as usual). A stub's record is
+  // released when the stub goes. A read of a stub parks and fetches, or misses.
+  bool DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, uint8_t freq);
+  void ReleaseFlashLocked(ItemView stub);
+  void FetchFromFlashLocked(Shard& shard, uint64_t* slot, std::string_view key, const WaitTicket* ticket,
+                            ReadResult* r);
+  // Moves an item's class counts (items, bytes, memcached's bytes) from
+  // `from`'s class to `to`'s, before RepointLocked swaps one for the other.
+  static void MoveClassLocked(Shard& shard, ItemView from, ItemView to);
+  // The stub replacing the slot's item, whose value is at `where` (CAS unchanged).
+  // At M's tail with `freq` (eviction's copies, beyond the limit if need be), or placed as a new item.
+  bool SwapToStubLocked(Shard& shard, uint64_t* slot, const FlashLocator& where, int64_t now_s,
+                        bool at_main_tail, uint8_t freq);
 
   // Maintenance (item_store_admin.cc).
   size_t SweepAll(int64_t flushed_before);

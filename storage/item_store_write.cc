@@ -211,7 +211,8 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     CountStoreOverExpiredLocked(shard, f);
     if (attempt == 0) NoteFoundLocked(f, &res);
     const bool live = f.presence == Found::kLive;
-    if (!live && !req.create_on_miss) {
+    // memcached refuses to append to a value on flash (ITEM_HDR): NOT_STORED.
+    if ((!live && !req.create_on_miss) || (live && ItemAt(*f.slot).is_flash_stub())) {
       res.status = StoreStatus::kNotStored;
       return kAnswered;
     }
@@ -292,7 +293,7 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
     }
     if (req.removed != nullptr) {
       const ItemView found = ItemAt(*f.slot);
-      *req.removed = {found.value_len(), found.client_flags()};
+      *req.removed = {found.client_value_len(), found.client_flags()};
     }
     if (req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) return Answer(DeleteStatus::kExists);
     if (req.empty_value) {
@@ -375,7 +376,7 @@ bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime, FoundItem* fo
   auto Answer = [&answer](bool a) { answer = a; return kAnswered; };
   LockedAttempts(shard, hash, key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
     if (f.presence != Found::kLive) return Answer(false);
-    if (found != nullptr) *found = {ItemAt(*f.slot).value_len(), ItemAt(*f.slot).client_flags()};
+    if (found != nullptr) *found = {ItemAt(*f.slot).client_value_len(), ItemAt(*f.slot).client_flags()};
     if (attempt == 0) shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].touch_hits++;
     size_t needed = 0;
     if (!RoomForExptimeLocked(shard, f.slot, new_exptime, t.now_s, &needed)) {
@@ -418,7 +419,7 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     if (live) {
       const ItemView old_item = ItemAt(*f.slot);
       res.found_live = true;
-      res.found_value_len = old_item.value_len();
+      res.found_value_len = old_item.client_value_len();
       res.found_client_flags = old_item.client_flags();
       res.status = CountedValueLocked(shard, old_item, req, attempt == 0, &value);
       if (res.status != ArithStatus::kOk) return kAnswered;
@@ -470,7 +471,8 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
 // stops at 0 down. Counts the class's hit on the first attempt.
 ArithStatus ItemStore::Impl::CountedValueLocked(Shard& shard, ItemView old_item, const ArithRequest& req,
                                                 bool first_attempt, uint64_t* value) {
-  if (old_item.value_len() == 0) return ArithStatus::kNonNumeric;
+  // A value on flash is non-numeric to memcached too (ITEM_HDR).
+  if (old_item.value_len() == 0 || old_item.is_flash_stub()) return ArithStatus::kNonNumeric;
   if (req.compare_cas != 0 && req.compare_cas != old_item.cas()) return ArithStatus::kExists;
   uint64_t current;
   if (!ParseCounter(old_item.value(), &current)) return ArithStatus::kNonNumeric;

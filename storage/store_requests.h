@@ -43,6 +43,10 @@ struct ReadOptions {
   // lease, register this ticket under the shard lock (no wake-up can be lost
   // between the read and the park) and report parked. nullptr = never park.
   const WaitTicket* park = nullptr;
+  // -o ext_path: when the key's value is on flash, register this ticket and
+  // fetch the value (report parked; the re-run after the wake finds it in
+  // RAM). nullptr: such a key reads as a miss.
+  const WaitTicket* flash_park = nullptr;
   // The lease (token) this reader already holds: a reader that went to a
   // warm peer and came back empty. While that lease is live the read wins it
   // again instead of finding it held. 0 = none.
