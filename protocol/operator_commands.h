@@ -22,8 +22,10 @@ void StatsCommand(ItemStore* store, ServerInfo* server, const Request& req, Repl
 void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
                        ReplyBuffer* out, ProcessOutcome* outcome);
 void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
-// ring (herdless, -o ring): the pool's servers; `ring owner <key>...` the owner of each key.
-void RingCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
+// ring (herdless, -o ring): the pool's servers; `ring owner <key>...` the owner of each key;
+// `ring foreign <server>` (from a ring member only) its foreign list. `client_fd` is the
+// connection's descriptor (-1 for a datagram).
+void RingCommand(ServerInfo* server, const Request& req, int client_fd, ReplyBuffer* out);
 // warm on|off (herdless): resume or stop warm-up from the peers now.
 void WarmCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
 void WatchCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
