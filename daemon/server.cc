@@ -379,6 +379,9 @@ int Server::Run() {
   LogWorkerPlan(plan, p.num_threads);
   if (!ChooseIoPath()) return EXIT_FAILURE;
   const bool started = StartWorkers(plan.workers);
+  if (started && ring_ != nullptr) {
+    later_returns_ = std::make_unique<LaterRingReturns>(ring_.get(), store_.get(), kRingReturnTimeoutMs);
+  }
   if (started) Serve();
   return Finish(started);
 }
@@ -539,6 +542,7 @@ int Server::Finish(bool started) {
   // the workers have written the replies they owe and changed their last item.
   if (snapshotter_ != nullptr) snapshotter_->StopPeriodic();
   metrics_.reset();   // it reads the workers' counters
+  later_returns_.reset();
   for (auto& w : workers_) w->Join();
   if (snapshotter_ != nullptr && started) snapshotter_->WriteFinal();
   if (!unix_path_.empty()) unlink(unix_path_.c_str());   // as it was created: by -u's user

@@ -37,6 +37,7 @@ struct event_base;
 namespace herdless {
 
 class AuthFile;
+class LaterRingReturns;
 class MetricsServer;
 class Snapshotter;
 class TlsContext;
@@ -140,6 +141,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   WatchHub watch_hub_;                 // before the store, which reports to it
   std::unique_ptr<ItemStore> store_;
   std::unique_ptr<Snapshotter> snapshotter_;   // -e
+  std::unique_ptr<LaterRingReturns> later_returns_;   // -o ring: before the store goes
   std::unique_ptr<MetricsServer> metrics_;     // -o metrics
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;

@@ -608,6 +608,20 @@ def returning_ring_node(res):
     with harness.Conn(nodes[0].port) as s0, harness.Conn(nodes[1].port) as s1:
         res.equal(harness.stat(s0, "foreign_logged") + harness.stat(s1, "foreign_logged"), 0,
                   "the others handed their lists over")
+    # A write that reaches the fallback after node3's first listing (nutcracker has not
+    # taken node3 back): node3's later passes (2, 4, 8 ... s after start) drop its copy.
+    late = kept[0]
+    c = test_twemproxy.client(proxy_port)
+    res.equal(c.set(late, b"v3", expire=600), True, "a write through nutcracker after node3 is back")
+    c.close()
+    deadline = time.monotonic() + 20
+    with harness.Conn(back.port) as b:
+        while True:
+            got = b.call(b"get %s\r\n" % late.encode(), b"END\r\n")
+            if b"\r\nv1\r\n" not in got or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        res.equal(got.split(b"\r\n")[1:2], [b"v3"], "a later pass dropped the old copy: the newer value warms")
     proxy.stop()
     for n in (nodes[0], nodes[1], back):
         n.stop()
