@@ -109,6 +109,12 @@ ReturnFigures ReturnToRing(const ClusterRing& ring, ItemStore* store, int timeou
   return f;
 }
 
+void LogReturn(const ReturnFigures& f, int after_s) {
+  Log(LogLevel::kNotice, "ring, %d s after start: %u servers asked (%u silent), %llu keys changed there, %llu copies dropped%s",
+      after_s, f.asked, f.silent, static_cast<unsigned long long>(f.listed), static_cast<unsigned long long>(f.dropped),
+      f.flushed ? ", a list overflowed: everything dropped" : "");
+}
+
 LaterRingReturns::LaterRingReturns(const ClusterRing* ring, ItemStore* store, int timeout_ms)
     : thread_([this, ring, store, timeout_ms] { Run(ring, store, timeout_ms); }) {}
 
@@ -129,10 +135,7 @@ void LaterRingReturns::Run(const ClusterRing* ring, ItemStore* store, int timeou
       if (stop_cv_.wait_until(lock, start + std::chrono::seconds(after_s), [this] { return stop_; })) return;
     }
     const ReturnFigures f = ReturnToRing(*ring, store, timeout_ms);
-    if (f.listed == 0 && !f.flushed) continue;
-    Log(LogLevel::kNotice, "ring, %d s after start: %llu keys changed on the others meanwhile, %llu copies dropped%s",
-        after_s, static_cast<unsigned long long>(f.listed), static_cast<unsigned long long>(f.dropped),
-        f.flushed ? ", a list overflowed: everything dropped" : "");
+    if (f.listed != 0 || f.flushed) LogReturn(f, after_s);
   }
 }
 

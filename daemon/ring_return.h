@@ -29,6 +29,8 @@ struct ReturnFigures {
 };
 
 ReturnFigures ReturnToRing(const ClusterRing& ring, ItemStore* store, int timeout_ms);
+// Its log line; `after_s` since start (0: before the first request).
+void LogReturn(const ReturnFigures& f, int after_s);
 
 // The same again, from a thread of its own, at 2, 4, 8 ... 64 s after start:
 // writes that reach a fallback between the first listing and the router

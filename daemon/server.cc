@@ -370,10 +370,7 @@ int Server::Run() {
   }
   if (ring_ != nullptr) {
     // Still before the first accept: drop what the others changed meanwhile.
-    const ReturnFigures f = ReturnToRing(*ring_, store_.get(), kRingReturnTimeoutMs);
-    Log(LogLevel::kNotice, "ring: %u servers asked (%u silent), %llu keys changed there, %llu copies dropped%s",
-        f.asked, f.silent, static_cast<unsigned long long>(f.listed), static_cast<unsigned long long>(f.dropped),
-        f.flushed ? ", a list overflowed: everything dropped" : "");
+    LogReturn(ReturnToRing(*ring_, store_.get(), kRingReturnTimeoutMs), 0);
   }
   if (!CreateMainLoop()) return EXIT_FAILURE;
   LogWorkerPlan(plan, p.num_threads);
