@@ -368,15 +368,15 @@ int Server::Run() {
   }
   if (ring_ != nullptr) {
     // Still before the first accept: drop what the others changed meanwhile.
-    const ReturnFigures f = ReturnToRing(*ring_, store_.get(), kRingReturnTimeoutMs);
-    Log(LogLevel::kNotice, "ring: %u servers asked (%u silent), %llu keys changed there, %llu copies dropped%s",
-        f.asked, f.silent, static_cast<unsigned long long>(f.listed), static_cast<unsigned long long>(f.dropped),
-        f.flushed ? ", a list overflowed: everything dropped" : "");
+    LogReturn(ReturnToRing(*ring_, store_.get(), kRingReturnTimeoutMs), 0);
   }
   if (!CreateMainLoop()) return EXIT_FAILURE;
   LogWorkerPlan(plan, p.num_threads);
   if (!ChooseIoPath()) return EXIT_FAILURE;
   const bool started = StartWorkers(plan.workers);
+  if (started && ring_ != nullptr) {
+    later_returns_ = std::make_unique<LaterRingReturns>(ring_.get(), store_.get(), kRingReturnTimeoutMs);
+  }
   if (started) Serve();
   return Finish(started);
 }
@@ -536,6 +536,7 @@ int Server::Finish(bool started) {
   if (snapshotter_ != nullptr) snapshotter_->StopPeriodic();
   if (flash_tier_ != nullptr) flash_tier_->Stop();   // no wake reaches a stopping worker
   metrics_.reset();   // it reads the workers' counters
+  later_returns_.reset();
   for (auto& w : workers_) w->Join();
   if (snapshotter_ != nullptr && started) snapshotter_->WriteFinal();
   if (!unix_path_.empty()) unlink(unix_path_.c_str());   // as it was created: by -u's user

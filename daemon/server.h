@@ -38,6 +38,7 @@ struct event_base;
 namespace herdless {
 
 class AuthFile;
+class LaterRingReturns;
 class MetricsServer;
 class Snapshotter;
 class TlsContext;
@@ -142,6 +143,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   std::unique_ptr<ItemStore> store_;
   std::unique_ptr<FlashTier> flash_tier_;      // -o ext_path (after store_: stopped first)
   std::unique_ptr<Snapshotter> snapshotter_;   // -e
+  std::unique_ptr<LaterRingReturns> later_returns_;   // -o ring: before the store goes
   std::unique_ptr<MetricsServer> metrics_;     // -o metrics
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;

@@ -3,6 +3,9 @@
 // process_watch_command).
 #include "protocol/operator_commands.h"
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -360,7 +363,26 @@ void LruCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
 }
 
 // watch [kinds]: memcached's process_watch_command.
-void RingCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+// Taking a foreign list clears it, so not anyone may: only a connection from
+// a ring member's address, or over a unix socket (its file mode guards it).
+// The trade: any process on a member's host passes, and a member that
+// connects from an address the ring does not list is refused (its return then
+// keeps its snapshot's copies of the keys changed while it was away).
+static bool FromRingMember(const ClusterRing& ring, int fd) {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
+  if (peer.ss_family == AF_UNIX) return true;
+  char text[INET6_ADDRSTRLEN] = "";
+  const void* where = peer.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr)
+                                                 : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&peer)->sin_addr);
+  if (inet_ntop(peer.ss_family, where, text, sizeof text) == nullptr) return false;
+  std::string_view numeric = text;
+  if (numeric.starts_with("::ffff:") && numeric.find('.') != std::string_view::npos) numeric.remove_prefix(7);
+  return ring.IsMemberAddress(numeric);
+}
+
+void RingCommand(ServerInfo* server, const Request& req, int client_fd, ReplyBuffer* out) {
   const ClusterRing* ring = server->ring();
   if (ring == nullptr) {
     out->Append("SERVER_ERROR no ring (-o ring)\r\n");
@@ -394,6 +416,10 @@ void RingCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
     }
     if (owner < 0 || server->foreign_log() == nullptr) {
       out->Append("CLIENT_ERROR no such server in the ring\r\n");
+      return;
+    }
+    if (!FromRingMember(*ring, client_fd)) {
+      out->Append("CLIENT_ERROR not a ring member\r\n");
       return;
     }
     bool overflowed = false;

@@ -218,6 +218,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
 #define HERDLESS_ADD_FOREIGN(name) w->Add(#name, f.name);
     HERDLESS_FOREIGN_STATS(HERDLESS_ADD_FOREIGN)
 #undef HERDLESS_ADD_FOREIGN
+    w->Add("curr_foreign_items", ss.curr_foreign_items);
   }
   if (snap.snapshot.enabled) SnapshotStats(snap.snapshot, w);
 #undef HERDLESS_ADD_TOTAL

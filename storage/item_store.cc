@@ -164,6 +164,7 @@ uint64_t ItemStore::Impl::LinkLocked(Shard& shard, uint64_t hash, const Placed& 
     c.total_items++;
   }
   if (state & kItemTokenSent) shard.leases_out++;
+  if (IsForeign(item)) shard.foreign_items++;
   CountRateLocked(shard, item.read_rate(), +1);
   if (shard.track_sizes) CountSizeLocked(shard, size, +1);
   WakeLocked(shard, item.key());
@@ -193,6 +194,7 @@ void ItemStore::Impl::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghos
     shard.leases_out--;
     DropLeaseLocked(shard, s);
   }
+  if (IsForeign(item)) shard.foreign_items--;
   CountRateLocked(shard, item.read_rate(), -1);
   if (shard.track_sizes) CountSizeLocked(shard, size, -1);
   if (item.is_flash_stub()) ReleaseFlashLocked(item);

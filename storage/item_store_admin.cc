@@ -308,6 +308,7 @@ StoreStats ItemStore::Impl::Stats() const {
     s.curr_items += shard.index.items();
     s.bytes += shard.bytes;
     s.curr_leases += shard.leases_out;
+    s.curr_foreign_items += shard.foreign_items;
     s.hot_keys += shard.hot_items;
     s.rated_keys += shard.rated_items;
     s.hash_buckets += shard.index.buckets() * Index::kSlotsPerBucket;

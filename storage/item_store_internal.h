@@ -171,6 +171,9 @@ class ItemStore::Impl {
   inline uint64_t NextCas();
   bool ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const;
   inline bool IsFlushed(ItemView item, int64_t now_s) const;
+  // Its key is foreign (-o ring): counted in curr_foreign_items, and never
+  // kept by eviction. Costs a ring lookup, only with a ring.
+  inline bool IsForeign(ItemView item) const;
   inline ItemView ItemAt(uint64_t slot) const;
   inline Segment* SegmentOf(uint64_t slot) const;
   Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
@@ -404,6 +407,7 @@ struct ItemStore::Impl::Shard {
   Index index;
   size_t bytes = 0;       // herdless's bytes of the linked items
   size_t leases_out = 0;  // linked items with kItemTokenSent
+  size_t foreign_items = 0;   // linked items whose key IsForeign
   double recompute_spread = kInitialSpread;   // SmoothSpread of the leases fulfilled here
   uint64_t reclaim_position = 0;   // the expiry crawler's walk cursor
   StoreStats counters;    // only the event counters and classes are used here
@@ -509,6 +513,10 @@ uint64_t ItemStore::Impl::NextCas() {
 bool ItemStore::Impl::IsFlushed(ItemView item, int64_t now_s) const {
   const int64_t deadline = flush_deadline_.load(std::memory_order_relaxed);
   return deadline != 0 && now_s >= deadline && item.last_access() < deadline;
+}
+
+bool ItemStore::Impl::IsForeign(ItemView item) const {
+  return config_.foreign != nullptr && config_.foreign->Foreign(item.key());
 }
 
 uint32_t ItemStore::Impl::LeaseGrantedLocked(const Shard& shard, uint64_t s) const {

@@ -25,6 +25,7 @@ namespace herdless {
   X(curr_leases)                                                                          \
   X(hot_keys)           /* items counted hot (read rate >= refresh_hot) now */            \
   X(rated_keys)         /* items carrying a read-rate estimate now */                     \
+  X(curr_foreign_items) /* linked items whose key is foreign (StoreConfig::foreign) */    \
   /* Segments and the eviction policy (storage/eviction.h). */                            \
   X(segment_size)                                                                         \
   X(segments_small)     /* in the small queue (open one included) */                      \
