@@ -113,10 +113,8 @@ void Shown(const V& v, std::string_view n, W* w) {
 }
 
 constexpr OptionRow kExtstoreRows[] = {
-    // Unlisted until the flash tier exists: memcached's t/ files would take
-    // it for extstore support (t/lib/MemcachedTest.pm's supports_extstore).
     {.name = "ext_path", .help = "file to write to for external storage.\nie: ext_path=/mnt/d1/extstore:1G",
-     .apply = ExtPath, .unlisted = true},
+     .apply = ExtPath},
     {.name = "ext_page_size", .help = "size in megabytes of storage pages. (default: {default})",
      .help_default = [](const ProtocolSettings& d) { return std::to_string(d.ext.page_size >> 20); },
      .apply = [](OptionParse& p) {
@@ -203,13 +201,6 @@ bool CheckExtstoreOptions(OptionParse* p) {
     ext.drop_under = ext.compact_under;
   }
   return true;
-}
-
-bool RefuseUnbuiltFlashTier(OptionParse* p) {
-  if (!p->settings.ext.enabled()) return true;
-  // The options above are memcached's and checked as memcached checks them;
-  // the tier that would use them (moving values to the file) is not built.
-  return p->Fail("-o ext_path: herdless has no flash tier yet (the ext_* options only show in stats settings)");
 }
 
 }  // namespace herdless

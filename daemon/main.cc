@@ -133,11 +133,10 @@ int Main(int argc, char** argv) {
   setbuf(stderr, nullptr);   // unbuffered, as memcached (daemontools and friends)
 
   Options options;
-  std::string error;
-  if (!ParseOptions(argc, argv, &options, &error)) {
-    std::fprintf(stderr, "%s\n", error.c_str());
-    std::fprintf(stderr, "Try '%s -h' for the list of options.\n", argv[0]);
-    return EX_USAGE;
+  OptionError refused;
+  if (!ParseOptions(argc, argv, &options, &refused)) {
+    std::fputs(refused.Printed(argv[0]).c_str(), stderr);
+    return refused.exit_status;
   }
   if (options.action == Options::Action::kHelp) {
     std::fputs(UsageText().c_str(), stdout);
@@ -169,6 +168,7 @@ int Main(int argc, char** argv) {
   // -d changes directory to "/": a relative -e path must not move.
   options.protocol.memory_file = AbsolutePath(options.protocol.memory_file);
   Server server(options);
+  std::string error;
   if (!server.LoadCredentials(&error)) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return EX_USAGE;

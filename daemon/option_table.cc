@@ -4,6 +4,7 @@
 
 #include "config.h"
 
+#include <climits>
 #include <cstdio>
 
 #include "daemon/metrics_server.h"
@@ -274,7 +275,10 @@ constexpr OptionRow kFlags[] = {
      .help_default = Default<&P::num_threads>,
      .apply = [](OptionParse& p) {
        if (!p.Int(1, 1024, &p.settings.num_threads)) {
-         return p.Fail("Number of threads must be greater than 0 (at most 1024)");
+         // memcached's words (it reads the value with atoi); herdless also stops at 1024.
+         int many = 0;
+         return p.Fail(p.Int(1025, INT_MAX, &many) ? "Number of threads must be at most 1024"
+                                                   : "Number of threads must be greater than 0");
        }
        if (p.settings.num_threads > 64) {
          p.options.warnings.push_back(
@@ -752,15 +756,15 @@ constexpr OptionRow kSuboptions[] = {
 };
 
 // memcached's -o keys that only tune memcached's slab allocator, LRU threads,
-// hash table or logging. (lru_crawler, no_lru_crawler and no_modern set the
-// crawler's start: OptionParse::ApplySuboption.)
+// hash table or logging. (lru_crawler, no_lru_crawler, lru_maintainer,
+// no_lru_maintainer and no_modern set the crawler's start and what `stats
+// settings` shows: OptionParse::ApplySuboption.)
 constexpr std::string_view kIgnoredSuboptions[] = {
     "maxconns_fast", "no_maxconns_fast", "hashpower", "no_hashexpand",
     "slab_reassign", "no_slab_reassign", "slab_automove", "no_slab_automove",
     "slab_automove_ratio", "slab_automove_window", "tail_repair_time",
     "hash_algorithm", "lru_crawler_sleep",
-    "lru_crawler_tocrawl", "lru_maintainer", "no_lru_maintainer", "hot_lru_pct",
-    "warm_lru_pct", "hot_max_factor", "warm_max_factor", "temporary_ttl",
+    "lru_crawler_tocrawl",
     "watcher_logbuf_size", "worker_logbuf_size", "slab_sizes",
     "track_sizes", "no_inline_ascii_resp", "inline_ascii_resp", "modern",
     "no_chunked_items", "drop_privileges", "no_drop_privileges",
@@ -774,6 +778,7 @@ std::span<const OptionRow> SuboptionRows() {
   static const std::vector<OptionRow> rows = [] {
     std::vector<OptionRow> all(std::begin(kSuboptions), std::end(kSuboptions));
     for (const OptionRow& row : ExtstoreRows()) all.push_back(row);
+    for (const OptionRow& row : LruRows()) all.push_back(row);
     return all;
   }();
   return rows;

@@ -55,6 +55,8 @@ class OptionParse {
   std::string_view value;       // "" when none was given
   bool has_value = false;
   std::string error;            // set by Fail
+  bool getopt_error = false;    // set by FailGetopt
+  int exit_status = 1;          // of a failure: 1 while flags are read, EX_USAGE in the checks after
 
   // Kept for the checks after the last option (options.cc).
   std::vector<std::string> listen_entries;   // every -l entry, in order, without repeats
@@ -65,8 +67,10 @@ class OptionParse {
   bool slab_chunk_max_given = false;         // -o slab_chunk_max, with or without a value
   bool slab_chunk_max_has_value = false;
   std::string slab_chunk_max_value;
+  bool slab_chunk_max_is_page = false;       // -o no_modern: one page unless given
 
   bool Fail(std::string message);
+  bool FailGetopt(std::string message);   // getopt's own words: an unknown flag, a missing value
   // The value as a whole decimal number in [min, max]: no sign, spaces or
   // trailing bytes.
   bool Int(int min, int max, int* out) const;
@@ -139,8 +143,10 @@ std::span<const std::string_view> IgnoredSuboptions();
 std::span<const OptionRow> ExtstoreRows();
 // memcached's extstore checks once every option is known (with ext_path only).
 bool CheckExtstoreOptions(OptionParse* p);
-// Fails with ext_path: the flash tier that would take it is not built yet.
-bool RefuseUnbuiltFlashTier(OptionParse* p);
+// memcached's LRU -o keys (lru_options.cc: hot_lru_pct .. temporary_ttl), and its
+// checks of them once every option is known.
+std::span<const OptionRow> LruRows();
+bool CheckLruOptions(OptionParse* p);
 
 // -o wait_timeout_ms follows lease_timeout unless given; when leases never
 // time out, a parked reader still waits no longer than the default lease.

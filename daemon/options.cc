@@ -2,11 +2,14 @@
 
 #include "config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
+
+#include <sysexits.h>
 
 #include "daemon/option_table.h"
 #include "protocol/cluster_ring.h"
@@ -56,6 +59,11 @@ bool ParseWholeNumber(std::string_view s, int min, int max, int* out) {
 bool OptionParse::Fail(std::string message) {
   error = std::move(message);
   return false;
+}
+
+bool OptionParse::FailGetopt(std::string message) {
+  getopt_error = true;
+  return Fail(std::move(message));
 }
 
 bool OptionParse::Int(int min, int max, int* out) const {
@@ -147,10 +155,24 @@ bool OptionParse::ApplySuboption() {
   for (const OptionRow& row : SuboptionRows()) {
     if (name == row.name && InThisBuild(row)) return row.apply(*this);
   }
-  // memcached's crawler switches, in order (-o no_modern,lru_crawler: on).
-  if (name == "lru_crawler" || name == "no_lru_crawler" || name == "no_modern") {
+  // memcached's crawler and LRU maintainer switches, in order (-o
+  // no_modern,lru_crawler: the crawler on). no_modern also turns off the slab
+  // rebalancer and the fast connection limit, which `stats settings` shows.
+  constexpr std::string_view kSwitches[] = {"lru_crawler", "no_lru_crawler", "no_modern",
+                                            "lru_maintainer", "no_lru_maintainer"};
+  if (std::find(std::begin(kSwitches), std::end(kSwitches), name) != std::end(kSwitches)) {
     if (has_value) return Fail("-o " + std::string(name) + " takes no value");
-    settings.lru_crawler_at_start = name == "lru_crawler";
+    MachinerySettings& m = settings.machinery;
+    if (name == "lru_crawler" || name == "no_lru_crawler") {
+      settings.lru_crawler_at_start = name == "lru_crawler";
+    } else if (name == "no_modern") {
+      settings.lru_crawler_at_start = false;
+      m.lru_maintainer = m.slab_reassign = m.maxconns_fast = false;
+      m.slab_automove = 0;
+      slab_chunk_max_is_page = true;
+    } else {
+      m.lru_maintainer = name == "lru_maintainer";
+    }
     return true;
   }
   for (std::string_view ignored : IgnoredSuboptions()) {
@@ -211,12 +233,12 @@ bool ApplyLongFlag(std::string_view arg, int argc, char** argv, int* i, OptionPa
     has_value = true;
   }
   const OptionRow* row = FindLongFlag(name);
-  if (row == nullptr) return p->Fail("unrecognized option '--" + std::string(name) + "'");
+  if (row == nullptr) return p->FailGetopt("unrecognized option '--" + std::string(name) + "'");
   if (row->arg == Arg::kNone && has_value) {
-    return p->Fail("option '--" + std::string(name) + "' doesn't allow an argument");
+    return p->FailGetopt("option '--" + std::string(name) + "' doesn't allow an argument");
   }
   if (row->arg == Arg::kRequired && !has_value) {
-    if (*i + 1 >= argc) return p->Fail("option '--" + std::string(name) + "' requires an argument");
+    if (*i + 1 >= argc) return p->FailGetopt("option '--" + std::string(name) + "' requires an argument");
     value = argv[++*i];
     has_value = true;
   }
@@ -228,7 +250,7 @@ bool ApplyLongFlag(std::string_view arg, int argc, char** argv, int* i, OptionPa
 bool ApplyShortFlags(std::string_view arg, int argc, char** argv, int* i, OptionParse* p) {
   for (size_t j = 1; j < arg.size(); ++j) {
     const OptionRow* row = FindFlag(arg[j]);
-    if (row == nullptr) return p->Fail(std::string("invalid option -- '") + arg[j] + "'");
+    if (row == nullptr) return p->FailGetopt(std::string("invalid option -- '") + arg[j] + "'");
     if (row->arg != Arg::kRequired) {
       if (!Apply(*row, {}, false, p)) return false;
       if (p->options.action != Options::Action::kRun) return true;
@@ -236,7 +258,7 @@ bool ApplyShortFlags(std::string_view arg, int argc, char** argv, int* i, Option
     }
     std::string_view value = arg.substr(j + 1);
     if (value.empty()) {
-      if (*i + 1 >= argc) return p->Fail(std::string("option requires an argument -- '") + arg[j] + "'");
+      if (*i + 1 >= argc) return p->FailGetopt(std::string("option requires an argument -- '") + arg[j] + "'");
       value = argv[++*i];
     }
     return Apply(*row, value, true, p);
@@ -285,6 +307,7 @@ bool CheckSlabChunkMax(OptionParse* p) {
   constexpr int64_t kPage = 1 << 20;   // memcached's slab_page_size
   const int64_t item_max = static_cast<int64_t>(s.item_size_max);
   s.slab_chunk_max = static_cast<uint32_t>(item_max < kPage / 2 ? item_max / 2 : kPage / 2);
+  if (p->slab_chunk_max_is_page) s.slab_chunk_max = kPage;   // -o no_modern
   if (!p->slab_chunk_max_given) return true;
   const std::string& text = p->slab_chunk_max_value;
   char* end = nullptr;
@@ -292,11 +315,14 @@ bool CheckSlabChunkMax(OptionParse* p) {
   long long chunk = std::strtoll(text.c_str(), &end, 10);
   const bool parsed = !text.empty() && errno == 0 && (*end == '\0' || *end == ' ');
   if (s.latest()) {
+    // memcached 1.6.45 reads the value inside its getopt loop: these exit 1.
+    p->exit_status = 1;
     if (!p->slab_chunk_max_has_value) return p->Fail("Missing slab_chunk_max argument");
     if (!parsed) return p->Fail("could not parse argument to slab_chunk_max");
     if (chunk <= 0) return p->Fail("slab_chunk_max must be >= 0");
     if (chunk > 1024) return p->Fail("slab_chunk_max must be specified in kilobytes.");
     chunk *= 1024;
+    p->exit_status = EX_USAGE;
   } else if (!parsed || chunk <= 0) {
     return true;
   }
@@ -470,21 +496,34 @@ void AddHelp(const OptionRow& row, const ProtocolSettings& defaults, std::string
 
 }  // namespace
 
-bool ParseOptions(int argc, char** argv, Options* options, std::string* error) {
+bool ParseOptions(int argc, char** argv, Options* options, OptionError* error) {
   *options = Options();
 #ifdef HERDLESS_TLS
   options->protocol.tls.available = true;
 #endif
   OptionParse parse(options);
   // -h and -V stop the parse: the rest of the command line is not checked.
-  const bool ok = ApplyArguments(argc, argv, &parse) &&
-                  (options->action != Options::Action::kRun ||
-                   (CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) &&
-                    CheckAuthentication(&parse) && CheckExtstoreOptions(&parse) &&
-                    RefuseUnbuiltFlashTier(&parse) &&
-                    CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse)));
-  *error = parse.error;
+  bool ok = ApplyArguments(argc, argv, &parse);
+  if (ok && options->action == Options::Action::kRun) {
+    parse.exit_status = EX_USAGE;   // memcached exits so from its checks after getopt
+    ok = CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) && CheckLruOptions(&parse) &&
+         CheckAuthentication(&parse) && CheckExtstoreOptions(&parse) &&
+         CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse);
+  }
+  *error = OptionError{parse.error, parse.exit_status, parse.getopt_error};
   return ok;
+}
+
+bool ParseOptions(int argc, char** argv, Options* options, std::string* error) {
+  OptionError full;
+  const bool ok = ParseOptions(argc, argv, options, &full);
+  *error = std::move(full.message);
+  return ok;
+}
+
+std::string OptionError::Printed(const char* program) const {
+  if (!from_getopt) return message + "\n";
+  return std::string(program) + ": " + message + "\nIllegal argument \"?\"\n";
 }
 
 std::string VersionText() { return "herdless 0.1.0 (memcached 1.6.18 compatible)\n"; }

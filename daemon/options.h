@@ -37,10 +37,23 @@ struct Options {
   std::vector<std::string> warnings;
 };
 
+// A refused command line, as memcached refuses it: exit status 1 for a flag
+// it cannot take, EX_USAGE for the checks after the last flag; getopt's own
+// complaints (an unknown flag, a missing value) are printed after the program
+// name and followed by memcached's `Illegal argument "?"` (see Printed).
+struct OptionError {
+  std::string message;   // one line, without the program name
+  int exit_status = 1;
+  bool from_getopt = false;
+
+  std::string Printed(const char* program) const;   // what goes to stderr, '\n'-terminated
+};
+
 // Parses argv[1..argc) into *options (reset to the defaults first). On an
 // unknown flag, a malformed value or an unsupported feature returns false with
-// a one-line message in *error.
-bool ParseOptions(int argc, char** argv, Options* options, std::string* error);
+// the reason in *error.
+bool ParseOptions(int argc, char** argv, Options* options, OptionError* error);
+bool ParseOptions(int argc, char** argv, Options* options, std::string* error);   // the message only
 
 // What -h prints and what -V prints (each ends with '\n').
 std::string UsageText();

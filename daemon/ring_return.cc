@@ -6,9 +6,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <string>
 
+#include "daemon/log.h"
 #include "protocol/cluster_ring.h"
 #include "storage/item_store.h"
 
@@ -105,6 +107,36 @@ ReturnFigures ReturnToRing(const ClusterRing& ring, ItemStore* store, int timeou
   }
   if (f.flushed) store->FlushAll(0);
   return f;
+}
+
+void LogReturn(const ReturnFigures& f, int after_s) {
+  Log(LogLevel::kNotice, "ring, %d s after start: %u servers asked (%u silent), %llu keys changed there, %llu copies dropped%s",
+      after_s, f.asked, f.silent, static_cast<unsigned long long>(f.listed), static_cast<unsigned long long>(f.dropped),
+      f.flushed ? ", a list overflowed: everything dropped" : "");
+}
+
+LaterRingReturns::LaterRingReturns(const ClusterRing* ring, ItemStore* store, int timeout_ms)
+    : thread_([this, ring, store, timeout_ms] { Run(ring, store, timeout_ms); }) {}
+
+LaterRingReturns::~LaterRingReturns() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  thread_.join();
+}
+
+void LaterRingReturns::Run(const ClusterRing* ring, ItemStore* store, int timeout_ms) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int after_s = 2; after_s <= 64; after_s *= 2) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (stop_cv_.wait_until(lock, start + std::chrono::seconds(after_s), [this] { return stop_; })) return;
+    }
+    const ReturnFigures f = ReturnToRing(*ring, store, timeout_ms);
+    if (f.listed != 0 || f.flushed) LogReturn(f, after_s);
+  }
 }
 
 }  // namespace herdless

@@ -10,7 +10,10 @@
 #ifndef HERDLESS_DAEMON_RING_RETURN_H_
 #define HERDLESS_DAEMON_RING_RETURN_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
+#include <thread>
 
 namespace herdless {
 
@@ -26,6 +29,29 @@ struct ReturnFigures {
 };
 
 ReturnFigures ReturnToRing(const ClusterRing& ring, ItemStore* store, int timeout_ms);
+// Its log line; `after_s` since start (0: before the first request).
+void LogReturn(const ReturnFigures& f, int after_s);
+
+// The same again, from a thread of its own, at 2, 4, 8 ... 64 s after start:
+// writes that reach a fallback between the first listing and the router
+// taking this node back (nutcracker's server_retry_timeout, 30 s by default)
+// are logged there too. Dropping a key here costs at worst a recompute: the
+// newer value is on the server that listed it. Stops (and joins) when destroyed.
+class LaterRingReturns {
+ public:
+  LaterRingReturns(const ClusterRing* ring, ItemStore* store, int timeout_ms);
+  ~LaterRingReturns();
+  LaterRingReturns(const LaterRingReturns&) = delete;
+  LaterRingReturns& operator=(const LaterRingReturns&) = delete;
+
+ private:
+  void Run(const ClusterRing* ring, ItemStore* store, int timeout_ms);
+
+  std::mutex mu_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false;   // guarded by mu_
+  std::thread thread_;
+};
 
 }  // namespace herdless
 

@@ -146,10 +146,7 @@ Server::Server(const Options& options)
     : options_(options), started_unix_(clock_.UnixSeconds()) {
   SetLogVerbosity(options.verbosity);
   prefix_stats().Configure(options.protocol.prefix_delimiter, options.protocol.detail_enabled);
-  // -o slab_automove_freeratio, which `slabs automove freeratio` changes later.
-  operators().slab_automove_freeratio.store(options.protocol.ext.slab_automove_freeratio);
-  operators().lru_crawler.store(options.protocol.lru_crawler_at_start, std::memory_order_relaxed);
-  if (options.protocol.latest()) operators().slab_automove_window.store(10);   // 1.6.45's default
+  operators().StartWith(options.protocol);
 }
 
 Server::~Server() {
@@ -358,7 +355,8 @@ int Server::Run() {
   store_config.events = watch_hub_.store_events();
   store_config.foreign = foreign_log_.get();
   if (p.warm_enabled()) store_config.delete_holdoff_ms = p.warm_holdoff_s * 1000;
-  store_ = std::make_unique<ItemStore>(store_config);
+  store_ = MakeStoreWithFlashTier(store_config, p.ext, &flash_tier_);   // -o ext_path: after -u, as memcached
+  if (store_ == nullptr) return EXIT_FAILURE;
   const WorkerPlan plan = PlanWorkers(p);
   if (!p.memory_file.empty()) {
     // Before the first accept: clients that connect meanwhile wait in the
@@ -370,15 +368,15 @@ int Server::Run() {
   }
   if (ring_ != nullptr) {
     // Still before the first accept: drop what the others changed meanwhile.
-    const ReturnFigures f = ReturnToRing(*ring_, store_.get(), kRingReturnTimeoutMs);
-    Log(LogLevel::kNotice, "ring: %u servers asked (%u silent), %llu keys changed there, %llu copies dropped%s",
-        f.asked, f.silent, static_cast<unsigned long long>(f.listed), static_cast<unsigned long long>(f.dropped),
-        f.flushed ? ", a list overflowed: everything dropped" : "");
+    LogReturn(ReturnToRing(*ring_, store_.get(), kRingReturnTimeoutMs), 0);
   }
   if (!CreateMainLoop()) return EXIT_FAILURE;
   LogWorkerPlan(plan, p.num_threads);
   if (!ChooseIoPath()) return EXIT_FAILURE;
   const bool started = StartWorkers(plan.workers);
+  if (started && ring_ != nullptr) {
+    later_returns_ = std::make_unique<LaterRingReturns>(ring_.get(), store_.get(), kRingReturnTimeoutMs);
+  }
   if (started) Serve();
   return Finish(started);
 }
@@ -532,13 +530,13 @@ void Server::Serve() {
 }
 
 int Server::Finish(bool started) {
-  if (!started) {
-    for (auto& w : workers_) w->BeginStop(0);
-  }
+  if (!started) for (auto& w : workers_) w->BeginStop(0);
   // A periodic write still walking is cancelled: the last one starts once
   // the workers have written the replies they owe and changed their last item.
   if (snapshotter_ != nullptr) snapshotter_->StopPeriodic();
+  if (flash_tier_ != nullptr) flash_tier_->Stop();   // no wake reaches a stopping worker
   metrics_.reset();   // it reads the workers' counters
+  later_returns_.reset();
   for (auto& w : workers_) w->Join();
   if (snapshotter_ != nullptr && started) snapshotter_->WriteFinal();
   if (!unix_path_.empty()) unlink(unix_path_.c_str());   // as it was created: by -u's user
@@ -651,9 +649,11 @@ void Server::OnStopRequest(int fd, short, void* arg) {
 
 void Server::OnMaintenance(int, short, void* arg) {
   Server* s = static_cast<Server*>(arg);
-  // `lru_crawler disable` stops the background expiry crawl too, as memcached's.
+  // `lru_crawler disable` stops the background expiry crawl too, as memcached's; without
+  // memcached's LRU maintainer (-o no_lru_maintainer, no_modern) only lookups, evictions
+  // and crawls reclaim, as in memcached.
   if (s->operators().lru_crawler.load(std::memory_order_relaxed)) {
-    s->store_->ReclaimExpired(kReclaimPerTick);
+    if (s->options_.protocol.machinery.lru_maintainer) s->store_->ReclaimExpired(kReclaimPerTick);
     s->RunCrawl();
   }
   if (++s->maintenance_ticks_ % kTicksPerIdleSweep == 0) {

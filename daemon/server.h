@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/flash_tier.h"
 #include "daemon/options.h"
 #include "daemon/settings_stats.h"
 #include "daemon/watch_hub.h"
@@ -37,6 +38,7 @@ struct event_base;
 namespace herdless {
 
 class AuthFile;
+class LaterRingReturns;
 class MetricsServer;
 class Snapshotter;
 class TlsContext;
@@ -139,7 +141,9 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   DefaultRandom random_;
   WatchHub watch_hub_;                 // before the store, which reports to it
   std::unique_ptr<ItemStore> store_;
+  std::unique_ptr<FlashTier> flash_tier_;      // -o ext_path (after store_: stopped first)
   std::unique_ptr<Snapshotter> snapshotter_;   // -e
+  std::unique_ptr<LaterRingReturns> later_returns_;   // -o ring: before the store goes
   std::unique_ptr<MetricsServer> metrics_;     // -o metrics
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t next_worker_ = 0;

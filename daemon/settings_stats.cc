@@ -39,8 +39,12 @@ constexpr SettingLine kSettings[] = {
      [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.detail_enabled); }},
     Option("reqs_per_event"), Option("cas_enabled"), Option("tcp_backlog"),
     Option("binding_protocol"), Option("auth_enabled_sasl"), Option("auth_enabled_ascii"),
-    Option("item_size_max"), Fixed("maxconns_fast", "yes"), Fixed("hashpower_init", "0"),
-    Fixed("slab_reassign", "yes"),
+    Option("item_size_max"),
+    {"maxconns_fast",   // -o no_modern: no
+     [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.settings.machinery.maxconns_fast); }},
+    Fixed("hashpower_init", "0"),
+    {"slab_reassign",   // -o no_modern: no
+     [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.settings.machinery.slab_reassign); }},
     // slabs automove and lru_crawler change these.
     {"slab_automove",
      [](const V& v, std::string_view n, W* w) {
@@ -68,10 +72,31 @@ constexpr SettingLine kSettings[] = {
        w->Add(n, uint64_t{v.operators.lru_crawler_tocrawl.load(std::memory_order_relaxed)});
      }},
     Fixed("tail_repair_time", "0"), Option("flush_enabled"), Option("dump_enabled"),
-    Fixed("hash_algorithm", "xxh3"), Fixed("lru_maintainer_thread", "no"),
-    Fixed("lru_segmented", "no"), Fixed("hot_lru_pct", "20"), Fixed("warm_lru_pct", "40"),
-    Fixed("hot_max_factor", "0.20"), Fixed("warm_max_factor", "2.00"), Fixed("temp_lru", "no"),
-    Fixed("temporary_ttl", "61"), Option("idle_timeout"), Fixed("watcher_logbuf_size", "262144"),
+    Fixed("hash_algorithm", "xxh3"),
+    // -o lru_maintainer / no_lru_maintainer / no_modern; then what lru tune|mode|temp_ttl
+    // set, printed as memcached prints them (the percentages as ints, the ttl unsigned).
+    {"lru_maintainer_thread",
+     [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.settings.machinery.lru_maintainer); }},
+    {"lru_segmented",
+     [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.operators.lru_segmented.load()); }},
+    {"hot_lru_pct",
+     [](const V& v, std::string_view n, W* w) {
+       w->AddSigned(n, static_cast<int32_t>(v.operators.hot_lru_pct.load()));
+     }},
+    {"warm_lru_pct",
+     [](const V& v, std::string_view n, W* w) {
+       w->AddSigned(n, static_cast<int32_t>(v.operators.warm_lru_pct.load()));
+     }},
+    {"hot_max_factor",
+     [](const V& v, std::string_view n, W* w) { w->AddFixed(n, v.operators.hot_max_factor.load(), 2); }},
+    {"warm_max_factor",
+     [](const V& v, std::string_view n, W* w) { w->AddFixed(n, v.operators.warm_max_factor.load(), 2); }},
+    {"temp_lru", [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.operators.temp_lru.load()); }},
+    {"temporary_ttl",
+     [](const V& v, std::string_view n, W* w) {
+       w->Add(n, uint64_t{static_cast<uint32_t>(v.operators.temporary_ttl.load())});
+     }},
+    Option("idle_timeout"), Fixed("watcher_logbuf_size", "262144"),
     Fixed("worker_logbuf_size", "65536"), Fixed("read_buf_mem_limit", "0"),
     {"track_sizes",   // stats sizes_enable|sizes_disable
      [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.tracking_sizes); }},

@@ -6,6 +6,7 @@ ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int
                                const WaitTicket* park, bool with_value) {
   ReadOptions opts;
   opts.kind = ReadKind::kClassic;
+  opts.flash_park = park;   // -o ext_path: a value on flash is fetched while the reader waits
   if (touch) {
     opts.has_touch = true;
     opts.touch_exptime = exptime;

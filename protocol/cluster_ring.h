@@ -30,6 +30,11 @@ class ClusterRing {
   // Its owner on the ring without this node: the node it moved from when this one joined.
   int PreviousOwner(std::string_view key) const;
 
+  // The addresses (numeric, as inet_ntop writes them) of the pool's servers:
+  // numeric hosts as listed, names resolved once by Load (at start). Who may
+  // take a foreign list (`ring foreign`).
+  bool IsMemberAddress(std::string_view numeric) const;
+
  private:
   ClusterRing(RingPool pool, int self);
 
@@ -37,6 +42,7 @@ class ClusterRing {
   int self_;
   KetamaContinuum full_;
   KetamaContinuum without_self_;
+  std::vector<std::string> addresses_;
 };
 
 }  // namespace herdless

@@ -207,11 +207,16 @@ void AppendGetFlags(const ItemStore& store, const Request& req, const ReadResult
 }
 
 void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-                ReplyBuffer* out, WarmGate* warm, ProcessOutcome* outcome) {
+                ReplyBuffer* out, WarmGate* warm, ProcessOutcome* outcome, const WaitTicket* park) {
   const MetaFlags& flags = req.meta;
   ReadOptions opts = MetaReadOptions(flags, req.meta_args);
   if (warm != nullptr) warm->Apply(&opts);
+  opts.flash_park = outcome != nullptr ? park : nullptr;
   ReadResult r = store->Read(req.key, opts);
+  if (r.parked) {   // its value is being fetched from flash: run again once it is in RAM
+    outcome->Park(req.key, r.cas);
+    return;
+  }
   if (warm != nullptr && warm->Divert(r, req.key, outcome)) return;
   stats->CountMissCause(r.miss_expired, r.miss_flushed);
   watch.Fetch(req.key, r, r.status == ReadStatus::kHit);
@@ -365,6 +370,7 @@ void ExecuteDelete(ItemStore* store, ThreadStats* stats, const WatchContext& wat
   DeleteRequest::Removed removed{0, dr.client_flags};   // x logs its empty item
   if (!dr.empty_value) dr.removed = &removed;
   DeleteStatus status = store->Delete(dr);
+  watch.Lookup(req.key, status != DeleteStatus::kNotFound, removed.value_len, removed.client_flags);
 
   std::string_view code;
   switch (status) {
@@ -452,14 +458,17 @@ void AppendArithmeticReply(const ItemStore& store, const Request& req, const Ari
   }
 }
 
-void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const Request& req,
-                       ReplyBuffer* out) {
+void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
+                       const Request& req, ReplyBuffer* out) {
   ArithRequest ar;
   if (!MetaArithRequest(req, &ar)) {
     out->Append("CLIENT_ERROR invalid mode for ma M token\r\n");
     return;
   }
   const ArithResult r = store->Arithmetic(ar);
+  watch.Lookup(req.key, r.found_live, r.found_value_len, r.found_client_flags);
+  // memcached's ma stores the new number without a TTL and sets N's after: its line says ttl=0.
+  if (r.created) watch.Created(store, req.key, r.value, /*exptime=*/0);
   switch (r.status) {
     case ArithStatus::kNonNumeric:
       out->Append("CLIENT_ERROR cannot increment or decrement non-numeric value\r\n");
@@ -523,14 +532,16 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
 }  // namespace
 
 void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out,
-                 const WatchContext* watch, WarmGate* warm, ProcessOutcome* outcome) {
+                 const WatchContext* watch, WarmGate* warm, ProcessOutcome* outcome, const WaitTicket* park) {
   static const WatchContext kNobody;
   const WatchContext& w = watch != nullptr ? *watch : kNobody;
   switch (req.command) {
-    case Command::kMetaGet: ExecuteGet(store, stats, w, req, out, outcome != nullptr ? warm : nullptr, outcome); break;
+    case Command::kMetaGet:
+      ExecuteGet(store, stats, w, req, out, outcome != nullptr ? warm : nullptr, outcome, park);
+      break;
     case Command::kMetaSet: ExecuteSet(store, stats, w, req, out); break;
     case Command::kMetaDelete: ExecuteDelete(store, stats, w, req, out); break;
-    case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, req, out); break;
+    case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, w, req, out); break;
     case Command::kMetaDebug: ExecuteDebug(store, stats, req, out); break;
     case Command::kMetaNoop: out->Append("MN\r\n"); break;
     default: break;   // not a meta command: the executor never sends one here

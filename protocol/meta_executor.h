@@ -15,10 +15,11 @@ namespace herdless {
 
 // `watch`, when given, logs mg's fetch and ms's store (protocol/watch.h).
 // `warm`, when given, may divert an mg that wins a miss's lease to the peer
-// (protocol/warm.h), into `outcome`.
+// (protocol/warm.h), into `outcome`. `park`, with `outcome`: an mg of a value
+// on flash (-o ext_path) parks on it until it is fetched.
 void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out,
                  const WatchContext* watch = nullptr, WarmGate* warm = nullptr,
-                 ProcessOutcome* outcome = nullptr);
+                 ProcessOutcome* outcome = nullptr, const WaitTicket* park = nullptr);
 
 }  // namespace herdless
 

@@ -348,6 +348,7 @@ const char* HerdlessHelp(std::string_view stat) {
       {"moved_to_main", "Items copied from the small queue to the main one."},
       {"main_reinserted", "Items read while in the main queue, copied to its tail."},
       {"ghost_hits", "Keys stored again while their ghost was fresh."},
+      {"curr_foreign_items", "Items held now for a ring owner that is away (-o ring)."},
   };
   auto it = kHelp.find(stat);
   return it == kHelp.end() ? "The `stats` field of this name (docs/operations.md)." : it->second;

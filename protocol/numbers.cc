@@ -1,8 +1,11 @@
 #include "protocol/numbers.h"
 
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "storage/decimal.h"   // IsSpace
 
@@ -84,6 +87,54 @@ bool ParseDouble(std::string_view s, double* out) {
   const auto [ptr, ec] = std::from_chars(s.data(), end, value, std::chars_format::general);
   if (ec != std::errc() || ptr != end || !std::isfinite(value)) return false;
   *out = value;
+  return true;
+}
+
+bool ParseStrtod(std::string_view s, double* out) {
+  const std::string text(s);   // strtod wants the NUL memcached's tokenizer wrote
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text.c_str(), &end);
+  if (errno == ERANGE || end == text.c_str()) return false;
+  if (*end != '\0' && !IsSpace(*end)) return false;
+  *out = value;
+  return true;
+}
+
+namespace {
+
+constexpr size_t kMaxTokenDigits = 11;   // mcmc's MCMC_TOKTO32_MAX
+
+// The magnitude of s's digits, if there are only digits and it is at most `limit`.
+bool TokenMagnitude(std::string_view s, uint64_t limit, uint64_t* out) {
+  if (s.size() > kMaxTokenDigits) return false;
+  uint64_t value = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+    if (value > limit) return false;
+  }
+  *out = value;
+  return true;
+}
+
+}  // namespace
+
+bool ParseTokenUint32(std::string_view s, uint32_t* out) {
+  uint64_t value;
+  if (!TokenMagnitude(s, UINT32_MAX, &value)) return false;
+  *out = static_cast<uint32_t>(value);
+  return true;
+}
+
+bool ParseTokenInt32(std::string_view s, int32_t* out) {
+  const bool negative = !s.empty() && s[0] == '-';
+  if (s.size() > kMaxTokenDigits) return false;
+  uint64_t value;
+  if (!TokenMagnitude(s.substr(negative ? 1 : 0), negative ? uint64_t{1} << 31 : INT32_MAX, &value)) {
+    return false;
+  }
+  *out = negative ? static_cast<int32_t>(-static_cast<int64_t>(value)) : static_cast<int32_t>(value);
   return true;
 }
 

@@ -29,6 +29,17 @@ bool ParseInt32(std::string_view s, int32_t* out);     // safe_strtol
 // exponent ("1", "1.5", "2e-1"). No whitespace, no "inf"/"nan", no hex.
 bool ParseDouble(std::string_view s, double* out);
 
+// memcached's safe_strtod (lru tune, slabs automove ratio): strtod's whole
+// syntax (leading whitespace, a sign, ".5", "1e3", hex, "inf", "nan"), then
+// the end of the text or whitespace; an overflow or underflow fails.
+bool ParseStrtod(std::string_view s, double* out);
+
+// memcached 1.6.45's token numbers (mcmc_toktou32, mcmc_tokto32): decimal
+// digits only (the signed one takes one leading '-'), at most 11 characters,
+// and in range; nothing is skipped or ignored.
+bool ParseTokenUint32(std::string_view s, uint32_t* out);
+bool ParseTokenInt32(std::string_view s, int32_t* out);
+
 // Longest decimal text of a uint64_t.
 inline constexpr int kMaxUint64Digits = 20;
 

@@ -3,6 +3,9 @@
 // process_watch_command).
 #include "protocol/operator_commands.h"
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -47,6 +50,19 @@ struct Words {
     }
   }
 };
+
+// A number word of an operator command, read as memcached reads it:
+// 1.6.18's safe_strto* (numbers.h), or 1.6.45's token readers (-o compat).
+bool OperatorUint32(std::string_view word, bool latest, uint32_t* out) {
+  return latest ? ParseTokenUint32(word, out) : ParseUint32(word, out);
+}
+bool OperatorInt32(std::string_view word, bool latest, int32_t* out) {
+  return latest ? ParseTokenInt32(word, out) : ParseInt32(word, out);
+}
+bool OperatorDouble(std::string_view word, bool latest, double* out) {
+  constexpr size_t kMaxDoubleToken = 31;   // 1.6.45's mc_toktod copies this many
+  return (!latest || word.size() <= kMaxDoubleToken) && ParseStrtod(word, out);
+}
 
 // The word of `words` that `given` names: itself, or with `prefix` (1.6.45)
 // the first word it is a prefix of.
@@ -190,7 +206,7 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
   }
   if (w.count == 2 && (sub == "tocrawl" || sub == "sleep")) {
     uint32_t n;
-    if (!ParseUint32(w.word[1], &n)) {
+    if (!OperatorUint32(w.word[1], latest, &n)) {
       out->Append("CLIENT_ERROR bad command line format\r\n");
       return;
     }
@@ -228,7 +244,8 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
 void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   const Words w(req.args);
   OperatorSettings& ops = server->operators();
-  const bool prefix = server->Settings().latest();   // 1.6.45 takes a prefix of each word
+  // 1.6.45 takes a prefix of each word, and reads numbers with its token readers.
+  const bool prefix = server->Settings().latest();
   auto is = [&](int i, std::string_view word) { return WordMatches(w.word[i], word, prefix); };
   const bool noreply = w.count > 0 && w.count <= Words::kMax && w.word[w.count - 1] == "noreply";
   auto reply = [&](std::string_view line) {
@@ -236,7 +253,9 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   };
   if (w.count == 3 && is(0, "reassign")) {
     int32_t src, dst;
-    if (!ParseInt32(w.word[1], &src) || !ParseInt32(w.word[2], &dst)) {
+    if (!server->Settings().machinery.slab_reassign) {   // -o no_modern
+      out->Append("CLIENT_ERROR slab reassignment disabled\r\n");
+    } else if (!OperatorInt32(w.word[1], prefix, &src) || !OperatorInt32(w.word[2], prefix, &dst)) {
       out->Append("CLIENT_ERROR bad command line format\r\n");
     } else if (src == dst) {
       out->Append("SAME src and dst class are identical\r\n");
@@ -250,7 +269,7 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   if (w.count >= 2 && w.count <= Words::kMax && is(0, "automove")) {
     if (is(1, "ratio") || is(1, "freeratio")) {
       double ratio;
-      if (w.count < 3 || !ParseDouble(w.word[2], &ratio)) {
+      if (w.count < 3 || !OperatorDouble(w.word[2], prefix, &ratio)) {
         reply("ERROR\r\n");
         return;
       }
@@ -258,7 +277,7 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
           .store(ratio, std::memory_order_relaxed);
     } else if (is(1, "window")) {   // 1.6.20+
       uint32_t window;
-      if (w.count < 3 || !ParseUint32(w.word[2], &window)) {
+      if (w.count < 3 || !OperatorUint32(w.word[2], prefix, &window)) {
         reply("CLIENT_ERROR bad command line format\r\n");
         return;
       }
@@ -269,7 +288,7 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
       ops.slab_automove_window.store(window, std::memory_order_relaxed);
     } else {
       uint32_t level;
-      if (!ParseUint32(w.word[1], &level)) {
+      if (!OperatorUint32(w.word[1], prefix, &level)) {
         reply("CLIENT_ERROR bad command line format\r\n");
         return;
       }
@@ -285,8 +304,85 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   out->Append("ERROR\r\n");
 }
 
+// lru tune <hot pct> <warm pct> <hot max factor> <warm max factor> | mode
+// flat|segmented | temp_ttl <ttl> (process_lru_command), memcached's checks
+// and replies in its order; extra words are ignored. mode and temp_ttl need
+// memcached's LRU maintainer (gone with -o no_lru_maintainer or no_modern).
+// 1.6.18 counts a trailing noreply among the words and hides every reply;
+// 1.6.45 takes a prefix of each word (its parser took the noreply off).
+void LruCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  const Words w(req.args);
+  OperatorSettings& ops = server->operators();
+  const bool latest = server->Settings().latest();
+  const bool maintainer = server->Settings().machinery.lru_maintainer;
+  const bool noreply =
+      !latest && w.count > 0 && w.count <= Words::kMax && w.word[w.count - 1] == "noreply";
+  auto reply = [&](std::string_view line) {
+    if (!noreply) out->Append(line);
+  };
+  auto is = [&](int i, std::string_view word) {
+    return w.count > i && WordMatches(w.word[i], word, latest);
+  };
+  if (is(0, "tune") && w.count >= 5) {
+    uint32_t hot, warm;
+    double hot_factor, warm_factor;
+    if (!OperatorUint32(w.word[1], latest, &hot) || !OperatorUint32(w.word[2], latest, &warm) ||
+        !OperatorDouble(w.word[3], latest, &hot_factor) ||
+        !OperatorDouble(w.word[4], latest, &warm_factor)) {
+      reply("ERROR\r\n");
+    } else if (hot + warm > 80) {   // memcached's unsigned sum
+      reply("ERROR hot and warm pcts must not exceed 80\r\n");
+    } else if (warm_factor <= 0 || hot_factor <= 0) {
+      reply("ERROR hot/warm age factors must be greater than 0\r\n");
+    } else {
+      ops.hot_lru_pct.store(hot, std::memory_order_relaxed);
+      ops.warm_lru_pct.store(warm, std::memory_order_relaxed);
+      ops.hot_max_factor.store(hot_factor, std::memory_order_relaxed);
+      ops.warm_max_factor.store(warm_factor, std::memory_order_relaxed);
+      reply("OK\r\n");
+    }
+  } else if (is(0, "mode") && w.count >= 2 && maintainer) {
+    if (is(1, "flat") || is(1, "segmented")) {
+      ops.lru_segmented.store(is(1, "segmented"), std::memory_order_relaxed);
+      reply("OK\r\n");
+    } else {
+      reply("ERROR\r\n");
+    }
+  } else if (is(0, "temp_ttl") && w.count >= 2 && maintainer) {
+    int32_t ttl;
+    if (!OperatorInt32(w.word[1], latest, &ttl)) {
+      reply("ERROR\r\n");
+      return;
+    }
+    ops.temp_lru.store(ttl >= 0, std::memory_order_relaxed);
+    if (ttl >= 0) ops.temporary_ttl.store(ttl, std::memory_order_relaxed);
+    reply("OK\r\n");
+  } else {
+    reply("ERROR\r\n");
+  }
+}
+
 // watch [kinds]: memcached's process_watch_command.
-void RingCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+// Taking a foreign list clears it, so not anyone may: only a connection from
+// a ring member's address, or over a unix socket (its file mode guards it).
+// The trade: any process on a member's host passes, and a member that
+// connects from an address the ring does not list is refused (its return then
+// keeps its snapshot's copies of the keys changed while it was away).
+static bool FromRingMember(const ClusterRing& ring, int fd) {
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
+  if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) return false;
+  if (peer.ss_family == AF_UNIX) return true;
+  char text[INET6_ADDRSTRLEN] = "";
+  const void* where = peer.ss_family == AF_INET6 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&peer)->sin6_addr)
+                                                 : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&peer)->sin_addr);
+  if (inet_ntop(peer.ss_family, where, text, sizeof text) == nullptr) return false;
+  std::string_view numeric = text;
+  if (numeric.starts_with("::ffff:") && numeric.find('.') != std::string_view::npos) numeric.remove_prefix(7);
+  return ring.IsMemberAddress(numeric);
+}
+
+void RingCommand(ServerInfo* server, const Request& req, int client_fd, ReplyBuffer* out) {
   const ClusterRing* ring = server->ring();
   if (ring == nullptr) {
     out->Append("SERVER_ERROR no ring (-o ring)\r\n");
@@ -320,6 +416,10 @@ void RingCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
     }
     if (owner < 0 || server->foreign_log() == nullptr) {
       out->Append("CLIENT_ERROR no such server in the ring\r\n");
+      return;
+    }
+    if (!FromRingMember(*ring, client_fd)) {
+      out->Append("CLIENT_ERROR not a ring member\r\n");
       return;
     }
     bool overflowed = false;

@@ -1,6 +1,6 @@
 // The operator console of the text protocol: `stats` with its sub-commands
 // (reset, detail, cachedump, conns, and stats_groups.h's groups),
-// lru_crawler, slabs and watch, with memcached 1.6.18's replies
+// lru_crawler, slabs, lru and watch, with memcached 1.6.18's replies
 // (docs/operations.md). A command's arguments are the words in
 // Request::args. Commands that turn the connection into a stream
 // (lru_crawler metadump, watch) only say so in ProcessOutcome::stream; the
@@ -22,8 +22,12 @@ void StatsCommand(ItemStore* store, ServerInfo* server, const Request& req, Repl
 void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,
                        ReplyBuffer* out, ProcessOutcome* outcome);
 void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
-// ring (herdless, -o ring): the pool's servers; `ring owner <key>...` the owner of each key.
-void RingCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
+// lru tune|mode|temp_ttl: memcached's segmented-LRU settings, kept and shown.
+void LruCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
+// ring (herdless, -o ring): the pool's servers; `ring owner <key>...` the owner of each key;
+// `ring foreign <server>` (from a ring member only) its foreign list. `client_fd` is the
+// connection's descriptor (-1 for a datagram).
+void RingCommand(ServerInfo* server, const Request& req, int client_fd, ReplyBuffer* out);
 // warm on|off (herdless): resume or stop warm-up from the peers now.
 void WarmCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
 void WatchCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,

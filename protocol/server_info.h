@@ -52,6 +52,24 @@ struct TlsSettings {
   int handshake_timeout_s = 10;  // herdless: close a handshake not done by then
 };
 
+// memcached's machinery that herdless does not have, as memcached's -o
+// switches set it at the start (lru_maintainer, no_lru_maintainer, no_modern,
+// temporary_ttl, hot_lru_pct, ...): `stats settings` shows it, and `lru mode` / `lru temp_ttl`
+// need the LRU maintainer as memcached's do. herdless's background reclaim
+// stands for memcached's maintainer thread.
+struct MachinerySettings {
+  bool lru_maintainer = true;
+  bool slab_reassign = true;       // no_modern: no
+  bool maxconns_fast = true;       // no_modern: no
+  uint32_t slab_automove = 1;      // no_modern: 0
+  bool temp_lru = false;           // -o temporary_ttl=<ttl>: yes
+  int32_t temporary_ttl = 61;
+  uint32_t hot_lru_pct = 20;       // -o hot_lru_pct, warm_lru_pct, hot_max_factor, warm_max_factor
+  uint32_t warm_lru_pct = 40;
+  double hot_max_factor = 0.2;
+  double warm_max_factor = 2.0;
+};
+
 // Settings the protocol obeys and `stats settings` shows (memcached's names).
 enum : int { kIoAuto = 0, kIoUring = 1, kIoEpoll = 2 };   // ProtocolSettings::io_path
 
@@ -119,6 +137,7 @@ struct ProtocolSettings {
   // The lru crawler (and herdless's background expiry crawl) at the start:
   // memcached's -o no_modern and no_lru_crawler turn it off, lru_crawler on.
   bool lru_crawler_at_start = true;
+  MachinerySettings machinery;     // -o lru_maintainer, no_modern, temporary_ttl, ...
   char prefix_delimiter = ':';     // -D: per-prefix stats (stats detail), and
   bool detail_enabled = false;     // -D turns them on, as memcached's -D does
   Compat compat = Compat::k1618;   // -o compat=1.6.18|1.6.45
@@ -138,6 +157,32 @@ struct OperatorSettings {
   // The window starts at 10 under -o compat=1.6.45 (the daemon sets it).
   std::atomic<uint32_t> slab_automove_window{30};
   std::atomic<double> slab_automove_freeratio{0.01};
+  // lru tune|mode|temp_ttl: kept and shown only. herdless's LRU is S3-FIFO, not
+  // memcached's segmented one, so lru_segmented starts off (docs/operations.md).
+  std::atomic<bool> lru_segmented{false};
+  std::atomic<uint32_t> hot_lru_pct{20};
+  std::atomic<uint32_t> warm_lru_pct{40};
+  std::atomic<double> hot_max_factor{0.2};
+  std::atomic<double> warm_max_factor{2.0};
+  std::atomic<bool> temp_lru{false};
+  std::atomic<int32_t> temporary_ttl{61};
+
+  // What the options start the run-time settings at: the crawler (-o lru_crawler,
+  // no_modern), -o slab_automove_freeratio, 1.6.45's window (10), and memcached's
+  // other -o switches (MachinerySettings).
+  void StartWith(const ProtocolSettings& s) {
+    const MachinerySettings& m = s.machinery;
+    lru_crawler.store(s.lru_crawler_at_start, std::memory_order_relaxed);
+    slab_automove_freeratio.store(s.ext.slab_automove_freeratio, std::memory_order_relaxed);
+    if (s.latest()) slab_automove_window.store(10, std::memory_order_relaxed);
+    slab_automove.store(m.slab_automove, std::memory_order_relaxed);
+    temp_lru.store(m.temp_lru, std::memory_order_relaxed);
+    temporary_ttl.store(m.temporary_ttl, std::memory_order_relaxed);
+    hot_lru_pct.store(m.hot_lru_pct, std::memory_order_relaxed);
+    warm_lru_pct.store(m.warm_lru_pct, std::memory_order_relaxed);
+    hot_max_factor.store(m.hot_max_factor, std::memory_order_relaxed);
+    warm_max_factor.store(m.warm_max_factor, std::memory_order_relaxed);
+  }
 };
 
 // Starting `lru_crawler crawl`, memcached's CRAWLER_* results.

@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "protocol/foreign_log.h"
 #include "protocol/warm.h"
@@ -98,6 +99,42 @@ void MaintenanceStats(const StoreStats& ss, ServerInfo* server, const ServerSnap
   w->Add("log_watchers", snap.log_watchers);
 }
 
+// memcached's storage_stats (-o ext_path), after the logger's lines.
+void ExtstoreStats(const FlashStore& flash, StatWriter* w) {
+  const FlashStats f = flash.Stats();
+  w->Add("extstore_compact_lost", f.compact_lost);
+  w->Add("extstore_compact_rescues", f.compact_rescues);
+  w->Add("extstore_compact_skipped", f.compact_skipped);
+  w->Add("extstore_page_allocs", f.page_allocs);
+  w->Add("extstore_page_evictions", f.page_evictions);
+  w->Add("extstore_page_reclaims", f.page_reclaims);
+  w->Add("extstore_pages_free", f.pages_free);
+  w->Add("extstore_pages_used", f.pages_used);
+  w->Add("extstore_objects_evicted", f.objects_evicted);
+  w->Add("extstore_objects_read", f.objects_read);
+  w->Add("extstore_objects_written", f.objects_written);
+  w->Add("extstore_objects_used", f.objects_used);
+  w->Add("extstore_bytes_evicted", f.bytes_evicted);
+  w->Add("extstore_bytes_written", f.bytes_written);
+  w->Add("extstore_bytes_read", f.bytes_read);
+  w->Add("extstore_bytes_used", f.bytes_used);
+  w->Add("extstore_bytes_fragmented", f.bytes_fragmented);
+  w->Add("extstore_limit_maxbytes", f.limit_maxbytes);
+  w->Add("extstore_io_queue", f.io_queue);
+}
+
+// memcached's `stats extstore`: four lines per page.
+void ExtstorePageStats(const FlashStore& flash, StatWriter* w) {
+  const std::vector<FlashPageData> pages = flash.PageData();
+  for (size_t i = 0; i < pages.size(); i++) {
+    const std::string n = std::to_string(i);
+    w->Add(n + ":version", pages[i].version);
+    w->Add(n + ":bytes", pages[i].bytes_used);
+    w->Add(n + ":bucket", uint64_t{0});
+    w->Add(n + ":free_bucket", uint64_t{0});
+  }
+}
+
 // The engine's totals (memcached's threadlocal and slab stats, then
 // do_item_stats_totals).
 void ItemTotalsStats(const StoreStats& ss, StatWriter* w) {
@@ -143,7 +180,14 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
 #define HERDLESS_ADD_TOTAL(name) w->Add(#name, t.name);
 
   ProcessStats(snap, ServerVersion(server->Settings()), w);
-  HERDLESS_COMMAND_STATS(HERDLESS_ADD_TOTAL)
+  const FlashStore* flash = store->config().flash;
+  HERDLESS_GET_COMMAND_STATS(HERDLESS_ADD_TOTAL)
+  if (flash != nullptr) {
+#define HERDLESS_ADD_STORE(name) w->Add(#name, ss.name);
+    HERDLESS_FLASH_COUNTERS(HERDLESS_ADD_STORE)
+#undef HERDLESS_ADD_STORE
+  }
+  HERDLESS_OTHER_COMMAND_STATS(HERDLESS_ADD_TOTAL)
   if (settings.idle_timeout != 0) w->Add("idle_kicks", t.idle_kicks);
   w->Add("bytes_read", t.bytes_read);
   w->Add("bytes_written", t.bytes_written);
@@ -154,6 +198,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("threads", snap.threads);
   w->Add("conn_yields", t.conn_yields);
   MaintenanceStats(ss, server, snap, w);
+  if (flash != nullptr) ExtstoreStats(*flash, w);
   if (settings.tls.enabled) {
     if (settings.tls.session_cache) w->Add("ssl_new_sessions", snap.ssl_new_sessions);
     w->Add("ssl_handshake_errors", t.ssl_handshake_errors);
@@ -173,6 +218,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
 #define HERDLESS_ADD_FOREIGN(name) w->Add(#name, f.name);
     HERDLESS_FOREIGN_STATS(HERDLESS_ADD_FOREIGN)
 #undef HERDLESS_ADD_FOREIGN
+    w->Add("curr_foreign_items", ss.curr_foreign_items);
   }
   if (snap.snapshot.enabled) SnapshotStats(snap.snapshot, w);
 #undef HERDLESS_ADD_TOTAL
@@ -238,7 +284,9 @@ void SlabsStats(ItemStore* store, StatWriter* w) {
   uint64_t active = 0;
   for (int k = 1; k <= kMemcachedClasses; k++) {
     const StoreStats::Class& c = ss.classes[k];
-    if (c.items == 0) continue;
+    // memcached keeps a class's pages once it had items: a class whose items
+    // are all gone still shows, with used_chunks 0 (t/lru-crawler.t).
+    if (c.items == 0 && c.total_items == 0) continue;
     active++;
     auto add = [&](std::string_view name, uint64_t v) { AddClassStat(w, "", k, name, v); };
     const uint64_t chunk = MemcachedChunkSize(k);
@@ -295,8 +343,8 @@ bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view grou
   } else if (group == "sizes") {
     SizesStats(store, w);
   } else if (group == "extstore") {
-    // memcached built with extstore: one line group per page with ext_path,
-    // none without (herdless has no flash tier yet).
+    // memcached built with extstore: one line group per page with ext_path, none without.
+    if (store->config().flash != nullptr) ExtstorePageStats(*store->config().flash, w);
   } else if ((group == "sizes_disable" || group == "sizes_enable") && !server->Settings().latest()) {
     // 1.6.45 has neither (ERROR), as -o compat=1.6.45.
     // memcached writes these two without an end marker.

@@ -69,14 +69,26 @@ void AppendValueLine(std::string_view key, uint32_t flags, uint32_t bytes, bool 
   out->Append(std::string_view(line, p - line));
 }
 
+// -o ext_path: parks the request on every one of `keys` whose value is on
+// flash (their fetches run at once; the first to end wakes it).
+bool ParkOnFlash(ItemStore* store, std::string_view keys, const WaitTicket& ticket, ProcessOutcome* outcome) {
+  WordIterator words(keys);
+  std::string_view key;
+  while (words.Next(&key)) {
+    if (store->ParkIfOnFlash(key, ticket) && !outcome->parked) outcome->Park(key, 0);
+  }
+  return outcome->parked;
+}
+
 bool IsSingleKey(std::string_view keys) {
   WordIterator words(keys);
   std::string_view key;
   return words.Next(&key) && !words.Next(&key);
 }
 
-// A multi-key get never parks (see ClassicReadOptions), so no reply is ever
-// half written.
+// A multi-key get never parks in wait mode (see ClassicReadOptions), so no
+// reply is ever half written; with -o ext_path it parks on its keys on
+// flash before writing anything (ParkOnFlash), and runs again once fetched.
 void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, ProcessOutcome* outcome) {
   ItemStore* store = c.store;
   ThreadStats* stats = c.stats;
@@ -86,6 +98,9 @@ void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, Proces
   const bool with_cas = req.command == Command::kGets || req.command == Command::kGats;
   const bool touch = req.command == Command::kGat || req.command == Command::kGats;
   const bool single = IsSingleKey(req.keys);
+  if (!single && c.park != nullptr && store->config().flash != nullptr && ParkOnFlash(store, req.keys, *c.park, outcome)) {
+    return;
+  }
   ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, single ? c.park : nullptr);
   WarmGate* warm = single && opts.kind == ReadKind::kClassicLease ? c.warm : nullptr;
   if (warm != nullptr) warm->Apply(&opts);
@@ -244,7 +259,10 @@ void Delete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, Pre
             const Request& req, ReplyBuffer* out) {
   if (prefixes->enabled()) prefixes->RecordDelete(req.key);
   DeleteRequest::Removed removed;
-  if (store->Delete(DeleteRequest{.key = req.key, .removed = &removed}) == DeleteStatus::kDeleted) {
+  const bool deleted =
+      store->Delete(DeleteRequest{.key = req.key, .removed = &removed}) == DeleteStatus::kDeleted;
+  watch.Lookup(req.key, deleted, removed.value_len, removed.client_flags);
+  if (deleted) {
     watch.Delete(req.key, /*meta=*/false, removed);
     stats->delete_hits.Add();
     Reply(req, out, "DELETED\r\n");
@@ -254,13 +272,15 @@ void Delete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, Pre
   }
 }
 
-void Arithmetic(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
+void Arithmetic(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
+                ReplyBuffer* out) {
   const bool incr = req.command == Command::kIncr;
   ArithRequest ar;
   ar.key = req.key;
   ar.incr = incr;
   ar.delta = req.delta;
   const ArithResult r = store->Arithmetic(ar);
+  watch.Lookup(req.key, r.found_live, r.found_value_len, r.found_client_flags);
   switch (r.status) {
     case ArithStatus::kOk:
       CountArithmetic(stats, incr, /*hit=*/true);
@@ -287,8 +307,11 @@ void Arithmetic(ItemStore* store, ThreadStats* stats, const Request& req, ReplyB
   }
 }
 
-void Touch(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out) {
-  const bool touched = store->Touch(req.key, req.exptime);
+void Touch(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
+           ReplyBuffer* out) {
+  FoundItem found;
+  const bool touched = store->Touch(req.key, req.exptime, &found);
+  watch.Lookup(req.key, touched, found.value_len, found.client_flags);
   CountRead(stats, /*touch=*/true, touched);
   Reply(req, out, touched ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
 }
@@ -370,7 +393,7 @@ void Version(const ProtocolSettings& settings, ReplyBuffer* out) {
 }
 
 // -o compat=1.6.45: its parser takes a trailing noreply off a command it has
-// no grammar for (slabs, lru_crawler, shutdown) and then hides every reply,
+// no grammar for (slabs, lru_crawler, lru, shutdown) and then hides every reply,
 // errors too; what the command does still happens, but a dump streams nothing.
 bool TakeHiddenNoreply(const ProtocolSettings& settings, Request* req) {
   constexpr std::string_view kNoreply = "noreply";
@@ -398,6 +421,8 @@ void OperatorCommand(const TextContext& c, const Request& req, bool pipelined, R
     Shutdown(c.server, bare, out, outcome);
   } else if (req.command == Command::kLruCrawler) {
     LruCrawlerCommand(c.server, bare, pipelined, c.datagram, out, outcome);
+  } else if (req.command == Command::kLru) {
+    LruCommand(c.server, bare, out);
   } else {
     SlabsCommand(c.server, bare, out);
   }
@@ -429,10 +454,10 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       return;
     case Command::kIncr:
     case Command::kDecr:
-      Arithmetic(c.store, c.stats, req, out);
+      Arithmetic(c.store, c.stats, c.watch, req, out);
       return;
     case Command::kTouch:
-      Touch(c.store, c.stats, req, out);
+      Touch(c.store, c.stats, c.watch, req, out);
       return;
     case Command::kFlushAll:
       FlushAll(c.store, c.stats, c.server->Settings(), req, out);
@@ -453,6 +478,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kShutdown:
     case Command::kLruCrawler:
     case Command::kSlabs:
+    case Command::kLru:
       OperatorCommand(c, req, pipelined, out, outcome);
       return;
     case Command::kCacheMemlimit:
@@ -464,7 +490,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kWatch:
       WatchCommand(c.server, req, pipelined, c.datagram, out, outcome);
       return;
-    case Command::kRing: return RingCommand(c.server, req, out);
+    case Command::kRing: return RingCommand(c.server, req, c.datagram ? -1 : c.watch.fd, out);
     case Command::kWarm: return WarmCommand(c.server, req, out);
     case Command::kMetaGet:
     case Command::kMetaSet:
@@ -472,7 +498,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kMetaArithmetic:
     case Command::kMetaNoop:
     case Command::kMetaDebug:
-      ExecuteMeta(c.store, c.stats, req, out, &c.watch, c.warm, outcome);
+      ExecuteMeta(c.store, c.stats, req, out, &c.watch, c.warm, outcome, c.park);
       if (req.command == Command::kMetaNoop) c.batch_output = out->pending_bytes();
       return;
     case Command::kLeaseGet:

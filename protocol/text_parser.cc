@@ -8,6 +8,8 @@
 #include "protocol/text_parser.h"
 
 #include <cstring>
+#include <string_view>
+#include <utility>
 
 #include "protocol/key.h"
 #include "protocol/meta_parser.h"
@@ -270,6 +272,11 @@ LineVerdict Simple(Command command, Request* out) {
   return Ok();
 }
 
+// Operator commands whose words after the command go to their executor whole.
+constexpr std::pair<std::string_view, Command> kOperatorCommands[] = {
+    {"lru_crawler", Command::kLruCrawler}, {"lru", Command::kLru}, {"watch", Command::kWatch},
+    {"ring", Command::kRing}, {"warm", Command::kWarm}};
+
 // process_command_ascii's dispatch, in its order: the first byte picks a
 // family, and a command word it does not know there is "ERROR".
 LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
@@ -330,13 +337,11 @@ LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
   if (word == "quit") return Simple(Command::kQuit, out);
   if (word == "verbosity") return ParseNumberCommand(l, Command::kVerbosity, out);
   if (word == "lease-get") return ParseLeaseGet(l, out);
-  if (word == "lru_crawler" || word == "watch" || word == "ring" || word == "warm") {
-    out->args = ArgsAfterCommand(l);
-    return Simple(word == "watch"  ? Command::kWatch
-                  : word == "ring" ? Command::kRing
-                  : word == "warm" ? Command::kWarm
-                                   : Command::kLruCrawler,
-                  out);
+  for (const auto& [name, command] : kOperatorCommands) {
+    if (word == name) {
+      out->args = ArgsAfterCommand(l);
+      return Simple(command, out);
+    }
   }
   if (word == "lease-set") return ParseStorage<kLeaseSetWords>(l, Command::kLeaseSet, out);
   if (word == "refresh_certs") {

@@ -23,9 +23,13 @@ class Counter {
 // The counters, by the place `stats` prints them (stats_groups.cc); the
 // names are memcached's `stats` names (plus herdless's wait counters).
 // The command counters: one run, in memcached's order, after reserved_fds.
-#define HERDLESS_COMMAND_STATS(X) \
+// With -o ext_path memcached prints the flash tier's read counters
+// (storage/store_stats.h) between the two halves.
+#define HERDLESS_COMMAND_STATS(X) HERDLESS_GET_COMMAND_STATS(X) HERDLESS_OTHER_COMMAND_STATS(X)
+#define HERDLESS_GET_COMMAND_STATS(X) \
   X(cmd_get) X(cmd_set) X(cmd_flush) X(cmd_touch) X(cmd_meta) \
-  X(get_hits) X(get_misses) X(get_expired) X(get_flushed) \
+  X(get_hits) X(get_misses) X(get_expired) X(get_flushed)
+#define HERDLESS_OTHER_COMMAND_STATS(X) \
   X(delete_misses) X(delete_hits) X(incr_misses) X(incr_hits) \
   X(decr_misses) X(decr_hits) X(cas_misses) X(cas_hits) X(cas_badval) \
   X(touch_hits) X(touch_misses) X(store_too_large) X(store_no_memory) \

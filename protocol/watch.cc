@@ -1,6 +1,7 @@
 #include "protocol/watch.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "protocol/key.h"
@@ -179,6 +180,24 @@ void WatchContext::Fetch(std::string_view key, const ReadResult& r, bool hit) co
   log->Write(kWatchFetchers, line.view());
 }
 
+void WatchContext::Lookup(std::string_view key, bool found, uint32_t value_len,
+                          uint32_t client_flags) const {
+  if (!wants(kWatchFetchers)) return;
+  const int cls = found ? MemcachedSlabClass(MemcachedItemSize(key.size(), value_len, client_flags)) : 0;
+  LogLine line;
+  FormatItemGet(&line, key, found ? FetchStatus::kFound : FetchStatus::kNotFound, cls, fd,
+                found ? value_len : 0);
+  log->Write(kWatchFetchers, line.view());
+}
+
+void WatchContext::Created(ItemStore* store, std::string_view key, uint64_t value,
+                           int64_t exptime) const {
+  if (!wants(kWatchFetchers | kWatchMutations)) return;
+  char digits[24];
+  const size_t len = static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), value).ptr - digits);
+  Store(store, key, len, 0, exptime, StoreMode::kAdd, StoreResult{.status = StoreStatus::kStored});
+}
+
 void WatchContext::Store(ItemStore* store, std::string_view key, size_t value_len,
                          uint32_t client_flags, int64_t exptime, StoreMode mode,
                          const StoreResult& r) const {
@@ -191,17 +210,9 @@ void WatchContext::Store(ItemStore* store, std::string_view key, size_t value_le
     case StoreStatus::kNotStored: logged = StoreLogStatus::kNotStored; break;
     default: return;
   }
-  if (wants(kWatchFetchers)) {
-    // An expired or flushed copy was reclaimed before the lookup, as memcached's
-    // allocator frees it first: the lookup finds nothing.
-    const int cls = r.found_live ? MemcachedSlabClass(MemcachedItemSize(key.size(), r.found_value_len,
-                                                                        r.found_client_flags))
-                                 : 0;
-    LogLine get;
-    FormatItemGet(&get, key, r.found_live ? FetchStatus::kFound : FetchStatus::kNotFound, cls, fd,
-                  r.found_live ? r.found_value_len : 0);
-    log->Write(kWatchFetchers, get.view());
-  }
+  // An expired or flushed copy was reclaimed before the lookup, as memcached's
+  // allocator frees it first: the lookup finds nothing.
+  Lookup(key, r.found_live, r.found_value_len, r.found_client_flags);
   if (!wants(kWatchMutations)) return;
   StoreLogCommand cmd = StoreLogCommand::kSet;
   switch (mode) {

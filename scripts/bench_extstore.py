@@ -13,8 +13,8 @@ figures are noisy; give `uptime`). It prints each server's items held, the value
 back wrong (must be 0), `stats` curr_items and extstore_objects_used, RSS, and the
 herdless/memcached ratio of items held.
 
-herdless without a flash tier refuses ext_path. The script then runs it RAM-only, with the
-same -m, and says so: the ratio is then against herdless's RAM alone.
+A herdless that refuses ext_path (built before its flash tier) is run RAM-only, with the
+same -m, and the script says so: the ratio is then against herdless's RAM alone.
 """
 import argparse
 import os

@@ -2,7 +2,9 @@
 // (-o ring; protocol/foreign_log.h implements it). The store keeps them at
 // most ttl_s() seconds and reports every change of one (a store, delete,
 // touch or incr/decr) so that their owner, when back, drops its old copy.
-// Called on any thread, outside the store's locks; must not call the store.
+// Called on any thread. Foreign() and ttl_s() are pure and take no lock (the
+// store calls them under its shard locks, to count and evict foreign items);
+// Changed() and Hit() are called outside the store's locks. None calls the store.
 #ifndef HERDLESS_STORAGE_FOREIGN_H_
 #define HERDLESS_STORAGE_FOREIGN_H_
 

@@ -1,16 +1,26 @@
 #include "storage/holdoff.h"
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 namespace herdless {
 
 void DeleteHoldoff::Note(uint64_t hash, int64_t now_us) {
   Shard& s = ShardOf(hash);
   std::lock_guard<std::mutex> lock(s.mutex);
   if (s.until_us.size() >= kMaxEntries) {
-    // Drop what has ended; if the shard is still full, what ends soonest.
+    // Drop what has ended; if the shard is still full, the quarter that ends
+    // soonest (exactly a quarter, however many end at the same time: the next
+    // kMaxEntries / 4 notes then pass without a scan).
     std::erase_if(s.until_us, [&](const auto& e) { return e.second <= now_us; });
-    const int64_t cut = now_us + holdoff_us_ / 4;
     if (s.until_us.size() >= kMaxEntries) {
-      std::erase_if(s.until_us, [&](const auto& e) { return e.second <= cut; });
+      std::vector<std::pair<int64_t, uint64_t>> by_end;
+      by_end.reserve(s.until_us.size());
+      for (const auto& [h, until] : s.until_us) by_end.emplace_back(until, h);
+      const auto quarter = by_end.begin() + static_cast<std::ptrdiff_t>(by_end.size() / 4);
+      std::nth_element(by_end.begin(), quarter, by_end.end());
+      for (auto it = by_end.begin(); it != quarter; ++it) s.until_us.erase(it->second);
     }
   }
   s.until_us[hash] = now_us + holdoff_us_;
@@ -24,6 +34,15 @@ bool DeleteHoldoff::Holds(uint64_t hash, int64_t now_us) const {
   if (it->second > now_us) return true;
   s.until_us.erase(it);
   return false;
+}
+
+size_t DeleteHoldoff::size() const {
+  size_t n = 0;
+  for (Shard& s : shards_) {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    n += s.until_us.size();
+  }
+  return n;
 }
 
 }  // namespace herdless

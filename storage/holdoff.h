@@ -2,7 +2,7 @@
 // cluster warmup rule: a delete refuses warm fills of its key for a hold-off,
 // so that a value the peer still holds cannot come back). Keys are kept as
 // 64-bit hashes, so a collision only refuses a fill. Bounded: beyond
-// kMaxEntries the oldest quarter is dropped. Thread-safe (sharded locks).
+// kMaxEntries per shard the quarter ending soonest is dropped. Thread-safe (sharded locks).
 #ifndef HERDLESS_STORAGE_HOLDOFF_H_
 #define HERDLESS_STORAGE_HOLDOFF_H_
 
@@ -23,6 +23,8 @@ class DeleteHoldoff {
   void Note(uint64_t hash, int64_t now_us);
   // True while the key's hold-off lasts.
   bool Holds(uint64_t hash, int64_t now_us) const;
+  // Entries kept now, over the shards (tests).
+  size_t size() const;
 
  private:
   struct Shard {

@@ -7,7 +7,7 @@ namespace herdless {
 
 uint8_t FormatFor(const ItemFields& f) {
   uint8_t fmt = 0;
-  if (f.value_len >= kShortValueLimit) fmt |= kFmtLongValue;
+  if (f.value_len >= kShortValueLimit || f.flash_stub) fmt |= kFmtLongValue;
   if (f.cas >= kNarrowCasLimit) fmt |= kFmtWideCas;
   if (f.exptime != 0) fmt |= kFmtExptime;
   if (f.client_flags != 0) fmt |= kFmtClientFlags;
@@ -27,6 +27,7 @@ ItemView WriteItem(char* dst, const ItemFields& f) {
   dst[0] = static_cast<char>(f.key.size());
   if (fmt & kFmtLongValue) {
     item_detail::Store32(dst + 2, f.value_len);
+    if (f.flash_stub) fmt |= kFmtFlashStub;
   } else {
     fmt |= static_cast<uint8_t>(f.value_len >> 8);
     dst[2] = static_cast<char>(f.value_len & 0xff);
@@ -53,6 +54,7 @@ ItemFields ItemView::Fields() const {
   f.client_flags = client_flags();
   f.delta_ms = delta_ms();
   f.read_rate = read_rate();
+  f.flash_stub = is_flash_stub();
   return f;
 }
 

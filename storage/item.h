@@ -20,6 +20,10 @@
 //             once in a second get it
 //   key, value (no trailing "\r\n": the reply writer adds it)
 //
+// A flash stub (-o ext_path: the value moved to the flash tier) is an item
+// whose format has kFmtLongValue and short length bits 01, an encoding no
+// other item has; its 16-byte "value" is where the value is (FlashStubValue).
+//
 // 13 bytes of header for a value under 1 KiB with no TTL and no client flags,
 // 17 with a TTL (memcached: 56). What is not here lives in the index slot
 // (state bits, access frequency: storage/index.h) or in a side table for the
@@ -72,7 +76,12 @@ struct ItemFields {
   // Every field that can change in place is present (wide CAS, exptime,
   // delta, rate): for jumbo items, so that no change ever needs a copy.
   bool full_header = false;
+  bool flash_stub = false;    // the value is a FlashStubValue (see above)
 };
+
+// A flash stub's value: the record's locator and the real value's length.
+constexpr uint32_t kFlashStubValueBytes = 16;
+constexpr uint8_t kFmtFlashStub = kFmtLongValue | 0x01;
 
 namespace item_detail {
 inline uint32_t Load32(const char* p) {
@@ -114,10 +123,17 @@ class ItemView {
   char* data() const { return p_; }
 
   uint8_t format() const { return static_cast<uint8_t>(p_[1]); }
+  bool is_flash_stub() const {
+    return (format() & (kFmtLongValue | kFmtShortLenMask)) == kFmtFlashStub;
+  }
   size_t key_len() const { return static_cast<uint8_t>(p_[0]); }
   uint32_t value_len() const {
     if (format() & kFmtLongValue) return item_detail::Load32(p_ + 2);
     return (static_cast<uint32_t>(format() & kFmtShortLenMask) << 8) | static_cast<uint8_t>(p_[2]);
+  }
+  // The client's value length, also of a flash stub (its last 4 value bytes).
+  uint32_t client_value_len() const {
+    return is_flash_stub() ? item_detail::Load32(value_data() + kFlashStubValueBytes - 4) : value_len();
   }
   // Bytes before the key, and of the whole item.
   size_t header_size() const { return layout().key; }

@@ -164,6 +164,7 @@ uint64_t ItemStore::Impl::LinkLocked(Shard& shard, uint64_t hash, const Placed& 
     c.total_items++;
   }
   if (state & kItemTokenSent) shard.leases_out++;
+  if (IsForeign(item)) shard.foreign_items++;
   CountRateLocked(shard, item.read_rate(), +1);
   if (shard.track_sizes) CountSizeLocked(shard, size, +1);
   WakeLocked(shard, item.key());
@@ -193,8 +194,10 @@ void ItemStore::Impl::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghos
     shard.leases_out--;
     DropLeaseLocked(shard, s);
   }
+  if (IsForeign(item)) shard.foreign_items--;
   CountRateLocked(shard, item.read_rate(), -1);
   if (shard.track_sizes) CountSizeLocked(shard, size, -1);
+  if (item.is_flash_stub()) ReleaseFlashLocked(item);
   if (leave_ghost) shard.index.EraseToGhost(slot, queues_->NextGhostStamp());
   else shard.index.Erase(slot);
   WakeLocked(shard, item.key());
@@ -253,7 +256,7 @@ void ItemStore::Impl::NoteFoundLocked(const Found& f, StoreResult* res) const {
   res->found_live = f.presence == Found::kLive;
   if (!res->found_live) return;
   const ItemView item = ItemAt(*f.slot);
-  res->found_value_len = item.value_len();
+  res->found_value_len = item.client_value_len();
   res->found_client_flags = item.client_flags();
 }
 
@@ -377,6 +380,17 @@ DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
   if (foreign_ != nullptr && foreign_->Foreign(req.key)) foreign_->Changed(req.key);
   return impl_->Delete(req);
 }
+void ItemStore::FinishFlashRead(std::string_view key, const FlashLocator& where, FlashReadResult result,
+                                std::string_view value) {
+  impl_->FinishFlashRead(key, where, result, value);
+}
+bool ItemStore::ParkIfOnFlash(std::string_view key, const WaitTicket& ticket) {
+  return impl_->ParkIfOnFlash(key, ticket);
+}
+bool ItemStore::EvictAhead(size_t headroom) { return impl_->EvictAhead(headroom); }
+size_t ItemStore::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s) {
+  return impl_->MoveIdleToFlash(cursor, max_buckets, min_idle_s);
+}
 bool ItemStore::InDeleteHoldoff(std::string_view key) const {
   return holdoff_ != nullptr && holdoff_->Holds(HashKey(key), impl_->config().clock->NowMicros());
 }
@@ -384,10 +398,11 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
   if (foreign_ != nullptr && foreign_->Foreign(req.key)) foreign_->Changed(req.key);
   return impl_->Arithmetic(req);
 }
-bool ItemStore::Touch(std::string_view key, int64_t exptime) {
-  if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Touch(key, exptime);
+bool ItemStore::Touch(std::string_view key, int64_t exptime, FoundItem* found) {
+  if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Touch(key, exptime, found);
   foreign_->Changed(key);
-  return impl_->Touch(key, CapExptime(exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds()));
+  const int64_t capped = CapExptime(exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
+  return impl_->Touch(key, capped, found);
 }
 void ItemStore::FlushAll(int64_t delay_s) { impl_->FlushAll(delay_s); }
 size_t ItemStore::ReclaimExpired(size_t budget) { return impl_->ReclaimExpired(budget); }
@@ -412,6 +427,8 @@ StoreStatus ItemStore::Restore(const RestoreRequest& req) { return impl_->Restor
 void ItemStore::ReserveItems(size_t items) { impl_->ReserveItems(items); }
 uint64_t ItemStore::CasCounter() const { return impl_->CasCounter(); }
 void ItemStore::AdvanceCasPast(uint64_t cas) { impl_->AdvanceCasPast(cas); }
+std::vector<double> ItemStore::RecomputeSpreads() const { return impl_->RecomputeSpreads(); }
+void ItemStore::RestoreRecomputeSpreads(const std::vector<double>& saved) { impl_->RestoreRecomputeSpreads(saved); }
 int64_t ItemStore::ToUnixTime(int64_t store_s) const { return impl_->ToUnixTime(store_s); }
 int64_t ItemStore::NowSeconds() const { return impl_->NowSeconds(); }
 int64_t ItemStore::ToStoreTime(int64_t exptime) const { return impl_->ToStoreTime(exptime); }

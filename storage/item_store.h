@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "storage/clock.h"
+#include "storage/flash_store.h"
 #include "storage/foreign.h"
 #include "storage/item.h"
 #include "storage/lease.h"
@@ -43,6 +44,21 @@ namespace herdless {
 
 class DeleteHoldoff;
 class Segment;
+
+// -o ext_path: a value the flash tier is to read back for readers parked on
+// its key (ItemStore::Read with ReadOptions::flash_park). The fetcher reads it
+// on its own threads and hands the outcome to ItemStore::FinishFlashRead.
+struct FlashFetch {
+  std::string key;
+  FlashLocator where;
+  uint32_t value_len = 0;
+};
+class FlashFetcher {
+ public:
+  virtual ~FlashFetcher() = default;
+  // Called under a shard lock: queue the fetch and return.
+  virtual void Fetch(FlashFetch fetch) = 0;
+};
 
 struct StoreConfig {
   size_t memory_limit = 64u << 20;   // bytes of item memory (-m)
@@ -62,6 +78,11 @@ struct StoreConfig {
   uint32_t delete_holdoff_ms = 0;
   // -o ring: keys held for an absent owner, their TTL capped (storage/foreign.h).
   ForeignKeys* foreign = nullptr;   // not owned; nullptr = every key is ours
+  // -o ext_path: values of at least flash_item_size bytes that eviction would
+  // drop move to `flash` instead, their items becoming stubs; nullptr = none.
+  FlashStore* flash = nullptr;           // not owned
+  FlashFetcher* flash_fetcher = nullptr; // not owned; required with `flash`
+  uint32_t flash_item_size = 512;        // ext_item_size
 };
 
 // Which items an expiry crawl looks at (Crawl): size classes (bit c for class
@@ -121,7 +142,8 @@ class ItemStore {
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);
   // touch: new exptime on an existing item. Returns false on a miss.
-  bool Touch(std::string_view key, int64_t exptime);
+  // `found`, when not null, is filled in from the live item touched.
+  bool Touch(std::string_view key, int64_t exptime, FoundItem* found = nullptr);
 
   // flush_all: delay_s <= 0 drops every item now; otherwise every item stored
   // or touched before now + delay_s is dropped once that moment passes.
@@ -191,6 +213,13 @@ class ItemStore {
   uint64_t CasCounter() const;
   void AdvanceCasPast(uint64_t cas);
 
+  // Each shard's spread of recompute times (storage/lease.h), in shard order,
+  // for a snapshot; and setting them from one, whose writer may have had
+  // another (power-of-two) shard count: a shard takes the mean of the saved
+  // shards that held its keys. Empty: nothing changes.
+  std::vector<double> RecomputeSpreads() const;
+  void RestoreRecomputeSpreads(const std::vector<double>& saved);
+
   // Unix time of a store second (WalkedItem's exptime and last access), for
   // snapshots and dumps.
   int64_t ToUnixTime(int64_t store_s) const;
@@ -207,6 +236,23 @@ class ItemStore {
   int32_t ToExpiryTick(int64_t exptime) const;
 
   const StoreConfig& config() const;
+
+  // The flash tier (StoreConfig::flash). A fetch ended: on kOk the stub at
+  // `where`, if the key still has it, becomes a RAM item again with `value`
+  // (recache_from_extstore); otherwise the stub is dropped (miss_ or
+  // badcrc_from_extstore). The key's parked readers are woken either way.
+  void FinishFlashRead(std::string_view key, const FlashLocator& where, FlashReadResult result,
+                       std::string_view value);
+  // A multi-key read's first pass: when `key` is a stub, parks `ticket` on it
+  // and fetches it (true); else changes nothing (false).
+  bool ParkIfOnFlash(std::string_view key, const WaitTicket& ticket);
+  // The flash writer's steps. EvictAhead evicts one segment (its values
+  // moving to flash) when less than `headroom` bytes of the budget are free;
+  // false when it did nothing. MoveIdleToFlash moves the values of items idle
+  // at least `min_idle_s` in a few index buckets of one shard (a walk, as
+  // Walk's); returns the values moved.
+  bool EvictAhead(size_t headroom);
+  size_t MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s);
 
   // True while a delete of `key` (any Delete, found or not) is younger than
   // StoreConfig::delete_holdoff_ms; always false when that is 0.

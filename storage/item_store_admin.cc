@@ -181,7 +181,8 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       const bool expired = IsExpiredAt(item, t.now_tick);
       if (IsFlushed(item, now_s) ||
           (expired && (Has(s, kItemPlaceholder | kItemNeedsValue) ||
-                       IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)))) {
+                       IsPastGraceAt(item, t.now_tick, config_.stale_grace_s))) ||
+          item.is_flash_stub()) {   // no value in RAM (-o ext_path): dumps and snapshots skip it
         return;
       }
       WalkedItem w;
@@ -307,6 +308,7 @@ StoreStats ItemStore::Impl::Stats() const {
     s.curr_items += shard.index.items();
     s.bytes += shard.bytes;
     s.curr_leases += shard.leases_out;
+    s.curr_foreign_items += shard.foreign_items;
     s.hot_keys += shard.hot_items;
     s.rated_keys += shard.rated_items;
     s.hash_buckets += shard.index.buckets() * Index::kSlotsPerBucket;

@@ -115,10 +115,15 @@ class ItemStore::Impl {
 
   // ItemStore's calls (their contracts: storage/item_store.h).
   ReadResult Read(std::string_view key, const ReadOptions& opts);
+  void FinishFlashRead(std::string_view key, const FlashLocator& where, FlashReadResult result,
+                       std::string_view value);
+  bool ParkIfOnFlash(std::string_view key, const WaitTicket& ticket);
+  bool EvictAhead(size_t headroom);
+  size_t MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s);
   StoreResult Store(const StoreRequest& req);
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);
-  bool Touch(std::string_view key, int64_t exptime);
+  bool Touch(std::string_view key, int64_t exptime, FoundItem* found);
   void FlushAll(int64_t delay_s);
   size_t ReclaimExpired(size_t budget);
   size_t Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope);
@@ -137,6 +142,8 @@ class ItemStore::Impl {
   void ReserveItems(size_t items);
   uint64_t CasCounter() const { return next_cas_.load(std::memory_order_relaxed); }
   void AdvanceCasPast(uint64_t cas);
+  std::vector<double> RecomputeSpreads() const;
+  void RestoreRecomputeSpreads(const std::vector<double>& saved);
   int64_t ToUnixTime(int64_t store_s) const;
   int64_t NowSeconds() const;
   int64_t ToStoreTime(int64_t exptime) const;
@@ -164,6 +171,9 @@ class ItemStore::Impl {
   inline uint64_t NextCas();
   bool ItemFits(size_t key_len, uint32_t client_flags, size_t value_len) const;
   inline bool IsFlushed(ItemView item, int64_t now_s) const;
+  // Its key is foreign (-o ring): counted in curr_foreign_items, and never
+  // kept by eviction. Costs a ring lookup, only with a ring.
+  inline bool IsForeign(ItemView item) const;
   inline ItemView ItemAt(uint64_t slot) const;
   inline Segment* SegmentOf(uint64_t slot) const;
   Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
@@ -305,6 +315,22 @@ class ItemStore::Impl {
   void SetRateLocked(Shard& shard, ItemView item, ReadRateState rate);
   static inline void CountRateLocked(Shard& shard, ReadRateState rate, int sign);
 
+  // The flash tier (item_store_flash.cc; StoreConfig::flash). A victim's big
+  // value moves to flash, a stub with access count `freq` at M's tail in its
+  // place (false: it could not, evict or keep it as usual). A stub's record is
+  // released when the stub goes. A read of a stub parks and fetches, or misses.
+  bool DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, uint8_t freq);
+  void ReleaseFlashLocked(ItemView stub);
+  void FetchFromFlashLocked(Shard& shard, uint64_t* slot, std::string_view key, const WaitTicket* ticket,
+                            ReadResult* r);
+  // Moves an item's class counts (items, bytes, memcached's bytes) from
+  // `from`'s class to `to`'s, before RepointLocked swaps one for the other.
+  static void MoveClassLocked(Shard& shard, ItemView from, ItemView to);
+  // The stub replacing the slot's item, whose value is at `where` (CAS unchanged).
+  // At M's tail with `freq` (eviction's copies, beyond the limit if need be), or placed as a new item.
+  bool SwapToStubLocked(Shard& shard, uint64_t* slot, const FlashLocator& where, int64_t now_s,
+                        bool at_main_tail, uint8_t freq);
+
   // Maintenance (item_store_admin.cc).
   size_t SweepAll(int64_t flushed_before);
   // The expiry crawl's rule for one item: removes it when flushed, or expired
@@ -381,6 +407,7 @@ struct ItemStore::Impl::Shard {
   Index index;
   size_t bytes = 0;       // herdless's bytes of the linked items
   size_t leases_out = 0;  // linked items with kItemTokenSent
+  size_t foreign_items = 0;   // linked items whose key IsForeign
   double recompute_spread = kInitialSpread;   // SmoothSpread of the leases fulfilled here
   uint64_t reclaim_position = 0;   // the expiry crawler's walk cursor
   StoreStats counters;    // only the event counters and classes are used here
@@ -486,6 +513,10 @@ uint64_t ItemStore::Impl::NextCas() {
 bool ItemStore::Impl::IsFlushed(ItemView item, int64_t now_s) const {
   const int64_t deadline = flush_deadline_.load(std::memory_order_relaxed);
   return deadline != 0 && now_s >= deadline && item.last_access() < deadline;
+}
+
+bool ItemStore::Impl::IsForeign(ItemView item) const {
+  return config_.foreign != nullptr && config_.foreign->Foreign(item.key());
 }
 
 uint32_t ItemStore::Impl::LeaseGrantedLocked(const Shard& shard, uint64_t s) const {

@@ -114,9 +114,18 @@ void ItemStore::Impl::EvictFromLocked(Shard& shard, uint64_t* slot, Segment* vic
   const bool gone = IsFlushed(item, now_s) ||
                     (expired && (Has(s, kItemPlaceholder | kItemNeedsValue) ||
                                  IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)));
-  const bool stale = Has(s, kItemStale) || expired;
+  // A foreign key (-o ring) goes at its first eviction pass, without a ghost:
+  // it is here only while its owner is away, for at most foreign_ttl.
+  const bool stale = Has(s, kItemStale) || expired || (!compact && IsForeign(item));
   uint8_t new_freq = slot::Freq(s);
   const bool keep = compact ? !gone : !gone && !stale && S3Fifo::Keep(victim->queue, slot::Freq(s), &new_freq);
+  // -o ext_path: a big value leaving its segment, kept or not, moves to flash; its stub,
+  // a few bytes, is what the main queue keeps (read stubs stay, as kept items do).
+  if (config_.flash != nullptr && !compact && !gone && !stale &&
+      DemoteLocked(shard, slot, now_s, keep ? new_freq : uint8_t{0})) {
+    if (keep) CountKeptLocked(shard, victim->queue);
+    return;
+  }
   if (keep) {
     if (victim->jumbo) {
       *slot = slot::WithFreq(s, new_freq);

@@ -1,8 +1,10 @@
 // ItemStore's read rates (storage/read_rate.h): which keys get an estimate,
-// how it decays and follows the key from one item to the next.
+// how it decays and follows the key from one item to the next; and the
+// shards' recompute spreads (storage/lease.h), which a snapshot keeps.
 #include "storage/item_store.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "storage/item_store_internal.h"
 
@@ -93,6 +95,34 @@ ReadRateState ItemStore::Impl::RememberedAsOfLocked(Shard& shard, uint64_t hash,
   rate.aux = e.aux;
   rate.set_hot(false);
   return rate;
+}
+
+// ---------------------------------------------------------------------------
+// Recompute spreads.
+
+std::vector<double> ItemStore::Impl::RecomputeSpreads() const {
+  std::vector<double> spreads(shard_count_);
+  for (size_t i = 0; i < shard_count_; i++) {
+    std::lock_guard<std::mutex> lock(shards_[i].mu);
+    spreads[i] = shards_[i].recompute_spread;
+  }
+  return spreads;
+}
+
+// A key's shard is its hash's top bits (ShardFor): with power-of-two counts,
+// shard j of n holds the keys of saved shards [j m / n, (j + 1) m / n) of m
+// (one saved shard, when n > m).
+void ItemStore::Impl::RestoreRecomputeSpreads(const std::vector<double>& saved) {
+  const size_t m = saved.size();
+  if (m == 0) return;
+  for (size_t j = 0; j < shard_count_; j++) {
+    const size_t first = j * m / shard_count_;
+    const size_t end = std::max(first + 1, (j + 1) * m / shard_count_);
+    double sum = 0;
+    for (size_t i = first; i < end; i++) sum += saved[i];
+    std::lock_guard<std::mutex> lock(shards_[j].mu);
+    shards_[j].recompute_spread = std::clamp(sum / static_cast<double>(end - first), 0.0, kMaxSpread);
+  }
 }
 
 }  // namespace herdless

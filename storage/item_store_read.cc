@@ -78,6 +78,11 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
     const Found f = LookupLocked(shard, key, hash, t);
     r.miss_expired = f.removed_expired;
     r.miss_flushed = f.removed_flushed;
+    if (config_.flash != nullptr && f.slot != nullptr && ItemAt(*f.slot).is_flash_stub()) {
+      // A value on flash is never a hit from here: fetched, or a miss.
+      if (VisibleTo(f, opts)) FetchFromFlashLocked(shard, f.slot, key, opts.flash_park, &r);
+      return r;
+    }
     if (VisibleTo(f, opts)) {
       // A touch that gives a TTL to an item stored without one needs a copy
       // with room for it: made before anything else changes.

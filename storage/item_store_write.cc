@@ -211,7 +211,8 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
     CountStoreOverExpiredLocked(shard, f);
     if (attempt == 0) NoteFoundLocked(f, &res);
     const bool live = f.presence == Found::kLive;
-    if (!live && !req.create_on_miss) {
+    // memcached refuses to append to a value on flash (ITEM_HDR): NOT_STORED.
+    if ((!live && !req.create_on_miss) || (live && ItemAt(*f.slot).is_flash_stub())) {
       res.status = StoreStatus::kNotStored;
       return kAnswered;
     }
@@ -290,6 +291,10 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
       UnlinkLocked(shard, f.slot);  // expired, as memcached sees it
       return Answer(DeleteStatus::kNotFound);
     }
+    if (req.removed != nullptr) {
+      const ItemView found = ItemAt(*f.slot);
+      *req.removed = {found.client_value_len(), found.client_flags()};
+    }
     if (req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) return Answer(DeleteStatus::kExists);
     if (req.empty_value) {
       const Placement placement = EmptyValueLocked(lock, attempt, shard, hash, f, req, t);
@@ -298,10 +303,6 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
     }
     shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].delete_hits++;
     if (!req.mark_stale) {
-      if (req.removed != nullptr) {
-        const ItemView gone = ItemAt(*f.slot);
-        *req.removed = {gone.value_len(), gone.client_flags()};
-      }
       UnlinkLocked(shard, f.slot);
       return Answer(DeleteStatus::kDeleted);
     }
@@ -367,7 +368,7 @@ ItemStore::Impl::Placement ItemStore::Impl::EmptyValueLocked(ShardLock& lock, in
   return Placement::kWritten;
 }
 
-bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime) {
+bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime, FoundItem* found) {
   const uint64_t hash = HashKey(key);
   Shard& shard = ShardFor(hash);
   const int32_t new_exptime = ToExpiryTick(exptime);
@@ -375,6 +376,7 @@ bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime) {
   auto Answer = [&answer](bool a) { answer = a; return kAnswered; };
   LockedAttempts(shard, hash, key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
     if (f.presence != Found::kLive) return Answer(false);
+    if (found != nullptr) *found = {ItemAt(*f.slot).client_value_len(), ItemAt(*f.slot).client_flags()};
     if (attempt == 0) shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].touch_hits++;
     size_t needed = 0;
     if (!RoomForExptimeLocked(shard, f.slot, new_exptime, t.now_s, &needed)) {
@@ -416,6 +418,9 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     uint8_t freq = 0;
     if (live) {
       const ItemView old_item = ItemAt(*f.slot);
+      res.found_live = true;
+      res.found_value_len = old_item.client_value_len();
+      res.found_client_flags = old_item.client_flags();
       res.status = CountedValueLocked(shard, old_item, req, attempt == 0, &value);
       if (res.status != ArithStatus::kOk) return kAnswered;
       // Looks like memcached's in-place update: same flags, TTL and state bits.
@@ -466,7 +471,8 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
 // stops at 0 down. Counts the class's hit on the first attempt.
 ArithStatus ItemStore::Impl::CountedValueLocked(Shard& shard, ItemView old_item, const ArithRequest& req,
                                                 bool first_attempt, uint64_t* value) {
-  if (old_item.value_len() == 0) return ArithStatus::kNonNumeric;
+  // A value on flash is non-numeric to memcached too (ITEM_HDR).
+  if (old_item.value_len() == 0 || old_item.is_flash_stub()) return ArithStatus::kNonNumeric;
   if (req.compare_cas != 0 && req.compare_cas != old_item.cas()) return ArithStatus::kExists;
   uint64_t current;
   if (!ParseCounter(old_item.value(), &current)) return ArithStatus::kNonNumeric;

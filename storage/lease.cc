@@ -91,7 +91,7 @@ double SmoothSpread(double old_spread, int64_t sample_ms, uint16_t mean_ms) {
   const double deviation = std::abs(static_cast<double>(std::max<int64_t>(sample_ms, 1)) - mean_ms) / mean_ms;
   // A sample from a lease that timed out says little of the backend: the
   // deviation a sample adds is bounded (16 means a window of 65 Δ at most).
-  return (3.0 * old_spread + std::min(deviation, 16.0)) / 4.0;
+  return (3.0 * old_spread + std::min(deviation, kMaxSpread)) / 4.0;
 }
 
 uint16_t SmoothDelta(uint16_t old_ms, int64_t sample_ms) {

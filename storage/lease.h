@@ -42,7 +42,10 @@ struct LeaseAsk {
 // that Δ, smoothed with gain 1/4. Before any sample: 1/2, as RTTVAR = R/2.
 // Kept per shard of the store (a key recomputes about once per TTL, too
 // rarely for a spread of its own; a loaded backend or client slows all).
+// A sample adds at most kMaxSpread, so the spread never exceeds it.
+// Snapshots keep it (storage/snapshot.h), so a restarted node starts with it.
 constexpr double kInitialSpread = 0.5;
+constexpr double kMaxSpread = 16.0;
 double SmoothSpread(double old_spread, int64_t sample_ms, uint16_t mean_ms);
 
 // What the item looks like to the decision (copied out of the header).

@@ -43,6 +43,9 @@ class ParkedReaders {
   // older ticket for the key is replaced, so a key's list stays bounded.
   void Park(std::string_view key, const WaitTicket& ticket);
 
+  // Some reader waits on the key (-o ext_path: its value's fetch is under way).
+  bool Waiting(std::string_view key) const { return by_key_.find(key) != by_key_.end(); }
+
   // Moves the key's tickets to the wake list.
   void Wake(std::string_view key);
 

@@ -231,7 +231,8 @@ SnapshotWriteResult WriteSnapshot(ItemStore* store, const std::string& path,
     end.item_blocks = out.blocks();
     end.cas_counter = store->CasCounter();
     end.finished_unix = store->config().clock->UnixSeconds();
-    ok = out.WriteBlock(kBlockEnd, 0, 0, {EncodeEndPayload(end)});
+    end.recompute_spreads = store->RecomputeSpreads();
+    ok = out.WriteBlock(kBlockEnd, 0, 0, {EncodeEndPayload(end, kVersion)});
   }
   if (ok && options.sync && fsync(fd) != 0) {
     result.error = Errno("fsync " + tmp, errno);
@@ -463,11 +464,14 @@ bool SnapshotReader::CheckEndBlock(uint64_t offset, uint32_t sequence, uint64_t 
     *error = At("end block", sequence, offset) + ": " + why;
     return false;
   }
-  if (ref.payload_len != kEndPayloadSize || ref.records != 0 || ref.hotness != 0) {
+  if (ref.records != 0 || ref.hotness != 0) {
     *error = At("end block", sequence, offset) + ": bad size";
     return false;
   }
-  end_ = DecodeEndPayload(payload.data());
+  if (!DecodeEndPayload(payload, header_.version, &end_, &why)) {
+    *error = At("end block", sequence, offset) + ": " + why;
+    return false;
+  }
   if (end_.items != items || end_.item_blocks != sequence) {
     *error = At("end block", sequence, offset) + ": counts " + std::to_string(end_.items) + " items in " +
              std::to_string(end_.item_blocks) + " blocks, the file holds " + std::to_string(items) + " in " +
@@ -716,6 +720,8 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
     return result;
   }
   store->ReserveItems(reader.end().items);
+  // The first TTL after the restart judges refresh windows as the writer did.
+  store->RestoreRecomputeSpreads(reader.end().recompute_spreads);
   result.error = RestoreBlocks(reader, options.threads, [&](const Record& r) {
     RestoreRequest q = RestoreRequestOf(r);
     q.stale = q.stale || old;

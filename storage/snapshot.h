@@ -8,7 +8,8 @@
 //   blocks  a 32-byte header (sequence number, kind, hotness class, payload
 //           length, record count, XXH3 of the header and the payload), then
 //           item records; a record never spans two blocks
-//   end     a last block: item and block counts, the writer's CAS counter
+//   end     a last block: item and block counts, the writer's CAS counter,
+//           each shard's recompute-time spread (version 4)
 //
 // WriteSnapshot walks the store a few index buckets at a time under each
 // shard's lock (ItemStore::Walk): small records are copied under the lock,
@@ -49,13 +50,16 @@ namespace snapshot_format {
 constexpr char kMagic[8] = {'H', 'R', 'D', 'L', 'S', 'N', 'A', 'P'};
 // Version 2 adds the read-rate estimate (kRecordReadRate); version 3 the
 // expiry's eighths of a second in a record with a rate (the byte version 2
-// kept 0). A reader loads every older version.
-constexpr uint32_t kVersion = 3;
+// kept 0); version 4 each shard's recompute-time spread in the end block.
+// A reader loads every older version.
+constexpr uint32_t kVersion = 4;
 constexpr uint32_t kOldestVersion = 1;
 constexpr size_t kHeaderSize = 64;
 constexpr size_t kBlockHeaderSize = 32;
 constexpr size_t kRecordHeaderSize = 28;
-constexpr size_t kEndPayloadSize = 32;
+constexpr size_t kEndPayloadSize = 32;         // versions 1-3; version 4 adds the spreads
+constexpr size_t kMaxSavedShards = 65536;
+constexpr double kSpreadUnit = 1.0 / 1024;     // a saved spread's step
 constexpr uint32_t kBlockMagic = 0x4b4c4248;   // "HBLK" little-endian
 constexpr uint8_t kBlockItems = 1;
 constexpr uint8_t kBlockEnd = 2;
@@ -104,6 +108,9 @@ struct EndBlock {
   uint64_t item_blocks = 0;     // blocks before the end block
   uint64_t cas_counter = 0;     // the writer's CAS counter when it finished
   int64_t finished_unix = 0;
+  // Version 4: the recompute-time spread (storage/lease.h's SmoothSpread) of
+  // each of the writer's shards, in shard order; none = not known.
+  std::vector<double> recompute_spreads;
 };
 
 // Recent and frequently read items first: (3 - frequency) plus an age step
@@ -131,8 +138,12 @@ void EncodeRecordHead(char* out, const Record& r);
 // block's bounds.
 Record DecodeRecordHead(const char* bytes);
 
-std::string EncodeEndPayload(const EndBlock& e);
-EndBlock DecodeEndPayload(const char* bytes);   // kEndPayloadSize bytes
+// The end block's payload as a file of `version` holds it (the spreads from
+// version 4 on), and its decoder, which checks the length and the spreads
+// (a power-of-two count up to kMaxSavedShards, or none; each at most
+// storage/lease.h's kMaxSpread). False with *error.
+std::string EncodeEndPayload(const EndBlock& e, uint32_t version);
+bool DecodeEndPayload(std::string_view payload, uint32_t version, EndBlock* e, std::string* error);
 
 // A block header with its checksum over the header's first 24 bytes and the
 // payload, given in pieces (a big record is written from the item's memory).

@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "storage/le_bytes.h"
+#include "storage/lease.h"
 
 namespace herdless {
 
@@ -149,22 +150,46 @@ void AppendRecord(std::string* out, const Record& r) {
   if (!r.value.empty()) std::memcpy(p + RecordHeadSize(r) + r.key.size(), r.value.data(), r.value.size());
 }
 
-std::string EncodeEndPayload(const EndBlock& e) {
-  std::string out(kEndPayloadSize, '\0');
+std::string EncodeEndPayload(const EndBlock& e, uint32_t version) {
+  const size_t shards = version >= 4 ? std::min(e.recompute_spreads.size(), kMaxSavedShards) : 0;
+  std::string out(kEndPayloadSize + (version >= 4 ? 4 + 2 * shards : 0), '\0');
   Put64(out.data(), e.items);
   Put64(out.data() + 8, e.item_blocks);
   Put64(out.data() + 16, e.cas_counter);
   Put64(out.data() + 24, static_cast<uint64_t>(e.finished_unix));
+  if (version < 4) return out;
+  Put32(out.data() + kEndPayloadSize, static_cast<uint32_t>(shards));
+  for (size_t i = 0; i < shards; i++) {
+    const double units = std::clamp(e.recompute_spreads[i], 0.0, kMaxSpread) / kSpreadUnit;
+    Put16(out.data() + kEndPayloadSize + 4 + 2 * i, static_cast<uint16_t>(units + 0.5));
+  }
   return out;
 }
 
-EndBlock DecodeEndPayload(const char* p) {
-  EndBlock e;
-  e.items = Get64(p);
-  e.item_blocks = Get64(p + 8);
-  e.cas_counter = Get64(p + 16);
-  e.finished_unix = static_cast<int64_t>(Get64(p + 24));
-  return e;
+bool DecodeEndPayload(std::string_view payload, uint32_t version, EndBlock* e, std::string* error) {
+  const char* p = payload.data();
+  const size_t fixed = kEndPayloadSize + (version >= 4 ? 4 : 0);
+  const size_t shards = version >= 4 && payload.size() >= fixed ? Get32(p + kEndPayloadSize) : 0;
+  if (payload.size() < fixed || shards > kMaxSavedShards || (shards & (shards - 1)) != 0 ||
+      payload.size() != fixed + 2 * shards) {
+    *error = "bad size";
+    return false;
+  }
+  e->items = Get64(p);
+  e->item_blocks = Get64(p + 8);
+  e->cas_counter = Get64(p + 16);
+  e->finished_unix = static_cast<int64_t>(Get64(p + 24));
+  e->recompute_spreads.resize(shards);
+  for (size_t i = 0; i < shards; i++) {
+    const double spread = Get16(p + fixed + 2 * i) * kSpreadUnit;
+    if (spread > kMaxSpread) {
+      *error = "shard " + std::to_string(i) + "'s recompute spread is over " +
+               std::to_string(static_cast<int>(kMaxSpread));
+      return false;
+    }
+    e->recompute_spreads[i] = spread;
+  }
+  return true;
 }
 
 void EncodeBlockHeader(char out[kBlockHeaderSize], uint32_t sequence, uint8_t kind, uint8_t hotness,

@@ -43,6 +43,10 @@ struct ReadOptions {
   // lease, register this ticket under the shard lock (no wake-up can be lost
   // between the read and the park) and report parked. nullptr = never park.
   const WaitTicket* park = nullptr;
+  // -o ext_path: when the key's value is on flash, register this ticket and
+  // fetch the value (report parked; the re-run after the wake finds it in
+  // RAM). nullptr: such a key reads as a miss.
+  const WaitTicket* flash_park = nullptr;
   // The lease (token) this reader already holds: a reader that went to a
   // warm peer and came back empty. While that lease is live the read wins it
   // again instead of finding it held. 0 = none.
@@ -121,6 +125,12 @@ struct StoreResult {
   uint32_t found_client_flags = 0;
 };
 
+// A live item's sizes as a lookup found it (the watcher's item_get line).
+struct FoundItem {
+  uint32_t value_len = 0;
+  uint32_t client_flags = 0;
+};
+
 struct DeleteRequest {
   std::string_view key;
   uint64_t compare_cas = 0;       // the CAS the item must have, 0 = any
@@ -134,12 +144,9 @@ struct DeleteRequest {
   // the old CAS (or new_cas); with mark_stale the empty value is stale.
   bool empty_value = false;
   uint32_t client_flags = 0;
-  // When not null, a plain delete that removed an item fills it in (for the
-  // `watch deletions` line).
-  struct Removed {
-    uint32_t value_len = 0;
-    uint32_t client_flags = 0;
-  };
+  // When not null, filled in from the live item the delete found (the
+  // watcher's item_get and `watch deletions` lines).
+  using Removed = FoundItem;
   Removed* removed = nullptr;
 };
 
@@ -168,6 +175,10 @@ struct ArithResult {
   int64_t ttl = -1;
   int64_t ttl_before = -1;       // before this request's new exptime
   bool created = false;
+  // The live item the lookup found (memcached's watcher logs its item_get).
+  bool found_live = false;
+  uint32_t found_value_len = 0;
+  uint32_t found_client_flags = 0;
 };
 
 // An item with all its metadata given (a snapshot being loaded). An exptime

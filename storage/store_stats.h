@@ -25,6 +25,7 @@ namespace herdless {
   X(curr_leases)                                                                          \
   X(hot_keys)           /* items counted hot (read rate >= refresh_hot) now */            \
   X(rated_keys)         /* items carrying a read-rate estimate now */                     \
+  X(curr_foreign_items) /* linked items whose key is foreign (StoreConfig::foreign) */    \
   /* Segments and the eviction policy (storage/eviction.h). */                            \
   X(segment_size)                                                                         \
   X(segments_small)     /* in the small queue (open one included) */                      \
@@ -59,7 +60,16 @@ namespace herdless {
   X(stale_hits)                                                                           \
   X(moved_to_main)      /* items copied from the small queue to the main one */           \
   X(main_reinserted)    /* items read while in the main queue, copied to its tail */      \
-  X(ghost_hits)         /* keys stored again while their ghost was fresh */
+  X(ghost_hits)         /* keys stored again while their ghost was fresh */            \
+  HERDLESS_FLASH_COUNTERS(X)
+
+// The flash tier's reads (-o ext_path), memcached's names and order: fetches
+// started, reads of a stub that could not wait for one, recaches that found
+// no memory, values brought back to RAM, stubs whose value was gone or
+// damaged. Printed after get_flushed, only with ext_path.
+#define HERDLESS_FLASH_COUNTERS(X)                                                        \
+  X(get_extstore) X(get_aborted_extstore) X(get_oom_extstore) X(recache_from_extstore)    \
+  X(miss_from_extstore) X(badcrc_from_extstore)
 
 // Per memcached slab class (item size as memcached would count it, see
 // MemcachedSlabClass), what is linked now: summed, kept by stats reset.

@@ -4,10 +4,13 @@
 // walking); odd, the rest is cut into item blocks that get a valid file
 // header (of format version 1 when bit 2 is set, else the current one: the
 // read-rate extension of records is version 2's), block headers with right
-// checksums and an end block around them, so the record parser and the
-// restore path see mutated records rather than checksum failures. Checked: no crash or undefined behaviour; a file that is
+// checksums and an end block around them (from version 4 with 1, 2, 4 or 8
+// shards' recompute spreads, bits 3..4, for a store of 2 shards), so the
+// record parser and the restore path see mutated records rather than
+// checksum failures. Checked: no crash or undefined behaviour; a file that is
 // refused restores nothing; a loaded one restores at most the records it
-// holds, each a readable item with a key of 1..250 bytes.
+// holds, each a readable item with a key of 1..250 bytes, and leaves every
+// shard's spread within 0..kMaxSpread.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -32,7 +35,8 @@ class FuzzRandom : public RandomSource {
 };
 
 // mode byte odd: [len lo][len hi][hotness][records] then len payload bytes, repeated.
-std::string Framed(std::string_view in, const ItemStore& store, int64_t now_unix, uint32_t version) {
+std::string Framed(std::string_view in, const ItemStore& store, int64_t now_unix, uint32_t version,
+                   uint8_t mode) {
   using namespace snapshot_format;
   FileHeader h;
   h.version = version;
@@ -62,7 +66,10 @@ std::string Framed(std::string_view in, const ItemStore& store, int64_t now_unix
   end.item_blocks = sequence;
   end.cas_counter = 1000;
   end.finished_unix = now_unix - 5;
-  const std::string payload = EncodeEndPayload(end);
+  for (size_t i = 0; i < (size_t{1} << ((mode >> 3) & 3)); i++) {
+    end.recompute_spreads.push_back(static_cast<double>((mode >> 5) * 3 + i) / 2);   // 0 .. 14
+  }
+  const std::string payload = EncodeEndPayload(end, version);
   char head[kBlockHeaderSize];
   EncodeBlockHeader(head, sequence, kBlockEnd, 0, static_cast<uint32_t>(payload.size()), 0, {payload});
   file.append(head, kBlockHeaderSize);
@@ -92,7 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ItemStore store(config);
 
   const uint32_t version = (data[0] & 4) ? 1 : snapshot_format::kVersion;
-  const std::string file = framed ? Framed(rest, store, clock.UnixSeconds(), version) : std::string(rest);
+  const std::string file = framed ? Framed(rest, store, clock.UnixSeconds(), version, data[0]) : std::string(rest);
   // An exactly-sized heap copy: ASan sees any read past the end.
   char* copy = static_cast<char*>(std::malloc(file.size() == 0 ? 1 : file.size()));
   for (size_t i = 0; i < file.size(); ++i) copy[i] = file[i];
@@ -112,6 +119,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       held++;
     });
   }
+  for (const double spread : store.RecomputeSpreads()) Check(spread >= 0 && spread <= kMaxSpread);
   if (r.status != SnapshotLoadResult::Status::kLoaded) {
     Check(r.loaded == 0 && held == 0 && !r.error.empty());
   } else {

@@ -140,6 +140,17 @@ def cases():
                                       b"lru_crawler x 1\r\n", b"lru_crawler c 99\r\n", SYNC,
                                       b"lru_crawler m 99\r\n", SYNC, b"lru_crawler mg 99\r\n"],
         compat=True)
+    # 1.6.45 reads slabs' numbers with its token readers: digits only, in range.
+    add("compat_slabs_numbers", [b"slabs automove +1\r\n", b"slabs automove 4294967297\r\n",
+                                 b"slabs reassign +1 2\r\n", b"slabs reassign 1 -0\r\n",
+                                 b"slabs automove 1\r\n"], compat=True)
+    add("compat_lru_crawler_numbers", [b"lru_crawler tocrawl +5\r\n", b"lru_crawler sleep +5\r\n",
+                                       b"lru_crawler tocrawl 4294967296\r\n",
+                                       b"lru_crawler tocrawl 0\r\n", b"lru_crawler sleep 100\r\n"],
+        compat=True)
+    add("compat_slabs_window_number", [b"slabs automove window +5\r\n",
+                                       b"slabs automove window 4294967326\r\n",
+                                       b"slabs automove window 10\r\n"], compat=True, live=False)
     # A trailing noreply hides every reply of slabs, lru_crawler and shutdown, errors too.
     add("compat_operator_noreply", [b"lru_crawler tocrawl 0 noreply\r\n",
                                     b"lru_crawler sleep x noreply\r\n", b"lru_crawler x noreply\r\n",
@@ -151,22 +162,59 @@ def cases():
         live=False)
     add("compat_stats_detail_disabled", [b"stats detail on\r\n", b"stats detail dump\r\n"],
         args=("-X",), compat=True)
+    # lru tune|mode|temp_ttl: the replies, and what `stats settings` then shows (1.6.18's too).
+    add("lru_command", [x for x in tc.LRU_STEPS if x not in LRU_COMPAT_ONLY], same_in_1618=True,
+        live=False)   # test_compare.py compares them live
+    add("compat_lru_prefix", [b"lru m f\r\n", b"lru mo segmented\r\n", b"lru t 5\r\n",
+                              b"lru te -1\r\n", b"lru tu 10 10 1 1\r\n", b"lru mode fl\r\n",
+                              b"lru tune +5 10 1 1\r\n", b"lru tune 5 10 1 1 noreply\r\n",
+                              b"lru temp_ttl 4294967296\r\n", b"lru tune 4294967296 1 1 1\r\n"]
+        + tc.LRU_DEFAULTS, compat=True)
+    c.append(ShapeCase("lru_settings", b"stats settings\r\n", only=LRU_SETTINGS,
+                       before=[b"lru tune 15 35 0.25 2.5\r\n", b"lru mode flat\r\n",
+                               b"lru temp_ttl 30\r\n"], same_in_1618=True))
+    c.append(ShapeCase("lru_settings_after", b"stats settings\r\n", only=LRU_SETTINGS,
+                       before=tc.LRU_DEFAULTS, same_in_1618=True))
+    # memcached's crawler / maintainer switches in `stats settings` (lru mode needs the maintainer).
+    for args in (("-o", "no_modern"), ("-o", "no_lru_maintainer"), ("-o", "no_lru_crawler"),
+                 ("-o", "temporary_ttl=61")):
+        c.append(ShapeCase("switch_" + args[1].split("=")[0], b"stats settings\r\n", args=args,
+                           only=SWITCH_SETTINGS, same_in_1618=True,
+                           before=[b"lru mode flat\r\n", b"lru tune 10 10 1 1\r\n",
+                                   b"slabs reassign 1 1\r\n"]))
+    c.append(ShapeCase("switch_lru_tuning", b"stats settings\r\n", same_in_1618=True,
+                       args=("-o", "hot_lru_pct=30,warm_lru_pct=45,hot_max_factor=0.5,"
+                             "warm_max_factor=3,temporary_ttl=90"),
+                       only=LRU_SETTINGS - {"lru_segmented"}))   # memcached's starts at yes
     return c
+
+
+# 1.6.45 reads these differently (a prefix, digits only): compat_lru_prefix.
+LRU_COMPAT_ONLY = {b"lru tune +5 10 .5 1e1\r\n", b"lru mode f\r\n", b"lru t 5\r\n"}
+LRU_SETTINGS = {"lru_maintainer_thread", "lru_segmented", "hot_lru_pct", "warm_lru_pct",
+                "hot_max_factor", "warm_max_factor", "temp_lru", "temporary_ttl"}
+SWITCH_SETTINGS = {"maxconns_fast", "slab_reassign", "slab_automove", "slab_chunk_max", "lru_crawler",
+                   "lru_maintainer_thread", "lru_segmented", "temp_lru", "temporary_ttl",
+                   "hot_lru_pct"}
 
 
 # Values a shape case masks: they vary from run to run, or differ by design (herdless's hash, its
 # LRU, its threads and memory; docs/operations.md). `stats` keeps only STATS_VALUES.
-SHAPE_MASKED = {"tcpport", "hash_algorithm", "lru_maintainer_thread", "lru_segmented"}
+SHAPE_MASKED = {"tcpport", "hash_algorithm", "lru_segmented"}
 STATS_VALUES = {"version", "pointer_size", "slab_reassign_last_busy_status"}
 
 
 class ShapeCase:
-    """`stats <group>` over text (request: bytes) or binary (group: the STAT key)."""
+    """`stats <group>` over text (request: bytes) or binary (group: the STAT key). only: the
+    names kept (with their values), the others left out; same_in_1618: herdless's default
+    answer is compared live with Debian's 1.6.18 and replayed without -o compat=1.6.45."""
 
-    def __init__(self, name, group, binary=False, args=(), before=(), values=STATS_VALUES):
+    def __init__(self, name, group, binary=False, args=(), before=(), values=STATS_VALUES,
+                 only=None, same_in_1618=False):
         self.name, self.group, self.binary, self.args = name, group, binary, tuple(args)
         self.before, self.values = before, values   # requests sent first; `stats` values kept
-        self.compat, self.same_in_1618, self.live = True, False, False
+        self.only = only
+        self.compat, self.same_in_1618, self.live = not same_in_1618, same_in_1618, same_in_1618
 
 
 class ShapeTranscript(harness.Transcript):
@@ -197,7 +245,9 @@ class ShapeTranscript(harness.Transcript):
 
 def run_shape(case, port):
     t = ShapeTranscript()
-    general = case.values if case.group in (b"", b"stats\r\n") else None
+    t.name = case.name
+    general = set(case.only) if case.only else (
+        case.values if case.group in (b"", b"stats\r\n") else None)
     if case.before:
         with harness.Conn(port) as conn:
             t.lines.append(conn.call(b"".join(case.before) + b"mn\r\n", b"MN\r\n").decode())
@@ -213,6 +263,8 @@ def run_shape(case, port):
     with harness.Conn(port) as conn:
         for line in conn.call(case.group, b"END\r\n").split(b"\r\n"):
             f = line.decode().split(" ", 2)
+            if f[0] == "STAT" and case.only is not None and f[1] not in case.only:
+                continue
             if f[0] == "STAT":
                 t.add_stat(f[1], f[2], general)
             elif line:

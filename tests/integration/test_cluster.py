@@ -498,6 +498,14 @@ def retry(call):
     return call()
 
 
+def foreign_items(nodes):
+    total = 0
+    for n in nodes:
+        with harness.Conn(n.port) as s:
+            total += harness.stat(s, "curr_foreign_items")
+    return total
+
+
 def returning_ring_node(res):
     """Three ring nodes behind nutcracker; node3 stops (writes its -e snapshot), nutcracker
     ejects it and its keys go to the others (foreign there: TTL capped at foreign_ttl); some
@@ -557,6 +565,34 @@ def returning_ring_node(res):
         with harness.Conn(n.port) as s:
             sets += harness.stat(s, "foreign_sets")
     res.equal(sets, len(overwritten) + len(deleted), "foreign_sets: each overwrite and delete")
+    # Each overwritten key is held once (the deleted ones are gone), and a lease stub
+    # (in curr_items, not in a metadump) may be one more.
+    stubs = 0
+    for n in nodes[:2]:
+        with harness.Conn(n.port) as s:
+            stubs += harness.stat(s, "curr_items") - len(held_keys(n))
+    before = foreign_items(nodes[:2])
+    res.check(len(overwritten) <= before <= len(overwritten) + stubs,
+              "curr_foreign_items: each overwritten key, and at most the stubs besides",
+              repr((before, len(overwritten), stubs)))
+    with harness.Conn(nodes[held[0]].port) as f:
+        res.equal(f.call(b"delete %s\r\n" % k0.encode()), b"DELETED\r\n", "delete a foreign key")
+        res.equal(foreign_items(nodes[:2]), before - 1, "curr_foreign_items after the delete")
+        res.equal(f.call(b"set %s 0 0 2\r\nv2\r\n" % k0.encode()), b"STORED\r\n", "and store it again")
+        f.call(b"set %s 0 0 2\r\nv2\r\n" % k0.encode())   # an overwrite
+    res.equal(foreign_items(nodes[:2]), before, "curr_foreign_items after delete, set, overwrite")
+    # Taking a list clears it: refused to a connection from outside the ring (127.0.0.2).
+    for n in nodes[:2]:
+        outsider = socket.create_connection(("127.0.0.1", n.port), timeout=10, source_address=("127.0.0.2", 0))
+        outsider.sendall(b"ring foreign node3\r\n")
+        reply = b""
+        while not reply.endswith(b"\r\n"):
+            chunk = outsider.recv(100)
+            if not chunk:
+                break
+            reply += chunk
+        res.equal(reply, b"CLIENT_ERROR not a ring member\r\n", "ring foreign: refused from a non-member address")
+        outsider.close()
     back = node(2, "-e", snap)
     with harness.Conn(back.port) as b:
         new = [b.call(b"get %s\r\n" % k.encode(), b"END\r\n") for k in overwritten]
@@ -572,6 +608,20 @@ def returning_ring_node(res):
     with harness.Conn(nodes[0].port) as s0, harness.Conn(nodes[1].port) as s1:
         res.equal(harness.stat(s0, "foreign_logged") + harness.stat(s1, "foreign_logged"), 0,
                   "the others handed their lists over")
+    # A write that reaches the fallback after node3's first listing (nutcracker has not
+    # taken node3 back): node3's later passes (2, 4, 8 ... s after start) drop its copy.
+    late = kept[0]
+    c = test_twemproxy.client(proxy_port)
+    res.equal(c.set(late, b"v3", expire=600), True, "a write through nutcracker after node3 is back")
+    c.close()
+    deadline = time.monotonic() + 20
+    with harness.Conn(back.port) as b:
+        while True:
+            got = b.call(b"get %s\r\n" % late.encode(), b"END\r\n")
+            if b"\r\nv1\r\n" not in got or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        res.equal(got.split(b"\r\n")[1:2], [b"v3"], "a later pass dropped the old copy: the newer value warms")
     proxy.stop()
     for n in (nodes[0], nodes[1], back):
         n.stop()

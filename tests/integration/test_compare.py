@@ -64,6 +64,21 @@ TOO_BIG = b"x" * (LIMIT_1M + 1)
 FUTURE = int(time.time()) + 1000  # an absolute exptime
 
 
+# lru tune|mode|temp_ttl: memcached's replies (1.6.45's are the same: latest_cases.py); the
+# last steps put memcached's defaults back (a temporary or flat LRU would change how memcached
+# stores in later cases).
+LRU_DEFAULTS = [b"lru temp_ttl -1\r\n", b"lru mode segmented\r\n", b"lru tune 20 40 0.2 2\r\n"]
+LRU_STEPS = [b"lru\r\n", b"lru tune 10 30 0.5 3\r\n", b"lru tune 50 31 1 1\r\n",
+             b"lru tune 10 10 0 1\r\n", b"lru tune 10 10 1 -1\r\n", b"lru tune 10 10 1\r\n",
+             b"lru tune x 10 1 1\r\n", b"lru tune 10 10 1x 1\r\n", b"lru tune 10 10 inf 1\r\n",
+             b"lru tune 4294967295 81 1 1\r\n", b"lru tune +5 10 .5 1e1\r\n",
+             b"lru mode flat\r\n", b"lru mode segmentedx\r\n", b"lru mode\r\n",
+             b"lru temp_ttl 100\r\n", b"lru temp_ttl -1\r\n", b"lru temp_ttl 1x\r\n",
+             b"lru temp_ttl\r\n", b"lru foo 1\r\n", b"lru mode f\r\n", b"lru t 5\r\n",
+             b"lru mode flat noreply\r\n", b"lru tune 1 1 1 noreply\r\n", b"lru noreply\r\n",
+             b"lru tune 10 10 1 1 extra words\r\n"] + LRU_DEFAULTS
+
+
 def cases():
     c = []
     add = lambda *a, **k: c.append(Case(*a, **k))
@@ -187,6 +202,7 @@ def cases():
                       b"verbosity abc\r\n", b"verbosity 5\r\n", b"verbosity 1 2 3\r\n",
                       b"verbosity 0\r\n"])
     add("version", [b"version\r\n", b"version extra\r\n"])
+    add("lru_command", LRU_STEPS)
     add("unknown_command", [b"bogus\r\n", b"GET a\r\n", b"Set a 0 0 1\r\n", b"getx a\r\n",
                             b"sets a 0 0 1\r\n"])
     add("empty_lines", [b"\r\n", b"\n", b"   \r\n", b"get a\r\n"])

@@ -3,12 +3,18 @@
 extstore): the ext_* block of `stats settings` (names, order, values) for the same -o list,
 `stats extstore`, and the messages of bad ext_* values, which must be memcached's words.
 
-herdless has no flash tier yet: it refuses ext_path itself (checked last), so the settings
-cases use the tuning keys alone, which memcached also accepts without a path.
+The flash tier itself (-o ext_path): values move to the file (waited for on
+extstore_objects_written) and read back byte for byte through get, gets, a multi-key get, mg
+and a binary get; a delete or an overwrite of a value on flash; the flash counters and
+extstore_* lines where memcached prints them; a small file that fills up degrades to misses;
+corrupted file bytes read as misses counted in badcrc_from_extstore, never as a wrong value.
 """
 
 import os
+import socket
+import struct
 import subprocess
+import time
 
 import harness
 from harness import HERDLESS_BIN, MEMCACHED_BIN
@@ -101,12 +107,186 @@ def compare_messages(results):
                       "  memcached: %r\n  herdless:  %r" % (want, got))
 
 
+# memcached's smallest pages and buffers (2 MB); values of 512 bytes or more idle 1 s move.
+FLASH_OPTS = "ext_page_size=2,ext_wbuf_size=2,ext_item_size=512,ext_item_age=1,ext_max_sleep=20000"
+
+
+def flash_file(tag):
+    return "/tmp/herdless-ext-%s.%d" % (tag, os.getpid())
+
+
+def value_of(i, size=4000):
+    head = b"v%d:" % i
+    return head + bytes((i * 7 + k) % 251 for k in range(size - len(head)))
+
+
+def set_all(conn, keys, size=4000):
+    for i in keys:
+        v = value_of(i, size)
+        conn.send(b"set k%d 0 0 %d\r\n%s\r\n" % (i, len(v), v))
+    for _ in keys:
+        conn.recv_line()
+
+
+def wait_written(conn, at_least, timeout=15.0):
+    """Waits until extstore_objects_written reaches at_least; its last value."""
+    deadline = time.time() + timeout
+    while True:
+        n = int(harness.stats(conn).get("extstore_objects_written", "0"))
+        if n >= at_least or time.time() > deadline:
+            return n
+        time.sleep(0.1)
+
+
+def get_value(conn, key, cmd=b"get"):
+    """The value of one key (None on a miss), checking the reply's framing."""
+    reply = conn.call(cmd + b" " + key + b"\r\n", b"END\r\n")
+    if reply == b"END\r\n":
+        return None
+    header, rest = reply.split(b"\r\n", 1)
+    size = int(header.split()[3])
+    return rest[:size]
+
+
+def multi_get(conn, keys):
+    reply = conn.call(b"get " + b" ".join(keys) + b"\r\n", b"END\r\n")
+    out = {}
+    while reply.startswith(b"VALUE "):
+        header, reply = reply.split(b"\r\n", 1)
+        f = header.split()
+        size = int(f[3])
+        out[f[1]] = reply[:size]
+        reply = reply[size + 2:]
+    return out
+
+
+def binary_get(port, key):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(struct.pack(">BBHBBHIIQ", 0x80, 0x00, len(key), 0, 0, 0, len(key), 0, 0) + key)
+        head = b""
+        while len(head) < 24:
+            head += s.recv(24 - len(head))
+        status, body_len = struct.unpack(">H", head[6:8])[0], struct.unpack(">I", head[8:12])[0]
+        body = b""
+        while len(body) < body_len:
+            body += s.recv(body_len - len(body))
+        return body[4:] if status == 0 else None
+
+
+def flash_names(conn):
+    return [n for n in harness.stats(conn) if "extstore" in n]
+
+
+def check_round_trip(results):
+    """Store, moved to flash, read back byte for byte; delete and overwrite on flash."""
+    path = flash_file("rt")
+    ours = harness.start_herdless(["-m", "8", "-o", FLASH_OPTS + ",ext_path=%s:16m" % path])
+    ref = harness.start_memcached(["-m", "8", "-o", FLASH_OPTS + ",ext_path=%s:16m" % (path + ".mc")])
+    try:
+        with harness.Conn(ours.port) as c, harness.Conn(ref.port) as m:
+            results.equal(flash_names(c), flash_names(m), "the flash lines of stats, memcached's order")
+            set_all(c, range(40))
+            results.check(wait_written(c, 40) >= 40, "40 values moved to flash")
+            results.equal([get_value(c, b"k%d" % i) for i in range(0, 40, 2)],
+                          [value_of(i) for i in range(0, 40, 2)], "get of values on flash")
+            got = multi_get(c, [b"k%d" % i for i in range(1, 40, 2)] + [b"nosuch"])
+            results.equal(got, {b"k%d" % i: value_of(i) for i in range(1, 40, 2)},
+                          "a multi-key get of values on flash")
+            st = harness.stats(c)
+            results.check(int(st["get_extstore"]) >= 20 and int(st["recache_from_extstore"]) >= 20,
+                          "get_extstore and recache_from_extstore count the fetches", repr(st))
+            set_all(c, range(100, 110))
+            results.check(wait_written(c, 50) >= 50, "10 more values moved to flash")
+            results.equal(c.call(b"mg k100 v s\r\n", b"\r\n") + c.recv_exact(4002),
+                          b"VA 4000 s4000\r\n" + value_of(100) + b"\r\n", "mg of a value on flash")
+            results.equal(binary_get(ours.port, b"k101"), value_of(101), "binary get of a value on flash")
+            results.equal(get_value(c, b"k102", b"gets") is not None, True, "gets of a value on flash")
+            results.equal(c.call(b"append k103 0 0 1\r\nx\r\n"), b"NOT_STORED\r\n",
+                          "append to a value on flash: NOT_STORED, as memcached")
+            results.equal(c.call(b"delete k104\r\n"), b"DELETED\r\n", "delete of a value on flash")
+            results.equal(get_value(c, b"k104"), None, "a deleted value on flash is gone")
+            results.equal(c.call(b"set k105 0 0 3\r\nnew\r\n"), b"STORED\r\n", "overwrite on flash")
+            results.equal(get_value(c, b"k105"), b"new", "an overwritten value on flash")
+            results.equal([get_value(c, b"k%d" % i) for i in range(106, 110)],
+                          [value_of(i) for i in range(106, 110)], "the others still read back")
+            pages = c.call(b"stats extstore\r\n", b"END\r\n").count(b":version ")
+            results.equal(pages, 8, "stats extstore: a line group per page")
+    finally:
+        ours.stop()
+        ref.stop()
+        for p in (path, path + ".mc"):
+            if os.path.exists(p):
+                os.remove(p)
+
+
+def check_full_file(results):
+    """A file far smaller than what is stored: its oldest pages go, their values miss."""
+    path = flash_file("full")
+    ours = harness.start_herdless(["-m", "8", "-o", FLASH_OPTS + ",ext_path=%s:6m" % path])
+    try:
+        with harness.Conn(ours.port) as c:
+            for first in range(0, 3000, 500):
+                set_all(c, range(first, first + 500), size=8000)
+            wait_written(c, 2000)
+            wrong = misses = 0
+            for i in range(0, 3000, 10):
+                v = get_value(c, b"k%d" % i)
+                if v is None:
+                    misses += 1
+                elif v != value_of(i, 8000):
+                    wrong += 1
+            st = harness.stats(c)
+            results.equal(wrong, 0, "a full flash file: no wrong value")
+            results.check(misses > 0 and int(st["extstore_page_evictions"]) > 0,
+                          "a full flash file degrades to misses", "misses %d, %r" % (misses, st))
+    finally:
+        ours.stop()
+        if os.path.exists(path):
+            os.remove(path)
+
+
+def check_corrupted_file(results):
+    """Bytes of the file overwritten under the server: misses and badcrc, no wrong value."""
+    path = flash_file("bad")
+    ours = harness.start_herdless(["-m", "8", "-o", FLASH_OPTS + ",ext_path=%s:16m" % path])
+    try:
+        with harness.Conn(ours.port) as c:
+            set_all(c, range(60))
+            wait_written(c, 60)
+            # The writer writes its buffer out once idle; wait until the file has the values.
+            deadline = time.time() + 10
+            while os.path.getsize(path) > 0 and time.time() < deadline:
+                with open(path, "rb") as f:
+                    if f.read(1 << 20).count(b"v59:") > 0:
+                        break
+                time.sleep(0.1)
+            with open(path, "r+b") as f:
+                f.seek(20000)
+                f.write(b"\x55" * 100000)
+            wrong = misses = 0
+            for i in range(60):
+                v = get_value(c, b"k%d" % i)
+                if v is None:
+                    misses += 1
+                elif v != value_of(i):
+                    wrong += 1
+            st = harness.stats(c)
+            results.equal(wrong, 0, "a corrupted flash file: no wrong value")
+            results.check(misses > 0 and int(st["badcrc_from_extstore"]) > 0,
+                          "corrupted values are misses counted in badcrc_from_extstore",
+                          "misses %d, %r" % (misses, st))
+    finally:
+        ours.stop()
+        if os.path.exists(path):
+            os.remove(path)
+
+
 def body(results):
     compare_settings(results)
     compare_messages(results)
-    # A path memcached accepts: herdless says it has no flash tier rather than run without one.
-    harness.check_refuses_to_start(results, ["-o", "ext_path=" + FLASH + ":64m"],
-                                   b"no flash tier yet", "ext_path")
+    check_round_trip(results)
+    check_full_file(results)
+    check_corrupted_file(results)
     if os.path.exists(FLASH):
         os.remove(FLASH)
 

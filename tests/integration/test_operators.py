@@ -577,7 +577,8 @@ def test_watch_against_memcached(results, hl, mc):
 
 def test_watch_store_lookup(results, hl, mc):
     """A store logs memcached's item_get for its own lookup before its item_store line (watcher.t
-    22-23, watcher_connid.t), and connevents give memcached's close reasons (watcher.t 11): normal
+    22-23, watcher_connid.t), as do delete, incr, decr, touch, ma and md (an ma that creates
+    its item logs that store as an add), and connevents give memcached's close reasons (watcher.t 11): normal
     for a quit, error for an HTTP request line."""
     seen = []
     for d in (mc, hl):
@@ -590,7 +591,13 @@ def test_watch_store_lookup(results, hl, mc):
             c.call(b"replace wlmiss 0 0 1\r\nx\r\n")
             c.call(b"ms wl 2 F3\r\nab\r\n")
             c.call(b"get wl\r\n", b"END\r\n")
-            seen.append([without(l, b"cfd") for l in watch_lines(w, 11)])
+            # delete, incr, decr, touch, ma and md log the item_get of their lookup.
+            for request in (b"set wn 0 0 1\r\n5\r\n", b"incr wn 3\r\n", b"decr wn 1\r\n",
+                            b"incr wnmiss 1\r\n", b"touch wn 100\r\n", b"touch wnmiss 1\r\n",
+                            b"ma wn\r\n", b"ma wv N90 J5\r\n", b"md wnmiss\r\n", b"delete wn\r\n",
+                            b"delete wn\r\n"):
+                c.call(request)
+            seen.append([without(l, b"cfd") for l in watch_lines(w, 25)])
     results.equal(seen[1], seen[0], "store lookups logged as memcached's (ts, gid, cfd aside)")
     closes = []
     for d in (mc, hl):

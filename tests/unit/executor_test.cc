@@ -689,6 +689,77 @@ TEST_F(ExecutorTest, SlabsRepliesAsMemcached) {
   const std::string settings = Run("stats settings\r\n");
   EXPECT_EQ(StatValue(settings, "slab_automove"), "2");
   EXPECT_EQ(StatValue(settings, "slab_automove_ratio"), "0.50");
+  EXPECT_EQ(Run("slabs automove ratio .25\r\n"), "OK\r\n");   // safe_strtod's syntax
+  EXPECT_EQ(Run("slabs automove +1\r\n"), "OK\r\n");
+  // 1.6.45 reads digits only; -o no_modern turns slab reassignment off.
+  server_.settings.compat = Compat::k1645;
+  EXPECT_EQ(Run("slabs automove +1\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(Run("slabs reassign 1 4294967297\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  EXPECT_EQ(Run("lru_crawler tocrawl +5\r\n"), "CLIENT_ERROR bad command line format\r\n");
+  server_.settings.machinery.slab_reassign = false;
+  EXPECT_EQ(Run("slabs reassign 1 2\r\n"), "CLIENT_ERROR slab reassignment disabled\r\n");
+}
+
+// lru tune|mode|temp_ttl (process_lru_command): 1.6.18 reads numbers with
+// safe_strto* and counts a trailing noreply among the words; 1.6.45 takes
+// prefixes of the words and reads digits only.
+TEST_F(ExecutorTest, LruRepliesAsMemcached) {
+  struct Case {
+    const char* line;
+    const char* as_1618;
+    const char* as_1645;
+  } cases[] = {
+      {"lru\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"lru tune 10 30 0.5 3\r\n", "OK\r\n", "OK\r\n"},
+      {"lru tune 50 31 1 1\r\n", "ERROR hot and warm pcts must not exceed 80\r\n",
+       "ERROR hot and warm pcts must not exceed 80\r\n"},
+      {"lru tune 10 10 0 1\r\n", "ERROR hot/warm age factors must be greater than 0\r\n",
+       "ERROR hot/warm age factors must be greater than 0\r\n"},
+      {"lru tune 10 10 1\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"lru tune x 10 1 1\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"lru tune +5 10 .5 1e1\r\n", "OK\r\n", "ERROR\r\n"},
+      {"lru tune 4294967295 81 1 1\r\n", "OK\r\n", "OK\r\n"},   // the unsigned sum wraps
+      {"lru mode flat\r\n", "OK\r\n", "OK\r\n"},
+      {"lru mode f\r\n", "ERROR\r\n", "OK\r\n"},
+      {"lru mode segmentedx\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"lru mode\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"lru temp_ttl 100\r\n", "OK\r\n", "OK\r\n"},
+      {"lru temp_ttl -1\r\n", "OK\r\n", "OK\r\n"},
+      {"lru temp_ttl 1x\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"lru t 5\r\n", "ERROR\r\n", "OK\r\n"},   // 1.6.45: too few words for tune, so temp_ttl
+      {"lru mode flat noreply\r\n", "", ""},
+      {"lru tune 1 1 1 noreply\r\n", "", ""},
+      {"lru foo\r\n", "ERROR\r\n", "ERROR\r\n"},
+  };
+  for (Compat compat : {Compat::k1618, Compat::k1645}) {
+    server_.settings.compat = compat;
+    for (const Case& c : cases) {
+      EXPECT_EQ(Run(c.line), compat == Compat::k1618 ? c.as_1618 : c.as_1645) << c.line;
+    }
+    Run("lru tune 15 35 0.25 2.5\r\nlru mode segmented\r\nlru temp_ttl 30\r\n");
+    std::string settings = Run("stats settings\r\n");
+    EXPECT_EQ(StatValue(settings, "lru_maintainer_thread"), "yes");
+    EXPECT_EQ(StatValue(settings, "lru_segmented"), "yes");
+    EXPECT_EQ(StatValue(settings, "hot_lru_pct"), "15");
+    EXPECT_EQ(StatValue(settings, "warm_lru_pct"), "35");
+    EXPECT_EQ(StatValue(settings, "hot_max_factor"), "0.25");
+    EXPECT_EQ(StatValue(settings, "warm_max_factor"), "2.50");
+    EXPECT_EQ(StatValue(settings, "temp_lru"), "yes");
+    EXPECT_EQ(StatValue(settings, "temporary_ttl"), "30");
+    Run("lru temp_ttl -5\r\nlru mode flat\r\nlru tune 4294967295 81 1 1\r\n");
+    settings = Run("stats settings\r\n");
+    EXPECT_EQ(StatValue(settings, "temp_lru"), "no");
+    EXPECT_EQ(StatValue(settings, "temporary_ttl"), "30");   // kept
+    EXPECT_EQ(StatValue(settings, "lru_segmented"), "no");
+    EXPECT_EQ(StatValue(settings, "hot_lru_pct"), "-1");     // memcached's %d of an int
+  }
+  // Without the LRU maintainer (-o no_lru_maintainer, no_modern) only tune is known.
+  server_.settings.compat = Compat::k1618;
+  server_.settings.machinery.lru_maintainer = false;
+  EXPECT_EQ(Run("lru mode flat\r\n"), "ERROR\r\n");
+  EXPECT_EQ(Run("lru temp_ttl 5\r\n"), "ERROR\r\n");
+  EXPECT_EQ(Run("lru tune 20 40 0.2 2\r\n"), "OK\r\n");
+  EXPECT_EQ(StatValue(Run("stats settings\r\n"), "lru_maintainer_thread"), "no");
 }
 
 TEST_F(ExecutorTest, WatchParsesItsKinds) {

@@ -7,25 +7,10 @@
 
 #include "daemon/option_table.h"
 #include "daemon/options.h"
+#include "tests/unit/command_line_support.h"
 
 namespace herdless {
 namespace {
-
-struct Parsed {
-  bool ok = false;
-  Options options;
-  std::string error;
-};
-
-Parsed Parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "herdless");
-  std::vector<char*> argv;
-  for (std::string& s : args) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  Parsed p;
-  p.ok = ParseOptions(static_cast<int>(args.size()), argv.data(), &p.options, &p.error);
-  return p;
-}
 
 // Applies `-o list` and memcached's checks after the last option, without
 // the refusal of the unbuilt tier: what memcached would accept.
@@ -150,10 +135,9 @@ TEST(ExtstoreOptionsTest, BadValuesGetMemcachedsMessages) {
   }
 }
 
-TEST(ExtstoreOptionsTest, APathIsRefusedUntilTheFlashTierIsBuilt) {
-  Parsed p = Parse({"-o", "ext_path=/tmp/herdless-ext-test:64m"});
-  EXPECT_FALSE(p.ok);
-  EXPECT_NE(p.error.find("no flash tier yet"), std::string::npos) << p.error;
+TEST(ExtstoreOptionsTest, AValidPathIsAccepted) {
+  Parsed p = Parse({"-o", "ext_page_size=8,ext_wbuf_size=2,ext_path=/tmp/herdless-ext-test:64m"});
+  EXPECT_TRUE(p.ok) << p.error;
 }
 
 }  // namespace

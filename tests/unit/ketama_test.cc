@@ -16,6 +16,7 @@
 #include "storage/foreign.h"
 #include "storage/item_store.h"
 #include "storage/random.h"
+#include "tests/unit/test_support.h"
 
 namespace herdless {
 namespace {
@@ -308,6 +309,113 @@ TEST(ForeignTest, TheStoreCapsForeignTtlsAndReportsChanges) {
   EXPECT_EQ(log.Stats().foreign_hits, 2u);
   bool overflowed;
   EXPECT_EQ(log.Take(1, &overflowed), std::vector<std::string>{theirs});
+}
+
+// curr_foreign_items follows every way an item comes and goes, as curr_items does.
+TEST(ForeignTest, CurrForeignItemsCountsEveryWayAnItemComesAndGoes) {
+  auto ring = ThreeNodes();
+  ForeignLog log(ring.get(), 60);
+  ManualClock clock(1700000000);
+  clock.AdvanceSeconds(100);
+  DefaultRandom random;
+  StoreConfig config = DrivenStoreConfig(&clock, &random);
+  config.foreign = &log;
+  ItemStore store(config);
+  const std::string a = KeyOf(*ring, 1, 0), b = KeyOf(*ring, 2, 0), mine = KeyOf(*ring, 0, 0);
+  enum Op { kSet, kDelete, kAdvance70, kRead, kFlushNow, kFlushIn1, kReclaim };
+  struct Step {
+    Op op;
+    std::string key;
+    int64_t exptime;
+    uint64_t want_foreign, want_items;
+  };
+  const Step steps[] = {
+      {kSet, a, 0, 1, 1},     {kSet, a, 0, 1, 1},      // overwrite: still one
+      {kSet, mine, 0, 1, 2},  {kSet, b, 10, 2, 3},     {kDelete, a, 0, 1, 2},
+      {kDelete, a, 0, 1, 2},  // a miss
+      {kAdvance70, "", 0, 1, 2}, {kRead, b, 0, 0, 1},  // expired (capped or not), gone on access
+      {kSet, a, 0, 1, 2},     {kAdvance70, "", 0, 1, 2}, {kReclaim, "", 0, 0, 1},  // capped at 60: the crawl takes it
+      {kSet, a, 0, 1, 2},     {kSet, b, 0, 2, 3},      {kFlushNow, "", 0, 0, 0},
+      {kSet, a, 0, 1, 1},     {kSet, b, 0, 2, 2},      {kFlushIn1, "", 0, 2, 2},   // a delayed flush is lazy ...
+      {kRead, a, 0, 1, 1},    {kReclaim, "", 0, 0, 0},  // ... and counted as its items go
+  };
+  for (size_t i = 0; i < std::size(steps); i++) {
+    const Step& st = steps[i];
+    switch (st.op) {
+      case kSet: {
+        StoreRequest req;
+        req.key = st.key;
+        req.value = "v";
+        req.exptime = st.exptime;
+        ASSERT_EQ(store.Store(req).status, StoreStatus::kStored) << i;
+        break;
+      }
+      case kDelete: {
+        DeleteRequest del;
+        del.key = st.key;
+        store.Delete(del);
+        break;
+      }
+      case kAdvance70: clock.AdvanceSeconds(70); break;
+      case kRead: store.Read(st.key, ReadOptions{}); break;
+      case kFlushNow: store.FlushAll(0); break;
+      case kFlushIn1:
+        store.FlushAll(1);
+        clock.AdvanceSeconds(1);
+        break;
+      case kReclaim: store.ReclaimExpired(1000); break;
+    }
+    EXPECT_EQ(store.Stats().curr_foreign_items, st.want_foreign) << "step " << i;
+    EXPECT_EQ(store.Stats().curr_items, st.want_items) << "step " << i;
+  }
+}
+
+// Eviction keeps a read item of ours (it moves to the main queue) but never
+// a foreign one, read or not.
+TEST(ForeignTest, EvictionTakesForeignItemsFirst) {
+  auto ring = ThreeNodes();
+  ForeignLog log(ring.get(), 60);
+  ManualClock clock(1700000000);
+  clock.AdvanceSeconds(100);
+  DefaultRandom random;
+  StoreConfig config = DrivenStoreConfig(&clock, &random, 0);
+  config.memory_limit = 64 * 1024;   // four 16 KiB segments
+  config.foreign = &log;
+  ItemStore store(config);
+  const std::string value(100, 'v');
+  std::vector<std::string> mine, theirs;
+  for (int i = 0; i < 20; i++) {
+    mine.push_back(KeyOf(*ring, 0, i));
+    theirs.push_back(KeyOf(*ring, 1 + i % 2, i / 2));
+  }
+  for (int i = 0; i < 20; i++) {
+    for (const std::string& key : {mine[i], theirs[i]}) {
+      StoreRequest req;
+      req.key = key;
+      req.value = value;
+      ASSERT_EQ(store.Store(req).status, StoreStatus::kStored);
+      ASSERT_EQ(store.Read(key, ReadOptions{}).status, ReadStatus::kHit);   // read once: worth keeping
+    }
+  }
+  ASSERT_EQ(store.Stats().curr_foreign_items, 20u);
+  // Fill with keys of ours, never read, until the foreign ones are gone: one
+  // pass over the four segments is enough.
+  int filled = 0;
+  for (int i = 0; store.Stats().curr_foreign_items != 0; i++) {
+    const std::string key = "fill" + std::to_string(i);
+    if (!ring->Mine(key)) continue;
+    ASSERT_LT(filled++, 1000);
+    StoreRequest req;
+    req.key = key;
+    req.value = value;
+    ASSERT_EQ(store.Store(req).status, StoreStatus::kStored);
+  }
+  for (const std::string& key : mine) {
+    EXPECT_EQ(store.Read(key, ReadOptions{}).status, ReadStatus::kHit) << key;
+  }
+  for (const std::string& key : theirs) {
+    EXPECT_EQ(store.Read(key, ReadOptions{}).status, ReadStatus::kMiss) << key;
+  }
 }
 
 }  // namespace

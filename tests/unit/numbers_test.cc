@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -110,6 +111,57 @@ TEST(NumbersTest, ParseDoubleAcceptsDecimalsOnly) {
   EXPECT_FALSE(ParseDouble(" 1", &v));
   EXPECT_FALSE(ParseDouble("+1", &v));
   EXPECT_FALSE(ParseDouble(".5", &v));
+}
+
+// memcached's safe_strtod: strtod's syntax, whitespace or the end after it.
+TEST(NumbersTest, ParseStrtodAcceptsWhatSafeStrtodAccepts) {
+  struct Case {
+    const char* text;
+    bool ok;
+    double value;
+  } cases[] = {{"1", true, 1},     {".5", true, 0.5},   {"+1", true, 1},    {" 2", true, 2},
+               {"1e1", true, 10},  {"0x10", true, 16},  {"-3", true, -3},   {"1.5\t", true, 1.5},
+               {"", false, 0},     {"x", false, 0},     {"1.5x", false, 0}, {"1e999", false, 0},
+               {"1e-400", false, 0}};
+  for (const Case& c : cases) {
+    double v = -99;
+    EXPECT_EQ(ParseStrtod(c.text, &v), c.ok) << c.text;
+    if (c.ok) EXPECT_DOUBLE_EQ(v, c.value) << c.text;
+  }
+  double v = 0;
+  ASSERT_TRUE(ParseStrtod("inf", &v));
+  EXPECT_TRUE(std::isinf(v));
+  ASSERT_TRUE(ParseStrtod("nan", &v));
+  EXPECT_TRUE(std::isnan(v));
+}
+
+// 1.6.45's token readers: digits only, at most 11 characters, in range.
+TEST(NumbersTest, ParseTokenNumbersTakeDigitsOnly) {
+  struct Case {
+    const char* text;
+    bool ok_unsigned;
+    bool ok_signed;
+    int64_t value;
+  } cases[] = {{"0", true, true, 0},
+               {"42", true, true, 42},
+               {"4294967295", true, false, 4294967295},
+               {"4294967296", false, false, 0},
+               {"2147483647", true, true, 2147483647},
+               {"-2147483648", false, true, -2147483648LL},
+               {"-2147483649", false, false, 0},
+               {"-1", false, true, -1},
+               {"+1", false, false, 0},
+               {" 1", false, false, 0},
+               {"1x", false, false, 0},
+               {"000000000001", false, false, 0}};   // 12 characters
+  for (const Case& c : cases) {
+    uint32_t u = 7;
+    int32_t i = 7;
+    EXPECT_EQ(ParseTokenUint32(c.text, &u), c.ok_unsigned) << c.text;
+    EXPECT_EQ(ParseTokenInt32(c.text, &i), c.ok_signed) << c.text;
+    if (c.ok_unsigned) EXPECT_EQ(u, static_cast<uint32_t>(c.value)) << c.text;
+    if (c.ok_signed) EXPECT_EQ(i, c.value) << c.text;
+  }
 }
 
 TEST(NumbersTest, FormatUint64WritesDecimalAndReturnsEnd) {

@@ -4,36 +4,16 @@
 
 #include "config.h"
 
-#include <initializer_list>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "daemon/option_table.h"
 #include "daemon/tls.h"
+#include "tests/unit/command_line_support.h"
 
 namespace herdless {
 namespace {
-
-// Runs ParseOptions on {"herdless", args...}.
-struct Parsed {
-  bool ok = false;
-  Options options;
-  std::string error;
-};
-
-Parsed Parse(const std::vector<const char*>& args) {
-  std::vector<std::string> storage = {"herdless"};
-  for (const char* a : args) storage.emplace_back(a);
-  std::vector<char*> argv;
-  for (std::string& s : storage) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  Parsed p;
-  p.ok = ParseOptions(static_cast<int>(storage.size()), argv.data(), &p.options, &p.error);
-  return p;
-}
-
-Parsed Parse(std::initializer_list<const char*> args) { return Parse(std::vector<const char*>(args)); }
 
 TEST(OptionsTest, DefaultsAreMemcachedsExceptTheLoopbackListener) {
   Parsed p = Parse({});
@@ -167,7 +147,7 @@ TEST(OptionsTest, MaxItemSizeLimitsAreMemcachedsWithItsMessages) {
 // with memcached's messages; without it, half a 1 MB page.
 TEST(OptionsTest, SlabChunkMaxTakesTheUnitOfTheCompatVersion) {
   struct Row {
-    std::initializer_list<const char*> args;
+    std::vector<std::string> args;
     uint32_t chunk;       // when accepted
     const char* error;    // nullptr: accepted
   };
@@ -306,7 +286,7 @@ TEST(OptionsTest, MemcachedTuningSuboptionsAreAcceptedAndNoted) {
   Parsed p = Parse({"-o", "hashpower=20,slab_reassign,modern,no_modern,lru_crawler,no_lru_maintainer",
                     "-o", "slab_sizes=100-200-300"});
   ASSERT_TRUE(p.ok) << p.error;
-  ASSERT_EQ(p.options.ignored.size(), 5u);   // all but no_modern and lru_crawler (below)
+  ASSERT_EQ(p.options.ignored.size(), 4u);   // all but the crawler and maintainer switches (below)
   EXPECT_EQ(p.options.ignored[0], "-o hashpower=20");
   EXPECT_EQ(p.options.ignored[1], "-o slab_reassign");
 }
@@ -325,13 +305,55 @@ TEST(OptionsTest, CrawlerSwitchesSetItsStartInOrder) {
                         {{"-o", "lru_crawler", "-o", "no_modern"}, false},
                         {{"-o", "modern"}, true}};
   for (const Case& c : cases) {
-    std::vector<const char*> args;
-    for (const std::string& a : c.args) args.push_back(a.c_str());
-    Parsed p = Parse(args);
+    Parsed p = Parse(c.args);
     ASSERT_TRUE(p.ok) << p.error;
     EXPECT_EQ(p.options.protocol.lru_crawler_at_start, c.on) << (c.args.empty() ? "" : c.args[1]);
   }
   EXPECT_FALSE(Parse({"-o", "no_modern=1"}).ok);
+}
+
+// What memcached's no_modern, no_lru_maintainer and temporary_ttl change in
+// `stats settings`; temporary_ttl needs the maintainer, as in memcached.
+TEST(OptionsTest, MachinerySwitchesSetWhatStatsSettingsShows) {
+  Parsed p = Parse({"-o", "no_modern"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const MachinerySettings& m = p.options.protocol.machinery;
+  EXPECT_FALSE(m.lru_maintainer);
+  EXPECT_FALSE(m.slab_reassign);
+  EXPECT_FALSE(m.maxconns_fast);
+  EXPECT_EQ(m.slab_automove, 0u);
+  EXPECT_EQ(p.options.protocol.slab_chunk_max, 1u << 20);
+  EXPECT_EQ(Parse({"-o", "no_modern,slab_chunk_max=4096"}).options.protocol.slab_chunk_max, 4096u);
+  EXPECT_FALSE(Parse({"-o", "no_lru_maintainer"}).options.protocol.machinery.lru_maintainer);
+  EXPECT_TRUE(Parse({"-o", "no_lru_maintainer,lru_maintainer"}).options.protocol.machinery.lru_maintainer);
+  EXPECT_TRUE(Parse({"-o", "no_lru_maintainer"}).options.protocol.machinery.slab_reassign);
+  p = Parse({"-o", "temporary_ttl=90"});
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_TRUE(p.options.protocol.machinery.temp_lru);
+  EXPECT_EQ(p.options.protocol.machinery.temporary_ttl, 90);
+  EXPECT_EQ(Parse({"-o", "no_lru_maintainer,temporary_ttl=90"}).error,
+            "temporary_ttl requires lru_maintainer to be enabled");
+  EXPECT_FALSE(Parse({"-o", "temporary_ttl"}).ok);
+}
+
+// memcached's LRU tuning keys start what `stats settings` shows, with its checks.
+TEST(OptionsTest, LruTuningKeysAreCheckedAsMemcachedChecksThem) {
+  Parsed p = Parse({"-o", "hot_lru_pct=30,warm_lru_pct=45,hot_max_factor=0.5,warm_max_factor=3"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const MachinerySettings& m = p.options.protocol.machinery;
+  EXPECT_EQ(m.hot_lru_pct, 30u);
+  EXPECT_EQ(m.warm_lru_pct, 45u);
+  EXPECT_EQ(m.hot_max_factor, 0.5);
+  EXPECT_EQ(m.warm_max_factor, 3.0);
+  const struct {
+    const char* arg;
+    const char* error;
+  } refused[] = {{"hot_lru_pct=80", "hot_lru_pct must be > 1 and < 80"},
+                 {"warm_lru_pct=0", "warm_lru_pct must be > 1 and < 80"},
+                 {"hot_lru_pct=50,warm_lru_pct=40", "hot_lru_pct + warm_lru_pct cannot be more than 80% combined"},
+                 {"hot_max_factor=0", "hot_max_factor must be > 0"},
+                 {"warm_max_factor", "Missing warm_max_factor argument"}};
+  for (const auto& r : refused) EXPECT_EQ(Parse({"-o", r.arg}).error, r.error) << r.arg;
 }
 
 TEST(OptionsTest, MemcachedTuningFlagsAreAcceptedAndNoted) {
@@ -419,6 +441,35 @@ TEST(OptionsTest, UnknownFlagsAndStrayArgumentsAreErrors) {
   EXPECT_FALSE(Parse({"11211"}).ok);
   EXPECT_FALSE(Parse({"--", "x"}).ok);
   EXPECT_FALSE(Parse({"--daemon=yes"}).ok);
+}
+
+// memcached's exit statuses: 1 from its getopt loop, EX_USAGE (64) from the
+// checks after it; getopt's own complaints are printed after the program name.
+TEST(OptionsTest, RefusalsExitAndPrintAsMemcached) {
+  struct Row {
+    std::vector<std::string> args;
+    int exit_status;
+    const char* printed;
+  };
+  const Row rows[] = {
+      {{"-Q"}, 1, "prog: invalid option -- 'Q'\nIllegal argument \"?\"\n"},
+      {{"--bogus"}, 1, "prog: unrecognized option '--bogus'\nIllegal argument \"?\"\n"},
+      {{"-p"}, 1, "prog: option requires an argument -- 'p'\nIllegal argument \"?\"\n"},
+      {{"-t", "0"}, 1, "Number of threads must be greater than 0\n"},
+      {{"-t", "2000"}, 1, "Number of threads must be at most 1024\n"},
+      {{"-o", "bogus"}, 1, "Illegal suboption \"bogus\"\n"},
+      {{"-I", "512"}, 64, "Item max size cannot be less than 1024 bytes.\n"},
+      {{"-p", "70000"}, 64, "ERROR: Invalid port number 70000.\n"},
+      {{"-o", "compat=1.6.45,slab_chunk_max=x"}, 1, "could not parse argument to slab_chunk_max\n"},
+      {{"-o", "compat=1.6.45,slab_chunk_max=3"}, 64,
+       "-I (item_size_max: 1048576) must be evenly divisible by slab_chunk_max (bytes: 3072)\n"},
+  };
+  for (const Row& row : rows) {
+    Parsed p = Parse(row.args);
+    ASSERT_FALSE(p.ok) << row.args[0];
+    EXPECT_EQ(p.refused.exit_status, row.exit_status) << row.printed;
+    EXPECT_EQ(p.refused.Printed("prog"), row.printed);
+  }
 }
 
 TEST(OptionsTest, MissingValuesAreErrors) {

@@ -42,12 +42,12 @@ bool Exists(const std::string& path) {
 
 // A store with its own clock, as a process would have.
 struct TestStore {
-  explicit TestStore(StoreConfig config, int64_t unix_start = kUnixStart)
+  explicit TestStore(StoreConfig config, int64_t unix_start = kUnixStart, int shard_bits = 2)
       : clock(unix_start), random(7) {
     clock.AdvanceSeconds(100);   // store time 100: far from the "0 = never" edge
     config.clock = &clock;
     config.random = &random;
-    config.shard_bits = 2;
+    config.shard_bits = shard_bits;
     store = std::make_unique<ItemStore>(config);
   }
   ManualClock clock;
@@ -381,9 +381,11 @@ TEST_F(SnapshotTest, WritingWhileClientsStoreAndDelete) {
   }
 }
 
-// A file of one item block holding `records`, with a header of `version`.
-std::string FileOf(const ItemStore& store, uint32_t version, const std::vector<snapshot_format::Record>& records,
-                   int64_t written_unix) {
+// A file of one item block holding `records`, with a header of `version`
+// and an end block of `end_payload` (its counts, as EncodeEndPayload
+// writes them, are not checked here).
+std::string FileWithEnd(const ItemStore& store, uint32_t version, const std::vector<snapshot_format::Record>& records,
+                        int64_t written_unix, const std::string& end_payload) {
   using namespace snapshot_format;
   FileHeader h;
   h.version = version;
@@ -399,16 +401,23 @@ std::string FileOf(const ItemStore& store, uint32_t version, const std::vector<s
                     static_cast<uint32_t>(records.size()), {payload});
   file.append(head, kBlockHeaderSize);
   file.append(payload);
-  EndBlock e;
+  EncodeBlockHeader(head, 1, kBlockEnd, 0, static_cast<uint32_t>(end_payload.size()), 0, {end_payload});
+  file.append(head, kBlockHeaderSize);
+  file.append(end_payload);
+  return file;
+}
+
+// The same with the end block a writer of `version` would write (from
+// version 4 with `spreads`).
+std::string FileOf(const ItemStore& store, uint32_t version, const std::vector<snapshot_format::Record>& records,
+                   int64_t written_unix, const std::vector<double>& spreads = {}) {
+  snapshot_format::EndBlock e;
   e.items = records.size();
   e.item_blocks = 1;
   e.cas_counter = 100;
   e.finished_unix = written_unix;
-  const std::string end = EncodeEndPayload(e);
-  EncodeBlockHeader(head, 1, kBlockEnd, 0, static_cast<uint32_t>(end.size()), 0, {end});
-  file.append(head, kBlockHeaderSize);
-  file.append(end);
-  return file;
+  e.recompute_spreads = spreads;
+  return FileWithEnd(store, version, records, written_unix, snapshot_format::EncodeEndPayload(e, version));
 }
 
 TEST_F(SnapshotTest, AHotKeysReadRateComesBack) {
@@ -539,6 +548,159 @@ TEST_F(SnapshotTest, AVersion1FileStillLoadsAndHoldsNoReadRates) {
   ASSERT_EQ(LoadSnapshotFrom(c.store.get(), good, SnapshotLoadOptions()).status,
             SnapshotLoadResult::Status::kLoaded);
   EXPECT_GT(c.Peek("old").reads_per_s, 0);
+}
+
+// A hot key's refresh window after a restart is the one it had before: its
+// shard's recompute spread comes back with it (format 4), not the 1/2 a new
+// store starts from, which would open it twice as wide.
+TEST_F(SnapshotTest, ARestartedNodeJudgesRefreshWindowsWithTheSpreadItHad) {
+  StoreConfig config;
+  TestStore a(config);
+  a.Put("hot", "v", 1000);
+  ReadOptions lease;   // wins the key's lease whenever none is out
+  lease.kind = ReadKind::kMeta;
+  lease.lease.has_recache = true;
+  lease.lease.recache_below_s = 1 << 30;
+  for (int s = 0; s < 40; s++) {   // 100 reads a second for 40 s
+    a.Bump("hot", 100);
+    if (s == 38) a.Put("hot", "v", 4);   // expires at store second 142
+    if (s < 16) {   // 16 recomputes of exactly 100 ms: Δ 100 ms, the spread 1/2 x (3/4)^15
+      ASSERT_EQ(a.store->Read("hot", lease).lease, LeaseVerdict::kWin);
+      a.clock.AdvanceMicros(100000);
+      a.Put("hot", "v", 1000);
+      a.clock.AdvanceMicros(900000);
+    } else {
+      a.clock.AdvanceSeconds(1);
+    }
+  }
+  ASSERT_EQ(a.Peek("hot").recompute_ms, 100);
+  const std::vector<double> spreads = a.store->RecomputeSpreads();
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  TestStore b(config, kUnixStart + 40);   // restarted at once: b's second 102 is a's 142
+  ASSERT_EQ(LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions()).status, SnapshotLoadResult::Status::kLoaded);
+  const std::vector<double> restored = b.store->RecomputeSpreads();
+  ASSERT_EQ(restored.size(), spreads.size());
+  for (size_t i = 0; i < spreads.size(); i++) {
+    EXPECT_NEAR(restored[i], spreads[i], snapshot_format::kSpreadUnit) << i;
+  }
+  // About 80 reads/s: the window is Δ (1 + 4 s) + ln(100)/λ_low, 0.1 + 0.06 s
+  // with the spread the shard measured, 0.3 + 0.06 s with a spread of 1/2.
+  ReadOptions refresh;
+  refresh.kind = ReadKind::kMeta;
+  refresh.lease.refresh_ahead = true;
+  TestStore fresh(config, kUnixStart + 40);   // the same file, the spreads of a new store
+  ASSERT_EQ(LoadSnapshot(fresh.store.get(), path_, SnapshotLoadOptions()).status,
+            SnapshotLoadResult::Status::kLoaded);
+  fresh.store->RestoreRecomputeSpreads({kInitialSpread});
+  for (TestStore* s : {&b, &fresh}) s->clock.AdvanceMicros(1750000);   // 0.25 s before expiry
+  EXPECT_EQ(b.store->Read("hot", refresh).lease, LeaseVerdict::kNone);
+  EXPECT_EQ(fresh.store->Read("hot", refresh).lease, LeaseVerdict::kWin);
+  b.clock.AdvanceMicros(150000);   // 0.1 s before
+  const ReadResult r = b.store->Read("hot", refresh);
+  EXPECT_EQ(r.lease, LeaseVerdict::kWin);
+  EXPECT_TRUE(r.lease_by_refresh);
+}
+
+// A store with another shard count takes, per shard, the mean of the saved
+// shards that held its keys (a key's shard is its hash's top bits).
+TEST_F(SnapshotTest, SpreadsMapOntoAnotherShardCount) {
+  StoreConfig config;
+  TestStore a(config);   // 4 shards
+  a.store->RestoreRecomputeSpreads({0.25, 0.75, 2.0, 4.0});
+  ASSERT_EQ(a.store->RecomputeSpreads(), (std::vector<double>{0.25, 0.75, 2.0, 4.0}));
+  a.Put("k", "v");
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  const struct {
+    int shard_bits;
+    std::vector<double> want;
+  } cases[] = {
+      {0, {1.75}},
+      {1, {0.5, 3.0}},
+      {2, {0.25, 0.75, 2.0, 4.0}},
+      {3, {0.25, 0.25, 0.75, 0.75, 2.0, 2.0, 4.0, 4.0}},
+  };
+  for (const auto& c : cases) {
+    TestStore b(config, kUnixStart, c.shard_bits);
+    ASSERT_EQ(LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions()).status,
+              SnapshotLoadResult::Status::kLoaded);
+    EXPECT_EQ(b.store->RecomputeSpreads(), c.want) << c.shard_bits;
+  }
+}
+
+// The end block of each version: version 4 adds a power-of-two count of
+// spreads (or none), each at most kMaxSpread; older versions have none and
+// keep the spreads of a new store.
+TEST_F(SnapshotTest, TheEndBlocksSpreadsAreCheckedAndOldVersionsHaveNone) {
+  using namespace snapshot_format;
+  EndBlock e;
+  e.items = 7;
+  e.cas_counter = 99;
+  e.recompute_spreads = {0.5, 16.0, 0.0, 1.0 / 3};
+  const std::string v4 = EncodeEndPayload(e, 4);
+  ASSERT_EQ(v4.size(), kEndPayloadSize + 4 + 2 * 4);
+  ASSERT_EQ(EncodeEndPayload(e, 3).size(), kEndPayloadSize);
+  EndBlock back;
+  std::string error;
+  ASSERT_TRUE(DecodeEndPayload(v4, 4, &back, &error)) << error;
+  EXPECT_EQ(back.items, 7u);
+  EXPECT_EQ(back.cas_counter, 99u);
+  ASSERT_EQ(back.recompute_spreads.size(), 4u);
+  EXPECT_EQ(back.recompute_spreads[1], 16.0);
+  EXPECT_NEAR(back.recompute_spreads[3], 1.0 / 3, kSpreadUnit / 2);
+
+  auto with_count = [&](uint32_t n) {
+    std::string s = v4;
+    s[kEndPayloadSize] = static_cast<char>(n);
+    return s;
+  };
+  std::string over = v4;
+  over[kEndPayloadSize + 4] = 1;   // 0x4001 units: just over 16
+  over[kEndPayloadSize + 5] = 0x40;
+  const struct {
+    const char* what;
+    std::string payload;
+    uint32_t version;
+    bool ok;
+  } cases[] = {
+      {"version 4 with 4 spreads", v4, 4, true},
+      {"version 4 with none", EncodeEndPayload(EndBlock(), 4), 4, true},
+      {"version 3", EncodeEndPayload(e, 3), 3, true},
+      {"version 3, a version 4 block", v4, 3, false},
+      {"version 4, a version 3 block", EncodeEndPayload(e, 3), 4, false},
+      {"3 spreads", with_count(3).substr(0, kEndPayloadSize + 4 + 6), 4, false},
+      {"a count past the end", with_count(8), 4, false},
+      {"a spread over 16", over, 4, false},
+      {"a byte too many", v4 + "x", 4, false},
+  };
+  for (const auto& c : cases) {
+    EndBlock out;
+    error.clear();
+    EXPECT_EQ(DecodeEndPayload(c.payload, c.version, &out, &error), c.ok) << c.what;
+    EXPECT_EQ(error.empty(), c.ok) << c.what << ": " << error;
+  }
+
+  // Whole files: a version 3 file loads and leaves a new store's spreads; a
+  // version 4 one with a bad end block restores nothing.
+  StoreConfig config;
+  Record plain;
+  plain.key = "k";
+  plain.value = "v";
+  TestStore b(config);
+  const std::string v3_file = FileOf(*b.store, 3, {plain}, b.clock.UnixSeconds() - 5);
+  MemorySource v3(v3_file);
+  ASSERT_EQ(LoadSnapshotFrom(b.store.get(), v3, SnapshotLoadOptions()).status, SnapshotLoadResult::Status::kLoaded);
+  EXPECT_EQ(b.store->RecomputeSpreads(), std::vector<double>(4, kInitialSpread));
+  TestStore c(config);
+  EndBlock one_item;
+  one_item.items = 1;
+  one_item.item_blocks = 1;
+  std::string bad_end = EncodeEndPayload(one_item, 4) + "\x01\x40";
+  bad_end[kEndPayloadSize] = 1;   // one spread, of 0x4001 units
+  const std::string bad_file = FileWithEnd(*c.store, 4, {plain}, c.clock.UnixSeconds() - 5, bad_end);
+  MemorySource bad(bad_file);
+  const SnapshotLoadResult l = LoadSnapshotFrom(c.store.get(), bad, SnapshotLoadOptions());
+  EXPECT_EQ(l.status, SnapshotLoadResult::Status::kInvalid);
+  EXPECT_EQ(c.store->Stats().curr_items, 0u);
 }
 
 }  // namespace

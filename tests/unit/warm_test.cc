@@ -72,7 +72,16 @@ TEST_F(WarmTest, DeleteStartsAHoldoffEvenForAMissingKey) {
 
 TEST_F(WarmTest, HoldoffTableStaysBounded) {
   DeleteHoldoff holdoff(1000);
-  for (uint64_t i = 0; i < 20 * DeleteHoldoff::kMaxEntries; ++i) holdoff.Note(i << 44, 0);
+  // 20 tables' worth of deletes at one instant, a shard at a time (the hash's
+  // top 4 bits): no shard ever holds more than kMaxEntries.
+  for (uint64_t i = 0; i < 20 * DeleteHoldoff::kMaxEntries; ++i) {
+    holdoff.Note(i << 44, 0);
+    if (i % 4096 == 0) {
+      ASSERT_LE(holdoff.size(), 16 * DeleteHoldoff::kMaxEntries);
+    }
+  }
+  EXPECT_LE(holdoff.size(), 16 * DeleteHoldoff::kMaxEntries);
+  EXPECT_TRUE(holdoff.Holds(uint64_t{20 * DeleteHoldoff::kMaxEntries - 1} << 44, 500));   // the newest stays
   holdoff.Note(7, 5000);
   EXPECT_TRUE(holdoff.Holds(7, 5500));
   EXPECT_FALSE(holdoff.Holds(7, 6001));

@@ -123,6 +123,40 @@ TEST(WatchTest, AStoreLogsItsLookupBeforeItsStore) {
   }
 }
 
+// delete, incr/decr, touch, ma and md log the item_get of their lookup, as
+// memcached's do_item_get does; only to fetchers.
+TEST(WatchTest, ALookupLogsItemGetToFetchersOnly) {
+  struct Case {
+    uint32_t kinds;
+    bool found;
+    uint32_t value_len;
+    std::vector<std::string> want;
+  };
+  const Case cases[] = {
+      {kWatchFetchers, true, 1, {"type=item_get key=n status=found clsid=1 cfd=7 size=1"}},
+      {kWatchFetchers, false, 1, {"type=item_get key=n status=not_found clsid=0 cfd=7 size=0"}},
+      {kWatchFetchers, true, 2000, {"type=item_get key=n status=found clsid=15 cfd=7 size=2000"}},
+      {kWatchMutations | kWatchDeletions, true, 1, {}},
+  };
+  for (const Case& c : cases) {
+    RecordingLog log(c.kinds);
+    WatchContext ctx{.log = &log, .fd = 7};
+    ctx.Lookup("n", c.found, c.value_len, 0);
+    EXPECT_EQ(log.lines, c.want) << c.value_len;
+  }
+}
+
+// An incr/ma that created its item logs memcached's add of the initial number.
+TEST(WatchTest, ACreatingIncrLogsAnAdd) {
+  RecordingLog log(kWatchFetchers | kWatchMutations);
+  WatchContext ctx{.log = &log, .fd = 7};
+  ctx.Created(nullptr, "n", 12345, 0);
+  const std::vector<std::string> want = {
+      "type=item_get key=n status=not_found clsid=0 cfd=7 size=0",
+      "type=item_store key=n status=stored cmd=add ttl=0 clsid=1 cfd=7 size=5"};
+  EXPECT_EQ(log.lines, want);
+}
+
 TEST(WatchTest, LongLinesAreCutNotOverflowed) {
   LogLine line;
   const std::string key(250, '\xff');   // 750 bytes encoded

@@ -1,0 +1,141 @@
+#include "daemon/flash_tier.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+namespace herdless {
+
+namespace {
+
+// memcached's WRITE_SLEEP_MIN: the writer's shortest nap.
+constexpr uint32_t kMinSleepUs = 500;
+// Free budget the writer keeps, so that stores rarely evict (and write to
+// flash) themselves: a 32nd of -m, at least this much.
+constexpr size_t kMinHeadroomBytes = 1u << 20;
+// Work per writer pass: segments evicted ahead, index buckets walked for idle values.
+constexpr int kEvictionsPerPass = 64;
+constexpr size_t kIdleBucketsPerStep = 64;
+constexpr int kIdleStepsPerPass = 64;
+
+}  // namespace
+
+std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const ExtstoreSettings& ext,
+                                                  std::unique_ptr<FlashTier>* tier) {
+  if (!ext.enabled()) return std::make_unique<ItemStore>(config);
+  std::string error;
+  *tier = FlashTier::Open(ext, &error);
+  if (*tier == nullptr) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return nullptr;
+  }
+  config.flash = (*tier)->flash();
+  config.flash_fetcher = tier->get();
+  config.flash_item_size = ext.item_size;
+  auto store = std::make_unique<ItemStore>(config);
+  (*tier)->Start(store.get());
+  return store;
+}
+
+std::unique_ptr<FlashTier> FlashTier::Open(const ExtstoreSettings& settings, std::string* error) {
+  std::unique_ptr<FlashStore> flash = FlashStore::Open(settings, error);
+  if (flash == nullptr) return nullptr;
+  return std::unique_ptr<FlashTier>(new FlashTier(settings, std::move(flash)));
+}
+
+FlashTier::FlashTier(const ExtstoreSettings& settings, std::unique_ptr<FlashStore> flash)
+    : settings_(settings), flash_(std::move(flash)) {}
+
+FlashTier::~FlashTier() { Stop(); }
+
+void FlashTier::Start(ItemStore* store) {
+  store_ = store;
+  const uint32_t readers = std::max<uint32_t>(1, settings_.threads);
+  for (uint32_t i = 0; i < readers; i++) threads_.emplace_back([this] { ReadLoop(); });
+  threads_.emplace_back([this] { WriteLoop(); });
+}
+
+void FlashTier::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    queue_.clear();
+  }
+  fetches_.notify_all();
+  stopping_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void FlashTier::Fetch(FlashFetch fetch) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_) return;
+    queue_.push_back(std::move(fetch));
+  }
+  fetches_.notify_one();
+}
+
+// Takes every queued fetch at once and reads them all before handing any to
+// the store: a multi-key get parked on several keys is woken when most of
+// them are back, not once per key.
+void FlashTier::ReadLoop() {
+  constexpr size_t kMaxBatch = 64;
+  std::vector<FlashFetch> batch;
+  std::vector<std::string> values;
+  std::vector<FlashReadResult> results;
+  for (;;) {
+    batch.clear();
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      fetches_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      while (!queue_.empty() && batch.size() < kMaxBatch) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    values.resize(batch.size());
+    results.resize(batch.size());
+    for (size_t i = 0; i < batch.size(); i++) {
+      values[i].clear();
+      results[i] = flash_->Read(batch[i].where, batch[i].key, batch[i].value_len, &values[i]);
+    }
+    for (size_t i = 0; i < batch.size(); i++) {
+      store_->FinishFlashRead(batch[i].key, batch[i].where, results[i], values[i]);
+    }
+  }
+}
+
+// One pass: evict ahead while the free budget is short, then move idle
+// values (ext_item_age), a bounded walk each time. True if it did anything.
+bool FlashTier::WritePass(WalkCursor* idle_cursor) {
+  const size_t headroom = std::max(kMinHeadroomBytes, store_->memory_limit() / 32);
+  bool worked = false;
+  for (int i = 0; i < kEvictionsPerPass && store_->EvictAhead(headroom); i++) worked = true;
+  if (settings_.item_age != UINT32_MAX) {
+    for (int i = 0; i < kIdleStepsPerPass && !idle_cursor->done; i++) {
+      if (store_->MoveIdleToFlash(idle_cursor, kIdleBucketsPerStep, settings_.item_age) > 0) worked = true;
+    }
+    if (idle_cursor->done) *idle_cursor = WalkCursor{};
+  }
+  return worked;
+}
+
+void FlashTier::WriteLoop() {
+  uint32_t sleep_us = kMinSleepUs;
+  WalkCursor idle_cursor;
+  for (;;) {
+    if (WritePass(&idle_cursor)) {
+      sleep_us = std::max(kMinSleepUs, sleep_us / 2);
+    } else {
+      flash_->Flush();   // idle: what is buffered reaches the file
+      // Slowly (memcached adds 1 us a pass): a busy cache needs its headroom back soon.
+      sleep_us = std::min(std::max(kMinSleepUs, settings_.max_sleep_us), sleep_us + sleep_us / 16 + 1);
+    }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stopping_.wait_for(lock, std::chrono::microseconds(sleep_us), [&] { return stop_; })) return;
+  }
+}
+
+}  // namespace herdless

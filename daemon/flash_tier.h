@@ -1,0 +1,71 @@
+// FlashTier: the flash tier's threads (-o ext_path). It owns the FlashStore
+// (storage/flash_store.h) and runs ext_threads readers, which fetch the values
+// parked reads wait for and hand them to ItemStore::FinishFlashRead, and one
+// writer, which keeps some of the -m budget free by evicting ahead of the
+// workers (the values eviction would drop move to flash:
+// ItemStore::EvictAhead) and, with ext_item_age, moves idle values
+// (ItemStore::MoveIdleToFlash). The writer naps between passes as memcached's
+// storage_write_thread does: halved after work, a little longer after each idle
+// pass (up to ext_max_sleep). Thread-safe.
+#ifndef HERDLESS_DAEMON_FLASH_TIER_H_
+#define HERDLESS_DAEMON_FLASH_TIER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/flash_settings.h"
+#include "storage/flash_store.h"
+#include "storage/item_store.h"
+
+namespace herdless {
+
+class FlashTier final : public FlashFetcher {
+ public:
+  // Opens the files (memcached's message in *error on failure).
+  static std::unique_ptr<FlashTier> Open(const ExtstoreSettings& settings, std::string* error);
+  ~FlashTier() override;   // Stop()
+  FlashTier(const FlashTier&) = delete;
+  FlashTier& operator=(const FlashTier&) = delete;
+
+  FlashStore* flash() { return flash_.get(); }
+  // Starts the threads on `store`, which must have been made with flash()
+  // and this fetcher, and must outlive Stop().
+  void Start(ItemStore* store);
+  // Joins the threads; fetches still queued are dropped (their readers' waits time out).
+  void Stop();
+
+  // FlashFetcher (any thread, under a shard lock).
+  void Fetch(FlashFetch fetch) override;
+
+ private:
+  FlashTier(const ExtstoreSettings& settings, std::unique_ptr<FlashStore> flash);
+  void ReadLoop();
+  void WriteLoop();
+  bool WritePass(WalkCursor* idle_cursor);
+
+  const ExtstoreSettings settings_;
+  std::unique_ptr<FlashStore> flash_;
+  ItemStore* store_ = nullptr;
+  std::mutex mu_;                  // guards queue_ and stop_
+  std::condition_variable fetches_;   // readers wait here
+  std::condition_variable stopping_;  // the writer naps here
+  std::deque<FlashFetch> queue_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// The server's store: with ext_path, the tier's files are opened first (memcached's
+// message on stderr and nullptr when that fails), the store made on them and
+// the tier's threads started (*tier; stop it before the workers go).
+std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const ExtstoreSettings& ext,
+                                                  std::unique_ptr<FlashTier>* tier);
+
+}  // namespace herdless
+
+#endif  // HERDLESS_DAEMON_FLASH_TIER_H_
