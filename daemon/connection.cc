@@ -62,7 +62,7 @@ Connection::Connection(Worker* worker, std::unique_ptr<Transport> transport, std
       input_(worker->config().max_input, worker->block_cache()),
       parking_(worker, this, id_, fd_),
       last_cmd_s_(CoarseNowSeconds()) {
-  output_.set_block_cache(worker->block_cache());
+  output_.set_caches(worker->block_cache(), worker->reply_queues());
   // Only with -o warm_peer: the other connections carry no warm-up state.
   if (worker->warm_peers() != nullptr) warming_ = std::make_unique<WarmRequest>(worker, this);
 }

@@ -22,6 +22,7 @@
 #include "protocol/block_cache.h"
 #include "protocol/binary_executor.h"
 #include "protocol/executor.h"
+#include "protocol/reply.h"
 #include "protocol/server_info.h"
 #include "protocol/thread_stats.h"
 #include "storage/item_store.h"
@@ -127,6 +128,7 @@ class Worker {
   BinaryExecutor& binary_executor() { return binary_executor_; }
   ItemStore* store() { return store_; }
   BlockCache* block_cache() { return &block_cache_; }   // worker thread only
+  ReplyQueueCache* reply_queues() { return &reply_queues_; }   // worker thread only
   WarmPeers* warm_peers() { return warm_peers_.get(); }   // nullptr: no warm-up
   const WorkerConfig& config() const { return config_; }
   void CloseConnection(Connection* conn);
@@ -148,6 +150,7 @@ class Worker {
   ConnectionCounters* const counters_;
   ThreadStats stats_;
   BlockCache block_cache_;   // the connections' input and reply blocks
+  ReplyQueueCache reply_queues_;   // the connections' reply queues
   Executor executor_;
   BinaryExecutor binary_executor_;
 

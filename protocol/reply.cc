@@ -15,45 +15,104 @@ namespace {
 constexpr size_t kChunkSize = BlockCache::kBlockSize;
 // Written segments are dropped from the front of the vector in batches.
 constexpr size_t kCompactAfter = 256;
+// A spare queue keeps room for this many pieces (a reply is one to four):
+// the larger array a pipelined burst grew goes back to the heap.
+constexpr size_t kSparePieces = 8;
 
 }  // namespace
 
+struct ReplyQueue {
+  struct Piece {
+    const char* data;
+    size_t len;
+    herdless::Segment* pin;   // an ItemRef's pin on the item's memory, or nullptr for chunk bytes
+  };
+  struct Chunk {
+    char* data;
+    size_t capacity;   // BlockCache::kBlockSize: a cache block; larger: its own
+    size_t used;
+    bool Contains(const char* p) const { return p >= data && p < data + capacity; }
+  };
+
+  ReplyQueue() { segments.reserve(kSparePieces); }
+
+  // segments[head..] are owed; the vector is reused, not reallocated, as a
+  // connection's replies are written and new ones appended.
+  std::vector<Piece> segments;
+  size_t head = 0;
+  std::vector<Chunk> chunks;   // oldest first: chunks still referenced by segments
+  std::vector<size_t> message_ends;   // TrackMessages: pending byte counts
+};
+
+ReplyQueueCache::~ReplyQueueCache() {
+  for (ReplyQueue* queue : free_) delete queue;
+}
+
+ReplyQueue* ReplyQueueCache::Take(ReplyQueueCache* cache) {
+  if (cache == nullptr || cache->free_.empty()) return new ReplyQueue;
+  ReplyQueue* queue = cache->free_.back();
+  cache->free_.pop_back();
+  return queue;
+}
+
+void ReplyQueueCache::Give(ReplyQueueCache* cache, ReplyQueue* queue) {
+  if (cache == nullptr || cache->free_.size() >= cache->max_free_) {
+    delete queue;
+    return;
+  }
+  if (queue->segments.capacity() > kSparePieces) {
+    std::vector<ReplyQueue::Piece>().swap(queue->segments);
+    queue->segments.reserve(kSparePieces);
+  }
+  cache->free_.push_back(queue);
+}
+
 ReplyBuffer::ReplyBuffer() = default;
 
-ReplyBuffer::~ReplyBuffer() { Clear(); }
+ReplyBuffer::~ReplyBuffer() {
+  Clear();
+  delete queue_;
+}
+
+ReplyQueue& ReplyBuffer::Queue() {
+  if (queue_ == nullptr) queue_ = ReplyQueueCache::Take(queues_);
+  return *queue_;
+}
 
 char* ReplyBuffer::Reserve(size_t n) {
-  if (chunks_.empty() || chunks_.back().capacity - chunks_.back().used < n) {
+  ReplyQueue& q = Queue();
+  if (q.chunks.empty() || q.chunks.back().capacity - q.chunks.back().used < n) {
     // A string bigger than a chunk gets a chunk of its own size.
-    chunks_.push_back(n <= kChunkSize ? Chunk{BlockCache::Take(cache_), kChunkSize, 0}
-                                      : Chunk{new char[n], n, 0});
+    q.chunks.push_back(n <= kChunkSize ? ReplyQueue::Chunk{BlockCache::Take(blocks_), kChunkSize, 0}
+                                       : ReplyQueue::Chunk{new char[n], n, 0});
   }
-  Chunk& chunk = chunks_.back();
+  ReplyQueue::Chunk& chunk = q.chunks.back();
   char* p = chunk.data + chunk.used;
   chunk.used += n;
-  pending_ += n;
   // Bytes that continue the last segment in the same chunk extend it, so a
   // pipeline of short replies goes out as one iovec.
   if (!empty() && p != chunk.data) {
-    Piece& last = segments_.back();
+    ReplyQueue::Piece& last = q.segments.back();
     if (last.pin == nullptr && last.data + last.len == p) {
       last.len += n;
+      pending_ += n;
       return p;
     }
   }
-  if (segments_.capacity() == 0) segments_.reserve(8);
-  segments_.push_back(Piece{p, n, nullptr});
+  pending_ += n;
+  q.segments.push_back(ReplyQueue::Piece{p, n, nullptr});
   return p;
 }
 
 void ReplyBuffer::DropOldestChunk() {
-  Chunk& chunk = chunks_.front();
+  std::vector<ReplyQueue::Chunk>& chunks = queue_->chunks;
+  ReplyQueue::Chunk& chunk = chunks.front();
   if (chunk.capacity == kChunkSize) {
-    BlockCache::Give(cache_, chunk.data);
+    BlockCache::Give(blocks_, chunk.data);
   } else {
     delete[] chunk.data;
   }
-  chunks_.erase(chunks_.begin());
+  chunks.erase(chunks.begin());
 }
 
 void ReplyBuffer::Append(std::string_view s) {
@@ -81,22 +140,34 @@ void ReplyBuffer::AppendSignedNumber(int64_t v) {
 
 void ReplyBuffer::AppendItemBytes(ItemRef item, std::string_view bytes) {
   if (bytes.empty()) return;   // nothing to send: `item` releases its reference
-  segments_.push_back(Piece{bytes.data(), bytes.size(), item.Release()});
+  Queue().segments.push_back(ReplyQueue::Piece{bytes.data(), bytes.size(), item.Release()});
   pending_ += bytes.size();
 }
 
+void ReplyBuffer::NoteMessageEnd() {
+  std::vector<size_t>& ends = queue_->message_ends;   // pending_ > 0: there is a queue
+  if (pending_ > (ends.empty() ? 0 : ends.back())) ends.push_back(pending_);
+}
+
+const std::vector<size_t>& ReplyBuffer::message_ends() const {
+  static const std::vector<size_t> kNone;
+  return queue_ != nullptr ? queue_->message_ends : kNone;
+}
+
 int ReplyBuffer::FillIovecs(struct iovec* iov, int max) const {
+  if (empty()) return 0;
+  const std::vector<ReplyQueue::Piece>& segments = queue_->segments;
   int n = 0;
-  for (size_t i = head_; i < segments_.size() && n < max; ++i, ++n) {
-    iov[n].iov_base = const_cast<char*>(segments_[i].data);
-    iov[n].iov_len = segments_[i].len;
+  for (size_t i = queue_->head; i < segments.size() && n < max; ++i, ++n) {
+    iov[n].iov_base = const_cast<char*>(segments[i].data);
+    iov[n].iov_len = segments[i].len;
   }
   return n;
 }
 
 void ReplyBuffer::Consume(size_t n) {
   while (n > 0 && !empty()) {
-    Piece& seg = segments_[head_];
+    ReplyQueue::Piece& seg = queue_->segments[queue_->head];
     if (n < seg.len) {
       seg.data += n;
       seg.len -= n;
@@ -110,55 +181,58 @@ void ReplyBuffer::Consume(size_t n) {
     } else {
       // Chunk segments were written in chunk order, so every chunk in front
       // of the one holding this segment is no longer referenced.
-      while (!chunks_.front().Contains(seg.data)) DropOldestChunk();
+      while (!queue_->chunks.front().Contains(seg.data)) DropOldestChunk();
     }
-    ++head_;
+    ++queue_->head;
   }
-  CompactSegments();
+  if (queue_ != nullptr) CompactSegments();
 }
 
 void ReplyBuffer::CompactSegments() {
+  ReplyQueue& q = *queue_;
   if (empty()) {
-    segments_.clear();
-    head_ = 0;
+    q.segments.clear();
+    q.head = 0;
     // Everything is written: keep the newest chunk (if standard-sized) for the
     // next replies (ReleaseIdle gives it back when the connection waits).
-    while (chunks_.size() > 1) DropOldestChunk();
-    if (!chunks_.empty()) {
-      if (chunks_.front().capacity == kChunkSize) {
-        chunks_.front().used = 0;
+    while (q.chunks.size() > 1) DropOldestChunk();
+    if (!q.chunks.empty()) {
+      if (q.chunks.front().capacity == kChunkSize) {
+        q.chunks.front().used = 0;
       } else {
         DropOldestChunk();
       }
     }
     return;
   }
-  if (head_ >= kCompactAfter && head_ * 2 >= segments_.size()) {
-    segments_.erase(segments_.begin(), segments_.begin() + static_cast<std::ptrdiff_t>(head_));
-    head_ = 0;
+  if (q.head >= kCompactAfter && q.head * 2 >= q.segments.size()) {
+    q.segments.erase(q.segments.begin(), q.segments.begin() + static_cast<std::ptrdiff_t>(q.head));
+    q.head = 0;
   }
 }
 
 void ReplyBuffer::Clear() {
-  for (size_t i = head_; i < segments_.size(); ++i) {
-    if (segments_[i].pin != nullptr) ReleasePin(segments_[i].pin);
-  }
-  segments_.clear();
-  head_ = 0;
   pending_ = 0;
-  message_ends_.clear();
   leading_empty_message_ = false;
-  while (!chunks_.empty()) DropOldestChunk();
+  if (queue_ == nullptr) return;
+  ReplyQueue& q = *queue_;
+  for (size_t i = q.head; i < q.segments.size(); ++i) {
+    if (q.segments[i].pin != nullptr) ReleasePin(q.segments[i].pin);
+  }
+  q.segments.clear();
+  q.head = 0;
+  q.message_ends.clear();
+  while (!q.chunks.empty()) DropOldestChunk();
 }
 
+// Freeing and regrowing the piece array on every request cost about 200
+// instructions a request (callgrind); a spare queue from the worker's cache
+// costs a pop and a push.
 void ReplyBuffer::ReleaseIdle() {
-  if (!empty()) return;
+  if (!empty() || queue_ == nullptr) return;
   Clear();
-  // A waiting connection keeps room for a few pieces (a reply is one to four): freeing and
-  // regrowing the array on every request cost about 200 instructions a request (callgrind);
-  // the larger array a pipelined burst grew goes back to the heap.
-  constexpr size_t kIdlePieces = 8;
-  if (segments_.capacity() > kIdlePieces) std::vector<Piece>().swap(segments_);
+  ReplyQueueCache::Give(queues_, queue_);
+  queue_ = nullptr;
 }
 
 }  // namespace herdless

@@ -3,8 +3,9 @@
 // into one segment); item values are referenced in place and the ItemRef keeps
 // the item alive until the bytes are written, so a concurrent set or delete
 // never frees or changes memory that is still being sent. Its chunks come
-// from a BlockCache (set_block_cache) and go back to it with ReleaseIdle(),
-// so an idle connection holds none. Not thread-safe: one per connection.
+// from a BlockCache and its queue (the piece and chunk arrays) from a
+// ReplyQueueCache (set_caches); ReleaseIdle() gives both back, so an idle
+// connection holds neither. Not thread-safe: one per connection.
 #ifndef HERDLESS_PROTOCOL_REPLY_H_
 #define HERDLESS_PROTOCOL_REPLY_H_
 
@@ -19,6 +20,30 @@
 #include "storage/item.h"
 
 namespace herdless {
+
+struct ReplyQueue;   // a ReplyBuffer's owed pieces and chunks (reply.cc)
+
+// One worker's spare ReplyQueues: a buffer takes one with its first reply and
+// gives it back when it goes idle, so idle connections hold none and a busy
+// one does not allocate its arrays each request. Keeps at most max_free
+// (their arrays trimmed to a few pieces). One thread only.
+class ReplyQueueCache {
+ public:
+  explicit ReplyQueueCache(size_t max_free = 256) : max_free_(max_free) {}
+  ~ReplyQueueCache();
+  ReplyQueueCache(const ReplyQueueCache&) = delete;
+  ReplyQueueCache& operator=(const ReplyQueueCache&) = delete;
+
+  // An empty queue, from `cache` or (null) the heap.
+  static ReplyQueue* Take(ReplyQueueCache* cache);
+  // `queue` is empty; kept, or freed when the cache is null or full.
+  static void Give(ReplyQueueCache* cache, ReplyQueue* queue);
+  size_t free_queues() const { return free_.size(); }
+
+ private:
+  const size_t max_free_;
+  std::vector<ReplyQueue*> free_;
+};
 
 class ReplyBuffer {
  public:
@@ -50,49 +75,41 @@ class ReplyBuffer {
   void TrackMessages(bool on) { track_messages_ = on; }
   void EndMessage(bool skipped = false) {
     if (!track_messages_) return;
-    if (pending_ > (message_ends_.empty() ? 0 : message_ends_.back())) {
-      message_ends_.push_back(pending_);
-    } else if (pending_ == 0 && !skipped) {
+    if (pending_ > 0) {
+      NoteMessageEnd();
+    } else if (!skipped) {
       leading_empty_message_ = true;
     }
   }
   bool leading_empty_message() const { return leading_empty_message_; }
-  const std::vector<size_t>& message_ends() const { return message_ends_; }
+  const std::vector<size_t>& message_ends() const;
 
-  bool empty() const { return head_ == segments_.size(); }
+  // Every segment holds at least one byte: nothing pending is nothing owed.
+  bool empty() const { return pending_ == 0; }
   size_t pending_bytes() const { return pending_; }
   void Clear();
-  // Chunks from `cache` (outlives this buffer; null: the heap). Set before use.
-  void set_block_cache(BlockCache* cache) { cache_ = cache; }
-  // Nothing owed: gives every chunk and the segment array back.
+  // Chunks from `blocks`, the queue from `queues` (both outlive this buffer;
+  // null: the heap). Set before use.
+  void set_caches(BlockCache* blocks, ReplyQueueCache* queues) {
+    blocks_ = blocks;
+    queues_ = queues;
+  }
+  // Nothing owed: gives every chunk and the queue back.
   void ReleaseIdle();
 
  private:
-  struct Piece {
-    const char* data;
-    size_t len;
-    herdless::Segment* pin;   // an ItemRef's pin on the item's memory, or nullptr for chunk bytes
-  };
-  struct Chunk {
-    char* data;
-    size_t capacity;   // BlockCache::kBlockSize: a cache block; larger: its own
-    size_t used;
-    bool Contains(const char* p) const { return p >= data && p < data + capacity; }
-  };
+  ReplyQueue& Queue();       // queue_, taken on first use
   char* Reserve(size_t n);   // room for n contiguous bytes in the current chunk
   void DropOldestChunk();    // its bytes are no longer referenced by a segment
   void CompactSegments();
+  void NoteMessageEnd();
 
-  // segments_[head_..] are owed; the vector is reused, not reallocated, as a
-  // connection's replies are written and new ones appended.
-  std::vector<Piece> segments_;
-  size_t head_ = 0;
-  std::vector<Chunk> chunks_;   // oldest first: chunks still referenced by segments
-  BlockCache* cache_ = nullptr;
+  ReplyQueue* queue_ = nullptr;   // null while nothing was appended since ReleaseIdle
+  BlockCache* blocks_ = nullptr;
+  ReplyQueueCache* queues_ = nullptr;
   size_t pending_ = 0;
   bool track_messages_ = false;
   bool leading_empty_message_ = false;
-  std::vector<size_t> message_ends_;
 };
 
 }  // namespace herdless

@@ -46,7 +46,7 @@ TEST(BlockCacheTest, ReplyBufferGivesItsChunksBackOnlyWhenIdle) {
     SCOPED_TRACE(c.name);
     BlockCache cache;
     ReplyBuffer out;
-    out.set_block_cache(&cache);
+    out.set_caches(&cache, nullptr);
     size_t total = 0;
     for (size_t n : c.appends) {
       out.Append(std::string(n, 'x'));
@@ -59,6 +59,47 @@ TEST(BlockCacheTest, ReplyBufferGivesItsChunksBackOnlyWhenIdle) {
     out.Append("again");   // usable after the release, from the cache
     EXPECT_EQ(out.pending_bytes(), (c.consumed == kAll ? 0 : total - c.consumed) + 5);
   }
+}
+
+TEST(BlockCacheTest, ReplyBufferHoldsAQueueOnlyWhileItOwesBytes) {
+  BlockCache blocks;
+  ReplyQueueCache queues(1);
+  ReplyBuffer a;
+  ReplyBuffer b;
+  a.set_caches(&blocks, &queues);
+  b.set_caches(&blocks, &queues);
+  a.ReleaseIdle();   // never used: nothing to give
+  EXPECT_EQ(queues.free_queues(), 0u);
+  a.Append("STORED\r\n");
+  a.ReleaseIdle();   // owed: keeps it
+  EXPECT_EQ(queues.free_queues(), 0u);
+  a.Consume(8);
+  a.ReleaseIdle();
+  EXPECT_EQ(queues.free_queues(), 1u);
+  EXPECT_EQ(a.pending_bytes(), 0u);
+  // Two busy buffers: one takes the spare, the other a new queue; the cache
+  // keeps one of them when both go idle (max_free 1), frees the other.
+  a.Append("END\r\n");
+  b.Append("VALUE k 0 1\r\nv\r\nEND\r\n");
+  EXPECT_EQ(queues.free_queues(), 0u);
+  EXPECT_EQ(a.pending_bytes(), 5u);
+  a.Consume(5);
+  b.Consume(b.pending_bytes());
+  a.ReleaseIdle();
+  b.ReleaseIdle();
+  EXPECT_EQ(queues.free_queues(), 1u);
+  // A pipelined burst's long piece array comes back as a usable spare.
+  for (int i = 0; i < 100; ++i) {
+    a.Append("x");
+    a.Append(std::string(BlockCache::kBlockSize, 'y'));   // its own chunk: a piece each
+  }
+  a.Consume(a.pending_bytes());
+  a.ReleaseIdle();
+  EXPECT_EQ(queues.free_queues(), 1u);
+  a.Append("again");
+  struct iovec iov[4];
+  ASSERT_EQ(a.FillIovecs(iov, 4), 1);
+  EXPECT_EQ(std::string(static_cast<const char*>(iov[0].iov_base), iov[0].iov_len), "again");
 }
 
 TEST(BlockCacheTest, InputBufferHoldsABlockOnlyWhileItHoldsBytes) {
