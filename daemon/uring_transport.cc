@@ -91,8 +91,12 @@ struct RingSocket {
   bool written = false;        // notify: a send completed
   size_t sent = 0;             // bytes sent and not yet consumed from the reply buffer
   std::vector<Held> held;      // received bytes not yet read (a few: kHeldMax and a cancel's lag)
-  struct iovec* iov = nullptr; // the send in flight
+  RingSend* send = nullptr;    // the send in flight (lent by the ring)
+};
+
+struct RingSend {
   struct msghdr msg;
+  struct iovec iov[Ring::kIovecs];
 };
 
 bool Ring::Usable(std::string* why) {
@@ -176,7 +180,7 @@ Ring::~Ring() {
     munmap(buffers_ring_, sizeof(io_uring_buf) * kBuffers + kBuffers * kBufferSize);
   }
   for (RingSocket* s : released_) delete s;
-  for (iovec* iov : iovecs_) delete[] iov;
+  for (RingSend* send : sends_) delete send;
 }
 
 std::unique_ptr<Transport> Ring::NewTransport(int fd) {
@@ -236,17 +240,17 @@ void Ring::Release(RingSocket* s) {
   released_.push_back(s);
 }
 
-iovec* Ring::TakeIovecs() {
-  if (spare_iovecs_.empty()) {
-    iovecs_.push_back(new iovec[kIovecs]);
-    spare_iovecs_.push_back(iovecs_.back());
+RingSend* Ring::TakeSend() {
+  if (spare_sends_.empty()) {
+    sends_.push_back(new RingSend);
+    spare_sends_.push_back(sends_.back());
   }
-  iovec* iov = spare_iovecs_.back();
-  spare_iovecs_.pop_back();
-  return iov;
+  RingSend* send = spare_sends_.back();
+  spare_sends_.pop_back();
+  return send;
 }
 
-void Ring::GiveIovecs(iovec* iov) { spare_iovecs_.push_back(iov); }
+void Ring::GiveSend(RingSend* send) { spare_sends_.push_back(send); }
 
 void Ring::OnCompletions(int, short, void* arg) {
   Ring* ring = static_cast<Ring*>(arg);
@@ -311,8 +315,8 @@ void Ring::Complete(RingSocket* s, unsigned kind, int res, unsigned flags) {
   } else {
     --s->ops;
     s->sending = false;
-    if (s->iov != nullptr) GiveIovecs(s->iov);
-    s->iov = nullptr;
+    if (s->send != nullptr) GiveSend(s->send);
+    s->send = nullptr;
     if (res > 0) {
       s->sent += static_cast<size_t>(res);
     } else {
@@ -448,11 +452,12 @@ Transport::Io UringTransport::Write(ReplyBuffer* out, size_t* n) {
   if (out->empty()) return Io::kDone;
   io_uring_sqe* sqe = ring_->Sqe();
   if (sqe == nullptr) return Io::kError;
-  s_->iov = ring_->TakeIovecs();
-  std::memset(&s_->msg, 0, sizeof(s_->msg));
-  s_->msg.msg_iov = s_->iov;
-  s_->msg.msg_iovlen = static_cast<size_t>(out->FillIovecs(s_->iov, Ring::kIovecs));
-  io_uring_prep_sendmsg(sqe, fd_, &s_->msg, MSG_NOSIGNAL);
+  RingSend* send = ring_->TakeSend();
+  s_->send = send;
+  std::memset(&send->msg, 0, sizeof(send->msg));
+  send->msg.msg_iov = send->iov;
+  send->msg.msg_iovlen = static_cast<size_t>(out->FillIovecs(send->iov, Ring::kIovecs));
+  io_uring_prep_sendmsg(sqe, fd_, &send->msg, MSG_NOSIGNAL);
   io_uring_sqe_set_data64(sqe, Tag(s_, kSend));
   s_->sending = true;
   ++s_->ops;

@@ -26,6 +26,7 @@ struct iovec;
 
 namespace herdless {
 
+struct RingSend;
 struct RingSocket;
 
 // The provided receive buffers' accounting (kept apart for its unit test):
@@ -78,8 +79,8 @@ class Ring {
   const char* Buffer(unsigned id) const;
   void Starved(RingSocket* s);         // out of buffers: re-arm once some return
   void Release(RingSocket* s);         // its transport is gone: free it after its last completion
-  iovec* TakeIovecs();
-  void GiveIovecs(iovec* iov);
+  RingSend* TakeSend();                // a send's header and iovecs, lent while it is in flight
+  void GiveSend(RingSend* send);
   BufferPool& pool() { return pool_; }
 
  private:
@@ -103,8 +104,10 @@ class Ring {
   std::vector<RingSocket*> ready_;
   std::vector<RingSocket*> starved_;
   std::vector<RingSocket*> released_;
-  std::vector<iovec*> iovecs_;   // send iovec arrays, owned
-  std::vector<iovec*> spare_iovecs_;
+  // Sends' headers and iovecs, owned: as many as sends were ever in flight at
+  // once, not one per connection.
+  std::vector<RingSend*> sends_;
+  std::vector<RingSend*> spare_sends_;
 };
 
 // Plain TCP or a unix socket on the worker's Ring (see Transport's contract).
