@@ -50,17 +50,16 @@ const char* ConnStateName(ConnState state) {
   return "conn_closed";
 }
 
-Connection::Connection(Worker* worker, std::unique_ptr<Transport> transport, std::string peer,
-                       std::string local)
+Connection::Connection(Worker* worker, std::unique_ptr<Transport> transport,
+                       const ClientAddress& peer)
     : worker_(worker),
       transport_(std::move(transport)),
       fd_(transport_->fd()),
-      id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)),
-      addresses_(std::move(peer.append(1, '\0').append(local))),
       wire_(worker->config().auth != nullptr ? Wire::kAuth : Wire::kUndecided),
+      id_(next_connection_id.fetch_add(1, std::memory_order_relaxed)),
+      peer_(peer),
       accepted_s_(CoarseNowSeconds()),
       input_(worker->config().max_input, worker->block_cache()),
-      parking_(worker, this, id_, fd_),
       last_cmd_s_(CoarseNowSeconds()) {
   output_.set_caches(worker->block_cache(), worker->reply_queues());
   // Only with -o warm_peer: the other connections carry no warm-up state.
@@ -103,7 +102,7 @@ void Connection::OnEstablished() {
 
 void Connection::FailHandshake() {
   worker_->stats().ssl_handshake_errors.Add();
-  Log(LogLevel::kNotice, "<%d TLS handshake failed (%s)", fd_, addresses_.c_str());
+  Log(LogLevel::kNotice, "<%d TLS handshake failed (%s)", fd_, peer_.Text().c_str());
   Close();
 }
 
@@ -127,7 +126,7 @@ event* Connection::ResumeEvent() {
 }
 
 void Connection::Wake(uint64_t seq) {
-  if (parking_.Wake(seq)) Run();
+  if (parking_ != nullptr && parking_->Wake(seq)) Run();
 }
 
 void Connection::BeginDrain() {
@@ -165,7 +164,7 @@ void Connection::Run() {
   if (output_.empty()) {
     // Nothing owed: close now if there is nothing left to wait for. A parked
     // request is owed a reply (even after a half-close), up to its timeout.
-    const bool waiting = parking_.waiting() || warming();
+    const bool waiting = park_waiting() || warming();
     const bool oversized = !more && input_.full() && !waiting;   // a request larger than we buffer
     if (closing() || oversized || (peer_closed_ && !more && !waiting)) {
       if (oversized) close_reason_ = CloseReason::kError;   // memcached: line too long
@@ -184,7 +183,8 @@ bool Connection::Execute() {
   DiscardSwallowed();
   bool more;
   if (stream_ != nullptr && ContinueStream(&more)) return more;
-  if (closing() || swallow_ > 0 || input_.empty() || parking_.parked() || warming()) {
+  if (closing() || swallow_ > 0 || input_.empty() || (parking_ != nullptr && parking_->parked()) ||
+      warming()) {
     return false;
   }
   // Back-pressure: resume after a write.
@@ -234,16 +234,21 @@ bool Connection::ExecuteRequests() {
   // runs alone: if the lease it waited for is still held, once more without
   // parking (a miss); if that lease died, it takes it over or waits for the
   // new one.
-  const WaitTicket ticket = parking_.NextTicket();
-  const bool expired = parking_.expired();
+  const WaitTicket ticket = parking_ != nullptr
+                                ? parking_->NextTicket()
+                                : ParkedRequest::FirstTicket(worker_->id(), id_);
+  const bool expired = parking_ != nullptr && parking_->expired();
   const int max_requests = expired ? 1 : worker_->config().reqs_per_event;
   const WarmPass* warm = warming_ != nullptr ? warming_->Pass() : nullptr;
   ProcessOutcome outcome = RunExecutor(max_requests, &ticket, warm);
-  if (expired && outcome.parked && outcome.park_token == parking_.token()) {
+  if (expired && outcome.parked && outcome.park_token == parking_->token()) {
     outcome = RunExecutor(max_requests, nullptr, warm);
   }
   input_.Drop(outcome.consumed);
-  if (parking_.waiting() || outcome.parked) parking_.Note(outcome, expired);
+  if (outcome.parked && parking_ == nullptr) {
+    parking_ = std::make_unique<ParkedRequest>(worker_, this, id_, fd_);   // its seq: FirstTicket's
+  }
+  if (park_waiting() || outcome.parked) parking_->Note(outcome, expired);
   if (warm != nullptr) warming_->Note(outcome);
   if (outcome.consumed > 0) last_cmd_s_.store(CoarseNowSeconds(), std::memory_order_relaxed);
   if (outcome.close) {
@@ -328,7 +333,7 @@ ConnState Connection::WaitState() const {
 }
 
 bool Connection::IdleLongerThan(int64_t now_s, int timeout_s) const {
-  return output_.empty() && !parking_.waiting() &&
+  return output_.empty() && !park_waiting() &&
          now_s - last_cmd_s_.load(std::memory_order_relaxed) > timeout_s;
 }
 
@@ -337,9 +342,8 @@ ConnectionInfo Connection::Info(int64_t now_s) const {
   info.fd = fd_;
   // memcached keeps no peer address for unix-socket clients and prints its
   // zeroed one: "?:<AF 0>" (conn_to_str).
-  const std::string_view peer = this->peer();
-  info.addr = peer.substr(0, 5) == "unix:" ? "?:<AF 0>" : std::string(peer);
-  info.listen_addr = std::string(local());
+  info.addr = peer_.is_unix() ? "?:<AF 0>" : peer_.Text();
+  info.listen_addr = LocalAddressText(fd_);
   info.state = ConnStateName(state_.load(std::memory_order_relaxed));
   info.secs_since_last_cmd = now_s - last_cmd_s_.load(std::memory_order_relaxed);
   return info;
@@ -350,21 +354,9 @@ ConnectionInfo Connection::Info(int64_t now_s) const {
 void Connection::LogConnEvent(bool open) {
   WatchHub* hub = worker_->config().watch_hub;
   if (hub == nullptr || !hub->Wants(kWatchConnEvents)) return;
-  std::string_view ip = peer();
-  uint16_t port = 0;
-  ConnTransport transport = ConnTransport::kTcp;
-  if (ip.substr(0, 5) == "unix:") {
-    ip = "unix";
-    transport = ConnTransport::kLocal;
-  } else {
-    ip.remove_prefix(std::min(ip.size(), ip.find(':') + 1));
-    const size_t colon = ip.rfind(':');
-    if (colon != std::string_view::npos) {
-      for (char ch : ip.substr(colon + 1)) port = static_cast<uint16_t>(port * 10 + (ch - '0'));
-      ip = ip.substr(0, colon);
-    }
-    if (ip.size() >= 2 && ip.front() == '[') ip = ip.substr(1, ip.size() - 2);
-  }
+  const std::string ip = peer_.is_unix() ? "unix" : peer_.Host();
+  const uint16_t port = peer_.port();
+  const ConnTransport transport = peer_.is_unix() ? ConnTransport::kLocal : ConnTransport::kTcp;
   LogLine line;
   if (open) {
     FormatConnNew(&line, ip, port, transport, fd_);

@@ -8,8 +8,8 @@
 // passes.
 // Back-pressure: while more than max_output bytes are unsent it neither
 // executes nor reads, so a client that does not read cannot grow the server.
-// Its parts: a ParkedRequest (classic wait mode: a parked head request stops
-// the pipeline, its output still flows), a WarmRequest (a head request that
+// Its parts, made when first needed: a ParkedRequest (classic wait mode: a
+// parked head request stops the pipeline, its output still flows), a WarmRequest (a head request that
 // waits for a warm peer stops it likewise) and, after `lru_crawler metadump` or
 // `watch`, a ConnectionStream.
 // Only Info() may be called from other threads (under the worker's registry
@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 
+#include "daemon/client_address.h"
 #include "daemon/input_buffer.h"
 #include "daemon/parked_request.h"
 #include "daemon/warm_request.h"
@@ -67,10 +68,8 @@ ConnState PartialRequestState(std::string_view partial);   // input not empty
 
 class Connection final : private Transport::Owner {
  public:
-  // Takes ownership of `transport` (which owns the socket). `peer` and
-  // `local` are memcached-style "tcp:host:port" text.
-  Connection(Worker* worker, std::unique_ptr<Transport> transport, std::string peer,
-             std::string local);
+  // Takes ownership of `transport` (which owns the socket), accepted from `peer`.
+  Connection(Worker* worker, std::unique_ptr<Transport> transport, const ClientAddress& peer);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -119,9 +118,8 @@ class Connection final : private Transport::Owner {
   static void OnResume(int fd, short what, void* arg);
   event* ResumeEvent();   // resume_event_, made on first use (nullptr: out of memory)
 
-  std::string_view peer() const { return {addresses_.c_str()}; }
-  std::string_view local() const { return std::string_view(addresses_).substr(peer().size() + 1); }
   bool warming() const { return warming_ != nullptr && warming_->in_flight(); }
+  bool park_waiting() const { return parking_ != nullptr && parking_->waiting(); }
   bool closing() const { return state() >= ConnState::kClosing; }
   ConnState state() const { return state_.load(std::memory_order_relaxed); }
   void MoveTo(ConnState state) { state_.store(state, std::memory_order_relaxed); }
@@ -144,24 +142,25 @@ class Connection final : private Transport::Owner {
   Worker* const worker_;
   const std::unique_ptr<Transport> transport_;
   const int fd_;
-  const uint64_t id_;
-  // "peer\0local": one string, one allocation, for 10,000s of idle connections.
-  const std::string addresses_;
-  event* resume_event_ = nullptr;
   Wire wire_;
   BinarySession binary_session_;      // -S: SASL state of a binary connection
+  const uint64_t id_;
+  // Formatted when asked (`stats conns`, watch connevents); the local end is
+  // getsockname's then.
+  const ClientAddress peer_;
+  // The small members fill the 4 bytes after peer_ (a 224 B Connection, not 256).
+  CloseReason close_reason_ = CloseReason::kNormal;   // watch connevents
+  bool peer_closed_ = false;      // EOF read: finish what is buffered, then close
+  std::atomic<ConnState> state_{ConnState::kNewCmd};
+  event* resume_event_ = nullptr;
   const int64_t accepted_s_;
 
   InputBuffer input_;
   ReplyBuffer output_;
-  ParkedRequest parking_;
+  std::unique_ptr<ParkedRequest> parking_;   // made when a request first parks
   std::unique_ptr<WarmRequest> warming_;   // -o warm_peer only: the head request waits for a peer
   std::unique_ptr<ConnectionStream> stream_;   // a metadump or watch under way
-  CloseReason close_reason_ = CloseReason::kNormal;   // watch connevents
   uint64_t swallow_ = 0;          // input bytes still to discard
-  bool peer_closed_ = false;      // EOF read: finish what is buffered, then close
-
-  std::atomic<ConnState> state_{ConnState::kNewCmd};
   std::atomic<int64_t> last_cmd_s_;
   int64_t stalled_since_s_ = 0;   // output at the bound and no write since; 0 = not stalled
 };

@@ -33,6 +33,11 @@ class ParkedRequest {
     kExpired,   // its wait timed out: run it again, alone and without parking
   };
 
+  // A connection makes its ParkedRequest when a request first parks: until
+  // then its passes use FirstTicket(), and the new one continues from it.
+  static WaitTicket FirstTicket(int worker_id, uint64_t conn_id) {
+    return WaitTicket{static_cast<uint32_t>(worker_id), conn_id, kFirstSeq};
+  }
   // For `conn` (the tickets' conn_id; `fd` names it in watch lines).
   ParkedRequest(Worker* worker, Connection* conn, uint64_t conn_id, int fd);
   ~ParkedRequest();   // leaves the parked registry, frees the timer
@@ -55,6 +60,8 @@ class ParkedRequest {
   void Note(const ProcessOutcome& outcome, bool expired);
 
  private:
+  static constexpr uint64_t kFirstSeq = 1;
+
   static void OnTimeout(int fd, short what, void* arg);
   void MoveTo(State next);   // keeps the worker's parked registry in step
   void StartWait(const ProcessOutcome& outcome);
@@ -66,7 +73,7 @@ class ParkedRequest {
   const uint64_t conn_id_;
   const int fd_;
   State state_ = State::kNone;
-  uint64_t seq_ = 0;              // ticket seq of the latest executor pass
+  uint64_t seq_ = kFirstSeq;      // ticket seq of the latest executor pass
   uint64_t token_ = 0;
   event* timer_ = nullptr;        // created on the first park
   int64_t started_ms_ = 0;        // watch stampede: when the wait began

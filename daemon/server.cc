@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "daemon/client_address.h"
 #include "daemon/cpu_limit.h"
 #include "daemon/log.h"
 #include "daemon/service_notify.h"
@@ -80,32 +81,6 @@ void LogWorkerPlan(const WorkerPlan& plan, int num_threads) {
       plan.workers, num_threads, plan.affinity_cpus,
       plan.quota_cpus > 0 ? std::to_string(plan.quota_cpus).c_str() : "none",
       plan.quota_cpus > 0 ? " CPUs" : "", num_threads);
-}
-
-// memcached's `stats conns` text: "tcp:127.0.0.1:11211", "tcp6:[::1]:11211".
-std::string AddressText(const struct sockaddr* sa) {
-  char host[INET6_ADDRSTRLEN] = "";
-  if (sa->sa_family == AF_INET) {
-    const auto* in = reinterpret_cast<const struct sockaddr_in*>(sa);
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-    return std::string("tcp:") + host + ":" + std::to_string(ntohs(in->sin_port));
-  }
-  if (sa->sa_family == AF_INET6) {
-    const auto* in6 = reinterpret_cast<const struct sockaddr_in6*>(sa);
-    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-    return std::string("tcp6:[") + host + "]:" + std::to_string(ntohs(in6->sin6_port));
-  }
-  if (sa->sa_family == AF_UNIX) {
-    return std::string("unix:") + reinterpret_cast<const struct sockaddr_un*>(sa)->sun_path;
-  }
-  return "<AF " + std::to_string(sa->sa_family) + ">";
-}
-
-std::string LocalAddressText(int fd) {
-  struct sockaddr_storage ss;
-  socklen_t len = sizeof(ss);
-  if (getsockname(fd, reinterpret_cast<struct sockaddr*>(&ss), &len) != 0) return "";
-  return AddressText(reinterpret_cast<struct sockaddr*>(&ss));
 }
 
 // Opens one listening socket (TCP) or bound datagram socket (UDP) for `ai`.
@@ -614,8 +589,8 @@ void Server::AcceptFrom(Listener* listener) {
       counters_.structures.store(structures, std::memory_order_relaxed);
     }
     Worker* worker = workers_[next_worker_++ % workers_.size()].get();
-    worker->AddConnection(fd, AddressText(reinterpret_cast<struct sockaddr*>(&peer)),
-                          LocalAddressText(fd), listener->tls);
+    worker->AddConnection(fd, ClientAddress(reinterpret_cast<struct sockaddr*>(&peer)),
+                          listener->tls);
   }
 }
 

@@ -124,8 +124,8 @@ void Worker::RunTasks() {
   for (auto& task : tasks) task();
 }
 
-void Worker::AddConnection(int fd, std::string peer, std::string local, bool tls) {
-  Post([this, fd, peer = std::move(peer), local = std::move(local), tls]() mutable {
+void Worker::AddConnection(int fd, const ClientAddress& peer, bool tls) {
+  Post([this, fd, peer, tls]() mutable {
     std::unique_ptr<TlsSession> session;
     if (tls && !stopping_) session = config_.tls->NewSession(fd);   // on this worker's thread
     if (stopping_ || (tls && session == nullptr)) {
@@ -141,7 +141,7 @@ void Worker::AddConnection(int fd, std::string peer, std::string local, bool tls
     } else {
       transport = std::make_unique<SocketTransport>(fd, base_);
     }
-    auto* conn = new Connection(this, std::move(transport), std::move(peer), std::move(local));
+    auto* conn = new Connection(this, std::move(transport), peer);
     {
       std::lock_guard<std::mutex> lock(registry_mutex_);
       connections_.insert(conn);

@@ -18,6 +18,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "daemon/client_address.h"
 #include "daemon/warm_peer.h"
 #include "protocol/block_cache.h"
 #include "protocol/binary_executor.h"
@@ -91,9 +92,9 @@ class Worker {
   void Post(std::function<void()> task);
 
   // Adopts an accepted non-blocking socket (counted in counters->current by
-  // the caller). `peer` and `local` are memcached-style "tcp:host:port" text.
-  // `tls`: the socket came from a TLS listener (config().tls makes its session).
-  void AddConnection(int fd, std::string peer, std::string local, bool tls = false);
+  // the caller) from `peer`. `tls`: the socket came from a TLS listener
+  // (config().tls makes its session).
+  void AddConnection(int fd, const ClientAddress& peer, bool tls = false);
 
   // Serves datagrams from `fd` (this worker's own descriptor of a UDP
   // socket; the worker closes it) on the worker's loop. Thread-safe.
