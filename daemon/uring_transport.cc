@@ -90,8 +90,14 @@ struct RingSocket {
   bool readable = false;       // notify: bytes, an end or an error
   bool written = false;        // notify: a send completed
   size_t sent = 0;             // bytes sent and not yet consumed from the reply buffer
-  std::vector<Held> held;      // received bytes not yet read (a few: kHeldMax and a cancel's lag)
+  std::vector<Held> held;      // received bytes not yet read (a few: kHeldMax)
+  // Bytes received while the connection does not read (back-pressure, a full
+  // input: a cancel's lag), copied out of the ring's buffers: a connection
+  // that does not read holds none of them, or it could starve the others.
+  std::unique_ptr<std::string> spill;
   RingSend* send = nullptr;    // the send in flight (lent by the ring)
+
+  bool Unread() const { return !held.empty() || (spill != nullptr && !spill->empty()); }
 };
 
 struct RingSend {
@@ -218,6 +224,12 @@ void Ring::ReturnBuffer(unsigned id) {
   io_uring_buf_ring_advance(buffers_ring_, 1);
 }
 
+void Ring::Spill(RingSocket* s, unsigned id, size_t offset, size_t length) {
+  if (s->spill == nullptr) s->spill = std::make_unique<std::string>();
+  s->spill->append(Buffer(id) + offset, length);
+  ReturnBuffer(id);
+}
+
 void Ring::Starved(RingSocket* s) {
   s->starved = true;
   starved_.push_back(s);
@@ -227,6 +239,7 @@ void Ring::Release(RingSocket* s) {
   s->transport = nullptr;
   for (const RingSocket::Held& h : s->held) ReturnBuffer(h.id);
   s->held.clear();
+  s->spill.reset();
   if (s->starved) {
     for (auto& p : starved_) {
       if (p == s) p = nullptr;
@@ -289,7 +302,9 @@ void Ring::Complete(RingSocket* s, unsigned kind, int res, unsigned flags) {
     if (flags & IORING_CQE_F_BUFFER) {
       const unsigned id = flags >> IORING_CQE_BUFFER_SHIFT;
       pool_.Take(id);
-      if (res > 0 && s->transport != nullptr) {
+      if (res > 0 && s->transport != nullptr && !s->want_read) {
+        Spill(s, id, 0, static_cast<size_t>(res));   // returns the buffer
+      } else if (res > 0 && s->transport != nullptr) {
         s->held.push_back({id, 0, static_cast<uint32_t>(res)});
         if (s->held.size() >= kHeldMax && (flags & IORING_CQE_F_MORE) && !s->cancelling) {
           PrepCancel(Sqe(), Tag(s, kRecv));   // resumed once it has read them (Notify)
@@ -397,7 +412,7 @@ void UringTransport::ArmReceive() {
   ring_->Changed();
 }
 
-bool UringTransport::Pending() const { return !s_->held.empty() || s_->eof || s_->failed; }
+bool UringTransport::Pending() const { return s_->Unread() || s_->eof || s_->failed; }
 
 void UringTransport::Notify() {
   // A receive cancelled for back-pressure (or starved) ended after the
@@ -419,6 +434,11 @@ void UringTransport::Notify() {
 
 Transport::Io UringTransport::Read(char* dest, size_t room, size_t* n) {
   size_t got = 0;
+  if (s_->spill != nullptr && !s_->spill->empty()) {   // received before the held buffers
+    got = std::min(room, s_->spill->size());
+    std::memcpy(dest, s_->spill->data(), got);
+    s_->spill->erase(0, got);
+  }
   while (got < room && !s_->held.empty()) {
     RingSocket::Held& h = s_->held.front();
     const size_t take = std::min<size_t>(room - got, h.length - h.offset);
@@ -430,7 +450,7 @@ Transport::Io UringTransport::Read(char* dest, size_t room, size_t* n) {
       s_->held.erase(s_->held.begin());
     }
   }
-  if (!s_->held.empty() && s_->want_read) {
+  if (s_->Unread() && s_->want_read) {
     s_->readable = true;   // level-triggered, as the epoll path: more on a later pass
     ring_->Schedule(s_);
   }
@@ -476,12 +496,17 @@ void UringTransport::Want(bool read, bool) {
       s_->readable = true;
       ring_->Schedule(s_);
     }
-  } else if (s_->receiving && !s_->cancelling) {
-    // Back-pressure: the kernel stops filling buffers for this connection,
-    // and its socket's receive window closes, as on the epoll path.
-    PrepCancel(ring_->Sqe(), Tag(s_, kRecv));
-    s_->cancelling = true;
-    ring_->Changed();
+  } else {
+    // Back-pressure or a full input: what it holds leaves the ring's buffers
+    // (the others need them), and the kernel stops filling buffers for this
+    // connection, so its socket's receive window closes, as on the epoll path.
+    for (const RingSocket::Held& h : s_->held) ring_->Spill(s_, h.id, h.offset, h.length - h.offset);
+    s_->held.clear();
+    if (s_->receiving && !s_->cancelling) {
+      PrepCancel(ring_->Sqe(), Tag(s_, kRecv));
+      s_->cancelling = true;
+      ring_->Changed();
+    }
   }
 }
 

@@ -78,6 +78,8 @@ class Ring {
   void ReturnBuffer(unsigned id);      // copied out: the kernel may fill it again
   const char* Buffer(unsigned id) const;
   void Starved(RingSocket* s);         // out of buffers: re-arm once some return
+  // Copies [offset, offset + length) of buffer `id` to the end of s's spill and returns the buffer.
+  void Spill(RingSocket* s, unsigned id, size_t offset, size_t length);
   void Release(RingSocket* s);         // its transport is gone: free it after its last completion
   RingSend* TakeSend();                // a send's header and iovecs, lent while it is in flight
   void GiveSend(RingSend* send);
