@@ -382,7 +382,7 @@ static bool FromRingMember(const ClusterRing& ring, int fd) {
   return ring.IsMemberAddress(numeric);
 }
 
-void RingCommand(ServerInfo* server, const Request& req, int client_fd, ReplyBuffer* out) {
+void RingCommand(ServerInfo* server, ItemStore* store, const Request& req, int client_fd, ReplyBuffer* out) {
   const ClusterRing* ring = server->ring();
   if (ring == nullptr) {
     out->Append("SERVER_ERROR no ring (-o ring)\r\n");
@@ -427,6 +427,19 @@ void RingCommand(ServerInfo* server, const Request& req, int client_fd, ReplyBuf
       out->Append("KEY " + key + "\r\n");
     }
     if (overflowed) out->Append("OVERFLOW\r\n");
+  } else if (sub == "forget") {
+    // A peer's invalidation (daemon/warm_invalidations.h): a delete that is
+    // no change of this node's (the owner made it), so not logged as foreign.
+    const std::string_view key = next_word();
+    if (key.empty() || !next_word().empty()) {
+      out->Append("CLIENT_ERROR bad command line format\r\n");
+      return;
+    }
+    DeleteRequest del;
+    del.key = key;
+    del.client = false;
+    out->Append(store->Delete(del) == DeleteStatus::kDeleted ? "DELETED\r\n" : "NOT_FOUND\r\n");
+    return;
   } else {
     out->Append("CLIENT_ERROR bad command line format\r\n");
     return;

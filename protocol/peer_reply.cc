@@ -71,6 +71,10 @@ PeerParse ParsePeerReply(std::string_view in, size_t max_value, PeerReply* reply
     reply->kind = PeerReply::Kind::kMiss;
     return PeerParse::kDone;
   }
+  if (line == "DELETED" || line == "NOT_FOUND") {
+    reply->kind = PeerReply::Kind::kDeleted;
+    return PeerParse::kDone;
+  }
   const std::vector<std::string_view> w = Words(line);
   if (!w.empty() && (w[0] == "VA" || w[0] == "VALUE")) return ParseValue(in, w, eol + 2, max_value, reply, used);
   reply->kind = line == "ERROR" ? PeerReply::Kind::kUnknownCommand : PeerReply::Kind::kError;
