@@ -100,6 +100,7 @@ struct WarmPeers::Pending {
   size_t peer = 0;              // the peer asked now (or next)
   size_t end = 0;               // ... up to (not including) this one
   bool saw_miss = false;        // a peer answered: no such key
+  bool saw_stale = false;       // ... or a stale value (W, Z, X)
   bool invalidation = false;    // `ring forget` / `delete <key>`, not a fetch
   bool asked_forget = false;    // ... sent as `ring forget`
   event* timer = nullptr;
@@ -200,6 +201,7 @@ void WarmPeers::Ask(Pending* p) {
   }
   WarmResult r;
   r.kind = p->saw_miss ? WarmResult::Kind::kMiss : WarmResult::Kind::kError;
+  r.stale = p->saw_stale;
   FinishSoon(p, std::move(r));
 }
 
@@ -311,6 +313,7 @@ bool WarmPeers::ParseReplies(Peer* peer) {
     r.flags = reply.flags;
     r.ttl_s = reply.ttl_s;
     r.ttl_known = reply.ttl_known;
+    r.stale = reply.stale;
     Answered(peer, std::move(r), reply.kind == PeerReply::Kind::kUnknownCommand);
   }
   return true;
@@ -343,6 +346,7 @@ void WarmPeers::Answered(Peer* peer, WarmResult&& r, bool error_line) {
     return;
   }
   if (r.kind == WarmResult::Kind::kMiss) p->saw_miss = true;
+  if (r.stale) p->saw_stale = true;
   p->peer++;
   Ask(p);
 }

@@ -48,6 +48,7 @@ struct WarmResult {
   uint32_t flags = 0;
   int64_t ttl_s = -1;      // seconds left at the peer, -1 = no expiry
   bool ttl_known = true;   // false: the peer spoke only gets (no TTL)
+  bool stale = false;      // kMiss: the value there is stale or being recomputed (W, Z, X)
 };
 
 class WarmPeers {

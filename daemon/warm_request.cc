@@ -63,7 +63,10 @@ void WarmRequest::Done(const WarmResult& r) {
   fetch_ = 0;
   ThreadStats& stats = worker_->stats();
   switch (r.kind) {
-    case WarmResult::Kind::kMiss: stats.warm_misses.Add(); break;
+    case WarmResult::Kind::kMiss:
+      stats.warm_misses.Add();
+      if (r.stale) stats.warm_stale.Add();
+      break;
     case WarmResult::Kind::kTimeout: stats.warm_timeouts.Add(); break;
     case WarmResult::Kind::kError:
     case WarmResult::Kind::kDeleted: stats.warm_errors.Add(); break;   // (an invalidation's: never here)

@@ -25,6 +25,7 @@ struct PeerReply {
   uint32_t flags = 0;
   int64_t ttl_s = -1;      // seconds left, -1 = no expiry
   bool ttl_known = true;   // false for a gets reply
+  bool stale = false;      // kMiss: a value the peer marks W, Z or X
 };
 
 enum class PeerParse : uint8_t {

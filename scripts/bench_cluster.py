@@ -171,7 +171,8 @@ def owners(args, cluster, ring_nodes, keys):
     return found
 
 
-CLUSTER_STATS = ("warm_fetches", "warm_hits", "warm_misses", "warm_timeouts", "warm_errors", "warm_refused",
+CLUSTER_STATS = ("warm_fetches", "warm_hits", "warm_misses", "warm_stale", "warm_timeouts", "warm_errors",
+                 "warm_refused", "warm_invalidations", "warm_invalidations_failed",
                  "foreign_sets", "foreign_hits", "foreign_logged", "foreign_handed")
 
 

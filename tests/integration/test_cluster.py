@@ -197,6 +197,7 @@ def from_herdless(res):
         res.equal(c.call(b"mg k t\r\n"), b"HD t-1\r\n", "no TTL at the peer: none here")
         res.equal(c.call(b"get lease\r\n", b"END\r\n"), b"END\r\n",
                   "a peer's value under recompute is not copied")
+        res.equal(harness.stat(c, "warm_stale"), 1, "... counted in warm_stale")
     h.stop()
     peer.stop()
 

@@ -291,6 +291,22 @@ TEST(PeerReplyTest, ReadsMetaAndGetsRepliesOneAtATime) {
   EXPECT_EQ(used, rest.size());
 }
 
+TEST(PeerReplyTest, AStaleValueIsAMissMarkedStaleAndDeletesAreConfirmed) {
+  PeerReply r;
+  size_t used = 0;
+  ASSERT_EQ(ParsePeerReply("VA 2 f0 t30 X W\r\nhi\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kMiss);
+  EXPECT_TRUE(r.stale);
+  ASSERT_EQ(ParsePeerReply("EN\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_FALSE(r.stale);
+  ASSERT_EQ(ParsePeerReply("DELETED\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kDeleted);
+  ASSERT_EQ(ParsePeerReply("NOT_FOUND\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kDeleted);
+  ASSERT_EQ(ParsePeerReply("SERVER_ERROR no ring (-o ring)\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kError);
+}
+
 TEST(PeerReplyTest, WaitsForTheWholeValueAndRefusesNonsense) {
   PeerReply r;
   size_t used = 0;
