@@ -13,8 +13,9 @@
 namespace herdless {
 
 std::unique_ptr<WarmInvalidations> WarmInvalidations::Configure(const ProtocolSettings& s, const ClusterRing* ring,
-                                                                StoreConfig* store) {
-  auto made = std::make_unique<WarmInvalidations>(ring, s.warm_for_s > 0 ? CoarseNowSeconds() + s.warm_for_s : 0);
+                                                                const std::atomic<bool>* stopped, StoreConfig* store) {
+  auto made =
+      std::make_unique<WarmInvalidations>(ring, stopped, s.warm_for_s > 0 ? CoarseNowSeconds() + s.warm_for_s : 0);
   store->delete_holdoff_ms = s.warm_holdoff_s * 1000;
   store->forwarded_holdoff_ms = 2 * s.warm_timeout_ms;
   store->peer_copies = made.get();
@@ -48,6 +49,12 @@ bool WarmInvalidations::Changed(std::string_view key) {
     end = first + 1;
   }
   const int64_t until = warm_until_s_;
+  if (stopped_->load(std::memory_order_relaxed)) {
+    // Nothing is sent while warm-up is stopped (a node whose peers lack its
+    // keys stops sending too): a `warm on` later must not copy this key.
+    worker->store()->RefuseWarmFills(key, RefusalSeconds(until));
+    return false;
+  }
   for (int peer = first; peer < end; peer++) {
     auto done = [worker, until, k = std::string(key)](const WarmResult& r) {
       if (r.kind != WarmResult::Kind::kDeleted) Failed(worker, k, until);

@@ -13,6 +13,8 @@ refuses the key's warm fills for the rest of warm-up.
 - A peer that drops the connection on the delete (unreachable for it): warm_invalidations_failed,
   the peer keeps the old value, and after the hold-off a miss of the key still does not warm
   it (warm_refused); other keys warm. A dead peer: the failure is counted.
+- While warm-up is stopped (`warm off`) nothing is sent; a key deleted meanwhile does not
+  warm after `warm on`, another key does.
 - With -o ring: a node's delete goes to the key's previous owner only (the one it would warm
   from, as `ring forget`, which a ring node applies without counting or logging it as a
   foreign change.
@@ -109,6 +111,29 @@ def unreachable_peer(res):
     h.stop()
 
 
+def stopped_warm_up(res):
+    """While warm-up is stopped nothing is sent to the peer; the keys changed meanwhile do not
+    warm after `warm on`, the others do."""
+    mc = harness.start_memcached(["-m", "16"])
+    with harness.Conn(mc.port) as p:
+        for k in (b"p1", b"p2"):
+            p.call(b"set %s 0 1000 3\r\nold\r\n" % k)
+    h = warm_node("127.0.0.1:%d" % mc.port)
+    with harness.Conn(h.port) as c:
+        res.equal(c.call(b"warm off\r\n"), b"OK\r\n", "stopped: warm off")
+        res.equal(c.call(b"delete p1\r\n"), b"NOT_FOUND\r\n", "stopped: delete p1")
+        res.equal(harness.stat(c, "warm_invalidations"), 0, "stopped: nothing sent to the peer")
+        res.equal(c.call(b"warm on\r\n"), b"OK\r\n", "stopped: warm on")
+        time.sleep(PAST_HOLDOFF_S)
+        res.equal(c.call(b"get p1\r\n", b"END\r\n"), b"END\r\n",
+                  "stopped: the key deleted meanwhile does not warm after warm on")
+        res.equal(c.call(b"get p2\r\n", b"END\r\n"), b"VALUE p2 0 3\r\nold\r\nEND\r\n",
+                  "stopped: another key warms")
+    res.equal(held(mc.port, b"p1"), True, "stopped: the peer kept p1")
+    h.stop()
+    mc.stop()
+
+
 def ring_previous_owner(res):
     workdir = tempfile.mkdtemp(prefix="herdless-invalidate-ring-")
     os.chmod(workdir, 0o755)
@@ -161,6 +186,7 @@ def body(res):
     from_memcached(res)
     from_herdless(res)
     unreachable_peer(res)
+    stopped_warm_up(res)
     ring_previous_owner(res)
 
 
