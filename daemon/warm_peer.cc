@@ -327,7 +327,7 @@ void WarmPeers::Answered(Peer* peer, WarmResult&& r, bool error_line) {
   Pending* p = it->second.get();
   if (p->invalidation) {
     if (r.kind != WarmResult::Kind::kDeleted && p->asked_forget) {
-      peer->forget = false;   // no ring there (a memcached answers ERROR): a plain delete
+      peer->forget = false;   // not a herdless (a memcached answers ERROR): a plain delete
       Send(peer, p);
       return;
     }

@@ -4,8 +4,7 @@
 // <key>` for a peer that answers mg with ERROR) until one has the value, and
 // reports a hit (value, flags, remaining TTL), a miss, an error or a timeout
 // (timeout_ms for the whole fetch). An invalidation sends `ring forget <key>`
-// (or `delete <key>` to a peer that answers that with an error: one without
-// a ring, a memcached) to one peer and reports whether the peer confirmed it
+// (or `delete <key>` to a peer that answers that with an error: a memcached) to one peer and reports whether the peer confirmed it
 // (DELETED / NOT_FOUND) within timeout_ms; it travels on the connection the fetches use, so a later
 // fetch from this worker reaches that peer after it. Non-blocking, on the
 // worker's loop: one connection per peer, requests pipelined on it; a peer

@@ -15,6 +15,7 @@ refuses the key's warm fills for the rest of warm-up.
   it (warm_refused); other keys warm. A dead peer: the failure is counted.
 - While warm-up is stopped (`warm off`) nothing is sent; a key deleted meanwhile does not
   warm after `warm on`, another key does.
+- Two herdless nodes warming from each other: a delete sent on is not echoed back.
 - With -o ring: a node's delete goes to the key's previous owner only (the one it would warm
   from, as `ring forget`, which a ring node applies without counting or logging it as a
   foreign change.
@@ -41,8 +42,9 @@ def warm_node(peer):
 
 
 def held(port, key):
+    """Whether the node has a value for `key` (a plain meta get: no lease, no warm-up)."""
     with harness.Conn(port) as p:
-        return p.call(b"get %s\r\n" % key, b"END\r\n") != b"END\r\n"
+        return p.call(b"mg %s v\r\nmn\r\n" % key, b"MN\r\n") != b"EN\r\nMN\r\n"
 
 
 def deletes_reach_the_peer(res, peer, label, peer_port):
@@ -85,6 +87,27 @@ def from_herdless(res):
     peer = harness.start_herdless(["-t", "1"])
     deletes_reach_the_peer(res, "127.0.0.1:%d" % peer.port, "herdless peer", peer.port)
     peer.stop()
+
+
+def mutual_peers(res):
+    """Two herdless nodes warming from each other: a delete on one reaches the other as `ring
+    forget`, which that one does not send back (no echo)."""
+    ports = [harness.free_port(), harness.free_port()]
+    nodes = [harness.start_herdless(["-t", "1", "-p", str(ports[i]), "-o",
+                                     "classic_stampede=wait,warm_peer=127.0.0.1:%d" % ports[1 - i],
+                                     "-o", "warm_timeout_ms=%d" % TIMEOUT_MS]) for i in (0, 1)]
+    with harness.Conn(nodes[1].port) as b:
+        b.call(b"set m 0 1000 3\r\nold\r\n")
+        res.equal(harness.stat(b, "warm_invalidations"), 1, "mutual: b's set sent on to a")
+    with harness.Conn(nodes[0].port) as a:
+        res.equal(a.call(b"delete m\r\n"), b"NOT_FOUND\r\n", "mutual: delete m on a")
+        harness.wait_for(lambda: not held(nodes[1].port, b"m"), what="mutual: b's copy to go")
+        res.equal(harness.stat_values(a, "warm_invalidations", "warm_invalidations_failed"),
+                  {"warm_invalidations": 1, "warm_invalidations_failed": 0}, "mutual: a sent one, confirmed")
+    with harness.Conn(nodes[1].port) as b:
+        res.equal(harness.stat(b, "warm_invalidations"), 1, "mutual: b sent nothing back")
+    for n in nodes:
+        n.stop()
 
 
 def unreachable_peer(res):
@@ -185,6 +208,7 @@ def ring_previous_owner(res):
 def body(res):
     from_memcached(res)
     from_herdless(res)
+    mutual_peers(res)
     unreachable_peer(res)
     stopped_warm_up(res)
     ring_previous_owner(res)
