@@ -100,12 +100,12 @@ ReturnFigures ReturnToRing(const ClusterRing& ring, ItemStore* store, int timeou
         f.listed++;
         DeleteRequest del;
         del.key = line.substr(4);
-        del.holdoff = false;   // the server that listed it has the newer value: warm from it
+        del.client = false;   // the server that listed it has the newer value: warm from it
         if (store->Delete(del) == DeleteStatus::kDeleted) f.dropped++;
       }
     }
   }
-  if (f.flushed) store->FlushAll(0);
+  if (f.flushed) store->FlushAll(0, /*client=*/false);
   return f;
 }
 

@@ -329,7 +329,7 @@ int Server::Run() {
   store_config.wake_sink = this;   // readers park only once every worker runs
   store_config.events = watch_hub_.store_events();
   store_config.foreign = foreign_log_.get();
-  if (p.warm_enabled()) store_config.delete_holdoff_ms = p.warm_holdoff_s * 1000;
+  if (p.warm_enabled()) warm_invalidations_ = WarmInvalidations::Configure(p, ring_.get(), &warm_stopped_, &store_config);
   store_ = MakeStoreWithFlashTier(store_config, p.ext, &flash_tier_);   // -o ext_path: after -u, as memcached
   if (store_ == nullptr) return EXIT_FAILURE;
   const WorkerPlan plan = PlanWorkers(p);
@@ -417,7 +417,7 @@ WorkerConfig Server::MakeWorkerConfig() {
     }
     worker_config.warm_timeout_ms = p.warm_timeout_ms;
     worker_config.warm_stopped = &warm_stopped_;
-    if (p.warm_for_s > 0) worker_config.warm_until_s = CoarseNowSeconds() + p.warm_for_s;
+    worker_config.warm_until_s = warm_invalidations_->warm_until_s();
   }
   worker_config.uring = p.io_path == kIoUring;
   return worker_config;

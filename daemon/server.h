@@ -21,6 +21,7 @@
 
 #include "daemon/flash_tier.h"
 #include "daemon/options.h"
+#include "daemon/warm_invalidations.h"
 #include "daemon/settings_stats.h"
 #include "daemon/watch_hub.h"
 #include "daemon/worker.h"
@@ -134,6 +135,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   std::unique_ptr<AuthFile> sasl_pwdb_;  // -S: MEMCACHED_SASL_PWDB
   std::unique_ptr<ClusterRing> ring_;         // -o ring
   std::unique_ptr<ForeignLog> foreign_log_;   // ... its foreign keys
+  std::unique_ptr<WarmInvalidations> warm_invalidations_;   // with warm-up: the peers' old copies
   std::atomic<bool> warm_stopped_{false};     // `warm off`, warm_min_hit_ratio
   PeerHitWindow warm_window_;                 // main thread only
   std::atomic<bool> warm_window_stale_{false};  // `warm on`: judge from scratch

@@ -85,6 +85,7 @@ struct WarmPeers::Peer {
   event* write_event = nullptr;
   bool connecting = false;
   bool meta = true;             // false once it answered mg with ERROR
+  bool forget = true;           // false once it answered `ring forget` with an error
   int64_t rest_until_ms = 0;
   std::string out;
   std::string in;
@@ -99,6 +100,9 @@ struct WarmPeers::Pending {
   size_t peer = 0;              // the peer asked now (or next)
   size_t end = 0;               // ... up to (not including) this one
   bool saw_miss = false;        // a peer answered: no such key
+  bool saw_stale = false;       // ... or a stale value (W, Z, X)
+  bool invalidation = false;    // `ring forget` / `delete <key>`, not a fetch
+  bool asked_forget = false;    // ... sent as `ring forget`
   event* timer = nullptr;
   bool ready = false;           // `result` is final: deliver it on the timer
   WarmResult result;
@@ -144,20 +148,32 @@ WarmPeers::~WarmPeers() {
 }
 
 uint64_t WarmPeers::Fetch(std::string_view key, Done done, int only_peer) {
-  if (pending_.size() >= kMaxInFlight) return 0;
+  if (pending_.size() - invalidations_ >= kMaxInFlight) return 0;
+  const size_t first = only_peer >= 0 ? static_cast<size_t>(only_peer) : 0;
+  return Start(key, std::move(done), first, only_peer >= 0 ? first + 1 : peers_.size(), false);
+}
+
+bool WarmPeers::Invalidate(std::string_view key, int peer, Done done) {
+  if (invalidations_ >= kMaxInvalidations || peer < 0) return false;
+  return Start(key, std::move(done), static_cast<size_t>(peer), static_cast<size_t>(peer) + 1, true) != 0;
+}
+
+uint64_t WarmPeers::Start(std::string_view key, Done done, size_t first, size_t end, bool invalidation) {
   auto owned = std::make_unique<Pending>();
   Pending* p = owned.get();
   p->owner = this;
   p->id = next_id_++;
   p->key = std::string(key);
   p->done = std::move(done);
-  p->peer = only_peer >= 0 ? static_cast<size_t>(only_peer) : 0;
-  p->end = only_peer >= 0 ? p->peer + 1 : peers_.size();
+  p->peer = first;
+  p->end = end;
+  p->invalidation = invalidation;
   p->timer = event_new(base_, -1, 0, &WarmPeers::OnTimer, p);
   if (p->timer == nullptr) return 0;
   struct timeval tv = {static_cast<time_t>(timeout_ms_ / 1000),
                        static_cast<suseconds_t>((timeout_ms_ % 1000) * 1000)};
   event_add(p->timer, &tv);
+  if (invalidation) invalidations_++;
   pending_.emplace(p->id, std::move(owned));
   Ask(p);
   return p->id;
@@ -167,6 +183,7 @@ void WarmPeers::Cancel(uint64_t id) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;
   if (it->second->timer != nullptr) event_free(it->second->timer);
+  if (it->second->invalidation) invalidations_--;
   pending_.erase(it);   // a reply still owed is discarded when it comes
 }
 
@@ -184,6 +201,7 @@ void WarmPeers::Ask(Pending* p) {
   }
   WarmResult r;
   r.kind = p->saw_miss ? WarmResult::Kind::kMiss : WarmResult::Kind::kError;
+  r.stale = p->saw_stale;
   FinishSoon(p, std::move(r));
 }
 
@@ -215,9 +233,10 @@ bool WarmPeers::Connect(Peer* peer) {
 }
 
 void WarmPeers::Send(Peer* peer, Pending* p) {
-  peer->out += peer->meta ? "mg " : "gets ";
+  p->asked_forget = p->invalidation && peer->forget;
+  peer->out += p->invalidation ? (p->asked_forget ? "ring forget " : "delete ") : peer->meta ? "mg " : "gets ";
   peer->out += p->key;
-  peer->out += peer->meta ? " v f t\r\n" : "\r\n";
+  peer->out += !p->invalidation && peer->meta ? " v f t\r\n" : "\r\n";
   peer->asked.push_back(p->id);
   if (!peer->connecting) OnWritable(peer);
 }
@@ -287,12 +306,14 @@ bool WarmPeers::ParseReplies(Peer* peer) {
     switch (reply.kind) {
       case PeerReply::Kind::kHit: r.kind = WarmResult::Kind::kHit; break;
       case PeerReply::Kind::kMiss: r.kind = WarmResult::Kind::kMiss; break;
+      case PeerReply::Kind::kDeleted: r.kind = WarmResult::Kind::kDeleted; break;
       default: r.kind = WarmResult::Kind::kError; break;
     }
     r.value = std::move(reply.value);
     r.flags = reply.flags;
     r.ttl_s = reply.ttl_s;
     r.ttl_known = reply.ttl_known;
+    r.stale = reply.stale;
     Answered(peer, std::move(r), reply.kind == PeerReply::Kind::kUnknownCommand);
   }
   return true;
@@ -304,6 +325,17 @@ void WarmPeers::Answered(Peer* peer, WarmResult&& r, bool error_line) {
   auto it = pending_.find(id);
   if (it == pending_.end()) return;   // cancelled or timed out meanwhile
   Pending* p = it->second.get();
+  if (p->invalidation) {
+    if (r.kind != WarmResult::Kind::kDeleted && p->asked_forget) {
+      peer->forget = false;   // not a herdless (a memcached answers ERROR): a plain delete
+      Send(peer, p);
+      return;
+    }
+    if (r.kind != WarmResult::Kind::kDeleted) r.kind = WarmResult::Kind::kError;
+    Finish(p, std::move(r));
+    return;
+  }
+  if (r.kind == WarmResult::Kind::kDeleted) r.kind = WarmResult::Kind::kError;   // not an answer to mg
   if (error_line && peer->meta) {
     peer->meta = false;   // no meta commands there: ask again with gets
     Send(peer, p);
@@ -314,6 +346,7 @@ void WarmPeers::Answered(Peer* peer, WarmResult&& r, bool error_line) {
     return;
   }
   if (r.kind == WarmResult::Kind::kMiss) p->saw_miss = true;
+  if (r.stale) p->saw_stale = true;
   p->peer++;
   Ask(p);
 }
@@ -342,6 +375,7 @@ void WarmPeers::Finish(Pending* p, WarmResult&& r) {
   Done done = std::move(p->done);
   const WarmResult result = std::move(r);   // r may be p->result
   if (p->timer != nullptr) event_free(p->timer);
+  if (p->invalidation) invalidations_--;
   pending_.erase(p->id);   // frees p
   done(result);
 }

@@ -3,9 +3,13 @@
 // fetch asks the peers in their listed order (`mg <key> v f t`, or `gets
 // <key>` for a peer that answers mg with ERROR) until one has the value, and
 // reports a hit (value, flags, remaining TTL), a miss, an error or a timeout
-// (timeout_ms for the whole fetch). Non-blocking, on the worker's loop: one
-// connection per peer, requests pipelined on it; a peer that times out or
-// fails is disconnected and skipped for kPeerRestMs. Worker thread only.
+// (timeout_ms for the whole fetch). An invalidation sends `ring forget <key>`
+// (or `delete <key>` to a peer that answers that with an error: a memcached) to one peer and reports whether the peer confirmed it
+// (DELETED / NOT_FOUND) within timeout_ms; it travels on the connection the fetches use, so a later
+// fetch from this worker reaches that peer after it. Non-blocking, on the
+// worker's loop: one connection per peer, requests pipelined on it; a peer
+// that times out or fails is disconnected and skipped for kPeerRestMs.
+// Worker thread only.
 #ifndef HERDLESS_DAEMON_WARM_PEER_H_
 #define HERDLESS_DAEMON_WARM_PEER_H_
 
@@ -37,18 +41,20 @@ struct PeerAddress {
 bool ParsePeerList(std::string_view list, std::vector<PeerAddress>* out, std::string* error);
 
 struct WarmResult {
-  enum class Kind : uint8_t { kHit, kMiss, kTimeout, kError };
+  enum class Kind : uint8_t { kHit, kMiss, kTimeout, kError, kDeleted /* an invalidation confirmed */ };
   Kind kind = Kind::kMiss;
   std::string value;
   uint32_t flags = 0;
   int64_t ttl_s = -1;      // seconds left at the peer, -1 = no expiry
   bool ttl_known = true;   // false: the peer spoke only gets (no TTL)
+  bool stale = false;      // kMiss: the value there is stale or being recomputed (W, Z, X)
 };
 
 class WarmPeers {
  public:
   static constexpr int kPeerRestMs = 1000;    // a failed peer is skipped this long
   static constexpr size_t kMaxInFlight = 256;  // fetches per worker
+  static constexpr size_t kMaxInvalidations = 4096;  // invalidations under way per worker
   using Done = std::function<void(const WarmResult&)>;
 
   // `max_value`: the largest value accepted (item_size_max).
@@ -64,6 +70,11 @@ class WarmPeers {
   uint64_t Fetch(std::string_view key, Done done, int only_peer = -1);
   // Forgets a fetch (its reader went away): `done` never runs.
   void Cancel(uint64_t id);
+  // Sends `delete <key>` to peer `peer`; `done` runs once, later, on the loop:
+  // kDeleted when the peer confirmed it, else kError or kTimeout. False when
+  // refused (kMaxInvalidations under way: `done` never runs).
+  bool Invalidate(std::string_view key, int peer, Done done);
+  size_t peer_count() const { return peers_.size(); }
 
  private:
   struct Peer;
@@ -71,6 +82,7 @@ class WarmPeers {
   static void OnPeerEvent(int fd, short what, void* arg);
   static void OnTimer(int fd, short what, void* arg);
 
+  uint64_t Start(std::string_view key, Done done, size_t first, size_t end, bool invalidation);
   void Ask(Pending* p);                 // send to p->peer, or the next live peer
   bool Connect(Peer* peer);
   void Send(Peer* peer, Pending* p);
@@ -88,6 +100,7 @@ class WarmPeers {
   std::vector<std::unique_ptr<Peer>> peers_;
   std::unordered_map<uint64_t, std::unique_ptr<Pending>> pending_;
   uint64_t next_id_ = 1;
+  size_t invalidations_ = 0;   // of pending_
 };
 
 }  // namespace herdless

@@ -63,9 +63,13 @@ void WarmRequest::Done(const WarmResult& r) {
   fetch_ = 0;
   ThreadStats& stats = worker_->stats();
   switch (r.kind) {
-    case WarmResult::Kind::kMiss: stats.warm_misses.Add(); break;
+    case WarmResult::Kind::kMiss:
+      stats.warm_misses.Add();
+      if (r.stale) stats.warm_stale.Add();
+      break;
     case WarmResult::Kind::kTimeout: stats.warm_timeouts.Add(); break;
-    case WarmResult::Kind::kError: stats.warm_errors.Add(); break;
+    case WarmResult::Kind::kError:
+    case WarmResult::Kind::kDeleted: stats.warm_errors.Add(); break;   // (an invalidation's: never here)
     case WarmResult::Kind::kHit: {
       stats.warm_hits.Add();
       ItemStore* store = worker_->store();
@@ -79,6 +83,7 @@ void WarmRequest::Done(const WarmResult& r) {
       req.client_flags = r.flags;
       req.exptime = exptime;
       req.lease_token = pass_.held_lease;   // only while this reader's lease is the live one
+      req.warm_fill = true;                 // the peer's own copy: nothing to invalidate there
       store->Store(req);
       break;
     }

@@ -19,6 +19,10 @@
 
 namespace herdless {
 
+namespace {
+thread_local Worker* current_worker = nullptr;   // set on each worker's thread
+}  // namespace
+
 int64_t CoarseNowSeconds() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
@@ -88,9 +92,14 @@ bool Worker::Start(std::string* error) {
     warm_peers_ = std::make_unique<WarmPeers>(base_, config_.warm_peers, config_.warm_timeout_ms,
                                               store_->item_size_max());
   }
-  thread_ = std::thread([this] { event_base_loop(base_, 0); });
+  thread_ = std::thread([this] {
+    current_worker = this;
+    event_base_loop(base_, 0);
+  });
   return true;
 }
+
+Worker* Worker::Current() { return current_worker; }
 
 void Worker::Post(std::function<void()> task) {
   bool wake;

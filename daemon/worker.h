@@ -132,6 +132,8 @@ class Worker {
   ReplyQueueCache* reply_queues() { return &reply_queues_; }   // worker thread only
   WarmPeers* warm_peers() { return warm_peers_.get(); }   // nullptr: no warm-up
   const WorkerConfig& config() const { return config_; }
+  // The worker whose thread calls this; nullptr on any other thread.
+  static Worker* Current();
   void CloseConnection(Connection* conn);
   // A connection with a parked request registers while it waits.
   void SetParked(uint64_t conn_id, Connection* conn);   // nullptr: no longer parked

@@ -382,13 +382,7 @@ static bool FromRingMember(const ClusterRing& ring, int fd) {
   return ring.IsMemberAddress(numeric);
 }
 
-void RingCommand(ServerInfo* server, const Request& req, int client_fd, ReplyBuffer* out) {
-  const ClusterRing* ring = server->ring();
-  if (ring == nullptr) {
-    out->Append("SERVER_ERROR no ring (-o ring)\r\n");
-    return;
-  }
-  const std::vector<RingServer>& servers = ring->pool().servers;
+void RingCommand(ServerInfo* server, ItemStore* store, const Request& req, int client_fd, ReplyBuffer* out) {
   std::string_view args = req.args;
   const auto next_word = [&args] {
     while (!args.empty() && args.front() == ' ') args.remove_prefix(1);
@@ -398,6 +392,28 @@ void RingCommand(ServerInfo* server, const Request& req, int client_fd, ReplyBuf
     return w;
   };
   const std::string_view sub = next_word();
+  if (sub == "forget") {
+    // A warm peer's invalidation (daemon/warm_invalidations.h), with or
+    // without a ring: a delete that is no change of this node's (the peer
+    // made it), so not logged as foreign nor sent on to this node's own
+    // warm peers (two nodes warming from each other would echo it forever).
+    const std::string_view key = next_word();
+    if (key.empty() || !next_word().empty()) {
+      out->Append("CLIENT_ERROR bad command line format\r\n");
+      return;
+    }
+    DeleteRequest del;
+    del.key = key;
+    del.client = false;
+    out->Append(store->Delete(del) == DeleteStatus::kDeleted ? "DELETED\r\n" : "NOT_FOUND\r\n");
+    return;
+  }
+  const ClusterRing* ring = server->ring();
+  if (ring == nullptr) {
+    out->Append("SERVER_ERROR no ring (-o ring)\r\n");
+    return;
+  }
+  const std::vector<RingServer>& servers = ring->pool().servers;
   if (sub.empty()) {
     for (size_t i = 0; i < servers.size(); i++) {
       out->Append("SERVER " + servers[i].listed + " " + std::to_string(servers[i].weight) + " " + servers[i].name +

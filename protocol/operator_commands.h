@@ -25,9 +25,10 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
 // lru tune|mode|temp_ttl: memcached's segmented-LRU settings, kept and shown.
 void LruCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
 // ring (herdless, -o ring): the pool's servers; `ring owner <key>...` the owner of each key;
-// `ring foreign <server>` (from a ring member only) its foreign list. `client_fd` is the
+// `ring foreign <server>` (from a ring member only) its foreign list; `ring forget <key>` (also
+// without a ring) a warm peer's invalidation: a delete that is no client change here. `client_fd` is the
 // connection's descriptor (-1 for a datagram).
-void RingCommand(ServerInfo* server, const Request& req, int client_fd, ReplyBuffer* out);
+void RingCommand(ServerInfo* server, ItemStore* store, const Request& req, int client_fd, ReplyBuffer* out);
 // warm on|off (herdless): resume or stop warm-up from the peers now.
 void WarmCommand(ServerInfo* server, const Request& req, ReplyBuffer* out);
 void WatchCommand(ServerInfo* server, const Request& req, bool pipelined, bool datagram,

@@ -50,7 +50,10 @@ PeerParse ParseValue(std::string_view in, const std::vector<std::string_view>& w
     if (w[i][0] == 'f' && ParseNumber(w[i].substr(1), &n) && n >= 0 && n <= UINT32_MAX) flags = n;
     if (w[i][0] == 't' && ParseNumber(w[i].substr(1), &n) && n >= -1) r->ttl_s = n;
     // A value being recomputed or stale at the peer is not worth copying.
-    if (w[i] == "W" || w[i] == "Z" || w[i] == "X") r->kind = PeerReply::Kind::kMiss;
+    if (w[i] == "W" || w[i] == "Z" || w[i] == "X") {
+      r->kind = PeerReply::Kind::kMiss;
+      r->stale = true;
+    }
   }
   if (meta && r->ttl_s == 0) r->kind = PeerReply::Kind::kMiss;   // expiring now
   r->flags = static_cast<uint32_t>(flags);
@@ -69,6 +72,10 @@ PeerParse ParsePeerReply(std::string_view in, size_t max_value, PeerReply* reply
   *used = eol + 2;
   if (line == "EN" || line == "END") {
     reply->kind = PeerReply::Kind::kMiss;
+    return PeerParse::kDone;
+  }
+  if (line == "DELETED" || line == "NOT_FOUND") {
+    reply->kind = PeerReply::Kind::kDeleted;
     return PeerParse::kDone;
   }
   const std::vector<std::string_view> w = Words(line);

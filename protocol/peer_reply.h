@@ -1,7 +1,7 @@
 // The replies a warm peer sends (daemon/warm_peer.h): one at a time from the
 // front of what has been read, for `mg <key> v f t` (VA <len> f<flags>
-// t<ttl> [W Z X] / EN) and for `gets <key>` (VALUE <key> <flags> <len> <cas>
-// ... END / END), or an error line. A pure function of the bytes: no socket.
+// t<ttl> [W Z X] / EN), for `gets <key>` (VALUE <key> <flags> <len> <cas>
+// ... END / END) and for `delete <key>` (DELETED / NOT_FOUND), or an error line. A pure function of the bytes: no socket.
 #ifndef HERDLESS_PROTOCOL_PEER_REPLY_H_
 #define HERDLESS_PROTOCOL_PEER_REPLY_H_
 
@@ -18,12 +18,14 @@ struct PeerReply {
     kMiss,       // EN / END, or a value the peer marks W, Z or X, or whose TTL is 0
     kError,      // an error line (CLIENT_ERROR, SERVER_ERROR, anything else)
     kUnknownCommand,   // "ERROR": the peer has no such command (no meta: use gets)
+    kDeleted,    // DELETED / NOT_FOUND: the key is gone there
   };
   Kind kind = Kind::kMiss;
   std::string value;
   uint32_t flags = 0;
   int64_t ttl_s = -1;      // seconds left, -1 = no expiry
   bool ttl_known = true;   // false for a gets reply
+  bool stale = false;      // kMiss: a value the peer marks W, Z or X
 };
 
 enum class PeerParse : uint8_t {

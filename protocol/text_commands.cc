@@ -490,7 +490,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kWatch:
       WatchCommand(c.server, req, pipelined, c.datagram, out, outcome);
       return;
-    case Command::kRing: return RingCommand(c.server, req, c.datagram ? -1 : c.watch.fd, out);
+    case Command::kRing: return RingCommand(c.server, c.store, req, c.datagram ? -1 : c.watch.fd, out);
     case Command::kWarm: return WarmCommand(c.server, req, out);
     case Command::kMetaGet:
     case Command::kMetaSet:

@@ -12,7 +12,7 @@ bool WarmGate::Divert(const ReadResult& r, std::string_view key, ProcessOutcome*
   if (!pass_.enabled || pass_.returned) return false;
   if (r.status != ReadStatus::kHit || !r.no_value || r.lease != LeaseVerdict::kWin) return false;
   if (!WarmableKey(key)) return false;
-  if (store_->InDeleteHoldoff(key)) {
+  if (store_->WarmFillsHeldOff(key)) {
     stats_->warm_refused.Add();
     return false;
   }

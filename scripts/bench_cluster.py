@@ -70,15 +70,35 @@ def user_args():
     return ["-u", "nobody"] if os.geteuid() == 0 else []
 
 
+def fixed_port():
+    """A free port below the ephemeral range: the nodes' and proxies' ports are written into the
+    ring files minutes before node4 or the second proxy listens, and an ephemeral port (free_port)
+    may meanwhile be taken as the local port of some connection on the machine."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    rng = random.SystemRandom()
+    while True:
+        port = rng.randrange(10000, low)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+
+
 class Cluster:
     """The nodes (index 0..3, names node1..node4, fixed ports) and their ring files."""
 
     def __init__(self, kind, args, workdir):
         self.kind, self.args, self.workdir = kind, args, workdir
-        self.ports = [free_port() for _ in range(4)]
+        self.ports = [fixed_port() for _ in range(4)]
         self.procs = [None] * 4
         self.snap = os.path.join(workdir, "snap-node3")
-        self.rings = {n: self.write_ring(n, free_port()) for n in (3, 4)}
+        self.rings = {n: self.write_ring(n, fixed_port()) for n in (3, 4)}
 
     def write_ring(self, count, listen):
         path = os.path.join(self.workdir, "ring%d.yml" % count)
@@ -151,7 +171,8 @@ def owners(args, cluster, ring_nodes, keys):
     return found
 
 
-CLUSTER_STATS = ("warm_fetches", "warm_hits", "warm_misses", "warm_timeouts", "warm_errors", "warm_refused",
+CLUSTER_STATS = ("warm_fetches", "warm_hits", "warm_misses", "warm_stale", "warm_timeouts", "warm_errors",
+                 "warm_refused", "warm_invalidations", "warm_invalidations_failed",
                  "foreign_sets", "foreign_hits", "foreign_logged", "foreign_handed")
 
 

@@ -19,6 +19,7 @@
 #include "storage/item_store.h"
 
 #include "storage/holdoff.h"
+#include "storage/peer_copies.h"
 
 #include <algorithm>
 #include <cassert>
@@ -347,10 +348,8 @@ void ItemStore::Impl::RemoveKey(std::string_view key) {
 // ItemStore: each call handed to the store behind it.
 
 ItemStore::ItemStore(const StoreConfig& config)
-    : impl_(std::make_unique<Impl>(config)), foreign_(config.foreign) {
-  if (config.delete_holdoff_ms > 0) {
-    holdoff_ = std::make_unique<DeleteHoldoff>(int64_t{config.delete_holdoff_ms} * 1000);
-  }
+    : impl_(std::make_unique<Impl>(config)), foreign_(config.foreign), peer_copies_(config.peer_copies) {
+  if (config.delete_holdoff_ms > 0 || peer_copies_ != nullptr) holdoff_ = std::make_unique<DeleteHoldoff>();
 }
 ItemStore::~ItemStore() = default;
 
@@ -369,16 +368,51 @@ ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
   return r;
 }
 StoreResult ItemStore::Store(const StoreRequest& req) {
-  if (foreign_ == nullptr || !foreign_->Foreign(req.key)) return impl_->Store(req);
-  foreign_->Changed(req.key);
-  StoreRequest capped = req;
-  capped.exptime = CapExptime(req.exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
-  return impl_->Store(capped);
+  StoreResult r;
+  if (foreign_ == nullptr || !foreign_->Foreign(req.key)) {
+    r = impl_->Store(req);
+  } else {
+    foreign_->Changed(req.key);
+    StoreRequest capped = req;
+    capped.exptime = CapExptime(req.exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
+    r = impl_->Store(capped);
+  }
+  // A refused store changed nothing; a set too large or without memory removed the old value.
+  const bool changed = r.status != StoreStatus::kNotStored && r.status != StoreStatus::kExists &&
+                       r.status != StoreStatus::kNotFound;
+  if (peer_copies_ != nullptr && !req.warm_fill && changed && peer_copies_->Changed(req.key)) {
+    HoldOff(req.key, int64_t{impl_->config().forwarded_holdoff_ms} * 1000);
+  }
+  return r;
 }
 DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
-  if (holdoff_ != nullptr && req.holdoff) holdoff_->Note(HashKey(req.key), impl_->config().clock->NowMicros());
-  if (foreign_ != nullptr && foreign_->Foreign(req.key)) foreign_->Changed(req.key);
+  if (req.client) {
+    int64_t hold_ms = impl_->config().delete_holdoff_ms;
+    if (peer_copies_ != nullptr && peer_copies_->Changed(req.key)) {
+      hold_ms = std::max<int64_t>(hold_ms, impl_->config().forwarded_holdoff_ms);
+    }
+    HoldOff(req.key, hold_ms * 1000);
+  }
+  if (req.client && foreign_ != nullptr && foreign_->Foreign(req.key)) foreign_->Changed(req.key);
   return impl_->Delete(req);
+}
+void ItemStore::HoldOff(std::string_view key, int64_t for_us) {
+  if (holdoff_ == nullptr || for_us <= 0) return;
+  const int64_t now = impl_->config().clock->NowMicros();
+  holdoff_->Note(HashKey(key), now + for_us, now);
+}
+void ItemStore::RefuseWarmFills(std::string_view key, int64_t seconds) {
+  if (holdoff_ == nullptr) return;
+  const int64_t now = impl_->config().clock->NowMicros();
+  const int64_t until = seconds >= (DeleteHoldoff::kForever - now) / 1000000 ? DeleteHoldoff::kForever
+                                                                               : now + seconds * 1000000;
+  holdoff_->Note(HashKey(key), until, now);
+}
+void ItemStore::RefuseAllWarmFills(int64_t seconds) {
+  if (holdoff_ == nullptr) return;
+  const int64_t now = impl_->config().clock->NowMicros();
+  holdoff_->NoteAll(seconds >= (DeleteHoldoff::kForever - now) / 1000000 ? DeleteHoldoff::kForever
+                                                                          : now + seconds * 1000000);
 }
 void ItemStore::FinishFlashRead(std::string_view key, const FlashLocator& where, FlashReadResult result,
                                 std::string_view value) {
@@ -391,12 +425,16 @@ bool ItemStore::EvictAhead(size_t headroom) { return impl_->EvictAhead(headroom)
 size_t ItemStore::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s) {
   return impl_->MoveIdleToFlash(cursor, max_buckets, min_idle_s);
 }
-bool ItemStore::InDeleteHoldoff(std::string_view key) const {
+bool ItemStore::WarmFillsHeldOff(std::string_view key) const {
   return holdoff_ != nullptr && holdoff_->Holds(HashKey(key), impl_->config().clock->NowMicros());
 }
 ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
   if (foreign_ != nullptr && foreign_->Foreign(req.key)) foreign_->Changed(req.key);
-  return impl_->Arithmetic(req);
+  ArithResult r = impl_->Arithmetic(req);
+  if (peer_copies_ != nullptr && r.status == ArithStatus::kOk && peer_copies_->Changed(req.key)) {
+    HoldOff(req.key, int64_t{impl_->config().forwarded_holdoff_ms} * 1000);
+  }
+  return r;
 }
 bool ItemStore::Touch(std::string_view key, int64_t exptime, FoundItem* found) {
   if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Touch(key, exptime, found);
@@ -404,7 +442,10 @@ bool ItemStore::Touch(std::string_view key, int64_t exptime, FoundItem* found) {
   const int64_t capped = CapExptime(exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
   return impl_->Touch(key, capped, found);
 }
-void ItemStore::FlushAll(int64_t delay_s) { impl_->FlushAll(delay_s); }
+void ItemStore::FlushAll(int64_t delay_s, bool client) {
+  impl_->FlushAll(delay_s);
+  if (client && peer_copies_ != nullptr) peer_copies_->Flushed();
+}
 size_t ItemStore::ReclaimExpired(size_t budget) { return impl_->ReclaimExpired(budget); }
 size_t ItemStore::Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope) {
   return impl_->Crawl(cursor, max_buckets, scope);

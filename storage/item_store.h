@@ -43,6 +43,7 @@
 namespace herdless {
 
 class DeleteHoldoff;
+class PeerCopies;
 class Segment;
 
 // -o ext_path: a value the flash tier is to read back for readers parked on
@@ -73,9 +74,13 @@ struct StoreConfig {
   RandomSource* random = nullptr;    // not owned; required
   LeaseWakeSink* wake_sink = nullptr;  // not owned; required for ReadOptions::park
   StoreEventSink* events = nullptr;    // not owned; nullptr = nobody watches
-  // Deletes start a hold-off of this long on their key (InDeleteHoldoff):
+  // Deletes start a hold-off of this long on their key (WarmFillsHeldOff):
   // warm fills from a peer are refused meanwhile. 0 = no hold-off kept.
   uint32_t delete_holdoff_ms = 0;
+  // -o warm_peer / ring: each client change is reported (storage/peer_copies.h);
+  // one sent on to a peer holds the key's fills off this long, while it travels.
+  PeerCopies* peer_copies = nullptr;   // not owned; nullptr = no peer to warm from
+  uint32_t forwarded_holdoff_ms = 0;
   // -o ring: keys held for an absent owner, their TTL capped (storage/foreign.h).
   ForeignKeys* foreign = nullptr;   // not owned; nullptr = every key is ours
   // -o ext_path: values of at least flash_item_size bytes that eviction would
@@ -147,7 +152,9 @@ class ItemStore {
 
   // flush_all: delay_s <= 0 drops every item now; otherwise every item stored
   // or touched before now + delay_s is dropped once that moment passes.
-  void FlushAll(int64_t delay_s);
+  // `client`: a client's flush, reported to StoreConfig::peer_copies (false:
+  // the daemon's own, e.g. the ring return's).
+  void FlushAll(int64_t delay_s, bool client = true);
 
   // Removes up to `budget` expired items; returns how many were removed. A
   // delayed flush_all whose deadline has passed is applied here first (its
@@ -254,17 +261,26 @@ class ItemStore {
   bool EvictAhead(size_t headroom);
   size_t MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s);
 
-  // True while a delete of `key` (any Delete, found or not) is younger than
-  // StoreConfig::delete_holdoff_ms; always false when that is 0.
-  bool InDeleteHoldoff(std::string_view key) const;
+  // True while warm fills of `key` are refused: a delete of it (any Delete,
+  // found or not) is younger than StoreConfig::delete_holdoff_ms, a change
+  // sent on to a peer is younger than forwarded_holdoff_ms, or RefuseWarmFills.
+  bool WarmFillsHeldOff(std::string_view key) const;
+  // Refuses warm fills of `key` (RefuseAllWarmFills: of every key) for
+  // `seconds` (INT64_MAX: for good): a peer may still hold an old copy of it.
+  // Needs delete_holdoff_ms or peer_copies (else does nothing).
+  void RefuseWarmFills(std::string_view key, int64_t seconds);
+  void RefuseAllWarmFills(int64_t seconds);
 
  private:
   // The store itself: its shards, memory, queues and the helpers the
   // operations share (storage/item_store_internal.h), made once with the store.
   class Impl;
   std::unique_ptr<Impl> impl_;
-  std::unique_ptr<DeleteHoldoff> holdoff_;   // with delete_holdoff_ms
+  void HoldOff(std::string_view key, int64_t for_us);
+
+  std::unique_ptr<DeleteHoldoff> holdoff_;   // with delete_holdoff_ms or peer_copies
   ForeignKeys* const foreign_;
+  PeerCopies* const peer_copies_;
 };
 
 }  // namespace herdless

@@ -112,6 +112,9 @@ struct StoreRequest {
   // On kTooLarge / kNoMemory memcached removes the existing item "to avoid stale
   // data": done for kSet always; for the other modes when this is set.
   bool unlink_on_failure = false;
+  // A copy from a warm peer (daemon/warm_request.h), not a client's change:
+  // not reported to StoreConfig::peer_copies.
+  bool warm_fill = false;
 };
 
 struct StoreResult {
@@ -135,7 +138,10 @@ struct DeleteRequest {
   std::string_view key;
   uint64_t compare_cas = 0;       // the CAS the item must have, 0 = any
   bool mark_stale = false;        // keep the value as stale, new CAS, clear the lease
-  bool holdoff = true;            // false: refuse no warm fill of the key afterwards
+  // false: not a client's change but the ring's own drop (the ring return,
+  // `ring forget`): no warm hold-off, not reported to StoreConfig::peer_copies,
+  // not logged as a foreign change.
+  bool client = true;
   bool has_ttl = false;           // with mark_stale: a new exptime for the stale value
   int64_t exptime = 0;
   uint64_t new_cas = 0;           // the stale value's CAS instead of the counter's (0 = counter)

@@ -14,6 +14,7 @@
 #include "storage/clock.h"
 #include "storage/holdoff.h"
 #include "storage/item_store.h"
+#include "storage/peer_copies.h"
 #include "storage/random.h"
 #include "tests/unit/test_support.h"
 
@@ -62,29 +63,145 @@ TEST_F(WarmTest, DeleteStartsAHoldoffEvenForAMissingKey) {
   DeleteRequest del;
   del.key = "gone";
   EXPECT_EQ(store_->Delete(del), DeleteStatus::kNotFound);
-  EXPECT_TRUE(store_->InDeleteHoldoff("gone"));
-  EXPECT_FALSE(store_->InDeleteHoldoff("other"));
+  EXPECT_TRUE(store_->WarmFillsHeldOff("gone"));
+  EXPECT_FALSE(store_->WarmFillsHeldOff("other"));
   clock_.AdvanceMicros(1999000);
-  EXPECT_TRUE(store_->InDeleteHoldoff("gone"));
+  EXPECT_TRUE(store_->WarmFillsHeldOff("gone"));
   clock_.AdvanceMicros(2000);
-  EXPECT_FALSE(store_->InDeleteHoldoff("gone"));
+  EXPECT_FALSE(store_->WarmFillsHeldOff("gone"));
 }
 
 TEST_F(WarmTest, HoldoffTableStaysBounded) {
-  DeleteHoldoff holdoff(1000);
+  DeleteHoldoff holdoff;
   // 20 tables' worth of deletes at one instant, a shard at a time (the hash's
   // top 4 bits): no shard ever holds more than kMaxEntries.
   for (uint64_t i = 0; i < 20 * DeleteHoldoff::kMaxEntries; ++i) {
-    holdoff.Note(i << 44, 0);
+    holdoff.Note(i << 44, 1000, 0);
     if (i % 4096 == 0) {
       ASSERT_LE(holdoff.size(), 16 * DeleteHoldoff::kMaxEntries);
     }
   }
   EXPECT_LE(holdoff.size(), 16 * DeleteHoldoff::kMaxEntries);
   EXPECT_TRUE(holdoff.Holds(uint64_t{20 * DeleteHoldoff::kMaxEntries - 1} << 44, 500));   // the newest stays
-  holdoff.Note(7, 5000);
+  holdoff.Note(7, 6000, 1000);
   EXPECT_TRUE(holdoff.Holds(7, 5500));
   EXPECT_FALSE(holdoff.Holds(7, 6001));
+}
+
+TEST_F(WarmTest, AFullHoldoffShardForgetsNoRefusal) {
+  DeleteHoldoff holdoff;
+  // One shard (top 4 bits 0) overfilled with refusals for good, one with short ones.
+  const uint64_t keys = DeleteHoldoff::kMaxEntries + 10;
+  for (uint64_t i = 0; i < keys; ++i) holdoff.Note(i, DeleteHoldoff::kForever, 0);
+  size_t held = 0;
+  for (uint64_t i = 0; i < keys; ++i) held += holdoff.Holds(i, 1000000) ? 1 : 0;
+  EXPECT_EQ(held, keys);                             // the dropped quarter is refused as a whole shard
+  EXPECT_TRUE(holdoff.Holds(keys + 5, 1000000));     // ... with any other key of it
+  EXPECT_FALSE(holdoff.Holds(uint64_t{1} << 60, 0));  // another shard is untouched
+  EXPECT_LE(holdoff.size(), DeleteHoldoff::kMaxEntries);
+}
+
+TEST_F(WarmTest, RefusingAllFillsCoversEveryShardUntilItEnds) {
+  DeleteHoldoff holdoff;
+  holdoff.Note(3, 100, 0);
+  holdoff.NoteAll(5000);
+  for (uint64_t shard = 0; shard < 16; ++shard) EXPECT_TRUE(holdoff.Holds(shard << 60 | 9, 4999));
+  EXPECT_FALSE(holdoff.Holds(9, 5000));
+  EXPECT_EQ(holdoff.size(), 0u);   // the shorter refusal is covered
+}
+
+// What the store tells the warm peers' client (storage/peer_copies.h).
+class RecordingPeerCopies final : public PeerCopies {
+ public:
+  bool Changed(std::string_view key) override {
+    changed.emplace_back(key);
+    return forwards;
+  }
+  void Flushed() override { flushes++; }
+  bool forwards = true;
+  std::vector<std::string> changed;
+  int flushes = 0;
+};
+
+class WarmInvalidationTest : public ::testing::Test {
+ protected:
+  WarmInvalidationTest() : config_(DrivenStoreConfig(&clock_, &random_)), server_(&stats_) {
+    clock_.AdvanceSeconds(100);
+    config_.delete_holdoff_ms = 2000;
+    config_.forwarded_holdoff_ms = 100;
+    config_.peer_copies = &peers_;
+    store_ = std::make_unique<ItemStore>(config_);
+    executor_ = std::make_unique<Executor>(store_.get(), &server_, &stats_);
+  }
+  std::string Run(std::string_view input) {
+    WarmPass pass;
+    pass.enabled = true;
+    outcome_ = executor_->Process(input, &out_, SIZE_MAX, 0, nullptr, &pass);
+    return Drain(&out_);
+  }
+
+  ManualClock clock_;
+  DefaultRandom random_{3};
+  RecordingPeerCopies peers_;
+  StoreConfig config_;
+  ThreadStats stats_;
+  FakeServer server_;
+  std::unique_ptr<ItemStore> store_;
+  std::unique_ptr<Executor> executor_;
+  ReplyBuffer out_;
+  ProcessOutcome outcome_;
+};
+
+TEST_F(WarmInvalidationTest, ClientChangesAreReportedAndTheDaemonsOwnAreNot) {
+  EXPECT_EQ(Run("set a 0 0 1\r\n1\r\ndelete b\r\nincr a 1\r\nadd a 0 0 1\r\n1\r\nmd c q\r\nmn\r\n"),
+            "STORED\r\nNOT_FOUND\r\n2\r\nNOT_STORED\r\nNF\r\nMN\r\n");
+  EXPECT_EQ(peers_.changed, (std::vector<std::string>{"a", "b", "a", "c"}));   // a refused add changed nothing
+  StoreRequest fill;
+  fill.key = "w";
+  fill.value = "peer's";
+  fill.warm_fill = true;
+  EXPECT_EQ(store_->Store(fill).status, StoreStatus::kStored);
+  DeleteRequest drop;
+  drop.key = "r";
+  drop.client = false;   // the ring return's drop
+  store_->Delete(drop);
+  store_->FlushAll(0, /*client=*/false);
+  EXPECT_EQ(peers_.changed.size(), 4u);
+  EXPECT_EQ(peers_.flushes, 0);
+  EXPECT_EQ(Run("flush_all\r\n"), "OK\r\n");
+  EXPECT_EQ(peers_.flushes, 1);
+}
+
+TEST_F(WarmInvalidationTest, AForwardedSetHoldsFillsOffWhileItTravels) {
+  Run("set s 0 0 1\r\n1\r\n");
+  EXPECT_TRUE(store_->WarmFillsHeldOff("s"));
+  clock_.AdvanceMicros(100001);
+  EXPECT_FALSE(store_->WarmFillsHeldOff("s"));
+  peers_.forwards = false;   // a key this node would not warm: no hold-off
+  Run("set t 0 0 1\r\n1\r\n");
+  EXPECT_FALSE(store_->WarmFillsHeldOff("t"));
+}
+
+TEST_F(WarmInvalidationTest, AnUnconfirmedInvalidationRefusesTheKeyUntilWarmUpEnds) {
+  Run("delete k\r\n");
+  clock_.AdvanceSeconds(3);   // past the delete's hold-off: the peer confirmed it
+  EXPECT_FALSE(store_->WarmFillsHeldOff("k"));
+  Run("mg k v N30\r\n");
+  EXPECT_TRUE(outcome_.warm);   // a miss warms again
+  // The peer did not confirm the delete of j: refused for the rest of warm-up.
+  Run("delete j\r\n");
+  store_->RefuseWarmFills("j", 60);
+  store_->RefuseWarmFills("f", INT64_MAX);
+  clock_.AdvanceSeconds(59);
+  EXPECT_EQ(Run("mg j v N30\r\n"), "VA 0 W\r\n\r\n");
+  EXPECT_FALSE(outcome_.warm);
+  EXPECT_EQ(stats_.warm_refused.Get(), 1u);
+  clock_.AdvanceSeconds(2);
+  EXPECT_FALSE(store_->WarmFillsHeldOff("j"));
+  clock_.AdvanceSeconds(1000000);
+  EXPECT_TRUE(store_->WarmFillsHeldOff("f"));
+  store_->RefuseAllWarmFills(10);
+  EXPECT_TRUE(store_->WarmFillsHeldOff("any"));
 }
 
 TEST_F(WarmTest, AWinningMissGoesToThePeerOnceThenGetsItsToken) {
@@ -172,6 +289,22 @@ TEST(PeerReplyTest, ReadsMetaAndGetsRepliesOneAtATime) {
   ASSERT_EQ(ParsePeerReply(rest, 100, &r, &used), PeerParse::kDone);
   EXPECT_EQ(r.kind, PeerReply::Kind::kUnknownCommand);
   EXPECT_EQ(used, rest.size());
+}
+
+TEST(PeerReplyTest, AStaleValueIsAMissMarkedStaleAndDeletesAreConfirmed) {
+  PeerReply r;
+  size_t used = 0;
+  ASSERT_EQ(ParsePeerReply("VA 2 f0 t30 X W\r\nhi\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kMiss);
+  EXPECT_TRUE(r.stale);
+  ASSERT_EQ(ParsePeerReply("EN\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_FALSE(r.stale);
+  ASSERT_EQ(ParsePeerReply("DELETED\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kDeleted);
+  ASSERT_EQ(ParsePeerReply("NOT_FOUND\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kDeleted);
+  ASSERT_EQ(ParsePeerReply("SERVER_ERROR no ring (-o ring)\r\n", 100, &r, &used), PeerParse::kDone);
+  EXPECT_EQ(r.kind, PeerReply::Kind::kError);
 }
 
 TEST(PeerReplyTest, WaitsForTheWholeValueAndRefusesNonsense) {
