@@ -192,6 +192,13 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
       return;
     }
     uint64_t classes = 0;
+    if (w.word[1] == "hash") {
+      // memcached walks the hash table only for a dump: a crawl of it fails
+      // (lru_crawler_start's -2), unless a crawl is running.
+      out->Append(server->CrawlRunning() ? "BUSY currently processing crawler request\r\n"
+                                         : "ERROR an unknown error happened\r\n");
+      return;
+    }
     if (!ParseCrawlerClasses(w.word[1], &classes)) {
       out->Append("BADCLASS invalid class id\r\n");
       return;
