@@ -471,6 +471,11 @@ TEST(OptionsTest, RefusalsExitAndPrintAsMemcached) {
       {{"-o", "compat=1.6.45,slab_chunk_max=x"}, 1, "could not parse argument to slab_chunk_max\n"},
       {{"-o", "compat=1.6.45,slab_chunk_max=3"}, 64,
        "-I (item_size_max: 1048576) must be evenly divisible by slab_chunk_max (bytes: 3072)\n"},
+      // storage_check_config's refusals are EX_USAGE, extstore_init's (in storage_init) 1.
+      {{"-U", "11211", "-o", "ext_path=/tmp/a:64m"}, 64,
+       "Cannot use UDP with extstore enabled (-U 0 to disable)\n"},
+      {{"-o", "ext_page_size=2,ext_path=/tmp/a:64m"}, 1,
+       "Failed to initialize external storage: page_size must be divisible by wbuf_size\n"},
   };
   for (const Row& row : rows) {
     Parsed p = Parse(row.args);
