@@ -115,6 +115,25 @@ def cases():
     add("compat_mg_conditional", [b"ms a 2\r\nhi\r\n", b"mg a c\r\n", SYNC,
                                   b"mg a C{cas1} v c\r\n", b"mg a C1 v\r\n", b"mg a C{cas1} s\r\n"],
         compat=True)
+    # 1.6.45 reads a length, a CAS, a delta, a TTL, a level and the meta flags' numbers with its
+    # token readers: digits only (a '-' for the signed ones), in range, a flag's number not empty.
+    add("compat_token_numbers_text",
+        [b"set a +0 +0 +1\r\nx\r\n", b"set a 0 0 01\r\nx\r\n", b"cas a 0 0 1 +1\r\nx\r\n",
+         b"set n 0 0 1\r\n5\r\n", b"incr n +1\r\n", b"decr n 00000000000000000000001\r\n",
+         b"incr n 000000000000000000000001\r\n", b"touch a +10\r\n", b"touch a 2147483648\r\n",
+         b"gat +10 a\r\n", b"gat - a\r\n", b"verbosity +1\r\n", b"verbosity 4294967296\r\n",
+         b"flush_all +0\r\n", b"cache_memlimit +100\r\n", b"stats cachedump +1 1\r\n",
+         b"stats cachedump 30 00000000001\r\n", b"get a\r\n"], compat=True)
+    add("compat_token_numbers_meta",
+        [b"ms a 1 T+5\r\nx\r\n", b"ms a 1 F+5\r\nx\r\n", b"ms a 1 C+1\r\nx\r\n", b"mg a f v\r\n",
+         b"ms a +1\r\nx\r\n", b"ms a 01 T00000000005 F00000000005\r\nx\r\n",
+         b"mg a T000000000005 t\r\n", b"mg a N+30 v\r\n", b"mg a R+5 v\r\n", b"mg a T\r\n",
+         b"ms a 1 T\r\nx\r\n", b"ma n N0 J+5 v\r\n", b"ma n D+1 v\r\n", b"ma n D\r\n",
+         b"ma n J\r\n", b"md a C+1\r\n", b"md a T+5 I\r\n", b"mg a f v\r\n"], compat=True)
+    add("compat_token_numbers_cas_in", [b"ms a 1 E+7\r\nx\r\n", b"md a E\r\n",
+                                        b"ms a 1 E18446744073709551616\r\nx\r\n",
+                                        b"ms a 1 E18446744073709551615\r\nx\r\n", b"mg a c v\r\n"],
+        compat=True, live=False)   # E is 1.6.19's: 1.6.18 refuses it
     add("compat_shutdown", [b"shutdown\r\n", b"shutdown graceful\r\n"], compat=True)
     add("compat_bget_sizes", [setcmd("a", "1"), b"bget a\r\n", b"stats sizes_enable\r\n",
                               b"stats sizes_disable\r\n"], compat=True)
