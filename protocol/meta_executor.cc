@@ -513,9 +513,10 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
   }
   out->Append("ME ");
   AppendKey(req.key, r.binary_key, out);
-  // memcached prints exp as (now - exptime): minus the remaining TTL.
+  // 1.6.18 prints exp as (now - exptime), minus the remaining TTL; 1.6.24+
+  // (-o compat=1.6.45) the remaining TTL.
   out->Append(" exp=");
-  out->AppendSignedNumber(r.ttl_before == -1 ? -1 : -r.ttl_before);
+  out->AppendSignedNumber(r.ttl_before == -1 ? -1 : req.latest ? r.ttl_before : -r.ttl_before);
   out->Append(" la=");
   out->AppendNumber(static_cast<uint64_t>(r.seconds_since_access));
   out->Append(" cas=");

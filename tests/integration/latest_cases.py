@@ -134,6 +134,9 @@ def cases():
                                         b"ms a 1 E18446744073709551616\r\nx\r\n",
                                         b"ms a 1 E18446744073709551615\r\nx\r\n", b"mg a c v\r\n"],
         compat=True, live=False)   # E is 1.6.19's: 1.6.18 refuses it
+    # me's exp: 1.6.18 prints minus the remaining TTL, 1.6.24+ the TTL.
+    add("compat_me_exp", [b"ms a 1 T100\r\nx\r\n", b"me a\r\n", b"ms b 1\r\nx\r\n", b"me b\r\n"],
+        compat=True)
     add("compat_shutdown", [b"shutdown\r\n", b"shutdown graceful\r\n"], compat=True)
     add("compat_bget_sizes", [setcmd("a", "1"), b"bget a\r\n", b"stats sizes_enable\r\n",
                               b"stats sizes_disable\r\n"], compat=True)
