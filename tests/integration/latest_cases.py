@@ -117,12 +117,13 @@ def cases():
         compat=True)
     # 1.6.45 reads a length, a CAS, a delta, a TTL, a level and the meta flags' numbers with its
     # token readers: digits only (a '-' for the signed ones), in range, a flag's number not empty.
+    # (cachedump: an empty class; what memcached lists of a class depends on its LRU thread.)
     add("compat_token_numbers_text",
         [b"set a +0 +0 +1\r\nx\r\n", b"set a 0 0 01\r\nx\r\n", b"cas a 0 0 1 +1\r\nx\r\n",
          b"set n 0 0 1\r\n5\r\n", b"incr n +1\r\n", b"decr n 00000000000000000000001\r\n",
          b"incr n 000000000000000000000001\r\n", b"touch a +10\r\n", b"touch a 2147483648\r\n",
          b"gat +10 a\r\n", b"gat - a\r\n", b"verbosity +1\r\n", b"verbosity 4294967296\r\n",
-         b"flush_all +0\r\n", b"cache_memlimit +100\r\n", b"stats cachedump +1 1\r\n",
+         b"flush_all +0\r\n", b"cache_memlimit +100\r\n", b"stats cachedump +30 1\r\n",
          b"stats cachedump 30 00000000001\r\n", b"get a\r\n"], compat=True)
     add("compat_token_numbers_meta",
         [b"ms a 1 T+5\r\nx\r\n", b"ms a 1 F+5\r\nx\r\n", b"ms a 1 C+1\r\nx\r\n", b"mg a f v\r\n",
@@ -229,9 +230,10 @@ def cases():
         c.append(ShapeCase("stats_machinery" + "_".join([""] + list(args[1:])).replace(",", "_"),
                            b"stats\r\n", args=args, only=MACHINERY_STATS, values=(),
                            same_in_1618=True))
+    # (Replayed only: memcached's disable stops the crawler thread without waiting, so a live
+    # `stats` right after it may still show the crawler's lines.)
     c.append(ShapeCase("stats_machinery_crawler_disabled", b"stats\r\n", args=("-o", "lru_crawler"),
-                       before=[b"lru_crawler disable\r\n"], only=MACHINERY_STATS, values=(),
-                       same_in_1618=True))
+                       before=[b"lru_crawler disable\r\n"], only=MACHINERY_STATS, values=()))
     c.append(ShapeCase("switch_slab_mover", b"stats settings\r\n", same_in_1618=True,
                        args=("-o", "no_slab_reassign,no_maxconns_fast,slab_automove=2"),
                        only=SWITCH_SETTINGS - {"lru_segmented"}))   # memcached's starts at yes
