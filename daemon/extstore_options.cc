@@ -185,15 +185,19 @@ bool CheckExtstoreOptions(OptionParse* p) {
                    ") cannot be larger than ext_wbuf_size: " + std::to_string(ext.wbuf_size));
   }
   if (s.udp_port != 0) return p->Fail("Cannot use UDP with extstore enabled (-U 0 to disable)");
-  const std::string init = "Failed to initialize external storage: ";
+  // extstore_init's refusals: memcached's storage_init exits 1, not EX_USAGE.
+  auto init_fails = [p](std::string_view why) {
+    p->exit_status = EXIT_FAILURE;
+    return p->Fail("Failed to initialize external storage: " + std::string(why));
+  };
   if (ext.wbuf_size == 0 || ext.page_size % ext.wbuf_size != 0) {
-    return p->Fail(init + "page_size must be divisible by wbuf_size");
+    return init_fails("page_size must be divisible by wbuf_size");
   }
   if (ext.page_size % (2u << 20) != 0 || ext.wbuf_size % (2u << 20) != 0) {
-    return p->Fail(init + "page_size and wbuf_size must be divisible by 1024*1024*2");
+    return init_fails("page_size and wbuf_size must be divisible by 1024*1024*2");
   }
   if (ext.page_count() >= UINT16_MAX) {
-    return p->Fail(init + "page_count must total to < 65536. Increase page_size or lower path sizes");
+    return init_fails("page_count must total to < 65536. Increase page_size or lower path sizes");
   }
   if (ext.compact_under == 0) {
     // memcached: a quarter of the last ext_path's pages, for both thresholds.

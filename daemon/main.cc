@@ -169,9 +169,10 @@ int Main(int argc, char** argv) {
   options.protocol.memory_file = AbsolutePath(options.protocol.memory_file);
   Server server(options);
   std::string error;
-  if (!server.LoadCredentials(&error)) {
+  int refused_status = EX_USAGE;   // memcached's for TLS
+  if (!server.LoadCredentials(&error, &refused_status)) {
     std::fprintf(stderr, "%s\n", error.c_str());
-    return EX_USAGE;
+    return refused_status;
   }
   if (!server.Listen(&error)) {
     Log(LogLevel::kError, "%s", error.c_str());

@@ -756,13 +756,11 @@ constexpr OptionRow kSuboptions[] = {
 };
 
 // memcached's -o keys that only tune memcached's slab allocator, LRU threads,
-// hash table or logging. (lru_crawler, no_lru_crawler, lru_maintainer,
-// no_lru_maintainer and no_modern set the crawler's start and what `stats
-// settings` shows: OptionParse::ApplySuboption.)
+// hash table or logging. (lru_crawler, lru_maintainer, slab_reassign,
+// maxconns_fast, slab_automove, their no_ forms and no_modern set the crawler's
+// start and what `stats settings` shows: OptionParse::ApplySuboption.)
 constexpr std::string_view kIgnoredSuboptions[] = {
-    "maxconns_fast", "no_maxconns_fast", "hashpower", "no_hashexpand",
-    "slab_reassign", "no_slab_reassign", "slab_automove", "no_slab_automove",
-    "slab_automove_ratio", "slab_automove_window", "tail_repair_time",
+    "hashpower", "no_hashexpand", "slab_automove_ratio", "slab_automove_window", "tail_repair_time",
     "hash_algorithm", "lru_crawler_sleep",
     "lru_crawler_tocrawl",
     "watcher_logbuf_size", "worker_logbuf_size", "slab_sizes",

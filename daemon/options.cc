@@ -155,24 +155,39 @@ bool OptionParse::ApplySuboption() {
   for (const OptionRow& row : SuboptionRows()) {
     if (name == row.name && InThisBuild(row)) return row.apply(*this);
   }
-  // memcached's crawler and LRU maintainer switches, in order (-o
-  // no_modern,lru_crawler: the crawler on). no_modern also turns off the slab
-  // rebalancer and the fast connection limit, which `stats settings` shows.
-  constexpr std::string_view kSwitches[] = {"lru_crawler", "no_lru_crawler", "no_modern",
-                                            "lru_maintainer", "no_lru_maintainer"};
+  // memcached's crawler, LRU maintainer, slab mover and connection-limit
+  // switches, in order (-o no_modern,lru_crawler: the crawler on). They set
+  // what `stats settings` shows and which of their blocks `stats` prints.
+  constexpr std::string_view kSwitches[] = {
+      "lru_crawler",   "no_lru_crawler",   "no_modern",     "lru_maintainer",
+      "no_lru_maintainer", "slab_reassign", "no_slab_reassign", "maxconns_fast",
+      "no_maxconns_fast",  "no_slab_automove"};
   if (std::find(std::begin(kSwitches), std::end(kSwitches), name) != std::end(kSwitches)) {
     if (has_value) return Fail("-o " + std::string(name) + " takes no value");
     MachinerySettings& m = settings.machinery;
+    const bool on = !name.starts_with("no_");
     if (name == "lru_crawler" || name == "no_lru_crawler") {
-      settings.lru_crawler_at_start = name == "lru_crawler";
+      settings.lru_crawler_at_start = on;
     } else if (name == "no_modern") {
       settings.lru_crawler_at_start = false;
       m.lru_maintainer = m.slab_reassign = m.maxconns_fast = false;
       m.slab_automove = 0;
       slab_chunk_max_is_page = true;
+    } else if (name.ends_with("slab_reassign")) {
+      m.slab_reassign = on;
+    } else if (name.ends_with("maxconns_fast")) {
+      m.maxconns_fast = on;
+    } else if (name == "no_slab_automove") {
+      m.slab_automove = 0;
     } else {
-      m.lru_maintainer = name == "lru_maintainer";
+      m.lru_maintainer = on;
     }
+    return true;
+  }
+  if (name == "slab_automove") {   // memcached: alone 1, else atoi in 0..2
+    const int mode = has_value ? std::atoi(std::string(value).c_str()) : 1;
+    if (mode < 0 || mode > 2) return Fail("slab_automove must be between 0 and 2");
+    settings.machinery.slab_automove = static_cast<uint32_t>(mode);
     return true;
   }
   for (std::string_view ignored : IgnoredSuboptions()) {

@@ -141,7 +141,7 @@ Server::~Server() {
 // The longest a returning ring node waits for each other server's list.
 constexpr int kRingReturnTimeoutMs = 500;
 
-bool Server::LoadCredentials(std::string* error) {
+bool Server::LoadCredentials(std::string* error, int* exit_status) {
   if (!options_.protocol.ring.empty()) {
     ring_ = ClusterRing::Load(options_.protocol.ring, options_.protocol.ring_self, error);
     if (ring_ == nullptr) return false;
@@ -151,6 +151,7 @@ bool Server::LoadCredentials(std::string* error) {
     tls_ = TlsContext::Create(options_.protocol.tls, error);
     if (tls_ == nullptr) return false;
   }
+  *exit_status = EXIT_FAILURE;   // memcached's authfile_load and SASL init failures
   if (!options_.protocol.auth_file.empty()) {
     auth_ = std::make_unique<AuthFile>();
     if (!auth_->Load(options_.protocol.auth_file, error)) return false;

@@ -52,9 +52,10 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   Server& operator=(const Server&) = delete;
 
   // Reads what -Z and -Y name (certificates, key, CA, password file), before
-  // root is dropped. False with a message in *error: herdless never starts
-  // without the protection that was asked for.
-  bool LoadCredentials(std::string* error);
+  // root is dropped. False with a message in *error, and *exit_status set to
+  // 1 for a password file (memcached's; the caller's EX_USAGE stays for TLS):
+  // herdless never starts without the protection that was asked for.
+  bool LoadCredentials(std::string* error, int* exit_status);
 
   // Creates, binds and listens on every -l address: TCP (unless -p 0) and UDP
   // (with -U), or nothing when -s names a unix socket; then writes the bound

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "protocol/meta_parser.h"
+#include "protocol/numbers.h"
 #include "protocol/request_loop.h"
 
 namespace herdless {
@@ -140,9 +141,15 @@ namespace {
 // One request of the exchange at the front of `rest`, answered.
 StepResult AnswerAuthRequest(std::string_view rest, const AuthFile& auth, ReplyBuffer* out,
                              ThreadStats* stats, bool latest, AuthOutcome* outcome) {
+  constexpr size_t kLatestMinAuthBytes = 3, kLatestMinAuthLine = 6;   // 1.6.45's
+  if (latest && rest.size() < kLatestMinAuthBytes) return {};
   const size_t newline = rest.find('\n');
   if (newline == std::string_view::npos) {
     if (rest.size() > kMaxAuthLine) outcome->close = true;   // junk: hang up, as memcached
+    return {};
+  }
+  if (latest && newline < kLatestMinAuthLine) {   // 1.6.45 hangs up on a line this short
+    outcome->close = true;
     return {};
   }
   std::string_view line = rest.substr(0, newline);
@@ -150,7 +157,12 @@ StepResult AnswerAuthRequest(std::string_view rest, const AuthFile& auth, ReplyB
   std::string_view words[6];
   const size_t count = SplitWords(line, words, 6);
   uint64_t length = 0;
-  if (count < 5 || words[0] != "set" || !ParseLength(words[4], &length)) {
+  uint32_t length32 = 0;
+  // 1.6.45: the line starts with "set" (strncmp), its length read with the token reader.
+  const bool is_set = latest ? line.starts_with("set") : words[0] == "set";
+  const bool length_ok = latest ? ParseTokenUint32(words[4], &length32) : ParseLength(words[4], &length);
+  if (latest) length = length32;
+  if (count < 5 || !is_set || !length_ok) {
     out->Append("CLIENT_ERROR unauthenticated\r\n");
     return {newline + 1, true};
   }

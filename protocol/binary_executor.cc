@@ -364,7 +364,7 @@ void BinaryExecutor::Delete(const BinaryRequest& req, ReplyBuffer* out) {
   DeleteRequest::Removed found;
   const DeleteStatus status =
       store_->Delete(DeleteRequest{.key = req.key, .compare_cas = req.cas, .removed = &found});
-  watch_.Lookup(req.key, status != DeleteStatus::kNotFound, found.value_len, found.client_flags);
+  watch_.Lookup(req.key, found);
   switch (status) {
     case DeleteStatus::kDeleted:
       stats_->delete_hits.Add();
@@ -395,7 +395,7 @@ void BinaryExecutor::Arithmetic(const BinaryRequest& req, ReplyBuffer* out) {
     ar.create_exptime = req.exptime;
   }
   const ArithResult r = store_->Arithmetic(ar);
-  watch_.Lookup(req.key, r.found_live, r.found_value_len, r.found_client_flags);
+  watch_.Lookup(req.key, r.found);
   if (r.created) watch_.Created(store_, req.key, r.value, ar.create_exptime);
   switch (r.status) {
     case ArithStatus::kOk: {

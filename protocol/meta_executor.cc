@@ -367,10 +367,12 @@ void ExecuteDelete(ItemStore* store, ThreadStats* stats, const WatchContext& wat
   dr.has_ttl = flags.Has('T') && (dr.mark_stale || dr.empty_value);
   dr.exptime = args.T;
   dr.new_cas = flags.Has('E') ? args.E : 0;
-  DeleteRequest::Removed removed{0, dr.client_flags};   // x logs its empty item
-  if (!dr.empty_value) dr.removed = &removed;
+  DeleteRequest::Removed removed;
+  dr.removed = &removed;
   DeleteStatus status = store->Delete(dr);
-  watch.Lookup(req.key, status != DeleteStatus::kNotFound, removed.value_len, removed.client_flags);
+  // x logs its empty item.
+  if (dr.empty_value && removed.live) removed = {.live = true, .client_flags = dr.client_flags};
+  watch.Lookup(req.key, removed);
 
   std::string_view code;
   switch (status) {
@@ -466,7 +468,7 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const WatchContext&
     return;
   }
   const ArithResult r = store->Arithmetic(ar);
-  watch.Lookup(req.key, r.found_live, r.found_value_len, r.found_client_flags);
+  watch.Lookup(req.key, r.found);
   // memcached's ma stores the new number without a TTL and sets N's after: its line says ttl=0.
   if (r.created) watch.Created(store, req.key, r.value, /*exptime=*/0);
   switch (r.status) {
@@ -511,9 +513,10 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
   }
   out->Append("ME ");
   AppendKey(req.key, r.binary_key, out);
-  // memcached prints exp as (now - exptime): minus the remaining TTL.
+  // 1.6.18 prints exp as (now - exptime), minus the remaining TTL; 1.6.24+
+  // (-o compat=1.6.45) the remaining TTL.
   out->Append(" exp=");
-  out->AppendSignedNumber(r.ttl_before == -1 ? -1 : -r.ttl_before);
+  out->AppendSignedNumber(r.ttl_before == -1 ? -1 : req.latest ? r.ttl_before : -r.ttl_before);
   out->Append(" la=");
   out->AppendNumber(static_cast<uint64_t>(r.seconds_since_access));
   out->Append(" cas=");

@@ -47,13 +47,16 @@ enum class FlagToken : uint8_t {
 // (F has none of its own).
 FlagToken ParseNumericToken(unsigned char c, std::string_view t, bool latest, MetaArgs* args,
                             std::string_view* error) {
-  const std::string_view value = t.substr(1);
+  std::string_view value = t.substr(1);
+  // 1.6.45's flag readers refuse a flag without its number (1.6.18 reads
+  // what follows it): a value that no reader takes.
+  if (latest && value.empty() && c != 'M') value = "x";
   switch (c) {
     case 'N':
     case 'R':
     case 'T': {
       int32_t ttl;
-      if (!ParseInt32(value, &ttl)) {
+      if (!ParseInt32As(value, latest, &ttl)) {
         *error = kBadToken;
         return FlagToken::kBad;
       }
@@ -61,15 +64,15 @@ FlagToken ParseNumericToken(unsigned char c, std::string_view t, bool latest, Me
       return FlagToken::kOk;
     }
     case 'E':   // 1.6.19+: the CAS the command gives the item
-      if (ParseUint64(value, &args->E)) return FlagToken::kOk;
+      if (ParseUint64As(value, latest, &args->E)) return FlagToken::kOk;
       *error = kBadToken;
       return FlagToken::kBad;
     case 'C':
-      if (ParseUint64(value, &args->C)) return FlagToken::kOk;
+      if (ParseUint64As(value, latest, &args->C)) return FlagToken::kOk;
       *error = kBadToken;
       return FlagToken::kBad;
     case 'F':
-      return ParseUint32(value, &args->F) ? FlagToken::kOk : FlagToken::kBad;
+      return ParseUint32As(value, latest, &args->F) ? FlagToken::kOk : FlagToken::kBad;
     case 'M':
       if (t.size() == 2 || (latest && t.size() > 2)) {   // 1.6.45 reads the first byte
         args->M = t[1];
@@ -82,11 +85,11 @@ FlagToken ParseNumericToken(unsigned char c, std::string_view t, bool latest, Me
       *error = "CLIENT_ERROR incorrect length for M token";
       return FlagToken::kBad;
     case 'J':
-      if (ParseUint64(value, &args->J)) return FlagToken::kOk;
+      if (ParseUint64As(value, latest, &args->J)) return FlagToken::kOk;
       *error = "CLIENT_ERROR invalid numeric initial value";
       return FlagToken::kBad;
     case 'D':
-      if (ParseUint64(value, &args->D)) return FlagToken::kOk;
+      if (ParseUint64As(value, latest, &args->D)) return FlagToken::kOk;
       *error = "CLIENT_ERROR invalid numeric delta value";
       return FlagToken::kBad;
     default:
@@ -202,7 +205,7 @@ LineVerdict ParseMetaSet(const CommandLine& line, Request* out) {
   if (line.ntokens() == 3) return Error(kBadFormat);
   if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags too long");
   int32_t length;
-  if (!ParseInt32(line.token[2], &length) || length < 0 || length > INT32_MAX - 2) {
+  if (!ParseInt32As(line.token[2], line.latest, &length) || length < 0 || length > INT32_MAX - 2) {
     return Error(kBadFormat);
   }
   out->key = line.token[1];

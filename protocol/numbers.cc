@@ -127,6 +127,34 @@ bool ParseTokenUint32(std::string_view s, uint32_t* out) {
   return true;
 }
 
+bool ParseTokenUint64(std::string_view s, uint64_t* out) {
+  constexpr size_t kMaxToken64 = 22;   // mcmc's MCMC_TOKTO64_MAX
+  if (s.size() > kMaxToken64) return false;
+  uint64_t value = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    const uint64_t digit = static_cast<uint64_t>(c - '0');
+    if (value > (UINT64_MAX - digit) / 10) return false;
+    value = value * 10 + digit;
+  }
+  *out = value;
+  return true;
+}
+
+bool ParseUint32As(std::string_view s, bool latest, uint32_t* out) {
+  return latest ? ParseTokenUint32(s, out) : ParseUint32(s, out);
+}
+bool ParseInt32As(std::string_view s, bool latest, int32_t* out) {
+  return latest ? ParseTokenInt32(s, out) : ParseInt32(s, out);
+}
+bool ParseUint64As(std::string_view s, bool latest, uint64_t* out) {
+  return latest ? ParseTokenUint64(s, out) : ParseUint64(s, out);
+}
+bool ParseStrtodAs(std::string_view s, bool latest, double* out) {
+  constexpr size_t kMaxDoubleToken = 31;
+  return (!latest || s.size() <= kMaxDoubleToken) && ParseStrtod(s, out);
+}
+
 bool ParseTokenInt32(std::string_view s, int32_t* out) {
   const bool negative = !s.empty() && s[0] == '-';
   if (s.size() > kMaxTokenDigits) return false;

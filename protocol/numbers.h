@@ -39,6 +39,15 @@ bool ParseStrtod(std::string_view s, double* out);
 // and in range; nothing is skipped or ignored.
 bool ParseTokenUint32(std::string_view s, uint32_t* out);
 bool ParseTokenInt32(std::string_view s, int32_t* out);
+bool ParseTokenUint64(std::string_view s, uint64_t* out);   // at most 22 characters
+
+// A number as the memcached -o compat chooses reads it: 1.6.18's safe_strto*
+// above, or with `latest` (compat=1.6.45) 1.6.45's token readers (its
+// mc_toktod copies at most 31 characters before safe_strtod).
+bool ParseUint32As(std::string_view s, bool latest, uint32_t* out);
+bool ParseInt32As(std::string_view s, bool latest, int32_t* out);
+bool ParseUint64As(std::string_view s, bool latest, uint64_t* out);
+bool ParseStrtodAs(std::string_view s, bool latest, double* out);
 
 // Longest decimal text of a uint64_t.
 inline constexpr int kMaxUint64Digits = 20;

@@ -51,19 +51,6 @@ struct Words {
   }
 };
 
-// A number word of an operator command, read as memcached reads it:
-// 1.6.18's safe_strto* (numbers.h), or 1.6.45's token readers (-o compat).
-bool OperatorUint32(std::string_view word, bool latest, uint32_t* out) {
-  return latest ? ParseTokenUint32(word, out) : ParseUint32(word, out);
-}
-bool OperatorInt32(std::string_view word, bool latest, int32_t* out) {
-  return latest ? ParseTokenInt32(word, out) : ParseInt32(word, out);
-}
-bool OperatorDouble(std::string_view word, bool latest, double* out) {
-  constexpr size_t kMaxDoubleToken = 31;   // 1.6.45's mc_toktod copies this many
-  return (!latest || word.size() <= kMaxDoubleToken) && ParseStrtod(word, out);
-}
-
 // The word of `words` that `given` names: itself, or with `prefix` (1.6.45)
 // the first word it is a prefix of.
 std::string_view NamedWord(std::string_view given, std::span<const std::string_view> words,
@@ -119,7 +106,8 @@ void StatsCachedump(ItemStore* store, ServerInfo* server, std::string_view args,
     return;
   }
   uint32_t id, limit;
-  if (!ParseUint32(w.word[0], &id) || !ParseUint32(w.word[1], &limit)) {
+  const bool latest = server->Settings().latest();
+  if (!ParseUint32As(w.word[0], latest, &id) || !ParseUint32As(w.word[1], latest, &limit)) {
     out->Append("CLIENT_ERROR bad command line format\r\n");
     return;
   }
@@ -192,6 +180,13 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
       return;
     }
     uint64_t classes = 0;
+    if (w.word[1] == "hash") {
+      // memcached walks the hash table only for a dump: a crawl of it fails
+      // (lru_crawler_start's -2), unless a crawl is running.
+      out->Append(server->CrawlRunning() ? "BUSY currently processing crawler request\r\n"
+                                         : "ERROR an unknown error happened\r\n");
+      return;
+    }
     if (!ParseCrawlerClasses(w.word[1], &classes)) {
       out->Append("BADCLASS invalid class id\r\n");
       return;
@@ -206,7 +201,7 @@ void LruCrawlerCommand(ServerInfo* server, const Request& req, bool pipelined, b
   }
   if (w.count == 2 && (sub == "tocrawl" || sub == "sleep")) {
     uint32_t n;
-    if (!OperatorUint32(w.word[1], latest, &n)) {
+    if (!ParseUint32As(w.word[1], latest, &n)) {
       out->Append("CLIENT_ERROR bad command line format\r\n");
       return;
     }
@@ -255,7 +250,7 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
     int32_t src, dst;
     if (!server->Settings().machinery.slab_reassign) {   // -o no_modern
       out->Append("CLIENT_ERROR slab reassignment disabled\r\n");
-    } else if (!OperatorInt32(w.word[1], prefix, &src) || !OperatorInt32(w.word[2], prefix, &dst)) {
+    } else if (!ParseInt32As(w.word[1], prefix, &src) || !ParseInt32As(w.word[2], prefix, &dst)) {
       out->Append("CLIENT_ERROR bad command line format\r\n");
     } else if (src == dst) {
       out->Append("SAME src and dst class are identical\r\n");
@@ -269,7 +264,7 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   if (w.count >= 2 && w.count <= Words::kMax && is(0, "automove")) {
     if (is(1, "ratio") || is(1, "freeratio")) {
       double ratio;
-      if (w.count < 3 || !OperatorDouble(w.word[2], prefix, &ratio)) {
+      if (w.count < 3 || !ParseStrtodAs(w.word[2], prefix, &ratio)) {
         reply("ERROR\r\n");
         return;
       }
@@ -277,7 +272,7 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
           .store(ratio, std::memory_order_relaxed);
     } else if (is(1, "window")) {   // 1.6.20+
       uint32_t window;
-      if (w.count < 3 || !OperatorUint32(w.word[2], prefix, &window)) {
+      if (w.count < 3 || !ParseUint32As(w.word[2], prefix, &window)) {
         reply("CLIENT_ERROR bad command line format\r\n");
         return;
       }
@@ -288,7 +283,7 @@ void SlabsCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
       ops.slab_automove_window.store(window, std::memory_order_relaxed);
     } else {
       uint32_t level;
-      if (!OperatorUint32(w.word[1], prefix, &level)) {
+      if (!ParseUint32As(w.word[1], prefix, &level)) {
         reply("CLIENT_ERROR bad command line format\r\n");
         return;
       }
@@ -326,9 +321,9 @@ void LruCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   if (is(0, "tune") && w.count >= 5) {
     uint32_t hot, warm;
     double hot_factor, warm_factor;
-    if (!OperatorUint32(w.word[1], latest, &hot) || !OperatorUint32(w.word[2], latest, &warm) ||
-        !OperatorDouble(w.word[3], latest, &hot_factor) ||
-        !OperatorDouble(w.word[4], latest, &warm_factor)) {
+    if (!ParseUint32As(w.word[1], latest, &hot) || !ParseUint32As(w.word[2], latest, &warm) ||
+        !ParseStrtodAs(w.word[3], latest, &hot_factor) ||
+        !ParseStrtodAs(w.word[4], latest, &warm_factor)) {
       reply("ERROR\r\n");
     } else if (hot + warm > 80) {   // memcached's unsigned sum
       reply("ERROR hot and warm pcts must not exceed 80\r\n");
@@ -350,7 +345,7 @@ void LruCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
     }
   } else if (is(0, "temp_ttl") && w.count >= 2 && maintainer) {
     int32_t ttl;
-    if (!OperatorInt32(w.word[1], latest, &ttl)) {
+    if (!ParseInt32As(w.word[1], latest, &ttl)) {
       reply("ERROR\r\n");
       return;
     }

@@ -76,20 +76,27 @@ void MaintenanceStats(const StoreStats& ss, ServerInfo* server, const ServerSnap
   // No slab rebalancer or LRU maintainer thread: memcached's names, zero
   // (1.6.45's set under -o compat=1.6.45: evictions_nomem went, busy_nomem
   // and the last busy status came). A segment back in the free pool is a
-  // page any class takes: slabs_moved.
-  Zeros(w, {"slab_reassign_rescues", "slab_reassign_chunk_rescues"});
-  if (!server->Settings().latest()) Zeros(w, {"slab_reassign_evictions_nomem"});
-  Zeros(w, {"slab_reassign_inline_reclaim", "slab_reassign_busy_items",
-            "slab_reassign_busy_deletes"});
-  if (server->Settings().latest()) {
-    Zeros(w, {"slab_reassign_busy_nomem"});
-    w->Add("slab_reassign_last_busy_status", "none");
+  // page any class takes: slabs_moved. Each block shows only while its
+  // machinery is on, as in memcached (-o no_modern / no_slab_reassign,
+  // lru_crawler disable / no_lru_crawler, no_lru_maintainer).
+  const ProtocolSettings& settings = server->Settings();
+  if (settings.machinery.slab_reassign) {
+    Zeros(w, {"slab_reassign_rescues", "slab_reassign_chunk_rescues"});
+    if (!settings.latest()) Zeros(w, {"slab_reassign_evictions_nomem"});
+    Zeros(w, {"slab_reassign_inline_reclaim", "slab_reassign_busy_items",
+              "slab_reassign_busy_deletes"});
+    if (settings.latest()) {
+      Zeros(w, {"slab_reassign_busy_nomem"});
+      w->Add("slab_reassign_last_busy_status", "none");
+    }
+    Zeros(w, {"slab_reassign_running"});
+    w->Add("slabs_moved", ss.segments_recycled);
   }
-  Zeros(w, {"slab_reassign_running"});
-  w->Add("slabs_moved", ss.segments_recycled);
-  w->Add("lru_crawler_running", uint64_t{server->CrawlRunning() ? 1u : 0u});
-  w->Add("lru_crawler_starts", server->CrawlStarts());
-  w->Add("lru_maintainer_juggles", uint64_t{0});
+  if (server->operators().lru_crawler.load(std::memory_order_relaxed)) {
+    w->Add("lru_crawler_running", uint64_t{server->CrawlRunning() ? 1u : 0u});
+    w->Add("lru_crawler_starts", server->CrawlStarts());
+  }
+  if (settings.machinery.lru_maintainer) w->Add("lru_maintainer_juggles", uint64_t{0});
   w->Add("malloc_fails", uint64_t{0});
   // herdless's workers write log lines straight into the watchers' buffers:
   // nothing is dropped or written on the way (log_worker_*).

@@ -261,7 +261,7 @@ void Delete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, Pre
   DeleteRequest::Removed removed;
   const bool deleted =
       store->Delete(DeleteRequest{.key = req.key, .removed = &removed}) == DeleteStatus::kDeleted;
-  watch.Lookup(req.key, deleted, removed.value_len, removed.client_flags);
+  watch.Lookup(req.key, removed);
   if (deleted) {
     watch.Delete(req.key, /*meta=*/false, removed);
     stats->delete_hits.Add();
@@ -280,7 +280,7 @@ void Arithmetic(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   ar.incr = incr;
   ar.delta = req.delta;
   const ArithResult r = store->Arithmetic(ar);
-  watch.Lookup(req.key, r.found_live, r.found_value_len, r.found_client_flags);
+  watch.Lookup(req.key, r.found);
   switch (r.status) {
     case ArithStatus::kOk:
       CountArithmetic(stats, incr, /*hit=*/true);
@@ -311,7 +311,7 @@ void Touch(ItemStore* store, ThreadStats* stats, const WatchContext& watch, cons
            ReplyBuffer* out) {
   FoundItem found;
   const bool touched = store->Touch(req.key, req.exptime, &found);
-  watch.Lookup(req.key, touched, found.value_len, found.client_flags);
+  watch.Lookup(req.key, found);
   CountRead(stats, /*touch=*/true, touched);
   Reply(req, out, touched ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
 }

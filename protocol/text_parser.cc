@@ -111,10 +111,12 @@ LineVerdict ParseStorageFields(const CommandLine& l, Command command, Request* o
   out->key = l.token[1];
   int32_t exptime;
   int32_t length;
+  // (1.6.45 reads the flags and exptime as 1.6.18 did, the length and the CAS with its
+  // token readers.)
   if (!ParseUint32(l.token[w.flags_at], &out->client_flags) ||
       !ParseInt32(l.token[w.flags_at + 1], &exptime) ||
-      !ParseInt32(l.token[w.flags_at + 2], &length) ||
-      (w.cas_at != 0 && !ParseUint64(l.token[w.cas_at], &out->cas_unique)) || length < 0 ||
+      !ParseInt32As(l.token[w.flags_at + 2], l.latest, &length) ||
+      (w.cas_at != 0 && !ParseUint64As(l.token[w.cas_at], l.latest, &out->cas_unique)) || length < 0 ||
       length > INT32_MAX - 2) {
     return Error(kBadFormat, quiet);
   }
@@ -129,7 +131,7 @@ LineVerdict ParseStorageFields(const CommandLine& l, Command command, Request* o
 template <StoreWords w>
 LineVerdict ParseStorageAs1645(const CommandLine& l, Command command, Request* out) {
   int32_t length;
-  if (l.count < kStoreWords.count || !ParseInt32(l.token[4], &length) || length < 0 ||
+  if (l.count < kStoreWords.count || !ParseTokenInt32(l.token[4], &length) || length < 0 ||
       length > INT32_MAX - 2) {
     return Error(kBadFormat);
   }
@@ -160,7 +162,7 @@ LineVerdict ParseRetrieval(const CommandLine& l, Command command, Request* out) 
   if (touch && l.latest && l.count < 3) return Error(kBadFormat);   // 1.6.45: gat needs a key
   if (command == Command::kGat || command == Command::kGats) {
     int32_t exptime;
-    if (!ParseInt32(l.token[1], &exptime)) return Error(kBadExptime);
+    if (!ParseInt32As(l.token[1], l.latest, &exptime)) return Error(kBadExptime);
     out->exptime = exptime;
     first_key = 2;
   }
@@ -205,7 +207,7 @@ LineVerdict ParseArithmetic(const CommandLine& l, Command command, Request* out)
   out->noreply = TrailingNoreply(l);
   if (!IsValidKey(l.token[1])) return Error(kBadFormat, out->noreply);
   out->key = l.token[1];
-  if (!ParseUint64(l.token[2], &out->delta)) {
+  if (!ParseUint64As(l.token[2], l.latest, &out->delta)) {
     return Error("CLIENT_ERROR invalid numeric delta argument", out->noreply);
   }
   return Ok();
@@ -219,7 +221,7 @@ LineVerdict ParseTouch(const CommandLine& l, Request* out) {
   if (!IsValidKey(l.token[1])) return Error(kBadFormat, out->noreply);
   out->key = l.token[1];
   int32_t exptime;
-  if (!ParseInt32(l.token[2], &exptime)) return Error(kBadExptime, out->noreply);
+  if (!ParseInt32As(l.token[2], l.latest, &exptime)) return Error(kBadExptime, out->noreply);
   out->exptime = exptime;
   return Ok();
 }
@@ -233,7 +235,7 @@ LineVerdict ParseFlushAll(const CommandLine& l, Request* out) {
   out->noreply = TrailingNoreply(l);
   if (l.count != (out->noreply ? 2 : 1)) {
     int32_t delay;
-    if (!ParseInt32(l.token[1], &delay)) return Error(kBadExptime, out->noreply);
+    if (!ParseInt32As(l.token[1], l.latest, &delay)) return Error(kBadExptime, out->noreply);
     out->has_number = true;
     out->number = delay;
   }
@@ -250,7 +252,7 @@ LineVerdict ParseNumberCommand(const CommandLine& l, Command command, Request* o
   out->command = command;
   out->noreply = TrailingNoreply(l);
   uint32_t n;
-  if (!ParseUint32(l.token[1], &n)) {
+  if (!ParseUint32As(l.token[1], l.latest, &n)) {
     return Error(command == Command::kVerbosity ? kBadFormat : kUnknown, out->noreply);
   }
   out->has_number = true;

@@ -180,13 +180,16 @@ void WatchContext::Fetch(std::string_view key, const ReadResult& r, bool hit) co
   log->Write(kWatchFetchers, line.view());
 }
 
-void WatchContext::Lookup(std::string_view key, bool found, uint32_t value_len,
-                          uint32_t client_flags) const {
+void WatchContext::Lookup(std::string_view key, const FoundItem& found) const {
   if (!wants(kWatchFetchers)) return;
-  const int cls = found ? MemcachedSlabClass(MemcachedItemSize(key.size(), value_len, client_flags)) : 0;
+  const int cls =
+      found.live ? MemcachedSlabClass(MemcachedItemSize(key.size(), found.value_len, found.client_flags)) : 0;
+  const FetchStatus status = found.live                             ? FetchStatus::kFound
+                             : found.miss == LookupMiss::kExpired ? FetchStatus::kExpired
+                             : found.miss == LookupMiss::kFlushed ? FetchStatus::kFlushed
+                                                                  : FetchStatus::kNotFound;
   LogLine line;
-  FormatItemGet(&line, key, found ? FetchStatus::kFound : FetchStatus::kNotFound, cls, fd,
-                found ? value_len : 0);
+  FormatItemGet(&line, key, status, cls, fd, found.live ? found.value_len : 0);
   log->Write(kWatchFetchers, line.view());
 }
 
@@ -212,7 +215,7 @@ void WatchContext::Store(ItemStore* store, std::string_view key, size_t value_le
   }
   // An expired or flushed copy was reclaimed before the lookup, as memcached's
   // allocator frees it first: the lookup finds nothing.
-  Lookup(key, r.found_live, r.found_value_len, r.found_client_flags);
+  Lookup(key, r.found);
   if (!wants(kWatchMutations)) return;
   StoreLogCommand cmd = StoreLogCommand::kSet;
   switch (mode) {
@@ -226,7 +229,7 @@ void WatchContext::Store(ItemStore* store, std::string_view key, size_t value_le
   // A stored append or prepend logs the combined item, with the old item's flags.
   if ((mode == StoreMode::kAppend || mode == StoreMode::kPrepend) && r.status == StoreStatus::kStored) {
     value_len = r.stored_size;
-    if (r.found_live) client_flags = r.found_client_flags;
+    if (r.found.live) client_flags = r.found.client_flags;
   }
   // memcached's ttl: seconds left (0 = never; a past one wraps as its %u does).
   const int64_t at = exptime == 0 ? 0 : store->ToStoreTime(exptime);

@@ -120,9 +120,9 @@ struct WatchContext {
   // it found; memcached's do_store_item looks the key up), then item_store.
   void Store(ItemStore* store, std::string_view key, size_t value_len, uint32_t client_flags,
              int64_t exptime, StoreMode mode, const StoreResult& r) const;
-  // memcached's item_get for the lookup inside a delete, incr or decr
-  // (its do_item_get logs every lookup): found, or not_found.
-  void Lookup(std::string_view key, bool found, uint32_t value_len, uint32_t client_flags) const;
+  // memcached's item_get for the lookup inside a delete, touch, incr or decr
+  // (its do_item_get logs every lookup): found, not_found, expired or flushed.
+  void Lookup(std::string_view key, const FoundItem& found) const;
   // An incr or ma that created its item on a miss: memcached stores the
   // initial number as an add, logging that store's lookup and item_store.
   void Created(ItemStore* store, std::string_view key, uint64_t value, int64_t exptime) const;

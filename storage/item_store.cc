@@ -254,11 +254,19 @@ void ItemStore::Impl::CountStoreOverExpiredLocked(Shard& shard, const Found& f) 
 }
 
 void ItemStore::Impl::NoteFoundLocked(const Found& f, StoreResult* res) const {
-  res->found_live = f.presence == Found::kLive;
-  if (!res->found_live) return;
+  if (f.presence != Found::kLive) return;
   const ItemView item = ItemAt(*f.slot);
-  res->found_value_len = item.client_value_len();
-  res->found_client_flags = item.client_flags();
+  res->found = {.live = true, .value_len = item.client_value_len(), .client_flags = item.client_flags()};
+}
+
+FoundItem ItemStore::Impl::FoundOf(const Found& f) const {
+  if (f.presence == Found::kLive) {
+    const ItemView item = ItemAt(*f.slot);
+    return {.live = true, .value_len = item.client_value_len(), .client_flags = item.client_flags()};
+  }
+  if (f.removed_flushed) return {.miss = LookupMiss::kFlushed};
+  if (f.removed_expired || f.presence == Found::kExpiredInGrace) return {.miss = LookupMiss::kExpired};
+  return {};
 }
 
 // A new value of the key ended the live lease `token` after `took_ms`.

@@ -207,8 +207,10 @@ class ItemStore::Impl {
   static void CountReclaimedLocked(Shard& shard, int slab_class, bool unfetched);
   // A store that found its key's expired or flushed copy (and removed it).
   static void CountStoreOverExpiredLocked(Shard& shard, const Found& f);
-  // Notes in *res what a store's lookup found (StoreResult::found_live).
+  // Notes in *res what a store's lookup found (StoreResult::found).
   void NoteFoundLocked(const Found& f, StoreResult* res) const;
+  // What a delete, touch or incr's lookup found, as the watcher logs it.
+  FoundItem FoundOf(const Found& f) const;
   void CountFulfilledLocked(Shard& shard, uint64_t token, ItemView fresh, uint32_t took_ms,
                             const Times& t);
   bool Watching(StoreEventKind kind) const {

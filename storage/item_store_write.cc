@@ -282,6 +282,8 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
   DeleteStatus answer{};
   auto Answer = [&answer](DeleteStatus a) { answer = a; return kAnswered; };
   LockedAttempts(shard, hash, req.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
+    // The first lookup is the one memcached's watcher logs (a retry's finds the same item).
+    if (req.removed != nullptr && attempt == 0) *req.removed = FoundOf(f);
     if (f.slot == nullptr) return Answer(DeleteStatus::kNotFound);
     if (f.presence == Found::kPlaceholder) {
       UnlinkLocked(shard, f.slot);  // cancels the lease; the key had no value
@@ -291,9 +293,9 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
       UnlinkLocked(shard, f.slot);  // expired, as memcached sees it
       return Answer(DeleteStatus::kNotFound);
     }
-    if (req.removed != nullptr) {
-      const ItemView found = ItemAt(*f.slot);
-      *req.removed = {found.client_value_len(), found.client_flags()};
+    if (req.removed != nullptr && !req.removed->live) {   // a stale value md I keeps
+      *req.removed = {.live = true, .value_len = ItemAt(*f.slot).client_value_len(),
+                      .client_flags = ItemAt(*f.slot).client_flags()};
     }
     if (req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) return Answer(DeleteStatus::kExists);
     if (req.empty_value) {
@@ -375,8 +377,8 @@ bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime, FoundItem* fo
   bool answer{};
   auto Answer = [&answer](bool a) { answer = a; return kAnswered; };
   LockedAttempts(shard, hash, key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
+    if (found != nullptr && attempt == 0) *found = FoundOf(f);
     if (f.presence != Found::kLive) return Answer(false);
-    if (found != nullptr) *found = {ItemAt(*f.slot).client_value_len(), ItemAt(*f.slot).client_flags()};
     if (attempt == 0) shard.counters.classes[SlabClassOf(ItemAt(*f.slot))].touch_hits++;
     size_t needed = 0;
     if (!RoomForExptimeLocked(shard, f.slot, new_exptime, t.now_s, &needed)) {
@@ -408,6 +410,7 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
   const int32_t create_exptime = req.create_on_miss ? ToExpiryTick(req.create_exptime) : 0;
   LockedAttempts(shard, hash, req.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
     const bool live = f.presence == Found::kLive;
+    if (attempt == 0) res.found = FoundOf(f);
     if (!live && !req.create_on_miss) {
       res.status = ArithStatus::kNotFound;
       return kAnswered;
@@ -418,9 +421,6 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     uint8_t freq = 0;
     if (live) {
       const ItemView old_item = ItemAt(*f.slot);
-      res.found_live = true;
-      res.found_value_len = old_item.client_value_len();
-      res.found_client_flags = old_item.client_flags();
       res.status = CountedValueLocked(shard, old_item, req, attempt == 0, &value);
       if (res.status != ArithStatus::kOk) return kAnswered;
       // Looks like memcached's in-place update: same flags, TTL and state bits.

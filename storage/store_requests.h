@@ -117,21 +117,28 @@ struct StoreRequest {
   bool warm_fill = false;
 };
 
+// Why a lookup found no live item: nothing there, or an expired or flushed
+// copy that the lookup removed (memcached's do_item_get: not_found, expired,
+// flushed).
+enum class LookupMiss : uint8_t { kAbsent, kExpired, kFlushed };
+
+// What a lookup found under the key, for the watcher's item_get line: a live
+// item's sizes, or why there was none.
+struct FoundItem {
+  bool live = false;
+  uint32_t value_len = 0;
+  uint32_t client_flags = 0;
+  LookupMiss miss = LookupMiss::kAbsent;   // when !live
+};
+
 struct StoreResult {
   StoreStatus status = StoreStatus::kNotStored;
   uint64_t cas = 0;               // CAS of the stored item (0 when not stored)
   size_t stored_size = 0;
   // What the store's lookup found under the key: memcached logs it as the
-  // item_get line of its store. A live item's value length and client flags.
-  bool found_live = false;
-  uint32_t found_value_len = 0;
-  uint32_t found_client_flags = 0;
-};
-
-// A live item's sizes as a lookup found it (the watcher's item_get line).
-struct FoundItem {
-  uint32_t value_len = 0;
-  uint32_t client_flags = 0;
+  // item_get line of its store. An expired or flushed copy counts as absent
+  // (memcached's allocator reclaims it before the store looks).
+  FoundItem found{};
 };
 
 struct DeleteRequest {
@@ -150,7 +157,7 @@ struct DeleteRequest {
   // the old CAS (or new_cas); with mark_stale the empty value is stale.
   bool empty_value = false;
   uint32_t client_flags = 0;
-  // When not null, filled in from the live item the delete found (the
+  // When not null, filled in with what the delete's lookup found (the
   // watcher's item_get and `watch deletions` lines).
   using Removed = FoundItem;
   Removed* removed = nullptr;
@@ -181,10 +188,7 @@ struct ArithResult {
   int64_t ttl = -1;
   int64_t ttl_before = -1;       // before this request's new exptime
   bool created = false;
-  // The live item the lookup found (memcached's watcher logs its item_get).
-  bool found_live = false;
-  uint32_t found_value_len = 0;
-  uint32_t found_client_flags = 0;
+  FoundItem found{};   // what the lookup found (memcached's watcher logs its item_get)
 };
 
 // An item with all its metadata given (a snapshot being loaded). An exptime

@@ -30,6 +30,15 @@ REFUSED = [
     ["-o", "slab_chunk_max=3000"],
     ["-S", "-B", "ascii"],
     ["-Z", "-p", "0"],
+    ["-o", "ext_page_size=2,ext_path={tmp}/ext:64m"],   # extstore_init: 1
+    ["-o", "ext_path=/nonexistent/ext:64m"],
+]
+
+# Refused with memcached's exit status (1, from authfile_load) but herdless's own words: it names
+# the line of a malformed entry and ends its message with a newline, and says strerror once.
+REFUSED_STATUS_ONLY = [
+    ["-Y", "{tmp}/auth-malformed"],
+    ["-Y", "{tmp}/auth-missing"],
 ]
 
 
@@ -54,14 +63,21 @@ def body(r):
             os.mkdir(os.path.dirname(link))
             os.chmod(os.path.dirname(link), 0o755)
             os.symlink(target, link)
-        for args in REFUSED:
+        with open(os.path.join(tmp, "auth-malformed"), "w") as f:
+            f.write("user:password\nnocolon\n")
+        for args, words in [(a, True) for a in REFUSED] + [(a, False) for a in REFUSED_STATUS_ONLY]:
+            args = [a.replace("{tmp}", tmp) for a in args]
             want = refusal(theirs, args)
             if not r.check(want is not None and want[0] != 0, "memcached refuses %s" % args,
                            repr(want)):
                 continue
             got = refusal(ours, args)
             got_tail = None if got is None else (got[0], got[1].replace(ours.encode(), theirs.encode()))
-            r.equal(got_tail, want, "herdless refuses %s with memcached's status and words" % args)
+            if words:
+                r.equal(got_tail, want, "herdless refuses %s with memcached's status and words" % args)
+            else:
+                r.equal(got_tail and got_tail[0], want[0], "herdless refuses %s with memcached's status"
+                        % args)
 
 
 if __name__ == "__main__":

@@ -38,9 +38,15 @@ SLOW = harness.SANITIZED
 
 
 def metadump(conn, classes=b"all"):
-    """The dump's lines (without END), as dicts of field -> value."""
-    conn.send(b"lru_crawler metadump " + classes + b"\r\n")
-    data = conn.recv_until(b"END\r\n")
+    """The dump's lines (without END), as dicts of field -> value. memcached answers BUSY while
+    its LRU maintainer's own crawl runs: the dump is asked again until it starts."""
+    for _ in range(200):
+        conn.send(b"lru_crawler metadump " + classes + b"\r\n")
+        first = conn.recv_line()
+        if not first.startswith(b"BUSY"):
+            break
+        time.sleep(0.05)
+    data = first if first == b"END\r\n" else first + conn.recv_until(b"END\r\n")
     lines = data[:-len(b"END\r\n")].split(b"\n")
     return [dict(f.split(b"=", 1) for f in line.split(b" ")) for line in lines if line]
 

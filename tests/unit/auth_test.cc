@@ -141,6 +141,29 @@ TEST(ProcessAsciiAuthTest, Compat1645RefusesLongTokensAndGoesOn) {
   EXPECT_EQ(ProcessAsciiAuth(mid, auth, &out, &stats, SIZE_MAX, 100, true).consumed, 0u);
 }
 
+// -o compat=1.6.45: fewer than 3 bytes wait, a line shorter than 6 bytes hangs
+// up, the line starts with "set" and its length is read with the token reader.
+TEST(ProcessAsciiAuthTest, Compat1645ShortLinesAndItsOwnReading) {
+  AuthFile auth;
+  Users(&auth);
+  ThreadStats stats;
+  ReplyBuffer out;
+  AuthOutcome o = ProcessAsciiAuth("\r\n", auth, &out, &stats, SIZE_MAX, 100, /*latest=*/true);
+  EXPECT_EQ(o.consumed, 0u);
+  EXPECT_FALSE(o.close);
+  EXPECT_TRUE(ProcessAsciiAuth("  \r\n", auth, &out, &stats, SIZE_MAX, 100, true).close);
+  EXPECT_TRUE(ProcessAsciiAuth("\r\nset a 0 0 12\r\nalice secret\r\n", auth, &out, &stats,
+                               SIZE_MAX, 100, true).close);
+  EXPECT_EQ(Drain(&out), "");
+  o = ProcessAsciiAuth("setx a 0 0 000000000012\r\nsetx a 0 0 00000000012\r\nalice secret\r\n", auth,
+                       &out, &stats, SIZE_MAX, 100, true);
+  EXPECT_EQ(Drain(&out), "CLIENT_ERROR unauthenticated\r\nSTORED\r\n");
+  EXPECT_TRUE(o.authenticated);
+  // 1.6.18: a blank line is answered, "setx" is not set.
+  ProcessAsciiAuth("\r\nsetx a 0 0 12\r\n", auth, &out, &stats, SIZE_MAX, 100);
+  EXPECT_EQ(Drain(&out), "CLIENT_ERROR unauthenticated\r\nCLIENT_ERROR unauthenticated\r\n");
+}
+
 TEST(ProcessAsciiAuthTest, JunkWithoutNewlineIsClosedAndLinesAreBounded) {
   AuthFile auth;
   Users(&auth);

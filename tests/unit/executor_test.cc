@@ -501,6 +501,23 @@ TEST_F(ExecutorTest, StatsShowsIdleKicksOnlyWithIdleTimeout) {
   EXPECT_EQ(StatValue(Run("stats\r\n"), "idle_kicks"), "0");
 }
 
+// memcached prints the slab mover's, the crawler's and the maintainer's lines
+// only while each runs: -o no_slab_reassign, lru_crawler disable, no_lru_maintainer.
+TEST_F(ExecutorTest, StatsShowsMachineryLinesOnlyWhileItIsOn) {
+  auto has = [&](const std::string& name) { return StatValue(Run("stats\r\n"), name) != "<absent>"; };
+  EXPECT_TRUE(has("slabs_moved") && has("lru_crawler_starts") && has("lru_maintainer_juggles"));
+  server_.settings.machinery.slab_reassign = false;
+  EXPECT_FALSE(has("slab_reassign_rescues") || has("slab_reassign_running") || has("slabs_moved"));
+  EXPECT_EQ(Run("lru_crawler disable\r\n"), "OK\r\n");
+  EXPECT_FALSE(has("lru_crawler_running") || has("lru_crawler_starts"));
+  EXPECT_TRUE(has("lru_maintainer_juggles"));
+  EXPECT_EQ(Run("lru_crawler enable\r\n"), "OK\r\n");
+  EXPECT_TRUE(has("lru_crawler_running") && has("lru_crawler_starts"));
+  server_.settings.machinery.lru_maintainer = false;
+  EXPECT_FALSE(has("lru_maintainer_juggles"));
+  EXPECT_TRUE(has("malloc_fails"));
+}
+
 TEST_F(ExecutorTest, StatsSettingsListsMemcachedNamesThenHerdlessOnes) {
   server_.settings.tcp_port = 11311;
   server_.settings.classic_stampede = ClassicStampedeMode::kWait;
@@ -604,6 +621,8 @@ TEST_F(ExecutorTest, LruCrawlerRepliesAsMemcached) {
       {"lru_crawler metadump 64\r\n", "BADCLASS invalid class id\r\n"},
       {"lru_crawler metadump 1,x\r\n", "BADCLASS invalid class id\r\n"},
       {"lru_crawler crawl 0\r\n", "BADCLASS invalid class id\r\n"},
+      {"lru_crawler crawl 4294967360\r\n", "BADCLASS invalid class id\r\n"},   // 64
+      {"lru_crawler crawl hash\r\n", "ERROR an unknown error happened\r\n"},   // dumps only
       {"lru_crawler crawl all\r\n", "ERROR an unknown error happened\r\n"},   // FakeServer
       {"lru_crawler sleep 2000000\r\n", "CLIENT_ERROR sleep must be one second or less\r\n"},
       {"lru_crawler sleep x\r\n", "CLIENT_ERROR bad command line format\r\n"},

@@ -565,6 +565,34 @@ TEST_F(ItemStoreTest, DeleteRemovesAndReportsMisses) {
   EXPECT_EQ(Del("k"), DeleteStatus::kNotFound);
 }
 
+// What a delete's, touch's and incr's lookup found, for the watcher's item_get
+// line: the live item's sizes, or the expired or flushed copy it removed.
+TEST_F(ItemStoreTest, DeleteTouchAndIncrReportWhatTheirLookupFound) {
+  Put("d", "v", 5);
+  Put("t", "v", 5);
+  Put("n", "41", 5);
+  Put("live", "12345", 0, StoreMode::kSet, 7);
+  clock_.AdvanceSeconds(6);
+  DeleteRequest::Removed removed;
+  EXPECT_EQ(store_->Delete(DeleteRequest{.key = "d", .removed = &removed}), DeleteStatus::kNotFound);
+  EXPECT_FALSE(removed.live);
+  EXPECT_EQ(removed.miss, LookupMiss::kExpired);
+  FoundItem touched;
+  EXPECT_FALSE(store_->Touch("t", 10, &touched));
+  EXPECT_EQ(touched.miss, LookupMiss::kExpired);
+  EXPECT_EQ(Arith("n", true, 1).found.miss, LookupMiss::kExpired);
+  EXPECT_EQ(Arith("n", true, 1).found.miss, LookupMiss::kAbsent);   // the copy is gone now
+  ASSERT_EQ(store_->Delete(DeleteRequest{.key = "live", .removed = &removed}), DeleteStatus::kDeleted);
+  EXPECT_TRUE(removed.live);
+  EXPECT_EQ(removed.value_len, 5u);
+  EXPECT_EQ(removed.client_flags, 7u);
+  Put("f", "v");
+  store_->FlushAll(1);
+  clock_.AdvanceSeconds(1);
+  EXPECT_EQ(store_->Delete(DeleteRequest{.key = "f", .removed = &removed}), DeleteStatus::kNotFound);
+  EXPECT_EQ(removed.miss, LookupMiss::kFlushed);
+}
+
 TEST_F(ItemStoreTest, DeleteWithCompareCas) {
   const uint64_t cas = Put("k", "v").cas;
   DeleteRequest req;

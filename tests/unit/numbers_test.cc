@@ -164,6 +164,25 @@ TEST(NumbersTest, ParseTokenNumbersTakeDigitsOnly) {
   }
 }
 
+TEST(NumbersTest, TokenUint64AndTheVersionChoice) {
+  uint64_t u = 7;
+  EXPECT_TRUE(ParseTokenUint64("18446744073709551615", &u));
+  EXPECT_EQ(u, UINT64_MAX);
+  EXPECT_FALSE(ParseTokenUint64("18446744073709551616", &u));
+  EXPECT_TRUE(ParseTokenUint64("0000000000000000000001", &u));   // 22 characters
+  EXPECT_FALSE(ParseTokenUint64("00000000000000000000001", &u));
+  EXPECT_FALSE(ParseTokenUint64("+1", &u));
+  EXPECT_TRUE(ParseUint64As("+1", /*latest=*/false, &u));
+  EXPECT_FALSE(ParseUint64As("+1", /*latest=*/true, &u));
+  uint32_t v;
+  EXPECT_TRUE(ParseUint32As("4294967297", false, &v));   // safe_strtoul's low 32 bits
+  EXPECT_EQ(v, 1u);
+  EXPECT_FALSE(ParseUint32As("4294967297", true, &v));
+  int32_t i;
+  EXPECT_TRUE(ParseInt32As(" 5", false, &i));
+  EXPECT_FALSE(ParseInt32As(" 5", true, &i));
+}
+
 TEST(NumbersTest, FormatUint64WritesDecimalAndReturnsEnd) {
   const uint64_t cases[] = {0, 7, 10, 99, 100, 101, 12345, 1000000, 4294967296u, UINT64_MAX};
   for (uint64_t v : cases) {

@@ -286,9 +286,10 @@ TEST(OptionsTest, MemcachedTuningSuboptionsAreAcceptedAndNoted) {
   Parsed p = Parse({"-o", "hashpower=20,slab_reassign,modern,no_modern,lru_crawler,no_lru_maintainer",
                     "-o", "slab_sizes=100-200-300"});
   ASSERT_TRUE(p.ok) << p.error;
-  ASSERT_EQ(p.options.ignored.size(), 4u);   // all but the crawler and maintainer switches (below)
+  // all but the crawler, maintainer and slab mover switches (below)
+  ASSERT_EQ(p.options.ignored.size(), 3u);
   EXPECT_EQ(p.options.ignored[0], "-o hashpower=20");
-  EXPECT_EQ(p.options.ignored[1], "-o slab_reassign");
+  EXPECT_EQ(p.options.ignored[1], "-o modern");
 }
 
 // memcached's no_modern and no_lru_crawler start the crawler off, a later
@@ -327,6 +328,13 @@ TEST(OptionsTest, MachinerySwitchesSetWhatStatsSettingsShows) {
   EXPECT_FALSE(Parse({"-o", "no_lru_maintainer"}).options.protocol.machinery.lru_maintainer);
   EXPECT_TRUE(Parse({"-o", "no_lru_maintainer,lru_maintainer"}).options.protocol.machinery.lru_maintainer);
   EXPECT_TRUE(Parse({"-o", "no_lru_maintainer"}).options.protocol.machinery.slab_reassign);
+  EXPECT_FALSE(Parse({"-o", "no_slab_reassign"}).options.protocol.machinery.slab_reassign);
+  EXPECT_TRUE(Parse({"-o", "no_modern,slab_reassign"}).options.protocol.machinery.slab_reassign);
+  EXPECT_FALSE(Parse({"-o", "no_maxconns_fast"}).options.protocol.machinery.maxconns_fast);
+  EXPECT_EQ(Parse({"-o", "no_slab_automove"}).options.protocol.machinery.slab_automove, 0u);
+  EXPECT_EQ(Parse({"-o", "no_modern,slab_automove"}).options.protocol.machinery.slab_automove, 1u);
+  EXPECT_EQ(Parse({"-o", "slab_automove=2"}).options.protocol.machinery.slab_automove, 2u);
+  EXPECT_EQ(Parse({"-o", "slab_automove=3"}).error, "slab_automove must be between 0 and 2");
   p = Parse({"-o", "temporary_ttl=90"});
   ASSERT_TRUE(p.ok) << p.error;
   EXPECT_TRUE(p.options.protocol.machinery.temp_lru);
@@ -463,6 +471,11 @@ TEST(OptionsTest, RefusalsExitAndPrintAsMemcached) {
       {{"-o", "compat=1.6.45,slab_chunk_max=x"}, 1, "could not parse argument to slab_chunk_max\n"},
       {{"-o", "compat=1.6.45,slab_chunk_max=3"}, 64,
        "-I (item_size_max: 1048576) must be evenly divisible by slab_chunk_max (bytes: 3072)\n"},
+      // storage_check_config's refusals are EX_USAGE, extstore_init's (in storage_init) 1.
+      {{"-U", "11211", "-o", "ext_path=/tmp/a:64m"}, 64,
+       "Cannot use UDP with extstore enabled (-U 0 to disable)\n"},
+      {{"-o", "ext_page_size=2,ext_path=/tmp/a:64m"}, 1,
+       "Failed to initialize external storage: page_size must be divisible by wbuf_size\n"},
   };
   for (const Row& row : rows) {
     Parsed p = Parse(row.args);

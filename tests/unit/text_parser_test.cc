@@ -670,6 +670,31 @@ TEST_F(LatestParserTest, TrailingWordsAreIgnored) {
   EXPECT_TRUE(req_.latest);
 }
 
+// 1.6.45's token readers: digits only, in range; the flags and exptime of a
+// store are still read as 1.6.18 reads them.
+TEST_F(LatestParserTest, NumbersAreReadWithTheTokenReaders) {
+  EXPECT_EQ(ErrorOf("set a 0 0 +1\r\n"), "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(Parse("set a +0 +0 01\r\nx\r\n").status, ParseStatus::kRequest);
+  EXPECT_EQ(ErrorOf("cas a 0 0 1 +1\r\nx\r\n"), "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(ErrorOf("incr a +1\r\n"), "CLIENT_ERROR invalid numeric delta argument");
+  EXPECT_EQ(ErrorOf("incr a 000000000000000000000001\r\n"),   // 24 characters
+            "CLIENT_ERROR invalid numeric delta argument");
+  EXPECT_EQ(Parse("incr a 0000000000000000000001\r\n").status, ParseStatus::kRequest);
+  EXPECT_EQ(ErrorOf("touch a +10\r\n"), "CLIENT_ERROR invalid exptime argument");
+  EXPECT_EQ(ErrorOf("gat 2147483648 a\r\n"), "CLIENT_ERROR invalid exptime argument");
+  EXPECT_EQ(ErrorOf("flush_all +0\r\n"), "CLIENT_ERROR invalid exptime argument");
+  EXPECT_EQ(ErrorOf("verbosity +1\r\n"), "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(ErrorOf("cache_memlimit +100\r\n"), "ERROR");
+  EXPECT_EQ(ErrorOf("ms a +1\r\nx\r\n"), "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(ErrorOf("ms a 1 T+5\r\nx\r\n"), "CLIENT_ERROR bad token in command line format");
+  EXPECT_EQ(ErrorOf("mg a T\r\n"), "CLIENT_ERROR bad token in command line format");
+  EXPECT_EQ(ErrorOf("md a C+1\r\n"), "CLIENT_ERROR bad token in command line format");
+  EXPECT_EQ(ErrorOf("ma a D\r\n"), "CLIENT_ERROR invalid or duplicate flag");
+  EXPECT_EQ(Parse("ms a 1 T-5 F00000000005\r\nx\r\n").status, ParseStatus::kRequest);
+  EXPECT_EQ(req_.meta_args.T, -5);
+  EXPECT_EQ(req_.meta_args.F, 5u);
+}
+
 TEST_F(LatestParserTest, StorageErrorsSwallowTheBlockOnceItsLengthIsKnown) {
   ParseResult r = Parse("cas a 0 0 1\r\nx\r\n");
   EXPECT_EQ(r.status, ParseStatus::kError);

@@ -100,9 +100,9 @@ TEST(WatchTest, AStoreLogsItsLookupBeforeItsStore) {
     std::vector<std::string> want;
   };
   StoreResult miss{.status = StoreStatus::kStored};
-  StoreResult hit{.status = StoreStatus::kNotStored, .found_live = true, .found_value_len = 4};
-  StoreResult appended{.status = StoreStatus::kStored, .stored_size = 6, .found_live = true,
-                       .found_value_len = 4, .found_client_flags = 0};
+  StoreResult hit{.status = StoreStatus::kNotStored, .found = {.live = true, .value_len = 4}};
+  StoreResult appended{.status = StoreStatus::kStored, .stored_size = 6,
+                       .found = {.live = true, .value_len = 4, .client_flags = 0}};
   StoreResult too_large{.status = StoreStatus::kTooLarge};
   const Case cases[] = {
       {kWatchFetchers | kWatchMutations, StoreMode::kSet, miss,
@@ -124,25 +124,31 @@ TEST(WatchTest, AStoreLogsItsLookupBeforeItsStore) {
 }
 
 // delete, incr/decr, touch, ma and md log the item_get of their lookup, as
-// memcached's do_item_get does; only to fetchers.
+// memcached's do_item_get does (an expired or flushed copy it removed says
+// so); only to fetchers.
 TEST(WatchTest, ALookupLogsItemGetToFetchersOnly) {
   struct Case {
     uint32_t kinds;
-    bool found;
-    uint32_t value_len;
+    FoundItem found;
     std::vector<std::string> want;
   };
   const Case cases[] = {
-      {kWatchFetchers, true, 1, {"type=item_get key=n status=found clsid=1 cfd=7 size=1"}},
-      {kWatchFetchers, false, 1, {"type=item_get key=n status=not_found clsid=0 cfd=7 size=0"}},
-      {kWatchFetchers, true, 2000, {"type=item_get key=n status=found clsid=15 cfd=7 size=2000"}},
-      {kWatchMutations | kWatchDeletions, true, 1, {}},
+      {kWatchFetchers, {.live = true, .value_len = 1},
+       {"type=item_get key=n status=found clsid=1 cfd=7 size=1"}},
+      {kWatchFetchers, {.value_len = 1}, {"type=item_get key=n status=not_found clsid=0 cfd=7 size=0"}},
+      {kWatchFetchers, {.miss = LookupMiss::kExpired},
+       {"type=item_get key=n status=expired clsid=0 cfd=7 size=0"}},
+      {kWatchFetchers, {.miss = LookupMiss::kFlushed},
+       {"type=item_get key=n status=flushed clsid=0 cfd=7 size=0"}},
+      {kWatchFetchers, {.live = true, .value_len = 2000},
+       {"type=item_get key=n status=found clsid=15 cfd=7 size=2000"}},
+      {kWatchMutations | kWatchDeletions, {.live = true, .value_len = 1}, {}},
   };
   for (const Case& c : cases) {
     RecordingLog log(c.kinds);
     WatchContext ctx{.log = &log, .fd = 7};
-    ctx.Lookup("n", c.found, c.value_len, 0);
-    EXPECT_EQ(log.lines, c.want) << c.value_len;
+    ctx.Lookup("n", c.found);
+    EXPECT_EQ(log.lines, c.want) << c.found.value_len;
   }
 }
 
