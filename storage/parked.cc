@@ -14,11 +14,13 @@ void ParkedReaders::Park(std::string_view key, const WaitTicket& ticket) {
   it->second.push_back(ticket);
 }
 
-void ParkedReaders::Wake(std::string_view key) {
+size_t ParkedReaders::Wake(std::string_view key) {
   auto it = by_key_.find(key);
-  if (it == by_key_.end()) return;
+  if (it == by_key_.end()) return 0;
+  const size_t n = it->second.size();
   woken_.insert(woken_.end(), it->second.begin(), it->second.end());
   by_key_.erase(it);
+  return n;
 }
 
 void ParkedReaders::WakeAll() {
