@@ -202,7 +202,7 @@ void ItemStore::Impl::FinishFlashReads(std::vector<FlashFetch>* done) {
     LockedAttempts(shard, hash, d.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
       if (!FinishFetchLocked(lock, shard, f, t, attempt, d)) return kRetry;
       // Woken whatever happened: the re-run finds the value, or a miss.
-      const size_t readers = shard.parked.empty() ? 0 : shard.parked.Wake(d.key);
+      const size_t readers = shard.parked.empty() ? 0 : shard.parked.Wake(d.key);   // parks, not tickets: `get a a` reads twice
       auto it = shard.fetched.find(d.key);
       if (it != shard.fetched.end() && SameLocator(it->second.where, d.where) && it->second.readers == 0) {
         if (readers > 0) {

@@ -109,7 +109,8 @@ inline void NoteClassIn(Segment* seg, int slab_class) {
 // readers its fetch woke. `buffer` is a retired jumbo segment holding the
 // value (one pin is the entry's; nullptr: it could not be held, a miss);
 // `where` the stub's locator it was read from (another means the key moved
-// on); `readers` how many woken readers have yet to take it. An entry whose
+// on); `readers` how many of the reads parked on it (ParkedReaders::Wake's
+// count) have yet to take it. An entry whose
 // readers never came back goes a couple of seconds later.
 struct FetchedValue {
   FlashLocator where;

@@ -53,7 +53,8 @@ class ParkedReaders {
   // Some reader waits on the key (-o ext_path: its value's fetch is under way).
   bool Waiting(std::string_view key) const { return by_key_.find(key) != by_key_.end(); }
 
-  // Moves the key's tickets to the wake list; returns how many.
+  // Moves the key's tickets to the wake list; returns how many parks they
+  // made (a request may park one ticket on a key twice: `get a a`).
   size_t Wake(std::string_view key);
 
   // Moves every ticket to the wake list (the whole shard was emptied).
@@ -68,7 +69,11 @@ class ParkedReaders {
   }
 
  private:
-  std::unordered_map<std::string, std::vector<WaitTicket>, StringKeyHash, std::equal_to<>> by_key_;
+  struct Waiters {
+    std::vector<WaitTicket> tickets;
+    size_t parks = 0;   // Park calls since the key's last wake
+  };
+  std::unordered_map<std::string, Waiters, StringKeyHash, std::equal_to<>> by_key_;
   std::vector<WaitTicket> woken_;
 };
 

@@ -289,7 +289,9 @@ TEST_P(ItemStoreFlashRecacheTest, AValueReadBeforeLatelyIsRecached) {
   EXPECT_EQ(store_->Stats().recache_from_extstore, recaches ? 1u : 0u);
   const ReadResult r = Read(KeyOf(i));
   EXPECT_EQ(r.parked, !recaches);        // back in RAM: a plain hit
-  if (recaches) EXPECT_EQ(std::string(r.value), ValueOf(i));
+  if (recaches) {
+    EXPECT_EQ(std::string(r.value), ValueOf(i));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Rates, ItemStoreFlashRecacheTest, ::testing::Values(0u, 1u));
@@ -320,6 +322,25 @@ TEST_F(ItemStoreFlashTest, AMultiKeyReadIsFetchedAndWokenOnce) {
     const ReadResult r = Read(key, /*park=*/false);
     ASSERT_EQ(r.status, ReadStatus::kHit) << key;
     EXPECT_EQ(std::string(r.value), ValueOf(std::stoi(key.substr(4)))) << key;
+  }
+}
+
+// `get a a`: a key parked on twice by one request is served to both reads.
+TEST_F(ItemStoreFlashTest, AKeyTwiceInOneReadIsServedTwice) {
+  Fill(2000);
+  int i = 0;
+  while (i < 2000 && Read(KeyOf(i), /*park=*/false).status != ReadStatus::kMiss) ++i;
+  ASSERT_LT(i, 2000);
+  const std::string key = KeyOf(i);
+  fetcher_.fetches.clear();
+  std::string_view first;
+  EXPECT_EQ(store_->ParkOnFlash({key, key}, ticket_, &first), 2u);
+  EXPECT_EQ(fetcher_.fetches.size(), 1u);
+  RunFetches();
+  for (int n = 0; n < 2; ++n) {
+    const ReadResult r = Read(key, /*park=*/false);
+    ASSERT_EQ(r.status, ReadStatus::kHit) << n;
+    EXPECT_EQ(std::string(r.value), ValueOf(i));
   }
 }
 
