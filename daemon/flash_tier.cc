@@ -99,12 +99,16 @@ void FlashTier::ReadLoop() {
   }
 }
 
-// One pass: evict ahead while the free budget is short, then move idle
-// values (ext_item_age), a bounded walk each time. True if it did anything.
+// One pass: evict ahead while the free budget is short, compact one
+// fragmented page when free pages run short (ext_compact_under, ext_max_frag,
+// ext_drop_unread), then move idle values (ext_item_age), a bounded walk each
+// time. True if it did anything.
 bool FlashTier::WritePass(WalkCursor* idle_cursor) {
   const size_t headroom = std::max(kMinHeadroomBytes, store_->memory_limit() / 32);
   bool worked = false;
   for (int i = 0; i < kEvictionsPerPass && store_->EvictAhead(headroom); i++) worked = true;
+  FlashStore::Compaction compaction;
+  if (flash_->PickCompaction(&compaction) && store_->CompactFlashPage(compaction) > 0) worked = true;
   if (settings_.item_age != UINT32_MAX) {
     for (int i = 0; i < kIdleStepsPerPass && !idle_cursor->done; i++) {
       if (store_->MoveIdleToFlash(idle_cursor, kIdleBucketsPerStep, settings_.item_age) > 0) worked = true;

@@ -264,6 +264,11 @@ class ItemStore {
   // Walk's); returns the values moved.
   bool EvictAhead(size_t headroom);
   size_t MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s);
+  // Compaction (FlashStore::PickCompaction's page): the values of the page
+  // that stubs still point at are written again and their stubs repointed
+  // (with drop_unread, a value never read is dropped with its stub), so the
+  // page frees up. Returns the values moved or dropped.
+  size_t CompactFlashPage(const FlashStore::Compaction& c);
 
   // True while a delete of `key` (any Delete, found or not) is younger than
   // StoreConfig::delete_holdoff_ms; always false when that is 0.

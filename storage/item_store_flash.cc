@@ -19,6 +19,7 @@
 #include <tuple>
 #include <vector>
 
+#include "storage/flash_page.h"
 #include "storage/item_store_internal.h"
 #include "storage/le_bytes.h"
 
@@ -309,6 +310,59 @@ void ItemStore::Impl::KeepFetchedLocked(Shard& shard, const FlashFetch& done, co
   FetchedValue& v = shard.fetched[done.key];
   if (v.buffer != nullptr) ReleasePin(v.buffer);
   v = FetchedValue{done.where, buffer, static_cast<uint32_t>(done.value.size()), 0, t.now_s};
+}
+
+// memcached's storage_compact_thread for one page: each record whose stub
+// still points at it is written again (extstore_compact_rescues) and the stub
+// repointed, or, with drop_unread, a value never read is dropped with its
+// stub (extstore_compact_lost); records nobody points at are skipped
+// (extstore_compact_skipped). Its last record released, the page is free.
+// Writes happen with no lock held; a stub that moved on meanwhile keeps its
+// new place and the copy is released.
+size_t ItemStore::Impl::CompactFlashPage(const FlashStore::Compaction& c) {
+  std::string bytes;
+  if (config_.flash == nullptr || !config_.flash->ReadPage(c.page, &bytes)) return 0;
+  FlashPageReader reader(bytes);
+  if (!reader.valid() || reader.generation() != c.generation) return 0;
+  uint64_t rescued = 0, lost = 0, skipped = 0;
+  FlashRecord record;
+  uint32_t offset;
+  while (reader.Next(&record, &offset)) {
+    const FlashLocator old{c.page, c.generation, offset};
+    const uint64_t hash = HashKey(record.key);
+    Shard& shard = ShardFor(hash);
+    const auto still_there = [&](const Found& f) {
+      return f.slot != nullptr && ItemAt(*f.slot).is_flash_stub() && SameLocator(StubLocator(ItemAt(*f.slot)), old);
+    };
+    {
+      ShardLock lock(this, shard);
+      const Found f = LookupLocked(shard, record.key, hash, Now());
+      if (!still_there(f)) {
+        skipped++;
+        continue;
+      }
+      if (c.drop_unread && !Has(*f.slot, kItemFetched)) {
+        UnlinkLocked(shard, f.slot);   // releases the record
+        lost++;
+        continue;
+      }
+    }
+    FlashLocator where;
+    if (!config_.flash->Write(record.key, record.cas, record.value, &where)) break;   // full or failing: stop
+    ShardLock lock(this, shard);
+    const Found f = LookupLocked(shard, record.key, hash, Now());
+    if (!still_there(f)) {
+      config_.flash->Release(where, record.key.size(), static_cast<uint32_t>(record.value.size()));
+      skipped++;
+      continue;
+    }
+    const ItemView stub = ItemAt(*f.slot);
+    ReleaseFlashLocked(stub);
+    EncodeStubValue(stub.value_data(), where, StubValueLength(stub));
+    rescued++;
+  }
+  config_.flash->CountCompaction(rescued, lost, skipped);
+  return rescued + lost;
 }
 
 void ItemStore::Impl::DropFetched() {

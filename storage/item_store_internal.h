@@ -136,6 +136,7 @@ class ItemStore::Impl {
   size_t ParkOnFlash(const std::vector<std::string_view>& keys, const WaitTicket& ticket, std::string_view* first);
   bool EvictAhead(size_t headroom);
   size_t MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s);
+  size_t CompactFlashPage(const FlashStore::Compaction& c);
   StoreResult Store(const StoreRequest& req);
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);

@@ -344,6 +344,55 @@ TEST_F(ItemStoreFlashTest, AKeyTwiceInOneReadIsServedTwice) {
   }
 }
 
+// Compaction: the live values of a fragmented page are written again and
+// their stubs repointed, the page is freed, and every value still reads back
+// byte for byte; with drop_unread, values never read go with their stubs.
+class ItemStoreFlashCompactionTest : public ItemStoreFlashTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(ItemStoreFlashCompactionTest, MovesALivePagesValuesAndFreesIt) {
+  const bool drop_unread = GetParam();
+  {
+    Fill(2000);
+    const int i = FirstOnFlash(2000);
+    ASSERT_GE(i, 0);
+    const FlashLocator at = fetcher_.fetches.back().where;
+    RunFetches();
+    EXPECT_EQ(ValueRead(i), ValueOf(i));   // read: kept even with drop_unread
+    std::vector<int> kept;
+    for (int k = 0; k < 2000; ++k) {
+      if (k % 3 == 0 && k != i) {   // fragment: a third of the values go
+        DeleteRequest del;
+        const std::string key = KeyOf(k);
+        del.key = key;
+        store_->Delete(del);
+      } else {
+        kept.push_back(k);
+      }
+    }
+    const FlashStats before = flash_->Stats();
+    const size_t moved = store_->CompactFlashPage({at.page, at.generation, drop_unread});
+    const FlashStats after = flash_->Stats();
+    EXPECT_GT(moved, 0u);
+    EXPECT_EQ(flash_->PageData()[at.page].version, 0u);   // freed
+    EXPECT_EQ(after.page_reclaims, before.page_reclaims + 1);
+    EXPECT_EQ((after.compact_rescues - before.compact_rescues) + (after.compact_lost - before.compact_lost), moved);
+    EXPECT_EQ(after.compact_lost > before.compact_lost, drop_unread);
+    EXPECT_EQ(ValueRead(i), ValueOf(i));
+    int lost = 0;
+    for (int k : kept) {
+      const std::string got = ValueRead(k);
+      if (got == "<miss>" && drop_unread) {
+        ++lost;
+        continue;
+      }
+      EXPECT_EQ(got, ValueOf(k)) << k;
+    }
+    EXPECT_EQ(static_cast<uint64_t>(lost), after.compact_lost - before.compact_lost);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DropUnread, ItemStoreFlashCompactionTest, ::testing::Bool());
+
 TEST_F(ItemStoreFlashTest, IdleValuesMoveAndSmallOnesStay) {
   for (int i = 0; i < 50; ++i) Set(i);
   StoreRequest small;
