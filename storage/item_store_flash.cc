@@ -12,7 +12,8 @@
 // the stub becomes a RAM item again instead); their re-run is a hit on the
 // stub's metadata served from that buffer (ReadStubLocked,
 // ServeFetchedLocked). Whatever removes a stub releases its record
-// (UnlinkLocked).
+// (UnlinkLocked). Compaction (CompactFlashPage) writes a fragmented page's
+// live records again and repoints their stubs, so the page frees up.
 #include "storage/item_store.h"
 
 #include <algorithm>
