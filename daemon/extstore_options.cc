@@ -2,11 +2,11 @@
 // storage_check_config), as rows of the option table: the same names,
 // defaults, `stats settings` lines and error messages.
 #include <cctype>
-#include <cerrno>
 #include <cstdlib>
 #include <string>
 
 #include "daemon/option_table.h"
+#include "protocol/numbers.h"
 
 namespace herdless {
 
@@ -16,34 +16,6 @@ using W = StatWriter;
 using V = SettingsView;
 using E = ExtstoreSettings;
 
-// memcached's safe_strtoul: strtoul's number, then nothing or a space; no '-'.
-bool SafeUnsigned(std::string_view text, uint32_t* out) {
-  const std::string s(text);
-  if (s.find('-') != std::string::npos) return false;
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  if (errno != 0 || end == s.c_str() || (*end != '\0' && !std::isspace(static_cast<unsigned char>(*end)))) {
-    return false;
-  }
-  if (v > UINT32_MAX) return false;   // memcached truncates to 32 bits; herdless refuses
-  *out = static_cast<uint32_t>(v);
-  return true;
-}
-
-// memcached's safe_strtod.
-bool SafeDouble(std::string_view text, double* out) {
-  const std::string s(text);
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || end == s.c_str() || (*end != '\0' && !std::isspace(static_cast<unsigned char>(*end)))) {
-    return false;
-  }
-  *out = v;
-  return true;
-}
-
 // memcached's two messages for a key's value: none, or not a number.
 bool MissingExt(OptionParse& p) { return p.Fail("Missing " + std::string(p.name) + " argument"); }
 bool BadExt(OptionParse& p) { return p.Fail("could not parse argument to " + std::string(p.name)); }
@@ -52,7 +24,7 @@ template <uint32_t E::*kField, uint32_t kUnit = 1>
 bool ExtNumber(OptionParse& p) {
   if (!p.has_value) return MissingExt(p);
   uint32_t v;
-  if (!SafeUnsigned(p.value, &v) || uint64_t{v} * kUnit > UINT32_MAX) return BadExt(p);
+  if (!ParseUint32(p.value, &v) || uint64_t{v} * kUnit > UINT32_MAX) return BadExt(p);
   p.settings.ext.*kField = v * kUnit;
   return true;
 }
@@ -60,7 +32,7 @@ bool ExtNumber(OptionParse& p) {
 template <double E::*kField>
 bool ExtFraction(OptionParse& p) {
   if (!p.has_value) return MissingExt(p);
-  return SafeDouble(p.value, &(p.settings.ext.*kField)) || BadExt(p);
+  return ParseStrtod(p.value, &(p.settings.ext.*kField)) || BadExt(p);
 }
 
 // ext_path=FILE:SIZE[:BUCKET], SIZE a number with m, g, t or p (memcached's

@@ -32,6 +32,7 @@ std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const Exts
   config.flash = (*tier)->flash();
   config.flash_fetcher = tier->get();
   config.flash_item_size = ext.item_size;
+  config.flash_recache_rate = ext.recache_rate;
   auto store = std::make_unique<ItemStore>(config);
   (*tier)->Start(store.get());
   return store;
@@ -67,23 +68,21 @@ void FlashTier::Stop() {
   threads_.clear();
 }
 
-void FlashTier::Fetch(FlashFetch fetch) {
+void FlashTier::Fetch(std::vector<FlashFetch> fetches) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stop_) return;
-    queue_.push_back(std::move(fetch));
+    for (FlashFetch& f : fetches) queue_.push_back(std::move(f));
   }
   fetches_.notify_one();
 }
 
-// Takes every queued fetch at once and reads them all before handing any to
-// the store: a multi-key get parked on several keys is woken when most of
-// them are back, not once per key.
+// Takes every queued fetch at once (a request's fetches are queued together)
+// and reads them all before handing the batch to the store, which wakes a
+// multi-key get parked on several of them once.
 void FlashTier::ReadLoop() {
-  constexpr size_t kMaxBatch = 64;
+  constexpr size_t kMaxBatch = 1024;
   std::vector<FlashFetch> batch;
-  std::vector<std::string> values;
-  std::vector<FlashReadResult> results;
   for (;;) {
     batch.clear();
     {
@@ -95,24 +94,21 @@ void FlashTier::ReadLoop() {
         queue_.pop_front();
       }
     }
-    values.resize(batch.size());
-    results.resize(batch.size());
-    for (size_t i = 0; i < batch.size(); i++) {
-      values[i].clear();
-      results[i] = flash_->Read(batch[i].where, batch[i].key, batch[i].value_len, &values[i]);
-    }
-    for (size_t i = 0; i < batch.size(); i++) {
-      store_->FinishFlashRead(batch[i].key, batch[i].where, results[i], values[i]);
-    }
+    for (FlashFetch& f : batch) f.result = flash_->Read(f.where, f.key, f.value_len, &f.value);
+    store_->FinishFlashReads(&batch);
   }
 }
 
-// One pass: evict ahead while the free budget is short, then move idle
-// values (ext_item_age), a bounded walk each time. True if it did anything.
+// One pass: evict ahead while the free budget is short, compact one
+// fragmented page when free pages run short (ext_compact_under, ext_max_frag,
+// ext_drop_unread), then move idle values (ext_item_age), a bounded walk each
+// time. True if it did anything.
 bool FlashTier::WritePass(WalkCursor* idle_cursor) {
   const size_t headroom = std::max(kMinHeadroomBytes, store_->memory_limit() / 32);
   bool worked = false;
   for (int i = 0; i < kEvictionsPerPass && store_->EvictAhead(headroom); i++) worked = true;
+  FlashStore::Compaction compaction;
+  if (flash_->PickCompaction(&compaction) && store_->CompactFlashPage(compaction) > 0) worked = true;
   if (settings_.item_age != UINT32_MAX) {
     for (int i = 0; i < kIdleStepsPerPass && !idle_cursor->done; i++) {
       if (store_->MoveIdleToFlash(idle_cursor, kIdleBucketsPerStep, settings_.item_age) > 0) worked = true;

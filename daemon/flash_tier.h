@@ -1,9 +1,10 @@
 // FlashTier: the flash tier's threads (-o ext_path). It owns the FlashStore
 // (storage/flash_store.h) and runs ext_threads readers, which fetch the values
-// parked reads wait for and hand them to ItemStore::FinishFlashRead, and one
+// parked reads wait for and hand them to ItemStore::FinishFlashReads, and one
 // writer, which keeps some of the -m budget free by evicting ahead of the
 // workers (the values eviction would drop move to flash:
-// ItemStore::EvictAhead) and, with ext_item_age, moves idle values
+// ItemStore::EvictAhead), compacts fragmented pages (FlashStore::PickCompaction,
+// ItemStore::CompactFlashPage) and, with ext_item_age, moves idle values
 // (ItemStore::MoveIdleToFlash). The writer naps between passes as memcached's
 // storage_write_thread does: halved after work, a little longer after each idle
 // pass (up to ext_max_sleep). Thread-safe.
@@ -40,8 +41,8 @@ class FlashTier final : public FlashFetcher {
   // Joins the threads; fetches still queued are dropped (their readers' waits time out).
   void Stop();
 
-  // FlashFetcher (any thread, under a shard lock).
-  void Fetch(FlashFetch fetch) override;
+  // FlashFetcher (any thread, under a shard lock or none).
+  void Fetch(std::vector<FlashFetch> fetches) override;
 
  private:
   FlashTier(const ExtstoreSettings& settings, std::unique_ptr<FlashStore> flash);

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "protocol/accounting.h"
 #include "protocol/meta_executor.h"
@@ -70,14 +71,18 @@ void AppendValueLine(std::string_view key, uint32_t flags, uint32_t bytes, bool 
 }
 
 // -o ext_path: parks the request on every one of `keys` whose value is on
-// flash (their fetches run at once; the first to end wakes it).
+// flash and not yet fetched (their fetches go out together; their batch's end
+// wakes it).
 bool ParkOnFlash(ItemStore* store, std::string_view keys, const WaitTicket& ticket, ProcessOutcome* outcome) {
+  thread_local std::vector<std::string_view> list;   // reused: no allocation per get
+  list.clear();
   WordIterator words(keys);
   std::string_view key;
-  while (words.Next(&key)) {
-    if (store->ParkIfOnFlash(key, ticket) && !outcome->parked) outcome->Park(key, 0);
-  }
-  return outcome->parked;
+  while (words.Next(&key)) list.push_back(key);
+  std::string_view first;
+  if (store->ParkOnFlash(list, ticket, &first) == 0) return false;
+  outcome->Park(first, 0);
+  return true;
 }
 
 bool IsSingleKey(std::string_view keys) {

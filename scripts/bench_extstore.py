@@ -10,8 +10,10 @@ the share of the sample that hit × --keys. Then it replays a seeded Zipf trace 
 --requests gets over the same keys as a cache-aside client (a miss is set again) and reports
 the hit ratio, values read back wrong, gets/s and the p99 of a 50-key get (one client: timing
 figures are noisy; give `uptime`). It prints each server's items held, the values read
-back wrong (must be 0), `stats` curr_items and extstore_objects_used, RSS, and the
-herdless/memcached ratio of items held.
+back wrong (must be 0), `stats` curr_items and extstore_objects_used, RSS, the reads that went
+to flash and came back to RAM (get_extstore, recache_from_extstore, in all), and the
+herdless/memcached ratio of items held. memcached runs first; --herdless-first swaps the
+order, for A/B runs on a shared machine.
 
 A herdless that refuses ext_path (built before its flash tier) is run RAM-only, with the
 same -m, and the script says so: the ratio is then against herdless's RAM alone.
@@ -177,6 +179,9 @@ def run(name, argv, args):
     if zipf:
         print("%-24s zipf:%s over the keys, %d gets: hit ratio %.4f  wrong %d  %.0f gets/s"
               "  p99 of a 50-key get %.2f ms" % (name, args.zipf, args.requests, *zipf))
+        print("%-24s in all: cmd_get %s  get_extstore %s  recache_from_extstore %s  miss_from_extstore %s"
+              % (name, st.get("cmd_get"), st.get("get_extstore"), st.get("recache_from_extstore"),
+                 st.get("miss_from_extstore")))
     return held, ""
 
 
@@ -195,6 +200,8 @@ def main():
     p.add_argument("--requests", type=int, default=500000, help="gets of the Zipf replay (0: none)")
     p.add_argument("--ext-options", default="", help="more -o ext_* options for both")
     p.add_argument("--dir", default=None, help="where the flash files go (default: a temp dir)")
+    p.add_argument("--herdless-first", action="store_true",
+                   help="run herdless before memcached (alternate the order between runs: A/B)")
     args = p.parse_args()
     units = {"m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
     file_bytes = int(args.file_size[:-1]) * units[args.file_size[-1].lower()]
@@ -208,7 +215,8 @@ def main():
     print("-m %d, ext_path of %s, %d-byte values, %d keys at <= %d/s, every %d-th read back"
           % (args.memory_mb, args.file_size, args.value_size, args.keys, args.rate, args.sample))
     results = {}
-    for name, binary in (("memcached", args.memcached), ("herdless", args.herdless)):
+    servers = [("memcached", args.memcached), ("herdless", args.herdless)]
+    for name, binary in (servers[::-1] if args.herdless_first else servers):
         path = os.path.join(workdir, name + ".ext")
         ext = ["-o", "ext_path=%s:%s%s" % (path, args.file_size, extra)]
         argv = [binary, "-m", str(args.memory_mb)] + user

@@ -61,6 +61,7 @@ ItemStore::Impl::~Impl() {
   // Every segment goes back to the pool; a segment readers still pin stays
   // until they release it, so then the pool must outlive the store: it is
   // kept reachable on purpose (a leak only in this shutdown corner).
+  DropFetched();
   queues_->RetireAll();
   if (pool_->AnyPinned()) {
     static std::mutex graveyard_mu;
@@ -422,14 +423,13 @@ void ItemStore::RefuseAllWarmFills(int64_t seconds) {
   holdoff_->NoteAll(seconds >= (DeleteHoldoff::kForever - now) / 1000000 ? DeleteHoldoff::kForever
                                                                           : now + seconds * 1000000);
 }
-void ItemStore::FinishFlashRead(std::string_view key, const FlashLocator& where, FlashReadResult result,
-                                std::string_view value) {
-  impl_->FinishFlashRead(key, where, result, value);
-}
-bool ItemStore::ParkIfOnFlash(std::string_view key, const WaitTicket& ticket) {
-  return impl_->ParkIfOnFlash(key, ticket);
+void ItemStore::FinishFlashReads(std::vector<FlashFetch>* done) { impl_->FinishFlashReads(done); }
+size_t ItemStore::ParkOnFlash(const std::vector<std::string_view>& keys, const WaitTicket& ticket,
+                              std::string_view* first) {
+  return impl_->ParkOnFlash(keys, ticket, first);
 }
 bool ItemStore::EvictAhead(size_t headroom) { return impl_->EvictAhead(headroom); }
+size_t ItemStore::CompactFlashPage(const FlashStore::Compaction& c) { return impl_->CompactFlashPage(c); }
 size_t ItemStore::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s) {
   return impl_->MoveIdleToFlash(cursor, max_buckets, min_idle_s);
 }

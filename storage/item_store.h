@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -48,17 +49,21 @@ class Segment;
 
 // -o ext_path: a value the flash tier is to read back for readers parked on
 // its key (ItemStore::Read with ReadOptions::flash_park). The fetcher reads it
-// on its own threads and hands the outcome to ItemStore::FinishFlashRead.
+// on its own threads, fills in `result` and `value`, and hands a batch of
+// them to ItemStore::FinishFlashReads.
 struct FlashFetch {
   std::string key;
   FlashLocator where;
   uint32_t value_len = 0;
+  FlashReadResult result = FlashReadResult::kMiss;   // the fetcher's outcome
+  std::string value;                                 // kOk: the verified value
 };
 class FlashFetcher {
  public:
   virtual ~FlashFetcher() = default;
-  // Called under a shard lock: queue the fetch and return.
-  virtual void Fetch(FlashFetch fetch) = 0;
+  // Called under a shard lock, or none: queue the fetches (those of one
+  // request, to be finished in one batch) and return.
+  virtual void Fetch(std::vector<FlashFetch> fetches) = 0;
 };
 
 struct StoreConfig {
@@ -88,6 +93,7 @@ struct StoreConfig {
   FlashStore* flash = nullptr;           // not owned
   FlashFetcher* flash_fetcher = nullptr; // not owned; required with `flash`
   uint32_t flash_item_size = 512;        // ext_item_size
+  uint32_t flash_recache_rate = 2000;    // ext_recache_rate (0: never recache)
 };
 
 // Which items an expiry crawl looks at (Crawl): size classes (bit c for class
@@ -244,15 +250,20 @@ class ItemStore {
 
   const StoreConfig& config() const;
 
-  // The flash tier (StoreConfig::flash). A fetch ended: on kOk the stub at
-  // `where`, if the key still has it, becomes a RAM item again with `value`
+  // The flash tier (StoreConfig::flash). A batch of fetches ended. For each
+  // whose key still has the stub at its `where`: on kOk the value is served
+  // to the readers the fetch woke (ReadResult's pin holds it, not the -m
+  // item memory), and with memcached's rule (an item read before within 60
+  // s, one such read in ext_recache_rate) it becomes a RAM item again
   // (recache_from_extstore); otherwise the stub is dropped (miss_ or
-  // badcrc_from_extstore). The key's parked readers are woken either way.
-  void FinishFlashRead(std::string_view key, const FlashLocator& where, FlashReadResult result,
-                       std::string_view value);
-  // A multi-key read's first pass: when `key` is a stub, parks `ticket` on it
-  // and fetches it (true); else changes nothing (false).
-  bool ParkIfOnFlash(std::string_view key, const WaitTicket& ticket);
+  // badcrc_from_extstore). The batch's parked readers are woken once, after
+  // the whole batch: a multi-key read parked on several keys runs again once.
+  void FinishFlashReads(std::vector<FlashFetch>* done);
+  // A multi-key read's first pass: parks `ticket` on each of `keys` whose
+  // value is on flash and not yet fetched, and fetches them in one batch.
+  // Returns how many it parked on (*first: the first of them).
+  size_t ParkOnFlash(const std::vector<std::string_view>& keys, const WaitTicket& ticket,
+                     std::string_view* first);
   // The flash writer's steps. EvictAhead evicts one segment (its values
   // moving to flash) when less than `headroom` bytes of the budget are free;
   // false when it did nothing. MoveIdleToFlash moves the values of items idle
@@ -260,6 +271,11 @@ class ItemStore {
   // Walk's); returns the values moved.
   bool EvictAhead(size_t headroom);
   size_t MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s);
+  // Compaction (FlashStore::PickCompaction's page): the values of the page
+  // that stubs still point at are written again and their stubs repointed
+  // (with drop_unread, a value never read is dropped with its stub), so the
+  // page frees up. Returns the values moved or dropped.
+  size_t CompactFlashPage(const FlashStore::Compaction& c);
 
   // True while warm fills of `key` are refused: a delete of it (any Delete,
   // found or not) is younger than StoreConfig::delete_holdoff_ms, a change

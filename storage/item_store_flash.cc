@@ -7,13 +7,20 @@
 // item is replaced by a stub: the same key and metadata (CAS, TTL, flags,
 // state bits, lease, read rate stay in RAM), and a FlashLocator for a value.
 // A read of a stub parks and asks the fetcher (FetchFromFlashLocked); the
-// fetch ends in FinishFlashRead, which swaps the stub back for the value and
-// wakes the readers, whose re-run then reads RAM. Whatever removes a stub
-// releases its record (UnlinkLocked).
+// fetches end in FinishFlashReads, which keeps each value in a buffer of its
+// own for the readers it wakes (Shard::fetched; with memcached's recache rule
+// the stub becomes a RAM item again instead); their re-run is a hit on the
+// stub's metadata served from that buffer (ReadStubLocked,
+// ServeFetchedLocked). Whatever removes a stub releases its record
+// (UnlinkLocked). Compaction (CompactFlashPage) writes a fragmented page's
+// live records again and repoints their stubs, so the page frees up.
 #include "storage/item_store.h"
 
+#include <algorithm>
+#include <tuple>
 #include <vector>
 
+#include "storage/flash_page.h"
 #include "storage/item_store_internal.h"
 #include "storage/le_bytes.h"
 
@@ -101,76 +108,271 @@ void ItemStore::Impl::ReleaseFlashLocked(ItemView stub) {
 // The ticket waits for the fetch; without one (a timed-out wait, a read kind
 // that never waits) the value cannot be served now: a miss.
 void ItemStore::Impl::FetchFromFlashLocked(Shard& shard, uint64_t* slot, std::string_view key,
-                                           const WaitTicket* ticket, ReadResult* r) {
+                                           const WaitTicket* ticket, std::vector<FlashFetch>* batch,
+                                           ReadResult* r) {
   if (ticket == nullptr || config_.flash_fetcher == nullptr || config_.wake_sink == nullptr) {
     shard.counters.get_aborted_extstore++;
     return;
   }
   const ItemView stub = ItemAt(*slot);
+  // Readers already waiting on the key mean its fetch is under way: one is enough.
+  const bool under_way = shard.parked.Waiting(key);
+  shard.parked.Park(key, *ticket);
+  r->parked = true;
+  r->cas = stub.cas();
+  if (under_way) return;
+  shard.counters.get_extstore++;
   FlashFetch fetch;
   fetch.key.assign(key);
   fetch.where = StubLocator(stub);
   fetch.value_len = StubValueLength(stub);
-  // Readers already waiting on the key mean its fetch is under way: one is enough.
-  const bool under_way = shard.parked.Waiting(key);
-  shard.parked.Park(key, *ticket);
-  if (!under_way) {
-    shard.counters.get_extstore++;
-    config_.flash_fetcher->Fetch(std::move(fetch));
+  if (batch != nullptr) {
+    batch->push_back(std::move(fetch));
+  } else {
+    std::vector<FlashFetch> one;
+    one.push_back(std::move(fetch));
+    config_.flash_fetcher->Fetch(std::move(one));
   }
-  r->parked = true;
-  r->cas = stub.cas();
 }
 
-bool ItemStore::Impl::ParkIfOnFlash(std::string_view key, const WaitTicket& ticket) {
-  const uint64_t hash = HashKey(key);
-  Shard& shard = ShardFor(hash);
-  const Times t = Now();
-  ShardLock lock(this, shard);
-  const Found f = LookupLocked(shard, key, hash, t);
-  if (f.slot == nullptr || !ItemAt(*f.slot).is_flash_stub()) return false;
-  ReadResult r;
-  FetchFromFlashLocked(shard, f.slot, key, &ticket, &r);
-  return r.parked;
+// The value fetched for the stub, if one waits for its readers.
+FetchedValue* ItemStore::Impl::FetchedForLocked(Shard& shard, std::string_view key, ItemView stub) {
+  if (shard.fetched.empty()) return nullptr;
+  auto it = shard.fetched.find(key);
+  if (it == shard.fetched.end() || !SameLocator(it->second.where, StubLocator(stub))) return nullptr;
+  return &it->second;
 }
 
-void ItemStore::Impl::FinishFlashRead(std::string_view key, const FlashLocator& where, FlashReadResult result,
-                                      std::string_view value) {
-  const uint64_t hash = HashKey(key);
-  Shard& shard = ShardFor(hash);
-  LockedAttempts(shard, hash, key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
-    // Woken whatever happens: the re-run finds the value, or a miss.
-    WakeLocked(shard, key);
-    if (f.slot == nullptr || !ItemAt(*f.slot).is_flash_stub() ||
-        !SameLocator(StubLocator(ItemAt(*f.slot)), where)) {
-      return kAnswered;   // stored, deleted or moved again meanwhile
+bool ItemStore::Impl::ReadStubLocked(Shard& shard, const Found& f, std::string_view key, const ReadOptions& opts,
+                                     ReadResult* r) {
+  const FetchedValue* fetched = FetchedForLocked(shard, key, ItemAt(*f.slot));
+  if (fetched == nullptr) {
+    FetchFromFlashLocked(shard, f.slot, key, opts.flash_park, nullptr, r);
+    return true;
+  }
+  if (fetched->buffer != nullptr) return false;
+  ServeFetchedLocked(shard, key, r);   // it could not be held: a miss
+  return true;
+}
+
+// The reader takes the fetched value (its pin keeps the buffer); the last
+// of the readers the fetch woke drops the entry.
+void ItemStore::Impl::ServeFetchedLocked(Shard& shard, std::string_view key, ReadResult* r) {
+  auto it = shard.fetched.find(key);
+  if (it == shard.fetched.end()) return;
+  FetchedValue& v = it->second;
+  if (v.buffer != nullptr && r->status == ReadStatus::kHit) {
+    v.buffer->Pin();
+    r->item = ItemRef(v.buffer);
+    r->value = std::string_view(v.buffer->base, v.value_len);
+  }
+  if (v.readers > 1) {
+    v.readers--;
+    return;
+  }
+  if (v.buffer != nullptr) ReleasePin(v.buffer);
+  shard.fetched.erase(it);
+}
+
+size_t ItemStore::Impl::ParkOnFlash(const std::vector<std::string_view>& keys, const WaitTicket& ticket,
+                                    std::string_view* first) {
+  std::vector<FlashFetch> batch;
+  size_t parked = 0;
+  for (std::string_view key : keys) {
+    const uint64_t hash = HashKey(key);
+    Shard& shard = ShardFor(hash);
+    const Times t = Now();
+    ShardLock lock(this, shard);
+    const Found f = LookupLocked(shard, key, hash, t);
+    if (f.slot == nullptr || !ItemAt(*f.slot).is_flash_stub()) continue;
+    if (FetchedForLocked(shard, key, ItemAt(*f.slot)) != nullptr) continue;   // fetched: read it
+    ReadResult r;
+    FetchFromFlashLocked(shard, f.slot, key, &ticket, &batch, &r);
+    if (r.parked && parked++ == 0) *first = key;
+  }
+  if (!batch.empty()) config_.flash_fetcher->Fetch(std::move(batch));
+  return parked;
+}
+
+// Every fetch of the batch first, then the wakes, each ticket once (a
+// multi-key read parks the same ticket on several keys).
+void ItemStore::Impl::FinishFlashReads(std::vector<FlashFetch>* done) {
+  std::vector<WaitTicket> woken;
+  for (FlashFetch& d : *done) {
+    const uint64_t hash = HashKey(d.key);
+    Shard& shard = ShardFor(hash);
+    LockedAttempts(shard, hash, d.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
+      if (!FinishFetchLocked(lock, shard, f, t, attempt, d)) return kRetry;
+      // Woken whatever happened: the re-run finds the value, or a miss.
+      const size_t readers = shard.parked.empty() ? 0 : shard.parked.Wake(d.key);   // parks, not tickets: `get a a` reads twice
+      auto it = shard.fetched.find(d.key);
+      if (it != shard.fetched.end() && SameLocator(it->second.where, d.where) && it->second.readers == 0) {
+        if (readers > 0) {
+          it->second.readers = static_cast<uint32_t>(readers);
+        } else {   // nobody waits any more
+          if (it->second.buffer != nullptr) ReleasePin(it->second.buffer);
+          shard.fetched.erase(it);
+        }
+      }
+      std::vector<WaitTicket> mine = shard.parked.TakeWoken();
+      woken.insert(woken.end(), mine.begin(), mine.end());
+      return kAnswered;
+    });
+  }
+  std::sort(woken.begin(), woken.end(), [](const WaitTicket& a, const WaitTicket& b) {
+    return std::tie(a.worker, a.conn_id, a.seq) < std::tie(b.worker, b.conn_id, b.seq);
+  });
+  for (size_t i = 0; i < woken.size(); i++) {
+    const WaitTicket& w = woken[i];
+    if (i > 0 && w.worker == woken[i - 1].worker && w.conn_id == woken[i - 1].conn_id && w.seq == woken[i - 1].seq) {
+      continue;
+    }
+    config_.wake_sink->Wake(w);
+  }
+}
+
+// kAnswered once the fetch is settled: the stub is gone or moved on, dropped
+// (a miss), recached, or its value kept for its readers (KeepFetchedLocked).
+bool ItemStore::Impl::FinishFetchLocked(ShardLock& lock, Shard& shard, const Found& f, const Times& t,
+                                        int attempt, FlashFetch& done) {
+  if (f.slot == nullptr || !ItemAt(*f.slot).is_flash_stub() || !SameLocator(StubLocator(ItemAt(*f.slot)), done.where)) {
+    return kAnswered;   // stored, deleted or moved again meanwhile
+  }
+  const ItemView stub = ItemAt(*f.slot);
+  if (done.result != FlashReadResult::kOk || done.value.size() != StubValueLength(stub)) {
+    (done.result == FlashReadResult::kBadChecksum ? shard.counters.badcrc_from_extstore
+                                                  : shard.counters.miss_from_extstore)++;
+    UnlinkLocked(shard, f.slot);
+    return kAnswered;
+  }
+  // memcached's recache_or_free: an item read before, lately (ITEM_FETCHED,
+  // its time within ITEM_UPDATE_INTERVAL), comes back to RAM one such read in
+  // ext_recache_rate; the others are served from the fetched copy.
+  constexpr int64_t kRecentReadS = 60;
+  const bool recache = config_.flash_recache_rate != 0 && Has(*f.slot, kItemFetched) &&
+                       t.now_s - stub.last_access() < kRecentReadS &&
+                       shard.recache_counter++ % config_.flash_recache_rate == 0;
+  if (recache) {
+    bool placed = false;
+    if (!RecacheLocked(lock, shard, f, t, attempt, done.value, &placed)) return kRetry;
+    if (placed) return kAnswered;
+  }
+  KeepFetchedLocked(shard, done, t);
+  return kAnswered;
+}
+
+// The stub becomes a RAM item with the value (*placed), or stays (no room).
+bool ItemStore::Impl::RecacheLocked(ShardLock& lock, Shard& shard, const Found& f, const Times& t, int attempt,
+                                    std::string_view value, bool* placed_out) {
+  const ItemView stub = ItemAt(*f.slot);
+  ItemFields fields = stub.Fields();
+  fields.flash_stub = false;
+  fields.value_len = static_cast<uint32_t>(value.size());
+  Placed placed;
+  ItemView item(nullptr);
+  const Placement placement = WriteNewLocked(lock, attempt, t, /*draw_cas=*/false, &fields, &placed, &item);
+  if (placement == Placement::kRetry) return kRetry;
+  if (placement == Placement::kNoRoom) return kAnswered;
+  CopyBytes(item.value_data(), value);
+  ReleaseFlashLocked(stub);
+  MoveClassLocked(shard, stub, item);
+  RepointLocked(shard, f.slot, placed, item, slot::Freq(*f.slot));
+  shard.counters.recache_from_extstore++;
+  *placed_out = true;
+  return kAnswered;
+}
+
+// The fetched value waits in a buffer of its own (charged to -m while it
+// lives, as memcached's read buffers, up to a 32nd of -m past the limit: a
+// full cache does not evict for a buffer that lives for one reply) for the
+// readers the fetch woke.
+void ItemStore::Impl::KeepFetchedLocked(Shard& shard, const FlashFetch& done, const Times& t) {
+  constexpr int64_t kFetchedLifetimeS = 2;
+  const size_t beyond_limit = std::max(pool_->segment_size(), pool_->limit() / 32);
+  if (!shard.fetched.empty() && shard.fetched_swept_s != t.now_s) {
+    shard.fetched_swept_s = t.now_s;
+    for (auto it = shard.fetched.begin(); it != shard.fetched.end();) {
+      if (it->second.at_s + kFetchedLifetimeS > t.now_s) {
+        ++it;
+        continue;
+      }
+      if (it->second.buffer != nullptr) ReleasePin(it->second.buffer);
+      it = shard.fetched.erase(it);
+    }
+  }
+  Segment* buffer = pool_->NewJumbo(std::max<size_t>(done.value.size(), 1), t.now_s, beyond_limit);
+  if (buffer != nullptr) {
+    CopyBytes(buffer->base, done.value);
+    buffer->Pin();   // the entry's
+    pool_->Retire(buffer);   // never linked: freed with its last pin
+  } else {
+    shard.counters.get_oom_extstore++;
+  }
+  FetchedValue& v = shard.fetched[done.key];
+  if (v.buffer != nullptr) ReleasePin(v.buffer);
+  v = FetchedValue{done.where, buffer, static_cast<uint32_t>(done.value.size()), 0, t.now_s};
+}
+
+// memcached's storage_compact_thread for one page: each record whose stub
+// still points at it is written again (extstore_compact_rescues) and the stub
+// repointed, or, with drop_unread, a value never read is dropped with its
+// stub (extstore_compact_lost); records nobody points at are skipped
+// (extstore_compact_skipped). Its last record released, the page is free.
+// Writes happen with no lock held; a stub that moved on meanwhile keeps its
+// new place and the copy is released.
+size_t ItemStore::Impl::CompactFlashPage(const FlashStore::Compaction& c) {
+  std::string bytes;
+  if (config_.flash == nullptr || !config_.flash->ReadPage(c.page, &bytes)) return 0;
+  FlashPageReader reader(bytes);
+  if (!reader.valid() || reader.generation() != c.generation) return 0;
+  uint64_t rescued = 0, lost = 0, skipped = 0;
+  FlashRecord record;
+  uint32_t offset;
+  while (reader.Next(&record, &offset)) {
+    const FlashLocator old{c.page, c.generation, offset};
+    const uint64_t hash = HashKey(record.key);
+    Shard& shard = ShardFor(hash);
+    const auto still_there = [&](const Found& f) {
+      return f.slot != nullptr && ItemAt(*f.slot).is_flash_stub() && SameLocator(StubLocator(ItemAt(*f.slot)), old);
+    };
+    {
+      ShardLock lock(this, shard);
+      const Found f = LookupLocked(shard, record.key, hash, Now());
+      if (!still_there(f)) {
+        skipped++;
+        continue;
+      }
+      if (c.drop_unread && !Has(*f.slot, kItemFetched)) {
+        UnlinkLocked(shard, f.slot);   // releases the record
+        lost++;
+        continue;
+      }
+    }
+    FlashLocator where;
+    if (!config_.flash->Write(record.key, record.cas, record.value, &where)) break;   // full or failing: stop
+    ShardLock lock(this, shard);
+    const Found f = LookupLocked(shard, record.key, hash, Now());
+    if (!still_there(f)) {
+      config_.flash->Release(where, record.key.size(), static_cast<uint32_t>(record.value.size()));
+      skipped++;
+      continue;
     }
     const ItemView stub = ItemAt(*f.slot);
-    if (result != FlashReadResult::kOk || value.size() != StubValueLength(stub)) {
-      (result == FlashReadResult::kBadChecksum ? shard.counters.badcrc_from_extstore
-                                               : shard.counters.miss_from_extstore)++;
-      UnlinkLocked(shard, f.slot);
-      return kAnswered;
-    }
-    ItemFields fields = stub.Fields();
-    fields.flash_stub = false;
-    fields.value_len = static_cast<uint32_t>(value.size());
-    Placed placed;
-    ItemView item(nullptr);
-    const Placement placement = WriteNewLocked(lock, attempt, t, /*draw_cas=*/false, &fields, &placed, &item);
-    if (placement == Placement::kRetry) return kRetry;
-    if (placement == Placement::kNoRoom) {
-      shard.counters.get_oom_extstore++;
-      UnlinkLocked(shard, f.slot);
-      return kAnswered;
-    }
-    CopyBytes(item.value_data(), value);
     ReleaseFlashLocked(stub);
-    MoveClassLocked(shard, stub, item);
-    RepointLocked(shard, f.slot, placed, item, slot::Freq(*f.slot));
-    shard.counters.recache_from_extstore++;
-    return kAnswered;
-  });
+    EncodeStubValue(stub.value_data(), where, StubValueLength(stub));
+    rescued++;
+  }
+  config_.flash->CountCompaction(rescued, lost, skipped);
+  return rescued + lost;
+}
+
+void ItemStore::Impl::DropFetched() {
+  for (size_t i = 0; i < shard_count_; i++) {
+    for (auto& [key, v] : shards_[i].fetched) {
+      if (v.buffer != nullptr) ReleasePin(v.buffer);
+    }
+    shards_[i].fetched.clear();
+  }
 }
 
 bool ItemStore::Impl::EvictAhead(size_t headroom) {

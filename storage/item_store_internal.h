@@ -16,7 +16,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -103,6 +105,21 @@ inline void NoteClassIn(Segment* seg, int slab_class) {
   }
 }
 
+// -o ext_path (item_store_flash.cc): a value fetched from flash, kept for the
+// readers its fetch woke. `buffer` is a retired jumbo segment holding the
+// value (one pin is the entry's; nullptr: it could not be held, a miss);
+// `where` the stub's locator it was read from (another means the key moved
+// on); `readers` how many of the reads parked on it (ParkedReaders::Wake's
+// count) have yet to take it. An entry whose
+// readers never came back goes a couple of seconds later.
+struct FetchedValue {
+  FlashLocator where;
+  Segment* buffer = nullptr;
+  uint32_t value_len = 0;
+  uint32_t readers = 0;
+  int64_t at_s = 0;
+};
+
 }  // namespace store_internal
 
 // ---------------------------------------------------------------------------
@@ -115,11 +132,11 @@ class ItemStore::Impl {
 
   // ItemStore's calls (their contracts: storage/item_store.h).
   ReadResult Read(std::string_view key, const ReadOptions& opts);
-  void FinishFlashRead(std::string_view key, const FlashLocator& where, FlashReadResult result,
-                       std::string_view value);
-  bool ParkIfOnFlash(std::string_view key, const WaitTicket& ticket);
+  void FinishFlashReads(std::vector<FlashFetch>* done);
+  size_t ParkOnFlash(const std::vector<std::string_view>& keys, const WaitTicket& ticket, std::string_view* first);
   bool EvictAhead(size_t headroom);
   size_t MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s);
+  size_t CompactFlashPage(const FlashStore::Compaction& c);
   StoreResult Store(const StoreRequest& req);
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);
@@ -320,11 +337,29 @@ class ItemStore::Impl {
   // The flash tier (item_store_flash.cc; StoreConfig::flash). A victim's big
   // value moves to flash, a stub with access count `freq` at M's tail in its
   // place (false: it could not, evict or keep it as usual). A stub's record is
-  // released when the stub goes. A read of a stub parks and fetches, or misses.
+  // released when the stub goes. A read of a stub whose value was fetched for
+  // it is served from Shard::fetched; otherwise it parks and fetches (into
+  // *batch, or at once when batch is nullptr), or misses.
   bool DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, uint8_t freq);
   void ReleaseFlashLocked(ItemView stub);
   void FetchFromFlashLocked(Shard& shard, uint64_t* slot, std::string_view key, const WaitTicket* ticket,
-                            ReadResult* r);
+                            std::vector<FlashFetch>* batch, ReadResult* r);
+  // Read's step for a stub it sees: true when the read is answered (parked, or a
+  // miss); false when the fetched value waits for it: Read then runs the hit
+  // as for a RAM item and ServeFetchedLocked puts the value in *r.
+  bool ReadStubLocked(Shard& shard, const Found& f, std::string_view key, const ReadOptions& opts, ReadResult* r);
+  void ServeFetchedLocked(Shard& shard, std::string_view key, ReadResult* r);
+  // The value fetched for the stub, if one waits for its readers.
+  static store_internal::FetchedValue* FetchedForLocked(Shard& shard, std::string_view key, ItemView stub);
+  // One fetch of FinishFlashReads, under its key's lock: kRetry when it let
+  // the lock go to make room for a recache.
+  bool FinishFetchLocked(ShardLock& lock, Shard& shard, const Found& f, const Times& t, int attempt,
+                         FlashFetch& done);
+  bool RecacheLocked(ShardLock& lock, Shard& shard, const Found& f, const Times& t, int attempt,
+                     std::string_view value, bool* placed);
+  void KeepFetchedLocked(Shard& shard, const FlashFetch& done, const Times& t);
+  // Drops every fetched value still held (the store's end).
+  void DropFetched();
   // Moves an item's class counts (items, bytes, memcached's bytes) from
   // `from`'s class to `to`'s, before RepointLocked swaps one for the other.
   static void MoveClassLocked(Shard& shard, ItemView from, ItemView to);
@@ -433,6 +468,11 @@ struct ItemStore::Impl::Shard {
   static constexpr size_t kRememberedRates = 16;
   RememberedRate remembered_rates[kRememberedRates];
   bool track_sizes = false;        // count linked items in Impl::sizes_
+  // -o ext_path: values fetched from flash for the readers their fetch woke
+  // (store_internal::FetchedValue), by key.
+  std::unordered_map<std::string, store_internal::FetchedValue, StringKeyHash, std::equal_to<>> fetched;
+  int64_t fetched_swept_s = 0;
+  uint32_t recache_counter = 0;    // memcached's: reads that may recache, counted
 };
 
 // Hashes a slot's item (the index rehashes buckets as it grows).

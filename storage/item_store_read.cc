@@ -78,11 +78,9 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
     const Found f = LookupLocked(shard, key, hash, t);
     r.miss_expired = f.removed_expired;
     r.miss_flushed = f.removed_flushed;
-    if (config_.flash != nullptr && f.slot != nullptr && ItemAt(*f.slot).is_flash_stub()) {
-      // A value on flash is never a hit from here: fetched, or a miss.
-      if (VisibleTo(f, opts)) FetchFromFlashLocked(shard, f.slot, key, opts.flash_park, &r);
-      return r;
-    }
+    // A value on flash is a hit once fetched for this read; until then it parks, or misses.
+    const bool on_flash = config_.flash != nullptr && f.slot != nullptr && ItemAt(*f.slot).is_flash_stub();
+    if (on_flash && (!VisibleTo(f, opts) || ReadStubLocked(shard, f, key, opts, &r))) return r;
     if (VisibleTo(f, opts)) {
       // A touch that gives a TTL to an item stored without one needs a copy
       // with room for it: made before anything else changes.
@@ -92,6 +90,7 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
         continue;
       }
       HitLocked(shard, f.slot, f, opts, touch_exptime, t, u, &r);
+      if (on_flash) ServeFetchedLocked(shard, key, &r);
       if (opts.park != nullptr && r.no_value && r.lease == LeaseVerdict::kHeld &&
           config_.wake_sink != nullptr) {
         shard.parked.Park(key, *opts.park);

@@ -34,6 +34,13 @@ class LeaseWakeSink {
   virtual void Wake(const WaitTicket& ticket) = 0;
 };
 
+// Lets a map by std::string be searched with a string_view (no std::string
+// built): ParkedReaders' and the store's maps by key.
+struct StringKeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view key) const { return std::hash<std::string_view>()(key); }
+};
+
 class ParkedReaders {
  public:
   // No reader is parked: callers skip Wake() entirely (the common case).
@@ -46,8 +53,9 @@ class ParkedReaders {
   // Some reader waits on the key (-o ext_path: its value's fetch is under way).
   bool Waiting(std::string_view key) const { return by_key_.find(key) != by_key_.end(); }
 
-  // Moves the key's tickets to the wake list.
-  void Wake(std::string_view key);
+  // Moves the key's tickets to the wake list; returns how many parks they
+  // made (a request may park one ticket on a key twice: `get a a`).
+  size_t Wake(std::string_view key);
 
   // Moves every ticket to the wake list (the whole shard was emptied).
   void WakeAll();
@@ -61,12 +69,11 @@ class ParkedReaders {
   }
 
  private:
-  // Lets the map be searched with a string_view (no std::string built).
-  struct KeyHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view key) const { return std::hash<std::string_view>()(key); }
+  struct Waiters {
+    std::vector<WaitTicket> tickets;
+    size_t parks = 0;   // Park calls since the key's last wake
   };
-  std::unordered_map<std::string, std::vector<WaitTicket>, KeyHash, std::equal_to<>> by_key_;
+  std::unordered_map<std::string, Waiters, StringKeyHash, std::equal_to<>> by_key_;
   std::vector<WaitTicket> woken_;
 };
 

@@ -228,9 +228,9 @@ size_t SegmentPool::JumboCharge(size_t bytes) {
 #endif
 }
 
-Segment* SegmentPool::NewJumbo(size_t bytes, int64_t now_s) {
+Segment* SegmentPool::NewJumbo(size_t bytes, int64_t now_s, size_t beyond_limit) {
   const size_t charge = JumboCharge(bytes);
-  if (!ChargeIfRoom(charge, 0)) return nullptr;
+  if (!ChargeIfRoom(charge, beyond_limit)) return nullptr;
   char* mem = AllocateJumbo(bytes);
   if (mem == nullptr) {
     used_.fetch_sub(charge, std::memory_order_relaxed);

@@ -104,8 +104,9 @@ class SegmentPool {
   Segment* TakeFixed(int64_t now_s, bool beyond_limit);
 
   // A jumbo segment with room for `bytes` (state kQueued's caller sets), or
-  // nullptr when the budget has no room or malloc fails. Charges its block.
-  Segment* NewJumbo(size_t bytes, int64_t now_s);
+  // nullptr when the budget has no room or malloc fails. Charges its block;
+  // `beyond_limit` bytes past the limit are allowed (transient buffers).
+  Segment* NewJumbo(size_t bytes, int64_t now_s, size_t beyond_limit = 0);
   // Bytes a jumbo of `bytes` charges.
   static size_t JumboCharge(size_t bytes);
 

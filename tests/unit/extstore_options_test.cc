@@ -65,6 +65,17 @@ TEST(ExtstoreOptionsTest, TuningKeysWorkWithoutAPathAsInMemcached) {
   EXPECT_EQ(e.page_size, 32u << 20);
 }
 
+// The numbers are read as memcached's safe_strtoul and safe_strtod read them
+// (protocol/numbers.h): a sign, the low 32 bits of a longer number, strtod's syntax.
+TEST(ExtstoreOptionsTest, NumbersAreReadAsMemcachedReadsThem) {
+  Parsed p = Parse({"-o", "ext_recache_rate=+5,ext_item_age=4294967297,ext_max_frag=.25"});
+  ASSERT_TRUE(p.ok) << p.error;
+  const ExtstoreSettings& e = p.options.protocol.ext;
+  EXPECT_EQ(e.recache_rate, 5u);
+  EXPECT_EQ(e.item_age, 1u);
+  EXPECT_DOUBLE_EQ(e.max_frag, 0.25);
+}
+
 TEST(ExtstoreOptionsTest, PathsGiveWholePagesAndAQuarterToCompactUnder) {
   struct Case {
     std::string list;

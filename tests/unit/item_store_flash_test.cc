@@ -1,7 +1,9 @@
 // ItemStore with a flash tier (storage/item_store_flash.cc) on a real file:
 // values eviction would drop move to flash and their items become stubs; a
 // read of a stub parks and fetches (never a hit, never a wrong value); the
-// fetch recaches the value or drops the stub (bad checksum, a value gone);
+// fetch serves the value to the readers it woke, without bringing it back to
+// RAM unless memcached's recache rule says so, or drops the stub (bad
+// checksum, a value gone); a multi-key read's fetches go out and wake it together;
 // delete, overwrite and eviction of a stub release its record; append and
 // incr refuse a value on flash as memcached does; idle values move too.
 #include <fcntl.h>
@@ -22,8 +24,12 @@ namespace {
 // Records fetches instead of running them: the test runs them (Run) in order.
 class RecordingFetcher final : public FlashFetcher {
  public:
-  void Fetch(FlashFetch fetch) override { fetches.push_back(std::move(fetch)); }
+  void Fetch(std::vector<FlashFetch> batch) override {
+    for (FlashFetch& f : batch) fetches.push_back(std::move(f));
+    ++calls;
+  }
   std::vector<FlashFetch> fetches;
+  int calls = 0;
 };
 
 class CountingSink final : public LeaseWakeSink {
@@ -62,6 +68,7 @@ class ItemStoreFlashTest : public ::testing::Test {
     config.wake_sink = &sink_;
     config.flash = flash_.get();
     config.flash_fetcher = &fetcher_;
+    config.flash_recache_rate = recache_rate_;
     store_ = std::make_unique<ItemStore>(config);
   }
   void TearDown() override {
@@ -92,11 +99,8 @@ class ItemStoreFlashTest : public ::testing::Test {
   void RunFetches() {
     std::vector<FlashFetch> fetches;
     fetches.swap(fetcher_.fetches);
-    for (const FlashFetch& f : fetches) {
-      std::string value;
-      const FlashReadResult r = flash_->Read(f.where, f.key, f.value_len, &value);
-      store_->FinishFlashRead(f.key, f.where, r, value);
-    }
+    for (FlashFetch& f : fetches) f.result = flash_->Read(f.where, f.key, f.value_len, &f.value);
+    store_->FinishFlashReads(&fetches);
   }
   // The first key (of 0..n-1) whose read parks: its value is on flash.
   int FirstOnFlash(int n) {
@@ -123,6 +127,7 @@ class ItemStoreFlashTest : public ::testing::Test {
   CountingSink sink_;
   RecordingFetcher fetcher_;
   WaitTicket ticket_{0, 1, 1};
+  uint32_t recache_rate_ = 2000;   // ext_recache_rate's default
   std::unique_ptr<FlashStore> flash_;
   std::unique_ptr<ItemStore> store_;
 };
@@ -133,11 +138,11 @@ TEST_F(ItemStoreFlashTest, EvictedValuesMoveToFlashAndReadBackByteForByte) {
   EXPECT_GT(fs.objects_written, 1000u);
   EXPECT_EQ(store_->Stats().evictions, 0u);   // nothing was lost to eviction
   EXPECT_EQ(store_->Stats().curr_items, 2000u);
-  // Every key reads back exactly: from RAM, or parked, fetched and recached.
+  // Every key reads back exactly: from RAM, or parked, fetched and served.
   for (int i = 0; i < 2000; i += 7) EXPECT_EQ(ValueRead(i), ValueOf(i)) << i;
   const StoreStats ss = store_->Stats();
   EXPECT_GT(ss.get_extstore, 0u);
-  EXPECT_EQ(ss.recache_from_extstore, ss.get_extstore);
+  EXPECT_EQ(ss.recache_from_extstore, 0u);   // none had been read before
   EXPECT_EQ(ss.miss_from_extstore + ss.badcrc_from_extstore, 0u);
   EXPECT_GT(sink_.woken, 0);
 }
@@ -211,9 +216,10 @@ TEST_F(ItemStoreFlashTest, AFailedFetchDropsTheStub) {
     ASSERT_GE(i, 0);
     ASSERT_EQ(fetcher_.fetches.size(), 1u);
     const StoreStats before = store_->Stats();
-    const FlashFetch f = fetcher_.fetches.back();
-    fetcher_.fetches.clear();
-    store_->FinishFlashRead(f.key, f.where, c.result, "");
+    std::vector<FlashFetch> done;
+    done.swap(fetcher_.fetches);
+    done.back().result = c.result;
+    store_->FinishFlashReads(&done);
     const StoreStats after = store_->Stats();
     EXPECT_EQ(after.badcrc_from_extstore - before.badcrc_from_extstore, c.badcrc ? 1u : 0u);
     EXPECT_EQ(after.miss_from_extstore - before.miss_from_extstore, c.badcrc ? 0u : 1u);
@@ -226,17 +232,166 @@ TEST_F(ItemStoreFlashTest, ALateFetchLeavesANewValueAlone) {
   Fill(2000);
   const int i = FirstOnFlash(2000);
   ASSERT_GE(i, 0);
-  const FlashFetch f = fetcher_.fetches.back();
-  fetcher_.fetches.clear();
-  std::string old;
-  ASSERT_EQ(flash_->Read(f.where, f.key, f.value_len, &old), FlashReadResult::kOk);
+  std::vector<FlashFetch> done;
+  done.swap(fetcher_.fetches);
+  FlashFetch& f = done.back();
+  ASSERT_EQ(f.result = flash_->Read(f.where, f.key, f.value_len, &f.value), FlashReadResult::kOk);
   StoreRequest set;
   set.key = f.key;
   set.value = "newer";
   ASSERT_EQ(store_->Store(set).status, StoreStatus::kStored);
-  store_->FinishFlashRead(f.key, f.where, FlashReadResult::kOk, old);
+  store_->FinishFlashReads(&done);
   EXPECT_EQ(ValueRead(i), "newer");
 }
+
+// A fetched value is served to the reader it woke and stays on flash: the
+// next read parks and fetches again; its metadata counted the read.
+TEST_F(ItemStoreFlashTest, AFetchedValueIsServedWithoutComingBackToRam) {
+  Fill(2000);
+  const int i = FirstOnFlash(2000);
+  ASSERT_GE(i, 0);
+  RunFetches();
+  const ReadResult r = Read(KeyOf(i));
+  ASSERT_EQ(r.status, ReadStatus::kHit);
+  EXPECT_FALSE(r.fetched_before);
+  EXPECT_EQ(std::string(r.value), ValueOf(i));
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 0u);
+  const ReadResult again = Read(KeyOf(i));
+  EXPECT_TRUE(again.parked);   // still on flash, and the fetched copy is gone
+  RunFetches();
+  const ReadResult third = Read(KeyOf(i));
+  EXPECT_TRUE(third.fetched_before);
+  EXPECT_EQ(std::string(third.value), ValueOf(i));
+}
+
+// memcached's rule: an item read before, within the last minute, comes back
+// to RAM one such read in ext_recache_rate (here every one; 0: never).
+class ItemStoreFlashRecacheTest : public ItemStoreFlashTest,
+                                  public ::testing::WithParamInterface<uint32_t> {
+ protected:
+  void SetUp() override {
+    recache_rate_ = GetParam();
+    ItemStoreFlashTest::SetUp();
+  }
+};
+
+TEST_P(ItemStoreFlashRecacheTest, AValueReadBeforeLatelyIsRecached) {
+  Fill(2000);
+  const int i = FirstOnFlash(2000);
+  ASSERT_GE(i, 0);
+  EXPECT_EQ(ValueRead(i), ValueOf(i));   // the first read: not read before
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 0u);
+  clock_.AdvanceSeconds(61);             // read before, but not lately
+  EXPECT_EQ(ValueRead(i), ValueOf(i));
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 0u);
+  EXPECT_EQ(ValueRead(i), ValueOf(i));   // read 0 s ago: it qualifies
+  const bool recaches = GetParam() != 0;
+  EXPECT_EQ(store_->Stats().recache_from_extstore, recaches ? 1u : 0u);
+  const ReadResult r = Read(KeyOf(i));
+  EXPECT_EQ(r.parked, !recaches);        // back in RAM: a plain hit
+  if (recaches) {
+    EXPECT_EQ(std::string(r.value), ValueOf(i));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, ItemStoreFlashRecacheTest, ::testing::Values(0u, 1u));
+
+// A multi-key read parks on its keys on flash with one batch of fetches, and
+// the batch's end wakes it once; its keys are then served.
+TEST_F(ItemStoreFlashTest, AMultiKeyReadIsFetchedAndWokenOnce) {
+  Fill(2000);
+  std::vector<std::string> keys;
+  for (int i = 0; i < 2000 && keys.size() < 5; ++i) {
+    if (Read(KeyOf(i), /*park=*/false).status == ReadStatus::kMiss) keys.push_back(KeyOf(i));
+  }
+  ASSERT_EQ(keys.size(), 5u);
+  keys.push_back(KeyOf(1999));   // in RAM
+  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  fetcher_.fetches.clear();
+  fetcher_.calls = 0;
+  std::string_view first;
+  EXPECT_EQ(store_->ParkOnFlash(views, ticket_, &first), 5u);
+  EXPECT_EQ(first, keys[0]);
+  EXPECT_EQ(fetcher_.calls, 1);
+  EXPECT_EQ(fetcher_.fetches.size(), 5u);
+  const int woken = sink_.woken;
+  RunFetches();
+  EXPECT_EQ(sink_.woken - woken, 1);
+  EXPECT_EQ(store_->ParkOnFlash(views, ticket_, &first), 0u);   // every value is fetched
+  for (const std::string& key : keys) {
+    const ReadResult r = Read(key, /*park=*/false);
+    ASSERT_EQ(r.status, ReadStatus::kHit) << key;
+    EXPECT_EQ(std::string(r.value), ValueOf(std::stoi(key.substr(4)))) << key;
+  }
+}
+
+// `get a a`: a key parked on twice by one request is served to both reads.
+TEST_F(ItemStoreFlashTest, AKeyTwiceInOneReadIsServedTwice) {
+  Fill(2000);
+  int i = 0;
+  while (i < 2000 && Read(KeyOf(i), /*park=*/false).status != ReadStatus::kMiss) ++i;
+  ASSERT_LT(i, 2000);
+  const std::string key = KeyOf(i);
+  fetcher_.fetches.clear();
+  std::string_view first;
+  EXPECT_EQ(store_->ParkOnFlash({key, key}, ticket_, &first), 2u);
+  EXPECT_EQ(fetcher_.fetches.size(), 1u);
+  RunFetches();
+  for (int n = 0; n < 2; ++n) {
+    const ReadResult r = Read(key, /*park=*/false);
+    ASSERT_EQ(r.status, ReadStatus::kHit) << n;
+    EXPECT_EQ(std::string(r.value), ValueOf(i));
+  }
+}
+
+// Compaction: the live values of a fragmented page are written again and
+// their stubs repointed, the page is freed, and every value still reads back
+// byte for byte; with drop_unread, values never read go with their stubs.
+class ItemStoreFlashCompactionTest : public ItemStoreFlashTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(ItemStoreFlashCompactionTest, MovesALivePagesValuesAndFreesIt) {
+  const bool drop_unread = GetParam();
+  {
+    Fill(2000);
+    const int i = FirstOnFlash(2000);
+    ASSERT_GE(i, 0);
+    const FlashLocator at = fetcher_.fetches.back().where;
+    RunFetches();
+    EXPECT_EQ(ValueRead(i), ValueOf(i));   // read: kept even with drop_unread
+    std::vector<int> kept;
+    for (int k = 0; k < 2000; ++k) {
+      if (k % 3 == 0 && k != i) {   // fragment: a third of the values go
+        DeleteRequest del;
+        const std::string key = KeyOf(k);
+        del.key = key;
+        store_->Delete(del);
+      } else {
+        kept.push_back(k);
+      }
+    }
+    const FlashStats before = flash_->Stats();
+    const size_t moved = store_->CompactFlashPage({at.page, at.generation, drop_unread});
+    const FlashStats after = flash_->Stats();
+    EXPECT_GT(moved, 0u);
+    EXPECT_EQ(flash_->PageData()[at.page].version, 0u);   // freed
+    EXPECT_EQ(after.page_reclaims, before.page_reclaims + 1);
+    EXPECT_EQ((after.compact_rescues - before.compact_rescues) + (after.compact_lost - before.compact_lost), moved);
+    EXPECT_EQ(after.compact_lost > before.compact_lost, drop_unread);
+    EXPECT_EQ(ValueRead(i), ValueOf(i));
+    int lost = 0;
+    for (int k : kept) {
+      const std::string got = ValueRead(k);
+      if (got == "<miss>" && drop_unread) {
+        ++lost;
+        continue;
+      }
+      EXPECT_EQ(got, ValueOf(k)) << k;
+    }
+    EXPECT_EQ(static_cast<uint64_t>(lost), after.compact_lost - before.compact_lost);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DropUnread, ItemStoreFlashCompactionTest, ::testing::Bool());
 
 TEST_F(ItemStoreFlashTest, IdleValuesMoveAndSmallOnesStay) {
   for (int i = 0; i < 50; ++i) Set(i);
