@@ -537,7 +537,7 @@ constexpr OptionRow kSuboptions[] = {
      .setting = {"warm_for", Unsigned<&P::warm_for_s>}},
     {.name = "warm_min_hit_ratio",
      .help = "warm-up ends when the peers' hit ratio over 10 s falls below\n"
-             "this (default: {default}, never)",
+             "this (default: {default}; 0 = never)",
      .help_default = Default<&P::warm_min_hit_ratio>,
      .apply = [](OptionParse& p) {
        return p.Number(0.0, 1.0, &p.settings.warm_min_hit_ratio, "a ratio 0..1, 0 = never");

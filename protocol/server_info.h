@@ -126,7 +126,7 @@ struct ProtocolSettings {
   uint32_t warm_timeout_ms = 50;   // longest a reader waits for the peers
   uint32_t warm_holdoff_s = 2;     // a delete refuses warm fills of its key this long
   uint32_t warm_for_s = 0;         // warm-up ends this long after the start, 0 = never
-  double warm_min_hit_ratio = 0;   // ... or when the peers' 10 s hit ratio falls below, 0 = never
+  double warm_min_hit_ratio = 0.1;   // ... or when the peers' 10 s hit ratio falls below, 0 = never
   // The nutcracker pool this node is in (-o ring, ring_self; protocol/cluster_ring.h): "" = none.
   std::string ring;                // the YAML file
   std::string ring_self;           // this node as the pool lists it (host:port or name)

@@ -27,6 +27,10 @@
   new value (warmed from the node that has it), deleted keys miss, the rest come back.
 - `warm off` / `warm on` at run time; -o warm_min_hit_ratio=0.5 ends warm-up by itself after
   30 peer misses (warm_active 0, no further fetch).
+- The default warm_min_hit_ratio (0.1) with -o ring: a node whose previous owner lacks its
+  keys (it never joined) stops warming and stops sending its changes on (warm_active 0,
+  warm_fetches and warm_invalidations no longer grow); a joining node whose previous owner
+  has its keys keeps warming.
 - -o restore_max_age: a node back with -e from a snapshot older than that serves none of
   its values as fresh: stale (the first reader recomputes) in wait mode, nothing restored
   with classic_stampede off; a younger snapshot restores as before.
@@ -641,7 +645,75 @@ def returning_ring_node(res):
         n.stop()
 
 
+def ring_pair(workdir, peer_port, self_port):
+    ring = os.path.join(workdir, "ring.yml")
+    with open(ring, "w") as f:
+        f.write("p:\n  listen: 127.0.0.1:%d\n  hash: fnv1a_64\n  distribution: ketama\n"
+                "  servers:\n   - 127.0.0.1:%d:1 old\n   - 127.0.0.1:%d:1 new\n"
+                % (harness.free_port(), peer_port, self_port))
+    os.chmod(ring, 0o644)
+    return ring
+
+
+def owned_keys(c, port, count):
+    """`count` keys the node on `port` owns, asked over its connection `c`."""
+    names = scaleout.key_names("own:", 8 * count)
+    owners = []
+    for start in range(0, len(names), 100):
+        reply = c.call(b"ring owner %s\r\n" % " ".join(names[start:start + 100]).encode(), b"END\r\n")
+        owners += [line.split(" ") for line in reply.decode().split("\r\n")[:-2]]
+    return [k for _, k, owner in owners if owner == "127.0.0.1:%d" % port][:count]
+
+
+def default_hit_ratio(res):
+    """-o ring, default warm_min_hit_ratio: warm-up ends where the previous owner misses,
+    goes on where it hits."""
+    workdir = tempfile.mkdtemp(prefix="herdless-hit-ratio-")
+    os.chmod(workdir, 0o755)
+    mc = harness.start_memcached(["-m", "16"])
+    port = harness.free_port()
+    ring = ring_pair(workdir, mc.port, port)
+    args = ["-t", "1", "-p", str(port), "-o", "classic_stampede=wait,ring=%s,ring_self=new" % ring,
+            "-o", "warm_timeout_ms=%d" % PEER_TIMEOUT_MS]
+    h = harness.start_herdless(args)
+    with harness.Conn(h.port) as c:
+        keys = owned_keys(c, port, 40)
+        res.equal(len(keys), 40, "40 keys the new node owns")
+        for k in keys[:30]:
+            c.call(b"get %s\r\n" % k.encode(), b"END\r\n")
+        res.equal(harness.stat(c, "warm_misses"), 30, "never joined: 30 peer misses")
+        harness.wait_for(lambda: harness.stat(c, "warm_active") == 0, what="warm-up to end by default")
+        sent = harness.stat(c, "warm_invalidations")
+        res.equal(c.call(b"set %s 0 0 1\r\nx\r\n" % keys[30].encode()), b"STORED\r\n", "a set")
+        res.equal(c.call(b"delete %s\r\n" % keys[30].encode()), b"DELETED\r\n", "a delete")
+        res.equal(harness.stat(c, "warm_invalidations"), sent, "after it ended: no change sent on")
+        with harness.Conn(mc.port) as m:
+            m.call(b"set %s 0 0 2\r\nv1\r\n" % keys[31].encode())
+        res.equal(c.call(b"get %s\r\n" % keys[31].encode(), b"END\r\n"), b"END\r\n",
+                  "after it ended: a miss is not warmed")
+        res.equal(harness.stat(c, "warm_fetches"), 30, "... no fetch")
+    h.stop()
+    with harness.Conn(mc.port) as m:
+        for k in keys:
+            m.call(b"set %s 0 0 2\r\nv1\r\n" % k.encode())
+    h = harness.start_herdless(args)
+    with harness.Conn(h.port) as c:
+        got = [c.call(b"get %s\r\n" % k.encode(), b"END\r\n") for k in keys[:30]]
+        res.equal(sum(1 for r in got if b"\r\nv1\r\n" in r), 30, "a join: 30 keys warmed")
+        for i in range(10):
+            c.call(b"get absent-%d\r\n" % i, b"END\r\n")
+        time.sleep(2.5)   # let the once-a-second judge see the window (not asserted on)
+        res.equal(harness.stat(c, "warm_active"), 1, "a join whose peer hits: warm-up goes on")
+        res.equal(c.call(b"get %s\r\n" % keys[35].encode(), b"END\r\n"),
+                  b"VALUE %s 0 2\r\nv1\r\nEND\r\n" % keys[35].encode(), "... and warms")
+        res.equal(c.call(b"set %s 0 0 1\r\nx\r\n" % keys[36].encode()), b"STORED\r\n", "a set")
+        harness.wait_for(lambda: harness.stat(c, "warm_invalidations") >= 1, what="the set sent on to the peer")
+    h.stop()
+    mc.stop()
+
+
 def body(res):
+    default_hit_ratio(res)
     returning_ring_node(res)
     ring_ownership(res)
     from_memcached(res)

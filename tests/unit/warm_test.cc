@@ -360,5 +360,25 @@ TEST(PeerHitWindowTest, StopsPayingBelowTheRatio) {
   }
 }
 
+// The default -o warm_min_hit_ratio (0.1): a node whose peers lack its keys
+// (a ring node that never joined: all misses) stops; a join, whose previous
+// owners hold most moved keys (about 57 % hits in scripts/bench_cluster.py's
+// join), goes on; 0, set by hand, never stops.
+TEST(PeerHitWindowTest, TheDefaultRatioEndsOnlyAWarmUpThatDoesNotPay) {
+  const double ratio = ProtocolSettings().warm_min_hit_ratio;
+  EXPECT_GT(ratio, 0.0);
+  PeerHitWindow never_joined, join, few_hits;
+  never_joined.Second(0, 0);
+  never_joined.Second(400, 0);
+  join.Second(0, 0);
+  join.Second(100, 57);
+  few_hits.Second(0, 0);
+  few_hits.Second(100, 5);
+  EXPECT_TRUE(never_joined.Below(ratio));
+  EXPECT_FALSE(join.Below(ratio));
+  EXPECT_TRUE(few_hits.Below(ratio));
+  EXPECT_FALSE(never_joined.Below(0.0));
+}
+
 }  // namespace
 }  // namespace herdless
