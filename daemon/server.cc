@@ -384,7 +384,8 @@ bool Server::ChooseIoPath() {
     Log(LogLevel::kNotice, "-o io=auto: io_uring is not available (%s): using epoll", why.c_str());
     path = kIoEpoll;
   }
-  if (path == kIoAuto) path = kIoUring;
+  io_auto_ = path == kIoAuto;
+  if (io_auto_) path = kIoUring;
   Log(LogLevel::kNotice, "connections' I/O: %s%s", path == kIoUring ? "io_uring" : "epoll",
       path == kIoUring && tls_ != nullptr ? " (TLS connections: epoll)" : "");
   return true;
@@ -425,7 +426,7 @@ WorkerConfig Server::MakeWorkerConfig() {
 }
 
 bool Server::StartWorkers(int worker_count) {
-  const WorkerConfig worker_config = MakeWorkerConfig();
+  WorkerConfig worker_config = MakeWorkerConfig();
   // Workers start with every signal blocked, so signals reach the main loop.
   sigset_t all, previous;
   sigfillset(&all);
@@ -434,10 +435,21 @@ bool Server::StartWorkers(int worker_count) {
   for (int i = 0; i < worker_count && started; ++i) {
     workers_.push_back(std::make_unique<Worker>(i, worker_config, store_.get(), this, &counters_));
     std::string error;
-    if (!workers_.back()->Start(&error)) {
-      Log(LogLevel::kError, "%s", error.c_str());
-      started = false;
+    if (workers_.back()->Start(&error)) continue;
+    if (io_auto_ && worker_config.uring) {
+      // The probe's ring can pass where the workers' cannot (io_uring_setup's ENOMEM once the
+      // user's RLIMIT_MEMLOCK is spent by other processes' rings): auto means epoll then.
+      Log(LogLevel::kNotice, "-o io=auto: %s: using epoll", error.c_str());
+      for (size_t w = 0; w + 1 < workers_.size(); ++w) workers_[w]->BeginStop(0);
+      for (auto& w : workers_) w->Join();
+      workers_.clear();
+      options_.protocol.io_path = kIoEpoll;
+      worker_config.uring = false;
+      i = -1;
+      continue;
     }
+    Log(LogLevel::kError, "%s", error.c_str());
+    started = false;
   }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return started;

@@ -149,6 +149,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   std::unique_ptr<LaterRingReturns> later_returns_;   // -o ring: before the store goes
   std::unique_ptr<MetricsServer> metrics_;     // -o metrics
   std::vector<std::unique_ptr<Worker>> workers_;
+  bool io_auto_ = false;   // -o io=auto chose io_uring: a worker whose ring fails falls back to epoll
   size_t next_worker_ = 0;
   ConnectionCounters counters_;
   const int64_t started_unix_;

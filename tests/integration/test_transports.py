@@ -5,6 +5,7 @@ sockets (-s, -a) with pymemcache's unix-socket client; MEMCACHED_PORT_FILENAME w
 """
 
 import os
+import shutil
 import socket
 import stat as stat_module
 import struct
@@ -295,6 +296,26 @@ def no_evictions(r):
             r.equal(b.call(bin_set("evbin", value)).status, 0, "and the next Set is stored")
 
 
+def io_auto_falls_back(r):
+    """-o io=auto where the probe's ring is made but a worker's is not (io_uring_setup's ENOMEM
+    once the user's RLIMIT_MEMLOCK is spent) serves on epoll instead of failing to start. The
+    daemon runs as `daemon`, a user no other test's rings are charged to, with room for about one
+    ring of the four it needs."""
+    if os.geteuid() != 0 or shutil.which("prlimit") is None:
+        return
+    limit = ["prlimit", "--memlock=409600:409600"]
+    with harness.start_herdless(["-u", "daemon", "-t", "4", "-v", "-o", "io=auto"], prefix=limit) as d:
+        with harness.Conn(d.port) as c:
+            r.equal(c.call(b"set k 0 0 1\r\nx\r\n"), b"STORED\r\n", "io=auto without room for rings: a set")
+            r.equal(c.call(b"get k\r\n", b"END\r\n"), b"VALUE k 0 1\r\nx\r\nEND\r\n",
+                    "io=auto without room for rings: a get")
+            r.equal(harness.stats(c, b"settings").get("io"), "epoll", "stats settings: io epoll")
+        log = d.log_text()
+    if "connections' I/O: io_uring" in log:   # the kernel allows rings: the workers' fell back
+        r.check("-o io=auto: cannot set up io_uring for worker thread" in log and "using epoll" in log,
+                "the log says a worker's ring failed and io=auto took epoll")
+
+
 def client_states(d, ports):
     """`stats conns`'s state of each client connection whose port is in `ports`, by port."""
     states, addrs = {}, {}
@@ -357,6 +378,7 @@ def body(r):
     no_tcp(r)
     if harness.target_name() == "herdless":
         unix_socket(r)
+        io_auto_falls_back(r)
     no_evictions(r)
 
 
