@@ -392,9 +392,10 @@ void Ring::Turn() {
   if (deferred_) {
     EventfdSignals(true);
     // Work that reached an empty list while the signals were off set
-    // IORING_SQ_TASKRUN instead, and a busy turn leaves some undone. Signalled
-    // by hand, the loop comes back through its epoll_wait, so that its other
-    // events are served in between.
+    // IORING_SQ_TASKRUN instead (as does work the kernel left for a later
+    // enter: it runs a bounded amount at a time), and a busy turn leaves some
+    // undone. Signalled by hand, the loop comes back through its epoll_wait,
+    // so that its other events are served in between.
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (busy || io_uring_cq_ready(ring_) > 0 ||
         (IO_URING_READ_ONCE(*ring_->sq.kflags) & IORING_SQ_TASKRUN)) {

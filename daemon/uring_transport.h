@@ -3,7 +3,8 @@
 // ring, sends are queued as the connections write and submitted together with
 // every other queued operation. The worker's libevent loop keeps its
 // listeners, timers and notify eventfd, and watches the ring (an eventfd the
-// kernel signals); while completions keep coming a turn stays in the ring, one
+// kernel signals; the ring's descriptor where the kernel has no deferred task
+// work); while completions keep coming a turn stays in the ring, one
 // io_uring_enter a round that submits the round's sends and waits for the next
 // completions, for all the worker's connections. Worker thread only. Built with
 // liburing (HERDLESS_URING); without it Ring::Usable says no and -o io=auto is
