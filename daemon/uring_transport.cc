@@ -72,7 +72,8 @@ void PrepCancel(io_uring_sqe* sqe, uint64_t tag) {
   io_uring_sqe_set_data64(sqe, 0);
 }
 
-constexpr unsigned kFeatMinTimeout = 1U << 15;   // IORING_FEAT_MIN_TIMEOUT (6.12), newer than liburing 2.3
+// IORING_FEAT_MIN_TIMEOUT (Linux 6.12), newer than liburing 2.3's header.
+constexpr unsigned kFeatMinTimeout = 1U << 15;
 
 uint64_t NowUs() {
   timespec now;
@@ -231,7 +232,8 @@ std::unique_ptr<Ring> Ring::Create(event_base* base, std::string* error) {
     // thread first waits, and on completions outside a turn. Edge-triggered:
     // each signal is an edge, and the counter is never read.
     ring->completion_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (ring->completion_fd_ < 0 || io_uring_register_eventfd(ring->ring_, ring->completion_fd_) < 0) {
+    if (ring->completion_fd_ < 0 ||
+        io_uring_register_eventfd(ring->ring_, ring->completion_fd_) < 0) {
       *error = "cannot register an eventfd with the ring";
       return nullptr;
     }
@@ -344,7 +346,9 @@ void Ring::OnCompletions(int, short, void* arg) { static_cast<Ring*>(arg)->Turn(
 
 void Ring::BeginOnThisThread() {
   // liburing 2.3 has no io_uring_enable_rings.
-  if (deferred_) syscall(__NR_io_uring_register, ring_->ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
+  if (deferred_) {
+    syscall(__NR_io_uring_register, ring_->ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
+  }
 }
 
 void Ring::OnKick(int, short, void* arg) {

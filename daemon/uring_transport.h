@@ -91,7 +91,7 @@ class Ring {
   io_uring_sqe* Sqe();          // a free entry (submits first if the queue is full)
   void Schedule(RingSocket* s);        // notify its transport on this turn's dispatch
   void Changed();                      // entries queued outside a turn: submit soon
-  void SendQueued() { ++sends_queued_; Changed(); }
+  void SendQueued() { ++sends_queued_; Changed(); }   // a send queued: a round waits beyond it
   void ReturnBuffer(unsigned id);      // copied out: the kernel may fill it again
   const char* Buffer(unsigned id) const;
   void Starved(RingSocket* s);         // out of buffers: re-arm once some return
