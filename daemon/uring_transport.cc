@@ -16,7 +16,12 @@
 
 #ifdef HERDLESS_URING
 #include <liburing.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+#include <csignal>
 #endif
 
 namespace herdless {
@@ -48,6 +53,7 @@ std::unique_ptr<Ring> Ring::Create(event_base*, std::string* error) {
   return nullptr;
 }
 Ring::~Ring() = default;
+void Ring::BeginOnThisThread() {}
 std::unique_ptr<Transport> Ring::NewTransport(int) { return nullptr; }   // no Ring is made
 
 #else
@@ -64,6 +70,39 @@ uint64_t Tag(RingSocket* s, Kind kind) { return reinterpret_cast<uintptr_t>(s) |
 void PrepCancel(io_uring_sqe* sqe, uint64_t tag) {
   io_uring_prep_cancel64(sqe, tag, 0);
   io_uring_sqe_set_data64(sqe, 0);
+}
+
+// IORING_FEAT_MIN_TIMEOUT (Linux 6.12), newer than liburing 2.3's header.
+constexpr unsigned kFeatMinTimeout = 1U << 15;
+
+uint64_t NowUs() {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<uint64_t>(now.tv_sec) * 1000000 + static_cast<uint64_t>(now.tv_nsec) / 1000;
+}
+
+// Submits what is queued and waits, in one io_uring_enter, until the
+// completion queue holds `want` entries or `timeout_us` passes; with
+// `min_wait_us` (kernel 6.12 and later) any one new completion ends the wait
+// once that much has passed. liburing 2.3 has no call that does all of it.
+void SubmitAndWait(io_uring* ring, unsigned want, unsigned timeout_us, unsigned min_wait_us) {
+  io_uring_sq* sq = &ring->sq;
+  const unsigned tail = sq->sqe_tail;
+  if (sq->sqe_head != tail) {
+    sq->sqe_head = tail;
+    io_uring_smp_store_release(sq->ktail, tail);
+  }
+  const unsigned to_submit = tail - *sq->khead;
+  __kernel_timespec ts;
+  ts.tv_sec = timeout_us / 1000000;
+  ts.tv_nsec = (timeout_us % 1000000) * 1000;
+  io_uring_getevents_arg arg;
+  std::memset(&arg, 0, sizeof(arg));
+  arg.sigmask_sz = _NSIG / 8;
+  arg.pad = min_wait_us;   // min_wait_usec in newer headers
+  arg.ts = reinterpret_cast<uintptr_t>(&ts);
+  syscall(__NR_io_uring_enter, ring->ring_fd, to_submit, want,
+          IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG, &arg, sizeof(arg));
 }
 
 }  // namespace
@@ -124,21 +163,40 @@ Ring::Ring(event_base* base)
   ring_->ring_fd = -1;
 }
 
+// Deferred task work with one issuer (the worker's thread, which enables the
+// ring): the kernel runs a connection's receive when the worker asks for
+// completions, instead of interrupting it for each one, and wakes a waiting
+// worker once enough are there. Kernels before 6.1 refuse the flags: the plain
+// ring then.
+int Ring::SetUp(io_uring_params* params) {
+  std::memset(params, 0, sizeof(*params));
+  params->flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE | IORING_SETUP_DEFER_TASKRUN |
+                  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED;
+  params->cq_entries = kEntries * 4;
+  int rc = io_uring_queue_init_params(kEntries, ring_, params);
+  deferred_ = rc >= 0;
+  if (rc == -EINVAL) {
+    std::memset(params, 0, sizeof(*params));
+    params->flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
+    params->cq_entries = kEntries * 4;
+    rc = io_uring_queue_init_params(kEntries, ring_, params);
+  }
+  if (rc >= 0 && (params->features & kFeatMinTimeout)) min_wait_us_ = kBatchWaitUs;
+  return rc;
+}
+
 std::unique_ptr<Ring> Ring::Create(event_base* base, std::string* error) {
   std::unique_ptr<Ring> ring(new Ring(base));
   io_uring_params params;
-  std::memset(&params, 0, sizeof(params));
-  params.flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
-  params.cq_entries = kEntries * 4;
-  int rc = io_uring_queue_init_params(kEntries, ring->ring_, &params);
+  int rc = ring->SetUp(&params);
   if (rc < 0) {
     delete ring->ring_;
     ring->ring_ = nullptr;
     *error = std::string("io_uring_setup: ") + std::strerror(-rc);
     return nullptr;
   }
-  if (!(params.features & IORING_FEAT_NODROP)) {
-    *error = "io_uring without IORING_FEAT_NODROP";
+  if (!(params.features & IORING_FEAT_NODROP) || !(params.features & IORING_FEAT_EXT_ARG)) {
+    *error = "io_uring without IORING_FEAT_NODROP or IORING_FEAT_EXT_ARG";
     return nullptr;
   }
   const size_t ring_bytes = sizeof(io_uring_buf) * kBuffers;
@@ -166,8 +224,23 @@ std::unique_ptr<Ring> Ring::Create(event_base* base, std::string* error) {
                           io_uring_buf_ring_mask(kBuffers), static_cast<int>(id));
   }
   io_uring_buf_ring_advance(ring->buffers_ring_, kBuffers);
-  ring->ring_event_ = event_new(base, ring->ring_->ring_fd, EV_READ | EV_PERSIST,
-                                &Ring::OnCompletions, ring.get());
+  int watched = ring->ring_->ring_fd;
+  short how = EV_READ | EV_PERSIST;
+  if (ring->deferred_) {
+    // Deferred completions do not make the ring's descriptor readable: the
+    // kernel signals an eventfd registered with the ring when work for this
+    // thread first waits, and on completions outside a turn. Edge-triggered:
+    // each signal is an edge, and the counter is never read.
+    ring->completion_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ring->completion_fd_ < 0 ||
+        io_uring_register_eventfd(ring->ring_, ring->completion_fd_) < 0) {
+      *error = "cannot register an eventfd with the ring";
+      return nullptr;
+    }
+    watched = ring->completion_fd_;
+    how |= EV_ET;
+  }
+  ring->ring_event_ = event_new(base, watched, how, &Ring::OnCompletions, ring.get());
   ring->kick_event_ = event_new(base, -1, 0, &Ring::OnKick, ring.get());
   if (ring->ring_event_ == nullptr || ring->kick_event_ == nullptr ||
       event_add(ring->ring_event_, nullptr) != 0) {
@@ -181,6 +254,7 @@ Ring::~Ring() {
   if (ring_event_ != nullptr) event_free(ring_event_);
   if (kick_event_ != nullptr) event_free(kick_event_);
   if (ring_ != nullptr && ring_->ring_fd >= 0) io_uring_queue_exit(ring_);   // cancels all
+  if (completion_fd_ >= 0) close(completion_fd_);
   delete ring_;
   if (buffers_ring_ != nullptr) {
     munmap(buffers_ring_, sizeof(io_uring_buf) * kBuffers + kBuffers * kBufferSize);
@@ -190,6 +264,7 @@ Ring::~Ring() {
 }
 
 std::unique_ptr<Transport> Ring::NewTransport(int fd) {
+  ++connections_;
   return std::make_unique<UringTransport>(fd, this);
 }
 
@@ -197,6 +272,7 @@ io_uring_sqe* Ring::Sqe() {
   io_uring_sqe* sqe = io_uring_get_sqe(ring_);
   if (sqe == nullptr) {
     io_uring_submit(ring_);
+    sends_queued_ = 0;   // their completions are in the queue now, or soon
     sqe = io_uring_get_sqe(ring_);
   }
   return sqe;
@@ -236,6 +312,7 @@ void Ring::Starved(RingSocket* s) {
 }
 
 void Ring::Release(RingSocket* s) {
+  --connections_;
   s->transport = nullptr;
   for (const RingSocket::Held& h : s->held) ReturnBuffer(h.id);
   s->held.clear();
@@ -265,13 +342,13 @@ RingSend* Ring::TakeSend() {
 
 void Ring::GiveSend(RingSend* send) { spare_sends_.push_back(send); }
 
-void Ring::OnCompletions(int, short, void* arg) {
-  Ring* ring = static_cast<Ring*>(arg);
-  ring->in_turn_ = true;
-  ring->Reap();
-  ring->Dispatch();
-  ring->Submit();
-  ring->in_turn_ = false;
+void Ring::OnCompletions(int, short, void* arg) { static_cast<Ring*>(arg)->Turn(); }
+
+void Ring::BeginOnThisThread() {
+  // liburing 2.3 has no io_uring_enable_rings.
+  if (deferred_) {
+    syscall(__NR_io_uring_register, ring_->ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
+  }
 }
 
 void Ring::OnKick(int, short, void* arg) {
@@ -281,6 +358,67 @@ void Ring::OnKick(int, short, void* arg) {
   ring->Dispatch();
   ring->Submit();
   ring->in_turn_ = false;
+}
+
+// Stays in the ring while it is busy: each round submits the replies it made
+// and waits for the next completions in the same io_uring_enter, so a busy
+// worker makes one system call a round instead of an epoll_wait and an
+// io_uring_enter. The round's sends mostly complete inside that call: the wait
+// is for completions beyond them. A round that waits kQuietUs for nothing ends
+// the turn (the loop's epoll_wait then sleeps until the ring has more), and so
+// does kTurnUs of rounds.
+void Ring::Turn() {
+  in_turn_ = true;
+  if (deferred_) EventfdSignals(false);   // this turn collects what the kernel posts
+  const uint64_t start = NowUs();
+  Reap();
+  Dispatch();
+  bool busy = false;
+  for (;;) {
+    RearmStarved();
+    if (NowUs() - start >= kTurnUs) {
+      busy = true;
+      Submit();
+      break;
+    }
+    const unsigned expected = io_uring_cq_ready(ring_) + sends_queued_;
+    sends_queued_ = 0;
+    SubmitAndWait(ring_, std::min(expected + Batch(), kEntries * 4), kQuietUs, min_wait_us_);
+    const bool quiet = io_uring_cq_ready(ring_) <= expected;
+    Reap();
+    Dispatch();
+    if (quiet) {
+      Submit();
+      break;
+    }
+  }
+  in_turn_ = false;
+  if (deferred_) {
+    EventfdSignals(true);
+    // Work that reached an empty list while the signals were off set
+    // IORING_SQ_TASKRUN instead (as does work the kernel left for a later
+    // enter: it runs a bounded amount at a time), and a busy turn leaves some
+    // undone. Signalled by hand, the loop comes back through its epoll_wait,
+    // so that its other events are served in between.
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (busy || io_uring_cq_ready(ring_) > 0 ||
+        (IO_URING_READ_ONCE(*ring_->sq.kflags) & IORING_SQ_TASKRUN)) {
+      eventfd_write(completion_fd_, 1);
+    }
+  }
+}
+
+// One connection's request waits for no batch; with more, a round waits for a
+// few more completions (at most kBatchWaitUs once one is there).
+unsigned Ring::Batch() const {
+  if (min_wait_us_ == 0) return 1;
+  return std::min(kBatchMax, 1 + connections_ / 8);
+}
+
+void Ring::EventfdSignals(bool on) {
+  unsigned flags = IO_URING_READ_ONCE(*ring_->cq.kflags);
+  flags = on ? (flags & ~IORING_CQ_EVENTFD_DISABLED) : (flags | IORING_CQ_EVENTFD_DISABLED);
+  IO_URING_WRITE_ONCE(*ring_->cq.kflags, flags);
 }
 
 void Ring::Reap() {
@@ -364,6 +502,12 @@ void Ring::Dispatch() {
 }
 
 void Ring::Submit() {
+  RearmStarved();
+  if (io_uring_sq_ready(ring_) > 0) io_uring_submit(ring_);
+  sends_queued_ = 0;
+}
+
+void Ring::RearmStarved() {
   if (!starved_.empty() && pool_.plenty()) {
     std::vector<RingSocket*> starved;
     starved.swap(starved_);
@@ -373,7 +517,6 @@ void Ring::Submit() {
       if (s->transport != nullptr) s->transport->Want(s->want_read, false);
     }
   }
-  if (io_uring_sq_ready(ring_) > 0) io_uring_submit(ring_);
 }
 
 UringTransport::UringTransport(int fd, Ring* ring) : fd_(fd), ring_(ring), s_(new RingSocket) {
@@ -481,7 +624,7 @@ Transport::Io UringTransport::Write(ReplyBuffer* out, size_t* n) {
   io_uring_sqe_set_data64(sqe, Tag(s_, kSend));
   s_->sending = true;
   ++s_->ops;
-  ring_->Changed();
+  ring_->SendQueued();
   return Io::kAgain;   // consumed when it completes (Notify: OnWritable)
 }
 

@@ -1,11 +1,14 @@
 // The io_uring connection path (-o io=uring). One Ring per worker: a
 // multishot receive per connection fills buffers from one provided-buffer
 // ring, sends are queued as the connections write and submitted together with
-// every other queued operation once per loop turn: the worker's libevent loop
-// keeps its listeners, timers and notify eventfd, and watches the ring's
-// descriptor, so a turn is one epoll_wait and one io_uring_enter for all the
-// worker's connections. Worker thread only. Built with liburing
-// (HERDLESS_URING); without it Ring::Usable says no and -o io=auto is epoll.
+// every other queued operation. The worker's libevent loop keeps its
+// listeners, timers and notify eventfd, and watches the ring (an eventfd the
+// kernel signals; the ring's descriptor where the kernel has no deferred task
+// work); while completions keep coming a turn stays in the ring, one
+// io_uring_enter a round that submits the round's sends and waits for the next
+// completions, for all the worker's connections. Worker thread only. Built with
+// liburing (HERDLESS_URING); without it Ring::Usable says no and -o io=auto is
+// epoll.
 #ifndef HERDLESS_DAEMON_URING_TRANSPORT_H_
 #define HERDLESS_DAEMON_URING_TRANSPORT_H_
 
@@ -21,6 +24,7 @@ struct event;
 struct event_base;
 struct io_uring;
 struct io_uring_buf_ring;
+struct io_uring_params;
 struct io_uring_sqe;
 struct iovec;
 
@@ -59,6 +63,16 @@ class Ring {
   // A connection's receive pauses while it holds this many filled buffers
   // (as a socket's window closes when its reader lags).
   static constexpr size_t kHeldMax = 4;
+  // A turn stays in the ring while completions keep coming (see Turn): a
+  // round that waits kQuietUs for nothing ends it, and so does kTurnUs of
+  // rounds, so that the loop's other events wait no longer than that.
+  static constexpr unsigned kQuietUs = 50;
+  static constexpr uint64_t kTurnUs = 500;
+  // A ring with many connections waits for up to kBatchMax completions a
+  // round, but no longer than kBatchWaitUs once one is there (the kernel's
+  // min_wait, 6.12 and later; elsewhere a round waits for one).
+  static constexpr unsigned kBatchMax = 8;
+  static constexpr unsigned kBatchWaitUs = 10;
 
   // True when this kernel and sandbox run a ring with provided buffers
   // (else *why says what failed).
@@ -68,6 +82,8 @@ class Ring {
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
+  // On the worker's thread, before its loop runs: the ring's one submitter from now on.
+  void BeginOnThisThread();
   // A connection's transport on this ring (takes the socket).
   std::unique_ptr<Transport> NewTransport(int fd);
 
@@ -75,6 +91,7 @@ class Ring {
   io_uring_sqe* Sqe();          // a free entry (submits first if the queue is full)
   void Schedule(RingSocket* s);        // notify its transport on this turn's dispatch
   void Changed();                      // entries queued outside a turn: submit soon
+  void SendQueued() { ++sends_queued_; Changed(); }   // a send queued: a round waits beyond it
   void ReturnBuffer(unsigned id);      // copied out: the kernel may fill it again
   const char* Buffer(unsigned id) const;
   void Starved(RingSocket* s);         // out of buffers: re-arm once some return
@@ -87,12 +104,17 @@ class Ring {
 
  private:
   Ring(event_base* base);
+  int SetUp(io_uring_params* params);   // io_uring_queue_init_params's result
+  unsigned Batch() const;
   static void OnCompletions(int fd, short what, void* arg);
   static void OnKick(int fd, short what, void* arg);
   void Reap();
   void Complete(RingSocket* s, unsigned kind, int res, unsigned flags);
   void Dispatch();
   void Submit();
+  void RearmStarved();
+  void Turn();
+  void EventfdSignals(bool on);
 
   event_base* const base_;
   io_uring* ring_ = nullptr;   // owned
@@ -103,6 +125,11 @@ class Ring {
   event* kick_event_ = nullptr;
   bool kicked_ = false;
   bool in_turn_ = false;
+  bool deferred_ = false;     // IORING_SETUP_DEFER_TASKRUN: completions come when asked for
+  int completion_fd_ = -1;    // deferred_: the eventfd the kernel signals (libevent watches it)
+  unsigned sends_queued_ = 0;   // sends queued since the last submit (most complete in it)
+  unsigned connections_ = 0;   // transports on this ring
+  unsigned min_wait_us_ = 0;   // kBatchWaitUs where the kernel has min_wait
   std::vector<RingSocket*> ready_;
   std::vector<RingSocket*> starved_;
   std::vector<RingSocket*> released_;
