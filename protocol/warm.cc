@@ -45,4 +45,10 @@ bool WarmableKey(std::string_view key) {
   return true;
 }
 
+bool StaleCopyFits(int64_t peer_ttl_s, uint32_t stale_grace_s, int64_t* stale_for_s) {
+  // -1 is also "no expiry" (an invalidated value): counted as expired now.
+  *stale_for_s = peer_ttl_s < -1 ? -peer_ttl_s : 0;
+  return *stale_for_s < int64_t{stale_grace_s};
+}
+
 }  // namespace herdless

@@ -54,12 +54,14 @@ import test_twemproxy
 
 class StubPeer:
     """A loopback peer answering each request line after `release` is set: mg with VA (or
-    ERROR when meta is False), gets with VALUE, `delete` (a herdless's invalidation, after
+    ERROR when meta is False; the keys in `stale` as a value expired 3 s ago and in its stale
+    grace, `t-3 X W`), gets with VALUE, `delete` (a herdless's invalidation, after
     `ring forget`, which it answers ERROR as a memcached) by forgetting the key; `silent`:
     never answers; `drop_deletes`: closes the connection on a delete instead."""
 
-    def __init__(self, values, meta=True, silent=False, drop_deletes=False):
+    def __init__(self, values, meta=True, silent=False, drop_deletes=False, stale=()):
         self.values = values
+        self.stale = stale
         self.meta = meta
         self.silent = silent
         self.drop_deletes = drop_deletes
@@ -93,6 +95,8 @@ class StubPeer:
                 return b"ERROR\r\n"
             if value is None:
                 return b"EN\r\n"
+            if words[1] in self.stale:
+                return b"VA %d f5 t-3 X W\r\n%s\r\n" % (len(value), value)
             return b"VA %d f5 t900\r\n%s\r\n" % (len(value), value)
         if value is None:
             return b"END\r\n"
