@@ -55,8 +55,9 @@ class WarmGate {
 // fed once a second with the running totals of warm_fetches and of the
 // fetches that paid (warm_hits + warm_stale_copies).
 // The window starts at the start (totals zero). Below() says warm-up stopped paying: at least kMinFetches fetches in the
-// window, and fewer hits than `ratio` of them. A total that went down (stats
-// reset) starts the window over. Not thread-safe.
+// window, and fewer hits than `ratio` of them; with fewer fetches in the window,
+// the same over the totals since the start (a node that rarely asks). A total
+// that went down (stats reset) starts the window over. Not thread-safe.
 class PeerHitWindow {
  public:
   static constexpr int kSeconds = 10;

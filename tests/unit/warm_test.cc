@@ -482,5 +482,29 @@ TEST(PeerHitWindowTest, TheDefaultRatioEndsOnlyAWarmUpThatDoesNotPay) {
   EXPECT_FALSE(never_joined.Below(0.0));
 }
 
+// scripts/bench_cluster.py's old nodes ask their peers about twice a minute
+// (keys that were always theirs): no 10 s window holds kMinFetches, so they
+// are judged over the totals since the start and stop after 20 misses; a
+// join that slows down is judged so too and goes on.
+TEST(PeerHitWindowTest, ASlowAskerIsJudgedOverItsTotals) {
+  const double ratio = ProtocolSettings().warm_min_hit_ratio;
+  PeerHitWindow never_joined, slow_join;
+  never_joined.Second(0, 0);
+  slow_join.Second(0, 0);
+  bool never_joined_stopped = false;
+  for (uint64_t second = 1; second <= 60; second++) {
+    const uint64_t fetches = second / 2;   // one fetch every 2 s
+    never_joined.Second(fetches, 0);
+    slow_join.Second(fetches, fetches / 2);
+    EXPECT_FALSE(slow_join.Below(ratio)) << second;
+    if (never_joined.Below(ratio)) {
+      never_joined_stopped = true;
+      EXPECT_GE(fetches, PeerHitWindow::kMinFetches) << second;
+      break;
+    }
+  }
+  EXPECT_TRUE(never_joined_stopped);
+}
+
 }  // namespace
 }  // namespace herdless
