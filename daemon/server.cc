@@ -663,7 +663,8 @@ void Server::JudgeWarmPeers() {
   if (warm_window_stale_.exchange(false, std::memory_order_relaxed)) warm_window_ = PeerHitWindow();
   ThreadStatsTotals t;
   for (const auto& w : workers_) t.Add(w->stats());
-  warm_window_.Second(t.warm_fetches, t.warm_hits);
+  // A stale copy pays too: the key's readers but one are served it.
+  warm_window_.Second(t.warm_fetches, t.warm_hits + t.warm_stale_copies);
   if (!warm_window_.Below(ratio)) return;
   warm_stopped_.store(true, std::memory_order_relaxed);
   Log(LogLevel::kNotice, "warm-up from the peers ended: their hit ratio over %d s fell below %.2f",

@@ -100,7 +100,9 @@ struct WarmPeers::Pending {
   size_t peer = 0;              // the peer asked now (or next)
   size_t end = 0;               // ... up to (not including) this one
   bool saw_miss = false;        // a peer answered: no such key
-  bool saw_stale = false;       // ... or a stale value (W, Z, X)
+  bool saw_stale = false;       // ... or a stub being recomputed (W, Z)
+  bool has_stale = false;       // `stale` holds the first stale value a peer had
+  WarmResult stale;
   bool invalidation = false;    // `ring forget` / `delete <key>`, not a fetch
   bool asked_forget = false;    // ... sent as `ring forget`
   event* timer = nullptr;
@@ -200,8 +202,12 @@ void WarmPeers::Ask(Pending* p) {
     return;
   }
   WarmResult r;
-  r.kind = p->saw_miss ? WarmResult::Kind::kMiss : WarmResult::Kind::kError;
-  r.stale = p->saw_stale;
+  if (p->has_stale) {
+    r = std::move(p->stale);   // no peer had it fresh
+  } else {
+    r.kind = p->saw_miss ? WarmResult::Kind::kMiss : WarmResult::Kind::kError;
+    r.stale = p->saw_stale;
+  }
   FinishSoon(p, std::move(r));
 }
 
@@ -305,6 +311,7 @@ bool WarmPeers::ParseReplies(Peer* peer) {
     WarmResult r;
     switch (reply.kind) {
       case PeerReply::Kind::kHit: r.kind = WarmResult::Kind::kHit; break;
+      case PeerReply::Kind::kStale: r.kind = WarmResult::Kind::kStale; break;
       case PeerReply::Kind::kMiss: r.kind = WarmResult::Kind::kMiss; break;
       case PeerReply::Kind::kDeleted: r.kind = WarmResult::Kind::kDeleted; break;
       default: r.kind = WarmResult::Kind::kError; break;
@@ -345,8 +352,13 @@ void WarmPeers::Answered(Peer* peer, WarmResult&& r, bool error_line) {
     Finish(p, std::move(r));
     return;
   }
-  if (r.kind == WarmResult::Kind::kMiss) p->saw_miss = true;
-  if (r.stale) p->saw_stale = true;
+  if (r.kind == WarmResult::Kind::kStale && !p->has_stale) {
+    p->has_stale = true;   // kept in case no later peer has it fresh
+    p->stale = std::move(r);
+  } else if (r.kind == WarmResult::Kind::kMiss) {
+    p->saw_miss = true;
+    if (r.stale) p->saw_stale = true;
+  }
   p->peer++;
   Ask(p);
 }
@@ -394,10 +406,12 @@ void WarmPeers::OnTimer(int, short, void* arg) {
     return;
   }
   // The peer asked now is too slow: drop its connection (its other fetches
-  // go on to the next peer) and give this reader up.
+  // go on to the next peer) and give this reader up, with the stale value an
+  // earlier peer had if any.
   const size_t asked_at = p->peer;
   WarmResult r;
-  r.kind = WarmResult::Kind::kTimeout;
+  if (p->has_stale) r = std::move(p->stale);
+  else r.kind = WarmResult::Kind::kTimeout;
   self->Finish(p, std::move(r));
   if (asked_at < self->peers_.size() && self->peers_[asked_at]->fd >= 0) self->Reset(self->peers_[asked_at].get());
 }

@@ -2,7 +2,8 @@
 // or herdless servers, over TCP or a unix socket, in the text protocol. A
 // fetch asks the peers in their listed order (`mg <key> v f t`, or `gets
 // <key>` for a peer that answers mg with ERROR) until one has the value, and
-// reports a hit (value, flags, remaining TTL), a miss, an error or a timeout
+// reports a hit (value, flags, remaining TTL), else the first stale value a
+// peer had (protocol/peer_reply.h), else a miss, an error or a timeout
 // (timeout_ms for the whole fetch). An invalidation sends `ring forget <key>`
 // (or `delete <key>` to a peer that answers that with an error: a memcached) to one peer and reports whether the peer confirmed it
 // (DELETED / NOT_FOUND) within timeout_ms; it travels on the connection the fetches use, so a later
@@ -41,13 +42,16 @@ struct PeerAddress {
 bool ParsePeerList(std::string_view list, std::vector<PeerAddress>* out, std::string* error);
 
 struct WarmResult {
-  enum class Kind : uint8_t { kHit, kMiss, kTimeout, kError, kDeleted /* an invalidation confirmed */ };
+  enum class Kind : uint8_t {
+    kHit, kStale /* a value stale or being recomputed there */, kMiss, kTimeout, kError,
+    kDeleted /* an invalidation confirmed */
+  };
   Kind kind = Kind::kMiss;
   std::string value;
   uint32_t flags = 0;
-  int64_t ttl_s = -1;      // seconds left at the peer, -1 = no expiry
+  int64_t ttl_s = -1;      // seconds left at the peer, -1 = no expiry (kStale: <= 0 once expired)
   bool ttl_known = true;   // false: the peer spoke only gets (no TTL)
-  bool stale = false;      // kMiss: the value there is stale or being recomputed (W, Z, X)
+  bool stale = false;      // kMiss: a peer held only a stub being recomputed (W, Z)
 };
 
 class WarmPeers {

@@ -67,6 +67,11 @@ void WarmRequest::Done(const WarmResult& r) {
       stats.warm_misses.Add();
       if (r.stale) stats.warm_stale.Add();
       break;
+    case WarmResult::Kind::kStale:
+      stats.warm_misses.Add();
+      stats.warm_stale.Add();
+      if (StoreStaleCopy(r)) stats.warm_stale_copies.Add();
+      break;
     case WarmResult::Kind::kTimeout: stats.warm_timeouts.Add(); break;
     case WarmResult::Kind::kError:
     case WarmResult::Kind::kDeleted: stats.warm_errors.Add(); break;   // (an invalidation's: never here)
@@ -89,6 +94,24 @@ void WarmRequest::Done(const WarmResult& r) {
     }
   }
   conn_->ResumeSoon();
+}
+
+// The peer's stale value, stored as stale under the reader's lease: the
+// reader still gets its recompute hint, the key's other readers this value,
+// as the peer would have served them. Not when this node would not serve it
+// (stale_grace), nor once a client's change here ended the lease.
+bool WarmRequest::StoreStaleCopy(const WarmResult& r) {
+  ItemStore* store = worker_->store();
+  StoreRequest req;
+  if (!StaleCopyFits(r.ttl_s, store->config().stale_grace_s, &req.stale_for_s)) return false;
+  req.mode = StoreMode::kSet;
+  req.key = key_;
+  req.value = r.value;
+  req.client_flags = r.flags;
+  req.lease_token = pass_.held_lease;
+  req.stale_copy = true;
+  req.warm_fill = true;
+  return store->Store(req).status == StoreStatus::kStored;
 }
 
 }  // namespace herdless

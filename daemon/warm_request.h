@@ -5,7 +5,9 @@
 // the answer. A hit is stored under the reader's lease token (so a set,
 // delete or flush that came meanwhile wins, and the readers waiting on the
 // key are woken); then the request runs again with Pass() saying it came
-// back, and reads the value or gets its lease back. Counts warm_*.
+// back, and reads the value or gets its lease back. A value the peer holds
+// stale is stored as a stale one under the same lease instead
+// (StoreStaleCopy). Counts warm_*.
 // Worker thread only.
 #ifndef HERDLESS_DAEMON_WARM_REQUEST_H_
 #define HERDLESS_DAEMON_WARM_REQUEST_H_
@@ -41,6 +43,7 @@ class WarmRequest {
  private:
   void Start(std::string_view key, uint64_t token);
   void Done(const WarmResult& r);
+  bool StoreStaleCopy(const WarmResult& r);
 
   Worker* const worker_;
   Connection* const conn_;

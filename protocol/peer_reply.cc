@@ -45,17 +45,22 @@ PeerParse ParseValue(std::string_view in, const std::vector<std::string_view>& w
   r->kind = PeerReply::Kind::kHit;
   r->value.assign(in.substr(line_end, static_cast<size_t>(len)));
   r->ttl_known = meta;
+  bool invalid = false, leased = false;
   for (size_t i = 2; meta && i < w.size(); ++i) {
     int64_t n = 0;
     if (w[i][0] == 'f' && ParseNumber(w[i].substr(1), &n) && n >= 0 && n <= UINT32_MAX) flags = n;
-    if (w[i][0] == 't' && ParseNumber(w[i].substr(1), &n) && n >= -1) r->ttl_s = n;
-    // A value being recomputed or stale at the peer is not worth copying.
-    if (w[i] == "W" || w[i] == "Z" || w[i] == "X") {
-      r->kind = PeerReply::Kind::kMiss;
-      r->stale = true;
-    }
+    // An expired value in the peer's stale grace has a TTL of 0 or below.
+    if (w[i][0] == 't' && ParseNumber(w[i].substr(1), &n)) r->ttl_s = n;
+    if (w[i] == "X") invalid = true;
+    if (w[i] == "W" || w[i] == "Z") leased = true;
   }
-  if (meta && r->ttl_s == 0) r->kind = PeerReply::Kind::kMiss;   // expiring now
+  if (invalid || leased) {
+    // Stale there, or a lease out on it: at best a stale value (a stub has no bytes).
+    r->stale = true;
+    r->kind = invalid || len > 0 ? PeerReply::Kind::kStale : PeerReply::Kind::kMiss;
+  } else if (meta && r->ttl_s <= 0 && r->ttl_s != -1) {
+    r->kind = PeerReply::Kind::kMiss;   // expiring now
+  }
   r->flags = static_cast<uint32_t>(flags);
   *used = need;
   return PeerParse::kDone;

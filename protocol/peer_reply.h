@@ -1,7 +1,9 @@
 // The replies a warm peer sends (daemon/warm_peer.h): one at a time from the
 // front of what has been read, for `mg <key> v f t` (VA <len> f<flags>
 // t<ttl> [W Z X] / EN), for `gets <key>` (VALUE <key> <flags> <len> <cas>
-// ... END / END) and for `delete <key>` (DELETED / NOT_FOUND), or an error line. A pure function of the bytes: no socket.
+// ... END / END) and for `delete <key>` (DELETED / NOT_FOUND), or an error line.
+// A value marked X, or W or Z with bytes, is the peer's stale value (kStale);
+// W or Z on an empty value is a stub waiting for one. A pure function of the bytes: no socket.
 #ifndef HERDLESS_PROTOCOL_PEER_REPLY_H_
 #define HERDLESS_PROTOCOL_PEER_REPLY_H_
 
@@ -15,7 +17,8 @@ namespace herdless {
 struct PeerReply {
   enum class Kind : uint8_t {
     kHit,        // a value, fresh at the peer
-    kMiss,       // EN / END, or a value the peer marks W, Z or X, or whose TTL is 0
+    kStale,      // a value the peer holds stale (X) or is recomputing (W, Z): ttl_s <= 0 if expired
+    kMiss,       // EN / END, a stub (W or Z, no bytes), or a value whose TTL is 0
     kError,      // an error line (CLIENT_ERROR, SERVER_ERROR, anything else)
     kUnknownCommand,   // "ERROR": the peer has no such command (no meta: use gets)
     kDeleted,    // DELETED / NOT_FOUND: the key is gone there
@@ -25,7 +28,7 @@ struct PeerReply {
   uint32_t flags = 0;
   int64_t ttl_s = -1;      // seconds left, -1 = no expiry
   bool ttl_known = true;   // false for a gets reply
-  bool stale = false;      // kMiss: a value the peer marks W, Z or X
+  bool stale = false;      // kStale, or kMiss of a stub (W, Z)
 };
 
 enum class PeerParse : uint8_t {

@@ -43,12 +43,13 @@ class Counter {
 // Warm-up from a peer (-o warm_peer): one run, after the wait counters, shown
 // while a peer is set. Fetches asked, and how each ended; refused: a key in
 // its delete hold-off, or too many fetches in flight; stale: misses where a
-// peer had the value but stale or being recomputed (W, Z, X). Invalidations: deletes
+// peer had the value but stale or being recomputed (W, Z, X); stale_copies:
+// of those, stored here as a stale value (-o stale_grace). Invalidations: deletes
 // sent to a peer after a client changed a key here; failed: not confirmed
 // (the key then warms no more until warm-up ends; docs/deployment.md).
 #define HERDLESS_WARM_STATS(X) \
-  X(warm_fetches) X(warm_hits) X(warm_misses) X(warm_stale) X(warm_timeouts) X(warm_errors) X(warm_refused) \
-  X(warm_invalidations) X(warm_invalidations_failed)
+  X(warm_fetches) X(warm_hits) X(warm_misses) X(warm_stale) X(warm_stale_copies) X(warm_timeouts) \
+  X(warm_errors) X(warm_refused) X(warm_invalidations) X(warm_invalidations_failed)
 
 #define HERDLESS_THREAD_STATS(X) \
   HERDLESS_COMMAND_STATS(X) HERDLESS_CONNECTION_STATS(X) HERDLESS_WAIT_STATS(X) \

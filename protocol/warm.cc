@@ -32,8 +32,14 @@ bool PeerHitWindow::Below(double ratio) const {
   if (filled_ < 2) return false;
   const Totals& now = seen_[(next_ + kSeconds) % (kSeconds + 1)];
   const Totals& then = seen_[(next_ + kSeconds + 1 - filled_) % (kSeconds + 1)];
-  const uint64_t fetches = now.fetches - then.fetches;
-  const uint64_t hits = now.hits - then.hits;
+  uint64_t fetches = now.fetches - then.fetches;
+  uint64_t hits = now.hits - then.hits;
+  // A node whose own keys were never elsewhere (a ring node that did not
+  // join) asks its peers rarely: judge it by everything since the start.
+  if (fetches < kMinFetches) {
+    fetches = now.fetches;
+    hits = now.hits;
+  }
   return fetches >= kMinFetches && static_cast<double>(hits) < ratio * static_cast<double>(fetches);
 }
 
@@ -43,6 +49,12 @@ bool WarmableKey(std::string_view key) {
     if (c <= ' ' || c == 0x7f) return false;
   }
   return true;
+}
+
+bool StaleCopyFits(int64_t peer_ttl_s, uint32_t stale_grace_s, int64_t* stale_for_s) {
+  // -1 is also "no expiry" (an invalidated value): counted as expired now.
+  *stale_for_s = peer_ttl_s < -1 ? -peer_ttl_s : 0;
+  return *stale_for_s < int64_t{stale_grace_s};
 }
 
 }  // namespace herdless

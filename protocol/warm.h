@@ -6,7 +6,9 @@
 // token (which wakes the readers waiting on the key), and runs the request
 // again with a WarmPass saying it came back: it then reads the value, or wins
 // its own lease again (held_lease) and gets the recompute hint as without a
-// peer. Keys in their delete hold-off are never sent (warm_refused).
+// peer. A value stale at the peer is stored as a stale one under the same
+// lease (StaleCopyFits): the reader still recomputes, the others are served
+// it. Keys in their delete hold-off are never sent (warm_refused).
 // One WarmGate per executor; not thread-safe.
 #ifndef HERDLESS_PROTOCOL_WARM_H_
 #define HERDLESS_PROTOCOL_WARM_H_
@@ -50,10 +52,12 @@ class WarmGate {
 };
 
 // The peers' hit ratio over the last kSeconds seconds (-o warm_min_hit_ratio):
-// fed once a second with the running totals of warm_fetches and warm_hits.
+// fed once a second with the running totals of warm_fetches and of the
+// fetches that paid (warm_hits + warm_stale_copies).
 // The window starts at the start (totals zero). Below() says warm-up stopped paying: at least kMinFetches fetches in the
-// window, and fewer hits than `ratio` of them. A total that went down (stats
-// reset) starts the window over. Not thread-safe.
+// window, and fewer hits than `ratio` of them; with fewer fetches in the window,
+// the same over the totals since the start (a node that rarely asks). A total
+// that went down (stats reset) starts the window over. Not thread-safe.
 class PeerHitWindow {
  public:
   static constexpr int kSeconds = 10;
@@ -80,6 +84,12 @@ inline bool WarmActive(const ProtocolSettings& s, int64_t uptime_s) {
 // A key the text protocol can carry to a peer (1..250 bytes, no space or
 // control byte).
 bool WarmableKey(std::string_view key);
+
+// A peer's stale value (its TTL there `peer_ttl_s`: 0 or below once expired,
+// -1 also for no expiry) is copied here as one that has been stale for
+// *stale_for_s seconds: true when this node's stale_grace_s still covers
+// that (0: stale serving off, nothing is copied).
+bool StaleCopyFits(int64_t peer_ttl_s, uint32_t stale_grace_s, int64_t* stale_for_s);
 
 }  // namespace herdless
 

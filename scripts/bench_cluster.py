@@ -21,6 +21,10 @@ Scenarios, each run for memcached x3 and herdless x3 (same nodes, same load):
         (nutcracker does not reload its configuration). herdless: the new node has the
         4-node ring (-o ring, ring_self=node4) and warms each miss from the key's previous
         owner; memcached: the new node starts empty.
+  still the control for join: the same run with no fourth node (the clients stay on the
+        3-node proxy), measured over the same window and the same keys (the keys node4
+        would take): what those keys cost with no join. `join` minus `still` is what the
+        join itself costs, without a baseline scaled from before the event.
   flap  node3 stops (SIGTERM: herdless writes its -e snapshot), nutcracker ejects it and its
         keys go to the others; after --away seconds it comes back: herdless with -e and the
         ring (it asks the others for the keys they changed for it and drops them), memcached
@@ -171,8 +175,8 @@ def owners(args, cluster, ring_nodes, keys):
     return found
 
 
-CLUSTER_STATS = ("warm_fetches", "warm_hits", "warm_misses", "warm_stale", "warm_timeouts", "warm_errors",
-                 "warm_refused", "warm_invalidations", "warm_invalidations_failed",
+CLUSTER_STATS = ("warm_fetches", "warm_hits", "warm_misses", "warm_stale", "warm_stale_copies", "warm_timeouts",
+                 "warm_errors", "warm_refused", "warm_invalidations", "warm_invalidations_failed",
                  "foreign_sets", "foreign_hits", "foreign_logged", "foreign_handed")
 
 
@@ -354,7 +358,7 @@ async def scenario_on(args, kind, name, keys, cluster, procs):
     commands = [cluster.start_node(i, 3) for i in range(3)]
     proxy3, port3 = cluster.start_proxy(3)
     procs.append(proxy3)
-    if name == "join":
+    if name in ("join", "still"):
         own4 = owners(args, cluster, 4, keys)
         moved = {k for k, o in own4.items() if o == 3}
     else:
@@ -379,6 +383,10 @@ async def scenario_on(args, kind, name, keys, cluster, procs):
         run.port = port4   # every client moves to the proxy that lists node4
         await asyncio.sleep(args.window)
         windows["join"] = (t, args.window)
+    elif name == "still":
+        t = run.mark("still")   # nothing happens
+        await asyncio.sleep(args.window)
+        windows["still"] = (t, args.window)
     else:
         run.at_away = dict(run.committed)
         t = run.mark("death")
@@ -465,6 +473,19 @@ def report(results, args):
                   "above the baseline: %d/%d = %.2f" % (
                       event, h_moved, m_moved, h_moved / max(1, m_moved), h_moved / max(1, r["moved"]),
                       m_moved / max(1, m["moved"]), h_extra, m_extra, h_extra / m_extra if m_extra > 0 else float("nan")))
+    # The join against its control: the same keys in the same window with no join.
+    extra = {}
+    for kind in ("memcached", "herdless"):
+        if (kind, "join") in by and (kind, "still") in by:
+            joined = by[(kind, "join")]["events"]["join"]["loads_moved"]
+            still = by[(kind, "still")]["events"]["still"]["loads_moved"]
+            extra[kind] = joined - still
+            print("join %s: DB loads of the moved keys %d, without the join (still) %d: the join's own %d"
+                  % (kind, joined, still, extra[kind]))
+    if len(extra) == 2:
+        print("join: herdless/memcached loads caused by the join (join - still): %d/%d = %.2f" % (
+            extra["herdless"], extra["memcached"],
+            extra["herdless"] / extra["memcached"] if extra["memcached"] > 0 else float("nan")))
 
 
 def chart(json_path, svg_path):
@@ -513,7 +534,7 @@ def main():
     ap.add_argument("--memcached", default="/usr/bin/memcached")
     ap.add_argument("--herdless-args", default="", help="more herdless flags, e.g. '-o warm_timeout_ms=200'")
     ap.add_argument("--servers", default="memcached,herdless")
-    ap.add_argument("--scenarios", default="join,flap")
+    ap.add_argument("--scenarios", default="join,flap", help="of join, still (join's control), flap")
     ap.add_argument("--keys", type=int, default=20000)
     ap.add_argument("--zipf", type=float, default=0.99)
     ap.add_argument("--ttl", type=int, default=60)

@@ -115,6 +115,12 @@ int32_t ItemStore::Impl::ToExpiryTick(int64_t exptime) const {
   return static_cast<int32_t>(std::min<int64_t>(tick, INT32_MAX));
 }
 
+int32_t ItemStore::Impl::ExpiredTick(int64_t ago_s) const {
+  const int64_t now_tick = TickOf(config_.clock->NowMicros());
+  const int64_t tick = now_tick - 1 - std::clamp<int64_t>(ago_s, 0, INT32_MAX) * kTicksPerSecond;
+  return ClampStoreTime(tick != 0 ? tick : -1);   // 0 would be "never"
+}
+
 int64_t ItemStore::Impl::ToUnixTime(int64_t store_s) const {
   return store_s + (config_.clock->UnixSeconds() - NowSeconds());
 }

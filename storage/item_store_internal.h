@@ -165,6 +165,8 @@ class ItemStore::Impl {
   int64_t NowSeconds() const;
   int64_t ToStoreTime(int64_t exptime) const;
   int32_t ToExpiryTick(int64_t exptime) const;
+  // The expiry tick of a value that expired ago_s seconds ago (at least a tick ago).
+  int32_t ExpiredTick(int64_t ago_s) const;
   const StoreConfig& config() const { return config_; }
 
   // The parts the helpers below share (defined after the class).
@@ -284,7 +286,8 @@ class ItemStore::Impl {
 
   // Writes (item_store_write.cc): a store decides what to do with the item
   // the lookup found, builds the new one's fields and links it in its place.
-  enum class StoreAction : uint8_t { kPlain, kStale, kReject };
+  // kStale: an older CAS (stale_on_older_cas); kStaleCopy: StoreRequest::stale_copy.
+  enum class StoreAction : uint8_t { kPlain, kStale, kStaleCopy, kReject };
   HERDLESS_STEP StoreAction StoreActionLocked(Shard& shard, const Found& f, const StoreRequest& req,
                                               bool first_attempt, const Times& t, StoreStats::Class& counts,
                                               StoreStatus* status);

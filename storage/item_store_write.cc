@@ -39,7 +39,7 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
   // A lowered limit (cache_memlimit) is reached one eviction per store.
   if (pool_->used() > pool_->limit() && config_.evictions) EvictSegment(/*compact=*/false);
 
-  const int32_t exptime = ToExpiryTick(req.exptime);
+  const int32_t exptime = req.stale_copy ? ExpiredTick(req.stale_for_s) : ToExpiryTick(req.exptime);
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
   // memcached counts a store's per-class stats in the new item's class.
@@ -58,7 +58,8 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
     ItemFields fields = StoreFieldsLocked(shard, hash, f, req, exptime, action, t, &state, &lease);
     Placed placed;
     ItemView item(nullptr);
-    const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
+    const bool draw_cas = req.new_cas == 0 && action != StoreAction::kStaleCopy;
+    const Placement placement = WriteNewLocked(lock, attempt, t, draw_cas, &fields, &placed, &item);
     if (placement == Placement::kRetry) return kRetry;
     if (placement == Placement::kNoRoom) {
       // RoomToRetry let the shard's lock go; its counters need it again.
@@ -96,7 +97,7 @@ ItemStore::Impl::StoreAction ItemStore::Impl::StoreActionLocked(Shard& shard, co
   if (req.lease_token != 0) {
     // lease-set: only the holder of the live lease may store.
     if (f.slot != nullptr && Has(old_slot, kItemTokenSent) && ItemAt(old_slot).cas() == req.lease_token) {
-      return StoreAction::kPlain;
+      return req.stale_copy ? StoreAction::kStaleCopy : StoreAction::kPlain;
     }
     shard.counters.lease_sets_refused++;
     *status = StoreStatus::kNotStored;
@@ -137,7 +138,8 @@ ItemStore::Impl::StoreAction ItemStore::Impl::StoreActionLocked(Shard& shard, co
 // The new item's fields: the request's, with the key's recompute time and
 // read rate. A plain store ends any lease on the key and, when it fulfils
 // one, measures the recompute time; a stale one keeps the old TTL, is marked
-// stale and keeps any outstanding lease (*lease says which).
+// stale and keeps any outstanding lease (*lease says which); a stale copy
+// keeps the lease and its token as the CAS, with its own (past) expiry.
 ItemFields ItemStore::Impl::StoreFieldsLocked(Shard& shard, uint64_t hash, const Found& f,
                                               const StoreRequest& req, int32_t exptime, StoreAction action,
                                               const Times& t, uint8_t* state, LeaseHandover* lease) {
@@ -159,8 +161,9 @@ ItemFields ItemStore::Impl::StoreFieldsLocked(Shard& shard, uint64_t hash, const
   const uint64_t old_slot = *f.slot;
   const ItemView old_item = ItemAt(old_slot);
   fields.delta_ms = old_item.delta_ms();
-  if (action == StoreAction::kStale) {
-    fields.exptime = old_item.exptime();
+  if (action == StoreAction::kStale || action == StoreAction::kStaleCopy) {
+    if (action == StoreAction::kStale) fields.exptime = old_item.exptime();
+    else fields.cas = old_item.cas();
     *state |= kItemStale | (slot::State(old_slot) & kItemTokenSent);
     if (*state & kItemTokenSent) lease->granted_ms = LeaseGrantedLocked(shard, old_slot);
   } else {

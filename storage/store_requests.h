@@ -115,6 +115,13 @@ struct StoreRequest {
   // A copy from a warm peer (daemon/warm_request.h), not a client's change:
   // not reported to StoreConfig::peer_copies.
   bool warm_fill = false;
+  // With lease_token: a peer's stale value, stored as one that expired
+  // stale_for_s seconds ago (stale_grace serves it) instead of fulfilling the
+  // lease: the lease and its token (the CAS) stay, so the holder still
+  // recomputes and the key's other readers are served this value. exptime is
+  // not used.
+  bool stale_copy = false;
+  int64_t stale_for_s = 0;
 };
 
 // Why a lookup found no live item: nothing there, or an expired or flushed

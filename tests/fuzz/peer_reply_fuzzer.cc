@@ -2,7 +2,8 @@
 // (-o warm_peer). The input is what a peer sent, parsed reply after reply as
 // the client does. Checked: no crash or undefined behaviour; a parsed reply
 // uses at least 2 bytes and no more than were given; a hit's value is at
-// most max_value bytes and appears in the input right after its line.
+// most max_value bytes and appears (as any value kept: a stale one too) in
+// the input right after its line.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>

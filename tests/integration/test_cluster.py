@@ -54,12 +54,14 @@ import test_twemproxy
 
 class StubPeer:
     """A loopback peer answering each request line after `release` is set: mg with VA (or
-    ERROR when meta is False), gets with VALUE, `delete` (a herdless's invalidation, after
+    ERROR when meta is False; the keys in `stale` as a value expired 3 s ago and in its stale
+    grace, `t-3 X W`), gets with VALUE, `delete` (a herdless's invalidation, after
     `ring forget`, which it answers ERROR as a memcached) by forgetting the key; `silent`:
     never answers; `drop_deletes`: closes the connection on a delete instead."""
 
-    def __init__(self, values, meta=True, silent=False, drop_deletes=False):
+    def __init__(self, values, meta=True, silent=False, drop_deletes=False, stale=()):
         self.values = values
+        self.stale = stale
         self.meta = meta
         self.silent = silent
         self.drop_deletes = drop_deletes
@@ -93,6 +95,8 @@ class StubPeer:
                 return b"ERROR\r\n"
             if value is None:
                 return b"EN\r\n"
+            if words[1] in self.stale:
+                return b"VA %d f5 t-3 X W\r\n%s\r\n" % (len(value), value)
             return b"VA %d f5 t900\r\n%s\r\n" % (len(value), value)
         if value is None:
             return b"END\r\n"
@@ -220,24 +224,30 @@ def gets_only_peer(res):
     stub.close()
 
 
+def set_and_delete_during_fetch(res, a, b, stub, label=""):
+    """Reader `a` misses s, then d, on a node warming from `stub` (which holds both and its
+    replies until released); `b` sets s, then deletes d, while each fetch is under way: the
+    set's value is read, d stays gone."""
+    a.send(b"get s\r\n")
+    harness.wait_for(lambda: b"mg s v f t" in stub.requests, what="the fetch of s")
+    res.equal(b.call(b"set s 0 0 3\r\nnew\r\n"), b"STORED\r\n", label + "set during the fetch")
+    stub.release.set()
+    res.equal(a.recv_until(b"END\r\n"), b"VALUE s 0 3\r\nnew\r\nEND\r\n", label + "a set during the fetch wins")
+    harness.wait_for(lambda: b"s" not in stub.values, what="the set of s sent on to the peer")
+    stub.release.clear()
+    a.send(b"get d\r\n")
+    harness.wait_for(lambda: b"mg d v f t" in stub.requests, what="the fetch of d")
+    res.equal(b.call(b"delete d\r\n"), b"NOT_FOUND\r\n", label + "delete during the fetch")
+    stub.release.set()
+    res.equal(a.recv_until(b"END\r\n"), b"END\r\n", label + "a delete during the fetch wins")
+    res.equal(b.call(b"mg d v\r\n"), b"EN\r\n", label + "... and the peer's value was not kept")
+
+
 def writes_meanwhile(res):
     stub = StubPeer({b"s": b"old", b"d": b"old", b"h": b"old", b"h2": b"old"})
     h = warm_node("127.0.0.1:%d" % stub.port, "-o", "warm_timeout_ms=10000,warm_holdoff=1")
     with harness.Conn(h.port) as a, harness.Conn(h.port) as b:
-        a.send(b"get s\r\n")
-        harness.wait_for(lambda: len(stub.requests) == 1, what="the fetch of s")
-        res.equal(b.call(b"set s 0 0 3\r\nnew\r\n"), b"STORED\r\n", "set during the fetch")
-        stub.release.set()
-        res.equal(a.recv_until(b"END\r\n"), b"VALUE s 0 3\r\nnew\r\nEND\r\n",
-                  "a set during the fetch wins")
-        harness.wait_for(lambda: b"s" not in stub.values, what="the set of s sent on to the peer")
-        stub.release.clear()
-        a.send(b"get d\r\n")
-        harness.wait_for(lambda: b"mg d v f t" in stub.requests, what="the fetch of d")
-        res.equal(b.call(b"delete d\r\n"), b"NOT_FOUND\r\n", "delete during the fetch")
-        stub.release.set()
-        res.equal(a.recv_until(b"END\r\n"), b"END\r\n", "a delete during the fetch wins")
-        res.equal(b.call(b"mg d v\r\n"), b"EN\r\n", "... and the peer's value was not kept")
+        set_and_delete_during_fetch(res, a, b, stub)
         res.equal(b.call(b"delete h\r\n"), b"NOT_FOUND\r\n", "delete of a key the node lacks")
         res.equal(b.call(b"mg h v N30\r\n", b"\r\n\r\n"), b"VA 0 W\r\n\r\n",
                   "within the hold-off: no warm fill, the reader recomputes")
