@@ -1,6 +1,7 @@
 // memcached 1.6.18's extstore -o keys (storage.c's storage_read_config and
 // storage_check_config), as rows of the option table: the same names,
 // defaults, `stats settings` lines and error messages.
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -83,6 +84,11 @@ template <uint32_t E::*kField>
 void Shown(const V& v, std::string_view n, W* w) {
   w->Add(n, uint64_t{v.settings.ext.*kField});
 }
+// A setting the `extstore` command changes: its value now (OperatorSettings).
+template <std::atomic<uint32_t> FlashTunables::*kField>
+void Live(const V& v, std::string_view n, W* w) {
+  w->Add(n, uint64_t{(v.operators.flash.*kField).load(std::memory_order_relaxed)});
+}
 
 constexpr OptionRow kExtstoreRows[] = {
     {.name = "ext_path", .help = "file to write to for external storage.\nie: ext_path=/mnt/d1/extstore:1G",
@@ -106,13 +112,13 @@ constexpr OptionRow kExtstoreRows[] = {
      .help_default = DefaultOf<&E::io_depth>, .apply = ExtNumber<&E::io_depth>},
     {.name = "ext_item_size", .help = "store items larger than this (bytes, default {default})",
      .help_default = DefaultOf<&E::item_size>, .apply = ExtNumber<&E::item_size>,
-     .setting = {"ext_item_size", Shown<&E::item_size>}},
+     .setting = {"ext_item_size", Live<&FlashTunables::item_size>}},
     {.name = "ext_item_age",
      .help = "store items idle at least this long (seconds, default: no age limit)",
-     .apply = ExtNumber<&E::item_age>, .setting = {"ext_item_age", Shown<&E::item_age>}},
+     .apply = ExtNumber<&E::item_age>, .setting = {"ext_item_age", Live<&FlashTunables::item_age>}},
     {.name = "ext_low_ttl", .help = "consider TTLs lower than this specially (default: {default})",
      .help_default = DefaultOf<&E::low_ttl>, .apply = ExtNumber<&E::low_ttl>,
-     .setting = {"ext_low_ttl", Shown<&E::low_ttl>}},
+     .setting = {"ext_low_ttl", Live<&FlashTunables::low_ttl>}},
     {.name = "ext_drop_unread",
      .help = "don't re-write unread values during compaction (default: disabled)",
      .apply = [](OptionParse& p) {
@@ -120,24 +126,24 @@ constexpr OptionRow kExtstoreRows[] = {
        return true;
      },
      .setting = {"ext_drop_unread",
-                 [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.settings.ext.drop_unread); }}},
+                 [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.operators.flash.drop_unread.load()); }}},
     {.name = "ext_recache_rate", .help = "recache an item every N accesses (default: {default})",
      .help_default = DefaultOf<&E::recache_rate>, .apply = ExtNumber<&E::recache_rate>,
-     .setting = {"ext_recache_rate", Shown<&E::recache_rate>}},
+     .setting = {"ext_recache_rate", Live<&FlashTunables::recache_rate>}},
     {.name = "ext_compact_under",
      .help = "compact when fewer than this many free pages\n(default: 1/4th of the assigned storage)",
      .apply = ExtNumber<&E::compact_under>,
-     .setting = {"ext_compact_under", Shown<&E::compact_under>}},
+     .setting = {"ext_compact_under", Live<&FlashTunables::compact_under>}},
     {.name = "ext_drop_under",
      .help = "drop COLD items when fewer than this many free pages\n(default: 1/4th of the assigned storage)",
-     .apply = ExtNumber<&E::drop_under>, .setting = {"ext_drop_under", Shown<&E::drop_under>}},
+     .apply = ExtNumber<&E::drop_under>, .setting = {"ext_drop_under", Live<&FlashTunables::drop_under>}},
     {.name = "ext_max_frag", .help = "max page fragmentation to tolerate (default: 0.80)",
      .apply = ExtFraction<&E::max_frag>,
      .setting = {"ext_max_frag",
-                 [](const V& v, std::string_view n, W* w) { w->AddFixed(n, v.settings.ext.max_frag, 2); }}},
+                 [](const V& v, std::string_view n, W* w) { w->AddFixed(n, v.operators.flash.max_frag.load(), 2); }}},
     {.name = "ext_max_sleep", .help = "max sleep time of background threads in us (default: {default})",
      .help_default = DefaultOf<&E::max_sleep_us>, .apply = ExtNumber<&E::max_sleep_us>,
-     .setting = {"ext_max_sleep", Shown<&E::max_sleep_us>}},
+     .setting = {"ext_max_sleep", Live<&FlashTunables::max_sleep_us>}},
     {.name = "slab_automove_freeratio",
      .help = "ratio of memory to hold free as buffer.\n(see doc/storage.txt for more info, default: 0.010)",
      .apply = ExtFraction<&E::slab_automove_freeratio>},   // shown from OperatorSettings

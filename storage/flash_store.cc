@@ -285,14 +285,18 @@ uint32_t FlashStore::free_pages() const {
   return n;
 }
 
-bool FlashStore::PickCompaction(Compaction* out) const {
+bool FlashStore::PickCompaction(const FlashTunables& live, Compaction* out) const {
+  const uint32_t compact_under = live.compact_under.load(std::memory_order_relaxed);
+  const uint32_t drop_under = live.drop_under.load(std::memory_order_relaxed);
+  const double max_frag = live.max_frag.load(std::memory_order_relaxed);
+  const bool drop_unread = live.drop_unread.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t free = 0;
   for (const Page& p : pages_) free += p.generation == 0 ? 1 : 0;
-  if (free == pages_.size() || free > settings_.compact_under) return false;
+  if (free == pages_.size() || free > compact_under) return false;
   // Fewer free pages lower the limit: a device filling up compacts only
   // its emptiest pages.
-  const double rate = (1.0 - static_cast<double>(free) / pages_.size()) * settings_.max_frag;
+  const double rate = (1.0 - static_cast<double>(free) / pages_.size()) * max_frag;
   const double limit = static_cast<double>(settings_.page_size) * rate;
   const Page* low = nullptr;
   const Page* lowest = nullptr;
@@ -303,8 +307,7 @@ bool FlashStore::PickCompaction(Compaction* out) const {
       low = &p;
     }
   }
-  const bool drop = low == nullptr && lowest != nullptr && settings_.drop_unread &&
-                    free <= settings_.drop_under;
+  const bool drop = low == nullptr && lowest != nullptr && drop_unread && free <= drop_under;
   const Page* chosen = low != nullptr ? low : (drop ? lowest : nullptr);
   if (chosen == nullptr) return false;
   *out = {static_cast<uint32_t>(chosen - pages_.data()), chosen->generation, drop};

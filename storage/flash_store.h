@@ -76,8 +76,8 @@ class FlashStore {
   // its item evicted): its page's live bytes drop; an emptied page is freed.
   void Release(const FlashLocator& where, size_t key_len, uint32_t value_len);
 
-  // memcached's storage_compact_check: with at most ext_compact_under pages
-  // free, the oldest page whose live bytes are under the fragmentation limit
+  // memcached's storage_compact_check on `live`'s settings: with at most
+  // ext_compact_under pages free, the oldest page whose live bytes are under the fragmentation limit
   // (page size x ext_max_frag x the used fraction of the device); failing
   // that, with ext_drop_unread and at most ext_drop_under pages free, the
   // oldest page, whose unread values may then be dropped. Its live values
@@ -87,7 +87,7 @@ class FlashStore {
     uint32_t generation = 0;
     bool drop_unread = false;
   };
-  bool PickCompaction(Compaction* out) const;
+  bool PickCompaction(const FlashTunables& live, Compaction* out) const;
   // What a compaction pass did with a page's live values (extstore_compact_*).
   void CountCompaction(uint64_t rescued, uint64_t lost, uint64_t skipped);
   // A full page's bytes, for FlashPageReader (compaction's walk); false if

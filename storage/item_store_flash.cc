@@ -55,6 +55,11 @@ bool Movable(uint64_t s, ItemView item, uint32_t min_size) {
 
 }  // namespace
 
+const FlashTunables& ItemStore::Impl::flash_tunables() const {
+  static const FlashTunables kDefaults;
+  return config_.flash_tunables != nullptr ? *config_.flash_tunables : kDefaults;
+}
+
 void ItemStore::Impl::MoveClassLocked(Shard& shard, ItemView from, ItemView to) {
   StoreStats::Class& a = shard.counters.classes[SlabClassOf(from)];
   StoreStats::Class& b = shard.counters.classes[SlabClassOf(to)];
@@ -93,7 +98,7 @@ bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const Flash
 
 bool ItemStore::Impl::DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, uint8_t freq) {
   const ItemView item = ItemAt(*slot);
-  if (!Movable(*slot, item, config_.flash_item_size)) return false;
+  if (!Movable(*slot, item, flash_tunables().item_size.load(std::memory_order_relaxed))) return false;
   FlashLocator where;
   if (!config_.flash->Write(item.key(), item.cas(), item.value(), &where)) return false;
   if (SwapToStubLocked(shard, slot, where, now_s, /*at_main_tail=*/true, freq)) return true;
@@ -249,9 +254,10 @@ bool ItemStore::Impl::FinishFetchLocked(ShardLock& lock, Shard& shard, const Fou
   // its time within ITEM_UPDATE_INTERVAL), comes back to RAM one such read in
   // ext_recache_rate; the others are served from the fetched copy.
   constexpr int64_t kRecentReadS = 60;
-  const bool recache = config_.flash_recache_rate != 0 && Has(*f.slot, kItemFetched) &&
+  const uint32_t recache_rate = flash_tunables().recache_rate.load(std::memory_order_relaxed);
+  const bool recache = recache_rate != 0 && Has(*f.slot, kItemFetched) &&
                        t.now_s - stub.last_access() < kRecentReadS &&
-                       shard.recache_counter++ % config_.flash_recache_rate == 0;
+                       shard.recache_counter++ % recache_rate == 0;
   if (recache) {
     bool placed = false;
     if (!RecacheLocked(lock, shard, f, t, attempt, done.value, &placed)) return kRetry;
@@ -394,12 +400,13 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
   };
   std::vector<Candidate> candidates;
   Shard& shard = shards_[cursor->shard];
+  const uint32_t min_size = flash_tunables().item_size.load(std::memory_order_relaxed);
   {
     ShardLock lock(this, shard);
     const Times t = Now();
     cursor->position = shard.index.Walk(cursor->position, max_buckets, [&](uint64_t* slot) {
       const ItemView item = ItemAt(*slot);
-      if (!Movable(*slot, item, config_.flash_item_size) || IsExpiredAt(item, t.now_tick) ||
+      if (!Movable(*slot, item, min_size) || IsExpiredAt(item, t.now_tick) ||
           IsFlushed(item, t.now_s) || t.now_s - item.last_access() < int64_t{min_idle_s}) {
         return;
       }
@@ -418,7 +425,7 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
     ShardLock lock(this, shard);
     uint64_t* slot = shard.index.FindLocation(c.hash, slot::Segment(c.slot), slot::Offset(c.slot));
     if (slot != nullptr && ItemAt(*slot).cas() == c.cas &&
-        Movable(*slot, ItemAt(*slot), config_.flash_item_size) &&
+        Movable(*slot, ItemAt(*slot), min_size) &&
         SwapToStubLocked(shard, slot, where, t.now_s, /*at_main_tail=*/false, slot::Freq(*slot))) {
       moved++;
     } else {

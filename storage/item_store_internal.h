@@ -166,6 +166,8 @@ class ItemStore::Impl {
   int64_t ToStoreTime(int64_t exptime) const;
   int32_t ToExpiryTick(int64_t exptime) const;
   const StoreConfig& config() const { return config_; }
+  // The live ext_* settings (StoreConfig::flash_tunables, or memcached's defaults).
+  const FlashTunables& flash_tunables() const;
 
   // The parts the helpers below share (defined after the class).
   struct Shard;

@@ -171,7 +171,7 @@ TEST_F(FlashStoreTest, ReleasedPagesFreeUpAndFragmentedOnesAreOfferedForCompacti
     store->Release(where[i], ("k" + std::to_string(i)).size(), ValueOf(i).size());
   }
   FlashStore::Compaction compaction;
-  ASSERT_TRUE(store->PickCompaction(&compaction));
+  ASSERT_TRUE(store->PickCompaction(FlashTunables(settings_), &compaction));
   EXPECT_EQ(compaction.page, first);
   EXPECT_EQ(compaction.generation, where[0].generation);
   EXPECT_FALSE(compaction.drop_unread);
@@ -321,7 +321,7 @@ TEST_F(FlashStoreTest, CompactionPicksMemcachedsPage) {
       }
     }
     FlashStore::Compaction got;
-    const bool any = store->PickCompaction(&got);
+    const bool any = store->PickCompaction(FlashTunables(s), &got);
     EXPECT_EQ(any, c.picked >= 0) << c.what;
     if (any && c.picked >= 0) {
       EXPECT_EQ(got.page, static_cast<uint32_t>(c.picked)) << c.what;

@@ -68,7 +68,8 @@ class ItemStoreFlashTest : public ::testing::Test {
     config.wake_sink = &sink_;
     config.flash = flash_.get();
     config.flash_fetcher = &fetcher_;
-    config.flash_recache_rate = recache_rate_;
+    tunables_.recache_rate.store(recache_rate_);
+    config.flash_tunables = &tunables_;
     store_ = std::make_unique<ItemStore>(config);
   }
   void TearDown() override {
@@ -128,6 +129,7 @@ class ItemStoreFlashTest : public ::testing::Test {
   RecordingFetcher fetcher_;
   WaitTicket ticket_{0, 1, 1};
   uint32_t recache_rate_ = 2000;   // ext_recache_rate's default
+  FlashTunables tunables_;         // what `extstore` changes at run time
   std::unique_ptr<FlashStore> flash_;
   std::unique_ptr<ItemStore> store_;
 };
@@ -419,6 +421,22 @@ TEST_F(ItemStoreFlashTest, RecentValuesDoNotMove) {
   size_t moved = 0;
   while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
   EXPECT_EQ(moved, 0u);
+}
+
+// ext_item_size is read at each move: `extstore item_size` raised above the
+// values' length keeps them in RAM from then on.
+TEST_F(ItemStoreFlashTest, ARaisedItemSizeKeepsValuesInRam) {
+  for (int i = 0; i < 50; ++i) Set(i);
+  tunables_.item_size.store(kValueLen + 1);
+  clock_.AdvanceSeconds(5);
+  WalkCursor cursor;
+  size_t moved = 0;
+  while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
+  EXPECT_EQ(moved, 0u);
+  tunables_.item_size.store(kValueLen);
+  cursor = WalkCursor{};
+  while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
+  EXPECT_EQ(moved, 50u);
 }
 
 }  // namespace
