@@ -53,6 +53,12 @@ bool Movable(uint64_t s, ItemView item, uint32_t min_size) {
          !Has(s, kItemTokenSent | kItemNeedsValue | kItemPlaceholder | kItemStale);
 }
 
+// memcached's ext_low_ttl rule: an item that expires within low_ttl seconds
+// goes to the low-TTL pages (never for 0, nor for an item without a TTL).
+bool ShortLived(ItemView item, int64_t now_tick, uint32_t low_ttl) {
+  return low_ttl != 0 && item.exptime() != 0 && TtlAt(item.exptime(), now_tick) < int64_t{low_ttl};
+}
+
 }  // namespace
 
 const FlashTunables& ItemStore::Impl::flash_tunables() const {
@@ -100,7 +106,8 @@ bool ItemStore::Impl::DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, 
   const ItemView item = ItemAt(*slot);
   if (!Movable(*slot, item, flash_tunables().item_size.load(std::memory_order_relaxed))) return false;
   FlashLocator where;
-  if (!config_.flash->Write(item.key(), item.cas(), item.value(), &where)) return false;
+  const bool low_ttl = ShortLived(item, Now().now_tick, flash_tunables().low_ttl.load(std::memory_order_relaxed));
+  if (!config_.flash->Write(item.key(), item.cas(), item.value(), &where, low_ttl)) return false;
   if (SwapToStubLocked(shard, slot, where, now_s, /*at_main_tail=*/true, freq)) return true;
   config_.flash->Release(where, item.key_len(), item.value_len());
   return false;
@@ -397,10 +404,12 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
     uint64_t slot;
     uint64_t cas;
     ItemRef pin;
+    bool short_lived;   // decided under the lock: a touch changes the TTL in place
   };
   std::vector<Candidate> candidates;
   Shard& shard = shards_[cursor->shard];
   const uint32_t min_size = flash_tunables().item_size.load(std::memory_order_relaxed);
+  const uint32_t low_ttl = flash_tunables().low_ttl.load(std::memory_order_relaxed);
   {
     ShardLock lock(this, shard);
     const Times t = Now();
@@ -412,7 +421,8 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
       }
       Segment* seg = SegmentOf(*slot);
       seg->Pin();
-      candidates.push_back(Candidate{HashKey(item.key()), *slot, item.cas(), ItemRef(seg)});
+      candidates.push_back(Candidate{HashKey(item.key()), *slot, item.cas(), ItemRef(seg),
+                                     ShortLived(item, t.now_tick, low_ttl)});
     });
   }
   if (cursor->position == 0 && ++cursor->shard == shard_count_) cursor->done = true;
@@ -420,7 +430,7 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
   for (const Candidate& c : candidates) {
     const ItemView item = ItemAt(c.slot);   // pinned: its key and value stay
     FlashLocator where;
-    if (!config_.flash->Write(item.key(), c.cas, item.value(), &where)) continue;
+    if (!config_.flash->Write(item.key(), c.cas, item.value(), &where, c.short_lived)) continue;
     const Times t = Now();
     ShardLock lock(this, shard);
     uint64_t* slot = shard.index.FindLocation(c.hash, slot::Segment(c.slot), slot::Offset(c.slot));

@@ -159,6 +159,34 @@ def check_command_applies(results):
             os.remove(path)
 
 
+def check_low_ttl(results):
+    """ext_low_ttl: values whose TTL ends within it fill pages of their own, shown with memcached's
+    bucket 3 in stats extstore; values without a TTL go to bucket 0's."""
+    path = flash_file("lowttl")
+    ours = harness.start_herdless(["-m", "8", "-o", FLASH_OPTS + ",ext_low_ttl=60,ext_path=%s:16m" % path])
+    try:
+        with harness.Conn(ours.port) as c:
+            for i in range(6):
+                v = value_of(i)
+                ttl = 30 if i % 2 == 0 else 0
+                results.equal(c.call(b"set k%d 0 %d %d\r\n%s\r\n" % (i, ttl, len(v), v)), b"STORED\r\n",
+                              "set k%d" % i)
+            results.check(wait_written(c, 6) >= 6, "6 values moved to flash")
+            pages = harness.stats(c, b"extstore")
+            used = {}
+            for name, value in pages.items():
+                page, field = name.split(":")
+                used.setdefault(page, {})[field] = value
+            buckets = sorted(p["bucket"] for p in used.values() if p["version"] != "0")
+            results.equal(buckets, ["0", "3"], "one page per bucket: the default and the low-TTL one")
+            results.equal([get_value(c, b"k%d" % i) for i in range(6)], [value_of(i) for i in range(6)],
+                          "both read back")
+    finally:
+        ours.stop()
+        if os.path.exists(path):
+            os.remove(path)
+
+
 def compare_messages(results):
     cases = [["-o", c] for c in BAD_CASES] + BAD_FLAG_CASES
     for args in cases:
@@ -375,6 +403,7 @@ def body(results):
     compare_messages(results)
     compare_extstore_command(results)
     check_command_applies(results)
+    check_low_ttl(results)
     check_round_trip(results)
     check_recache(results)
     check_full_file(results)

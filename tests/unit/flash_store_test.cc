@@ -330,6 +330,40 @@ TEST_F(FlashStoreTest, CompactionPicksMemcachedsPage) {
   }
 }
 
+// ext_low_ttl: short-lived values fill pages of their own (stats extstore's
+// bucket 3), which compaction leaves alone and which free themselves once
+// every value on them is released (extstore_page_reclaims).
+TEST_F(FlashStoreTest, LowTtlValuesFillPagesOfTheirOwn) {
+  auto store = Make(8);
+  std::vector<FlashLocator> plain(10), short_lived;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Write("p" + std::to_string(i), i, ValueOf(i), &plain[i]));
+  for (int i = 0; short_lived.size() < 2 || short_lived.back().page == short_lived.front().page; ++i) {
+    FlashLocator at;
+    ASSERT_TRUE(store->Write("s" + std::to_string(i), i, ValueOf(i), &at, /*low_ttl=*/true));
+    short_lived.push_back(at);
+  }
+  const uint32_t first = short_lived.front().page;
+  for (const FlashLocator& at : plain) EXPECT_NE(at.page, first);
+  EXPECT_EQ(store->PageData()[first].bucket, kFlashBucketLowTtl);
+  EXPECT_EQ(store->PageData()[plain[0].page].bucket, 0u);
+  // Both streams read back, from their buffers and the file.
+  std::string value;
+  ASSERT_EQ(store->Read(plain[3], "p3", ValueOf(3).size(), &value), FlashReadResult::kOk);
+  EXPECT_EQ(value, ValueOf(3));
+  ASSERT_EQ(store->Read(short_lived[1], "s1", ValueOf(1).size(), &value), FlashReadResult::kOk);
+  EXPECT_EQ(value, ValueOf(1));
+  // A full low-TTL page with hardly anything live is no compaction candidate.
+  for (size_t i = 1; i < short_lived.size(); ++i) {
+    if (short_lived[i].page == first) store->Release(short_lived[i], ("s" + std::to_string(i)).size(), ValueOf(i).size());
+  }
+  FlashStore::Compaction compaction;
+  EXPECT_FALSE(store->PickCompaction(FlashTunables(settings_), &compaction));
+  // Its last value released, it is free again.
+  store->Release(short_lived[0], 2, ValueOf(0).size());
+  EXPECT_EQ(store->PageData()[first].version, 0u);
+  EXPECT_EQ(store->Stats().page_reclaims, 1u);
+}
+
 // -e restart: the file reopened keeps the values the restored items still
 // reference; pages with none are free; writing goes on above every kept
 // generation; a page whose header was damaged comes back free.

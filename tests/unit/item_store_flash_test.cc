@@ -439,5 +439,34 @@ TEST_F(ItemStoreFlashTest, ARaisedItemSizeKeepsValuesInRam) {
   EXPECT_EQ(moved, 50u);
 }
 
+// ext_low_ttl: a value whose item expires within it moves to the low-TTL
+// pages (stats extstore's bucket 3), one without a TTL to the others.
+TEST_F(ItemStoreFlashTest, ShortLivedValuesMoveToLowTtlPages) {
+  tunables_.low_ttl.store(60);
+  for (int i = 0; i < 10; ++i) {
+    const std::string key = KeyOf(i);
+    const std::string value = ValueOf(i);
+    StoreRequest req;
+    req.key = key;
+    req.value = value;
+    req.exptime = i % 2 == 0 ? 30 : 0;   // even keys expire within 60 s
+    ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored) << i;
+  }
+  clock_.AdvanceSeconds(5);
+  WalkCursor cursor;
+  size_t moved = 0;
+  while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
+  ASSERT_EQ(moved, 10u);
+  uint64_t low_bytes = 0, other_bytes = 0;
+  for (const FlashPageData& p : flash_->PageData()) {
+    (p.bucket == kFlashBucketLowTtl ? low_bytes : other_bytes) += p.bytes_used;
+  }
+  EXPECT_GT(low_bytes, 5 * kValueLen);
+  EXPECT_LT(low_bytes, 6 * kValueLen);
+  EXPECT_GT(other_bytes, 5 * kValueLen);
+  EXPECT_LT(other_bytes, 6 * kValueLen);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(ValueRead(i), ValueOf(i)) << i;
+}
+
 }  // namespace
 }  // namespace herdless
