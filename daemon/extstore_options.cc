@@ -1,6 +1,7 @@
 // memcached 1.6.18's extstore -o keys (storage.c's storage_read_config and
 // storage_check_config), as rows of the option table: the same names,
 // defaults, `stats settings` lines and error messages.
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cstdlib>
@@ -70,6 +71,7 @@ bool ExtPath(OptionParse& p) {
   FlashFile file;
   file.path = std::string(p.value.substr(0, colon));
   file.size_bytes = count > 0 ? static_cast<uint64_t>(count) * unit : 0;
+  file.size_has_unit = unit != 0;   // checked once -o compat is known
   const uint64_t pages = file.size_bytes / p.settings.ext.page_size;
   file.page_count = pages > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(pages);
   p.settings.ext.files.push_back(std::move(file));
@@ -157,12 +159,25 @@ bool CheckExtstoreOptions(OptionParse* p) {
   ProtocolSettings& s = p->settings;
   ExtstoreSettings& ext = s.ext;
   if (!ext.enabled()) return true;
+  if (s.latest()) {
+    // 1.6.45's storage_conf_parse refuses a size without a unit (":1GB") as it reads the -o list.
+    for (const FlashFile& f : ext.files) {
+      if (f.size_has_unit) continue;
+      p->exit_status = EXIT_FAILURE;
+      return p->Fail("must supply size to ext_path, ie: ext_path=/f/e:64m (m|g|t|p supported)\n"
+                     "failed to parse ext_path argument");
+    }
+  }
   // storage_check_config, then extstore_init's checks, in memcached's words.
   if (s.item_size_max > ext.wbuf_size) {
     return p->Fail("-I (item_size_max: " + std::to_string(s.item_size_max) +
                    ") cannot be larger than ext_wbuf_size: " + std::to_string(ext.wbuf_size));
   }
   if (s.udp_port != 0) return p->Fail("Cannot use UDP with extstore enabled (-U 0 to disable)");
+  for (const FlashFile& f : ext.files) {
+    // 1.6.45 refuses a file of no whole page (":0m"); 1.6.18 starts with it.
+    if (s.latest() && f.page_count == 0) return p->Fail("supplied ext_path has zero size, cannot use");
+  }
   // extstore_init's refusals: memcached's storage_init exits 1, not EX_USAGE.
   auto init_fails = [p](std::string_view why) {
     p->exit_status = EXIT_FAILURE;
@@ -178,8 +193,10 @@ bool CheckExtstoreOptions(OptionParse* p) {
     return init_fails("page_count must total to < 65536. Increase page_size or lower path sizes");
   }
   if (ext.compact_under == 0) {
-    // memcached: a quarter of the last ext_path's pages, for both thresholds.
-    ext.compact_under = ext.files.back().page_count / 4;
+    // memcached: a quarter of the last ext_path's pages, for both thresholds
+    // (1.6.45: a hundredth, at least 1).
+    const uint32_t pages = ext.files.back().page_count;
+    ext.compact_under = s.latest() ? std::max<uint32_t>(1, static_cast<uint32_t>(pages * 0.01)) : pages / 4;
     ext.drop_under = ext.compact_under;
   }
   return true;

@@ -17,6 +17,7 @@ struct FlashFile {
   std::string path;
   uint64_t size_bytes = 0;
   uint32_t page_count = 0;   // size_bytes / page_size, rounded down
+  bool size_has_unit = true; // the size ended in m, g, t or p (1.6.45 refuses others)
 };
 
 struct ExtstoreSettings {

@@ -99,6 +99,9 @@ bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const Flash
   EncodeStubValue(stub.value_data(), where, item.value_len());
   MoveClassLocked(shard, item, stub);
   RepointLocked(shard, slot, placed, stub, freq);
+  // As memcached's new header item: "read" counts from the move on, so a
+  // recache (or compaction's drop_unread) looks at reads of the value on flash.
+  *slot = slot::WithState(*slot, slot::State(*slot) & ~kItemFetched);
   return true;
 }
 

@@ -159,6 +159,23 @@ def check_command_applies(results):
             os.remove(path)
 
 
+def check_sizes_1645_refuses(results):
+    """memcached 1.6.45 refuses ext_path=<file>:0m (no whole page, exit 64) and :1GB (no unit,
+    exit 1), which 1.6.18 starts with: so does herdless under -o compat=1.6.45 (1.6.45's words,
+    checked against its build by hand: t/extstore-start.t 1, 2)."""
+    path = flash_file("size")
+    cases = [("0m", b"supplied ext_path has zero size, cannot use", 64),
+             ("1GB", b"must supply size to ext_path, ie: ext_path=/f/e:64m (m|g|t|p supported)\n"
+                     b"failed to parse ext_path argument", 1)]
+    for size, message, status in cases:
+        proc = harness.check_refuses_to_start(
+            results, ["-U", "0", "-o", "ext_path=%s:%s,compat=1.6.45" % (path, size)], message,
+            "compat=1.6.45, ext_path=<file>:%s" % size)
+        results.equal(proc.returncode, status, "1.6.45's exit status for :%s" % size)
+    if os.path.exists(path):
+        os.remove(path)
+
+
 def check_low_ttl(results):
     """ext_low_ttl: values whose TTL ends within it fill pages of their own, shown with memcached's
     bucket 3 in stats extstore; values without a TTL go to bucket 0's."""
@@ -404,6 +421,7 @@ def body(results):
     compare_extstore_command(results)
     check_command_applies(results)
     check_low_ttl(results)
+    check_sizes_1645_refuses(results)
     check_round_trip(results)
     check_recache(results)
     check_full_file(results)

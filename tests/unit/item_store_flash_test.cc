@@ -439,6 +439,23 @@ TEST_F(ItemStoreFlashTest, ARaisedItemSizeKeepsValuesInRam) {
   EXPECT_EQ(moved, 50u);
 }
 
+// As memcached's header item, a stub starts unread: reads in RAM before the
+// move do not make its first read from flash a recache.
+TEST_F(ItemStoreFlashTest, ReadsBeforeTheMoveDoNotCountForRecache) {
+  tunables_.recache_rate.store(1);
+  Set(0);
+  ASSERT_EQ(Read(KeyOf(0)).status, ReadStatus::kHit);   // read in RAM
+  clock_.AdvanceSeconds(5);
+  WalkCursor cursor;
+  size_t moved = 0;
+  while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
+  ASSERT_EQ(moved, 1u);
+  EXPECT_EQ(ValueRead(0), ValueOf(0));   // its first read on flash
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 0u);
+  EXPECT_EQ(ValueRead(0), ValueOf(0));   // read before, lately: recached
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 1u);
+}
+
 // ext_low_ttl: a value whose item expires within it moves to the low-TTL
 // pages (stats extstore's bucket 3), one without a TTL to the others.
 TEST_F(ItemStoreFlashTest, ShortLivedValuesMoveToLowTtlPages) {
