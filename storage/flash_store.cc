@@ -296,24 +296,28 @@ bool FlashStore::PickCompaction(const FlashTunables& live, Compaction* out) cons
   const uint32_t drop_under = live.drop_under.load(std::memory_order_relaxed);
   const double max_frag = live.max_frag.load(std::memory_order_relaxed);
   const bool drop_unread = live.drop_unread.load(std::memory_order_relaxed);
+  const bool as_1645 = settings_.compact_as_1645;
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t free = 0;
   for (const Page& p : pages_) free += p.generation == 0 ? 1 : 0;
-  if (free == pages_.size() || free > compact_under) return false;
-  // Fewer free pages lower the limit: a device filling up compacts only
-  // its emptiest pages.
-  const double rate = (1.0 - static_cast<double>(free) / pages_.size()) * max_frag;
+  // 1.6.45 compacts below the thresholds, 1.6.18 at them too.
+  const auto under = [&](uint32_t threshold) { return as_1645 ? free < threshold : free <= threshold; };
+  if (free == pages_.size() || !under(compact_under)) return false;
+  // 1.6.18: fewer free pages lower the limit (a device filling up compacts
+  // only its emptiest pages), and the oldest page under it goes first;
+  // 1.6.45: a fixed limit, and the emptiest page under it goes first.
+  const double rate = as_1645 ? max_frag : (1.0 - static_cast<double>(free) / pages_.size()) * max_frag;
   const double limit = static_cast<double>(settings_.page_size) * rate;
   const Page* low = nullptr;
   const Page* lowest = nullptr;
   for (const Page& p : pages_) {
     if (!p.full || p.low_ttl) continue;   // as memcached's: short-lived pages empty by themselves
     if (lowest == nullptr || p.generation < lowest->generation) lowest = &p;
-    if (static_cast<double>(p.live_bytes) < limit && (low == nullptr || p.generation < low->generation)) {
-      low = &p;
-    }
+    if (static_cast<double>(p.live_bytes) >= limit) continue;
+    const bool better = low == nullptr || (as_1645 ? p.live_bytes < low->live_bytes : p.generation < low->generation);
+    if (better) low = &p;
   }
-  const bool drop = low == nullptr && lowest != nullptr && drop_unread && free <= drop_under;
+  const bool drop = low == nullptr && lowest != nullptr && drop_unread && under(drop_under);
   const Page* chosen = low != nullptr ? low : (drop ? lowest : nullptr);
   if (chosen == nullptr) return false;
   *out = {static_cast<uint32_t>(chosen - pages_.data()), chosen->generation, drop};

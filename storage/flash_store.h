@@ -87,8 +87,10 @@ class FlashStore {
   // ext_compact_under pages free, the oldest page whose live bytes are under the fragmentation limit
   // (page size x ext_max_frag x the used fraction of the device); failing
   // that, with ext_drop_unread and at most ext_drop_under pages free, the
-  // oldest page, whose unread values may then be dropped. Its live values
-  // should be written again (then Released) so the page frees up.
+  // oldest page, whose unread values may then be dropped (with
+  // compact_as_1645, 1.6.45's storage_compact_check: under the thresholds,
+  // not at them; a fixed limit of page size x ext_max_frag; the emptiest page
+  // under it). Its live values should be written again (then Released) so the page frees up.
   struct Compaction {
     uint32_t page = 0;
     uint32_t generation = 0;

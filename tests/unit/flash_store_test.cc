@@ -330,6 +330,47 @@ TEST_F(FlashStoreTest, CompactionPicksMemcachedsPage) {
   }
 }
 
+// -o compat=1.6.45: 1.6.45's storage_compact_check compacts under
+// ext_compact_under (not at it) and takes the emptiest page under a fixed
+// limit (page size x ext_max_frag) where 1.6.18 takes the oldest.
+TEST_F(FlashStoreTest, Compat1645CompactsTheEmptiestPage) {
+  struct Case {
+    bool as_1645;
+    uint32_t compact_under;
+    int picked;   // -1: none
+  };
+  const Case cases[] = {{false, 2, 0}, {true, 2, 1}, {false, 1, 0}, {true, 1, -1}};
+  for (const Case& c : cases) {
+    Make(4);
+    ExtstoreSettings s = settings_;
+    s.compact_as_1645 = c.as_1645;
+    s.compact_under = c.compact_under;
+    std::string error;
+    auto store = FlashStore::Open(s, &error);   // empties the file Make made
+    ASSERT_NE(store, nullptr) << error;
+    std::vector<FlashLocator> where;
+    for (int i = 0; where.empty() || where.back().page < 2; ++i) {   // pages 0 and 1 full, 2 open, 3 free
+      FlashLocator at;
+      ASSERT_TRUE(store->Write("k" + std::to_string(i), i, ValueOf(i), &at));
+      where.push_back(at);
+    }
+    for (int page = 0; page < 2; ++page) {   // page 0 keeps half its values, page 1 a fifth
+      std::vector<int> on;
+      for (int i = 0; i < static_cast<int>(where.size()); ++i) {
+        if (where[i].page == static_cast<uint32_t>(page)) on.push_back(i);
+      }
+      const size_t keep = on.size() * (page == 0 ? 5 : 2) / 10;
+      for (size_t j = keep; j < on.size(); ++j) {
+        store->Release(where[on[j]], ("k" + std::to_string(on[j])).size(), ValueOf(on[j]).size());
+      }
+    }
+    FlashStore::Compaction got;
+    const bool any = store->PickCompaction(FlashTunables(s), &got);
+    EXPECT_EQ(any, c.picked >= 0) << c.as_1645 << " " << c.compact_under;
+    if (any && c.picked >= 0) EXPECT_EQ(got.page, static_cast<uint32_t>(c.picked)) << c.as_1645;
+  }
+}
+
 // ext_low_ttl: short-lived values fill pages of their own (stats extstore's
 // bucket 3), which compaction leaves alone and which free themselves once
 // every value on them is released (extstore_page_reclaims).
