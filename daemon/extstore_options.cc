@@ -1,6 +1,8 @@
 // memcached 1.6.18's extstore -o keys (storage.c's storage_read_config and
 // storage_check_config), as rows of the option table: the same names,
 // defaults, `stats settings` lines and error messages.
+#include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -69,6 +71,7 @@ bool ExtPath(OptionParse& p) {
   FlashFile file;
   file.path = std::string(p.value.substr(0, colon));
   file.size_bytes = count > 0 ? static_cast<uint64_t>(count) * unit : 0;
+  file.size_has_unit = unit != 0;   // checked once -o compat is known
   const uint64_t pages = file.size_bytes / p.settings.ext.page_size;
   file.page_count = pages > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(pages);
   p.settings.ext.files.push_back(std::move(file));
@@ -82,6 +85,11 @@ std::string DefaultOf(const ProtocolSettings& d) {
 template <uint32_t E::*kField>
 void Shown(const V& v, std::string_view n, W* w) {
   w->Add(n, uint64_t{v.settings.ext.*kField});
+}
+// A setting the `extstore` command changes: its value now (OperatorSettings).
+template <std::atomic<uint32_t> FlashTunables::*kField>
+void Live(const V& v, std::string_view n, W* w) {
+  w->Add(n, uint64_t{(v.operators.flash.*kField).load(std::memory_order_relaxed)});
 }
 
 constexpr OptionRow kExtstoreRows[] = {
@@ -106,13 +114,13 @@ constexpr OptionRow kExtstoreRows[] = {
      .help_default = DefaultOf<&E::io_depth>, .apply = ExtNumber<&E::io_depth>},
     {.name = "ext_item_size", .help = "store items larger than this (bytes, default {default})",
      .help_default = DefaultOf<&E::item_size>, .apply = ExtNumber<&E::item_size>,
-     .setting = {"ext_item_size", Shown<&E::item_size>}},
+     .setting = {"ext_item_size", Live<&FlashTunables::item_size>}},
     {.name = "ext_item_age",
      .help = "store items idle at least this long (seconds, default: no age limit)",
-     .apply = ExtNumber<&E::item_age>, .setting = {"ext_item_age", Shown<&E::item_age>}},
+     .apply = ExtNumber<&E::item_age>, .setting = {"ext_item_age", Live<&FlashTunables::item_age>}},
     {.name = "ext_low_ttl", .help = "consider TTLs lower than this specially (default: {default})",
      .help_default = DefaultOf<&E::low_ttl>, .apply = ExtNumber<&E::low_ttl>,
-     .setting = {"ext_low_ttl", Shown<&E::low_ttl>}},
+     .setting = {"ext_low_ttl", Live<&FlashTunables::low_ttl>}},
     {.name = "ext_drop_unread",
      .help = "don't re-write unread values during compaction (default: disabled)",
      .apply = [](OptionParse& p) {
@@ -120,24 +128,24 @@ constexpr OptionRow kExtstoreRows[] = {
        return true;
      },
      .setting = {"ext_drop_unread",
-                 [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.settings.ext.drop_unread); }}},
+                 [](const V& v, std::string_view n, W* w) { w->AddBool(n, v.operators.flash.drop_unread.load()); }}},
     {.name = "ext_recache_rate", .help = "recache an item every N accesses (default: {default})",
      .help_default = DefaultOf<&E::recache_rate>, .apply = ExtNumber<&E::recache_rate>,
-     .setting = {"ext_recache_rate", Shown<&E::recache_rate>}},
+     .setting = {"ext_recache_rate", Live<&FlashTunables::recache_rate>}},
     {.name = "ext_compact_under",
      .help = "compact when fewer than this many free pages\n(default: 1/4th of the assigned storage)",
      .apply = ExtNumber<&E::compact_under>,
-     .setting = {"ext_compact_under", Shown<&E::compact_under>}},
+     .setting = {"ext_compact_under", Live<&FlashTunables::compact_under>}},
     {.name = "ext_drop_under",
      .help = "drop COLD items when fewer than this many free pages\n(default: 1/4th of the assigned storage)",
-     .apply = ExtNumber<&E::drop_under>, .setting = {"ext_drop_under", Shown<&E::drop_under>}},
+     .apply = ExtNumber<&E::drop_under>, .setting = {"ext_drop_under", Live<&FlashTunables::drop_under>}},
     {.name = "ext_max_frag", .help = "max page fragmentation to tolerate (default: 0.80)",
      .apply = ExtFraction<&E::max_frag>,
      .setting = {"ext_max_frag",
-                 [](const V& v, std::string_view n, W* w) { w->AddFixed(n, v.settings.ext.max_frag, 2); }}},
+                 [](const V& v, std::string_view n, W* w) { w->AddFixed(n, v.operators.flash.max_frag.load(), 2); }}},
     {.name = "ext_max_sleep", .help = "max sleep time of background threads in us (default: {default})",
      .help_default = DefaultOf<&E::max_sleep_us>, .apply = ExtNumber<&E::max_sleep_us>,
-     .setting = {"ext_max_sleep", Shown<&E::max_sleep_us>}},
+     .setting = {"ext_max_sleep", Live<&FlashTunables::max_sleep_us>}},
     {.name = "slab_automove_freeratio",
      .help = "ratio of memory to hold free as buffer.\n(see doc/storage.txt for more info, default: 0.010)",
      .apply = ExtFraction<&E::slab_automove_freeratio>},   // shown from OperatorSettings
@@ -151,12 +159,25 @@ bool CheckExtstoreOptions(OptionParse* p) {
   ProtocolSettings& s = p->settings;
   ExtstoreSettings& ext = s.ext;
   if (!ext.enabled()) return true;
+  if (s.latest()) {
+    // 1.6.45's storage_conf_parse refuses a size without a unit (":1GB") as it reads the -o list.
+    for (const FlashFile& f : ext.files) {
+      if (f.size_has_unit) continue;
+      p->exit_status = EXIT_FAILURE;
+      return p->Fail("must supply size to ext_path, ie: ext_path=/f/e:64m (m|g|t|p supported)\n"
+                     "failed to parse ext_path argument");
+    }
+  }
   // storage_check_config, then extstore_init's checks, in memcached's words.
   if (s.item_size_max > ext.wbuf_size) {
     return p->Fail("-I (item_size_max: " + std::to_string(s.item_size_max) +
                    ") cannot be larger than ext_wbuf_size: " + std::to_string(ext.wbuf_size));
   }
   if (s.udp_port != 0) return p->Fail("Cannot use UDP with extstore enabled (-U 0 to disable)");
+  for (const FlashFile& f : ext.files) {
+    // 1.6.45 refuses a file of no whole page (":0m"); 1.6.18 starts with it.
+    if (s.latest() && f.page_count == 0) return p->Fail("supplied ext_path has zero size, cannot use");
+  }
   // extstore_init's refusals: memcached's storage_init exits 1, not EX_USAGE.
   auto init_fails = [p](std::string_view why) {
     p->exit_status = EXIT_FAILURE;
@@ -171,9 +192,12 @@ bool CheckExtstoreOptions(OptionParse* p) {
   if (ext.page_count() >= UINT16_MAX) {
     return init_fails("page_count must total to < 65536. Increase page_size or lower path sizes");
   }
+  ext.compact_as_1645 = s.latest();
   if (ext.compact_under == 0) {
-    // memcached: a quarter of the last ext_path's pages, for both thresholds.
-    ext.compact_under = ext.files.back().page_count / 4;
+    // memcached: a quarter of the last ext_path's pages, for both thresholds
+    // (1.6.45: a hundredth, at least 1).
+    const uint32_t pages = ext.files.back().page_count;
+    ext.compact_under = s.latest() ? std::max<uint32_t>(1, static_cast<uint32_t>(pages * 0.01)) : pages / 4;
     ext.drop_under = ext.compact_under;
   }
   return true;

@@ -31,10 +31,8 @@ std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const Exts
   }
   config.flash = (*tier)->flash();
   config.flash_fetcher = tier->get();
-  config.flash_item_size = ext.item_size;
-  config.flash_recache_rate = ext.recache_rate;
   auto store = std::make_unique<ItemStore>(config);
-  (*tier)->Start(store.get());
+  (*tier)->Start(store.get(), config.flash_tunables);
   return store;
 }
 
@@ -49,8 +47,9 @@ FlashTier::FlashTier(const ExtstoreSettings& settings, std::unique_ptr<FlashStor
 
 FlashTier::~FlashTier() { Stop(); }
 
-void FlashTier::Start(ItemStore* store) {
+void FlashTier::Start(ItemStore* store, const FlashTunables* live) {
   store_ = store;
+  live_ = live;
   const uint32_t readers = std::max<uint32_t>(1, settings_.threads);
   for (uint32_t i = 0; i < readers; i++) threads_.emplace_back([this] { ReadLoop(); });
   threads_.emplace_back([this] { WriteLoop(); });
@@ -108,10 +107,11 @@ bool FlashTier::WritePass(WalkCursor* idle_cursor) {
   bool worked = false;
   for (int i = 0; i < kEvictionsPerPass && store_->EvictAhead(headroom); i++) worked = true;
   FlashStore::Compaction compaction;
-  if (flash_->PickCompaction(&compaction) && store_->CompactFlashPage(compaction) > 0) worked = true;
-  if (settings_.item_age != UINT32_MAX) {
+  if (flash_->PickCompaction(*live_, &compaction) && store_->CompactFlashPage(compaction) > 0) worked = true;
+  const uint32_t item_age = live_->item_age.load(std::memory_order_relaxed);
+  if (item_age != UINT32_MAX) {
     for (int i = 0; i < kIdleStepsPerPass && !idle_cursor->done; i++) {
-      if (store_->MoveIdleToFlash(idle_cursor, kIdleBucketsPerStep, settings_.item_age) > 0) worked = true;
+      if (store_->MoveIdleToFlash(idle_cursor, kIdleBucketsPerStep, item_age) > 0) worked = true;
     }
     if (idle_cursor->done) *idle_cursor = WalkCursor{};
   }
@@ -127,7 +127,8 @@ void FlashTier::WriteLoop() {
     } else {
       flash_->Flush();   // idle: what is buffered reaches the file
       // Slowly (memcached adds 1 us a pass): a busy cache needs its headroom back soon.
-      sleep_us = std::min(std::max(kMinSleepUs, settings_.max_sleep_us), sleep_us + sleep_us / 16 + 1);
+      const uint32_t max_sleep_us = live_->max_sleep_us.load(std::memory_order_relaxed);
+      sleep_us = std::min(std::max(kMinSleepUs, max_sleep_us), sleep_us + sleep_us / 16 + 1);
     }
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_.wait_for(lock, std::chrono::microseconds(sleep_us), [&] { return stop_; })) return;

@@ -36,8 +36,9 @@ class FlashTier final : public FlashFetcher {
 
   FlashStore* flash() { return flash_.get(); }
   // Starts the threads on `store`, which must have been made with flash()
-  // and this fetcher, and must outlive Stop().
-  void Start(ItemStore* store);
+  // and this fetcher; `live` holds the ext_* settings the `extstore` command
+  // changes. Both must outlive Stop().
+  void Start(ItemStore* store, const FlashTunables* live);
   // Joins the threads; fetches still queued are dropped (their readers' waits time out).
   void Stop();
 
@@ -53,6 +54,7 @@ class FlashTier final : public FlashFetcher {
   const ExtstoreSettings settings_;
   std::unique_ptr<FlashStore> flash_;
   ItemStore* store_ = nullptr;
+  const FlashTunables* live_ = nullptr;
   std::mutex mu_;                  // guards queue_ and stop_
   std::condition_variable fetches_;   // readers wait here
   std::condition_variable stopping_;  // the writer naps here
@@ -63,7 +65,8 @@ class FlashTier final : public FlashFetcher {
 
 // The server's store: with ext_path, the tier's files are opened first (memcached's
 // message on stderr and nullptr when that fails), the store made on them and
-// the tier's threads started (*tier; stop it before the workers go).
+// the tier's threads started (*tier; stop it before the workers go) on
+// config.flash_tunables (required with ext_path).
 std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const ExtstoreSettings& ext,
                                                   std::unique_ptr<FlashTier>* tier);
 

@@ -330,6 +330,7 @@ int Server::Run() {
   store_config.wake_sink = this;   // readers park only once every worker runs
   store_config.events = watch_hub_.store_events();
   store_config.foreign = foreign_log_.get();
+  store_config.flash_tunables = &operators().flash;   // the `extstore` command's
   if (p.warm_enabled()) warm_invalidations_ = WarmInvalidations::Configure(p, ring_.get(), &warm_stopped_, &store_config);
   store_ = MakeStoreWithFlashTier(store_config, p.ext, &flash_tier_);   // -o ext_path: after -u, as memcached
   if (store_ == nullptr) return EXIT_FAILURE;

@@ -1,13 +1,16 @@
 // The operator console, with memcached 1.6.18's replies (proto_text.c
 // process_stat, process_lru_crawler_command, process_slabs_command,
-// process_watch_command).
+// process_extstore_command, process_watch_command).
 #include "protocol/operator_commands.h"
 
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <iterator>
+#include <utility>
 #include <span>
 #include <string>
 #include <string_view>
@@ -355,6 +358,49 @@ void LruCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
   } else {
     reply("ERROR\r\n");
   }
+}
+
+// extstore <setting> <value>: memcached's process_extstore_command, in its
+// order (1.6.45 takes a prefix of the setting's name, so "max" is max_sleep).
+// It answers the same with or without ext_path.
+void ExtstoreCommand(ServerInfo* server, const Request& req, ReplyBuffer* out) {
+  const Words w(req.args);
+  if (w.count == 0) {   // WANT_TOKENS_MIN, before noreply is looked at
+    out->Append("ERROR\r\n");
+    return;
+  }
+  const bool latest = server->Settings().latest();
+  FlashTunables& live = server->operators().flash;
+  using Field = std::atomic<uint32_t> FlashTunables::*;
+  static constexpr std::pair<std::string_view, Field> kNumbers[] = {
+      {"item_size", &FlashTunables::item_size},         {"item_age", &FlashTunables::item_age},
+      {"low_ttl", &FlashTunables::low_ttl},             {"recache_rate", &FlashTunables::recache_rate},
+      {"compact_under", &FlashTunables::compact_under}, {"drop_under", &FlashTunables::drop_under},
+      {"max_sleep", &FlashTunables::max_sleep_us}};
+  auto is = [&](std::string_view name) { return WordMatches(w.word[0], name, latest); };
+  bool ok = false;
+  uint32_t n = 0;
+  if (w.count < 2) {
+    ok = false;
+  } else if (is("free_memchunks") && w.count > 2) {   // deprecated: checked, then ignored
+    uint32_t limit = 0;
+    ok = ParseUint32As(w.word[1], latest, &n) && ParseUint32As(w.word[2], latest, &limit) &&
+         n < kMaxSlabClassIds;
+  } else if (auto it = std::find_if(std::begin(kNumbers), std::end(kNumbers),
+                                    [&](const auto& row) { return is(row.first); });
+             it != std::end(kNumbers)) {
+    ok = ParseUint32As(w.word[1], latest, &n);
+    // 1.6.18's safe_strtoul zeroes the setting before it fails.
+    if (ok || !latest) (live.*(it->second)).store(ok ? n : 0, std::memory_order_relaxed);
+  } else if (is("max_frag")) {
+    double frag = 0;
+    ok = ParseStrtodAs(w.word[1], latest, &frag);
+    live.max_frag.store(ok ? frag : 0, std::memory_order_relaxed);   // safe_strtod's zero, both versions
+  } else if (is("drop_unread")) {
+    ok = ParseUint32As(w.word[1], latest, &n);
+    if (ok) live.drop_unread.store(n != 0, std::memory_order_relaxed);
+  }
+  if (!req.noreply) out->Append(ok ? "OK\r\n" : "ERROR\r\n");
 }
 
 // watch [kinds]: memcached's process_watch_command.

@@ -21,7 +21,7 @@ enum class Command : uint8_t {
   kFlushAll, kStats, kVersion, kVerbosity, kQuit, kShutdown, kCacheMemlimit,
   kRefreshCerts,
   // operator commands (docs/operations.md): the words after the command in args
-  kLruCrawler, kSlabs, kLru, kWatch, kRing, kWarm,
+  kLruCrawler, kSlabs, kLru, kExtstore, kWatch, kRing, kWarm,
   // meta protocol
   kMetaGet, kMetaSet, kMetaDelete, kMetaArithmetic, kMetaNoop, kMetaDebug,
   // mcrouter leases

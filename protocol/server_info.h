@@ -144,7 +144,7 @@ struct ProtocolSettings {
   bool latest() const { return compat == Compat::k1645; }
 };
 
-// Operator switches set at run time (lru_crawler, slabs automove), with
+// Operator switches set at run time (lru_crawler, slabs automove, extstore), with
 // memcached 1.6.18's defaults; shown by `stats settings`. Shared by the
 // workers and the maintenance timer, hence atomic.
 struct OperatorSettings {
@@ -166,6 +166,8 @@ struct OperatorSettings {
   std::atomic<double> warm_max_factor{2.0};
   std::atomic<bool> temp_lru{false};
   std::atomic<int32_t> temporary_ttl{61};
+  // extstore item_size|item_age|...: the flash tier's run-time settings.
+  FlashTunables flash;
 
   // What the options start the run-time settings at: the crawler (-o lru_crawler,
   // no_modern), -o slab_automove_freeratio, 1.6.45's window (10), and memcached's
@@ -182,6 +184,7 @@ struct OperatorSettings {
     warm_lru_pct.store(m.warm_lru_pct, std::memory_order_relaxed);
     hot_max_factor.store(m.hot_max_factor, std::memory_order_relaxed);
     warm_max_factor.store(m.warm_max_factor, std::memory_order_relaxed);
+    flash.StartWith(s.ext);
   }
 };
 

@@ -137,7 +137,7 @@ void ExtstorePageStats(const FlashStore& flash, StatWriter* w) {
     const std::string n = std::to_string(i);
     w->Add(n + ":version", pages[i].version);
     w->Add(n + ":bytes", pages[i].bytes_used);
-    w->Add(n + ":bucket", uint64_t{0});
+    w->Add(n + ":bucket", uint64_t{pages[i].bucket});
     w->Add(n + ":free_bucket", uint64_t{0});
   }
 }

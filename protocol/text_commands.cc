@@ -398,7 +398,7 @@ void Version(const ProtocolSettings& settings, ReplyBuffer* out) {
 }
 
 // -o compat=1.6.45: its parser takes a trailing noreply off a command it has
-// no grammar for (slabs, lru_crawler, lru, shutdown) and then hides every reply,
+// no grammar for (slabs, lru_crawler, lru, extstore, shutdown) and then hides every reply,
 // errors too; what the command does still happens, but a dump streams nothing.
 bool TakeHiddenNoreply(const ProtocolSettings& settings, Request* req) {
   constexpr std::string_view kNoreply = "noreply";
@@ -428,6 +428,8 @@ void OperatorCommand(const TextContext& c, const Request& req, bool pipelined, R
     LruCrawlerCommand(c.server, bare, pipelined, c.datagram, out, outcome);
   } else if (req.command == Command::kLru) {
     LruCommand(c.server, bare, out);
+  } else if (req.command == Command::kExtstore) {
+    ExtstoreCommand(c.server, bare, out);
   } else {
     SlabsCommand(c.server, bare, out);
   }
@@ -484,6 +486,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kLruCrawler:
     case Command::kSlabs:
     case Command::kLru:
+    case Command::kExtstore:
       OperatorCommand(c, req, pipelined, out, outcome);
       return;
     case Command::kCacheMemlimit:

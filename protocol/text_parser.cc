@@ -274,6 +274,14 @@ LineVerdict Simple(Command command, Request* out) {
   return Ok();
 }
 
+// extstore <words>: to its executor whole, with 1.6.18's trailing noreply
+// (1.6.45's: OperatorCommand takes it off and hides the reply).
+LineVerdict ParseExtstore(const CommandLine& l, Request* out) {
+  out->args = ArgsAfterCommand(l);
+  out->noreply = !l.latest && TrailingNoreply(l);
+  return Simple(Command::kExtstore, out);
+}
+
 // Operator commands whose words after the command go to their executor whole.
 constexpr std::pair<std::string_view, Command> kOperatorCommands[] = {
     {"lru_crawler", Command::kLruCrawler}, {"lru", Command::kLru}, {"watch", Command::kWatch},
@@ -345,6 +353,7 @@ LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
       return Simple(command, out);
     }
   }
+  if (word == "extstore") return ParseExtstore(l, out);
   if (word == "lease-set") return ParseStorage<kLeaseSetWords>(l, Command::kLeaseSet, out);
   if (word == "refresh_certs") {
     // memcached: any words may follow; a last "noreply" hides only the OK.

@@ -4,6 +4,7 @@
 #ifndef HERDLESS_STORAGE_FLASH_SETTINGS_H_
 #define HERDLESS_STORAGE_FLASH_SETTINGS_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ struct FlashFile {
   std::string path;
   uint64_t size_bytes = 0;
   uint32_t page_count = 0;   // size_bytes / page_size, rounded down
+  bool size_has_unit = true; // the size ended in m, g, t or p (1.6.45 refuses others)
 };
 
 struct ExtstoreSettings {
@@ -34,12 +36,43 @@ struct ExtstoreSettings {
   double max_frag = 0.8;                 // ext_max_frag: live fraction a page is compacted under
   bool drop_unread = false;              // ext_drop_unread: compaction drops unread values
   double slab_automove_freeratio = 0.01; // memcached parses it with the ext_* keys
+  bool compact_as_1645 = false;          // -o compat=1.6.45: 1.6.45's choice of page to compact
 
   bool enabled() const { return !files.empty(); }
   uint32_t page_count() const {
     uint64_t n = 0;
     for (const FlashFile& f : files) n += f.page_count;
     return static_cast<uint32_t>(n);
+  }
+};
+
+// The ext_* settings memcached's `extstore` command changes at run time (the
+// others are fixed at start), started at the options' values. Read by the
+// workers, the flash tier's writer and `stats settings`, hence atomic; a
+// change applies from the next decision on.
+struct FlashTunables {
+  std::atomic<uint32_t> item_size{512};
+  std::atomic<uint32_t> item_age{UINT32_MAX};
+  std::atomic<uint32_t> low_ttl{0};
+  std::atomic<uint32_t> recache_rate{2000};
+  std::atomic<uint32_t> compact_under{0};
+  std::atomic<uint32_t> drop_under{0};
+  std::atomic<uint32_t> max_sleep_us{1000000};
+  std::atomic<double> max_frag{0.8};
+  std::atomic<bool> drop_unread{false};
+
+  FlashTunables() = default;
+  explicit FlashTunables(const ExtstoreSettings& s) { StartWith(s); }
+  void StartWith(const ExtstoreSettings& s) {
+    item_size.store(s.item_size, std::memory_order_relaxed);
+    item_age.store(s.item_age, std::memory_order_relaxed);
+    low_ttl.store(s.low_ttl, std::memory_order_relaxed);
+    recache_rate.store(s.recache_rate, std::memory_order_relaxed);
+    compact_under.store(s.compact_under, std::memory_order_relaxed);
+    drop_under.store(s.drop_under, std::memory_order_relaxed);
+    max_sleep_us.store(s.max_sleep_us, std::memory_order_relaxed);
+    max_frag.store(s.max_frag, std::memory_order_relaxed);
+    drop_unread.store(s.drop_unread, std::memory_order_relaxed);
   }
 };
 

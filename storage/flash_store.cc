@@ -67,7 +67,7 @@ std::unique_ptr<FlashStore> FlashStore::Open(const ExtstoreSettings& settings, s
   std::unique_ptr<FlashStore> store = OpenFiles(settings, /*empty=*/true, error);
   if (store == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(store->mu_);
-  if (store->OpenPageLocked()) store->stats_.page_allocs = 0;   // memcached's start: one page open
+  if (store->OpenPageLocked(store->streams_[kDefault])) store->stats_.page_allocs = 0;   // memcached's start: one page open
   return store;
 }
 
@@ -98,7 +98,7 @@ std::unique_ptr<FlashStore> FlashStore::Reopen(const ExtstoreSettings& settings,
     store->stats_.bytes_used += page.live_bytes;
   }
   store->next_generation_ = newest + 1 == 0 ? 1 : newest + 1;
-  if (store->OpenPageLocked()) store->stats_.page_allocs = 0;
+  if (store->OpenPageLocked(store->streams_[kDefault])) store->stats_.page_allocs = 0;
   return store;
 }
 
@@ -127,7 +127,7 @@ std::unique_ptr<FlashStore> FlashStore::OpenFiles(const ExtstoreSettings& settin
   return store;
 }
 
-bool FlashStore::OpenPageLocked() {
+bool FlashStore::OpenPageLocked(Stream& stream) {
   Page* chosen = nullptr;
   for (Page& p : pages_) {
     if (p.generation == 0) {
@@ -149,11 +149,12 @@ bool FlashStore::OpenPageLocked() {
   chosen->generation = next_generation_++;
   if (next_generation_ == 0) next_generation_ = 1;
   ++stats_.page_allocs;
-  open_page_ = chosen - pages_.data();
-  wbuf_.assign(kFlashPageHeaderSize, '\0');
-  EncodeFlashPageHeader(chosen->generation, wbuf_.data());
-  wbuf_start_ = 0;
-  page_used_ = kFlashPageHeaderSize;
+  chosen->low_ttl = &stream == &streams_[kLowTtl];
+  stream.open_page = chosen - pages_.data();
+  stream.wbuf.assign(kFlashPageHeaderSize, '\0');
+  EncodeFlashPageHeader(chosen->generation, stream.wbuf.data());
+  stream.wbuf_start = 0;
+  stream.page_used = kFlashPageHeaderSize;
   return true;
 }
 
@@ -164,54 +165,59 @@ void FlashStore::FreeLocked(Page* page) {
   page->live_bytes = 0;
   page->live_objects = 0;
   page->full = false;
+  page->low_ttl = false;
 }
 
-bool FlashStore::FlushLocked() {
-  if (open_page_ < 0 || wbuf_.empty()) return true;
-  Page& page = pages_[static_cast<size_t>(open_page_)];
-  if (!WriteAll(page.fd, wbuf_.data(), wbuf_.size(), page.file_offset + wbuf_start_)) {
+bool FlashStore::FlushLocked(Stream& stream) {
+  if (stream.open_page < 0 || stream.wbuf.empty()) return true;
+  Page& page = pages_[static_cast<size_t>(stream.open_page)];
+  if (!WriteAll(page.fd, stream.wbuf.data(), stream.wbuf.size(), page.file_offset + stream.wbuf_start)) {
     // The buffered values never reached the file: the page goes, and every
     // value on it reads as a miss rather than as whatever the file holds.
     ++stats_.page_evictions;
     stats_.objects_evicted += page.live_objects;
     stats_.bytes_evicted += page.live_bytes;
     FreeLocked(&page);
-    open_page_ = -1;
-    wbuf_.clear();
+    stream.open_page = -1;
+    stream.wbuf.clear();
     return false;
   }
-  wbuf_start_ += wbuf_.size();
-  wbuf_.clear();
+  stream.wbuf_start += stream.wbuf.size();
+  stream.wbuf.clear();
   return true;
 }
 
 bool FlashStore::Flush() {
   std::lock_guard<std::mutex> lock(mu_);
-  return FlushLocked();
+  bool ok = true;
+  for (Stream& stream : streams_) ok = FlushLocked(stream) && ok;
+  return ok;
 }
 
-bool FlashStore::Write(std::string_view key, uint64_t cas, std::string_view value, FlashLocator* where) {
+bool FlashStore::Write(std::string_view key, uint64_t cas, std::string_view value, FlashLocator* where,
+                       bool low_ttl) {
   const size_t size = FlashRecordSize(key.size(), value.size());
   std::lock_guard<std::mutex> lock(mu_);
   if (size + kFlashPageHeaderSize > settings_.wbuf_size || size + kFlashPageHeaderSize > settings_.page_size) {
     return false;
   }
-  if (open_page_ >= 0 && page_used_ + size > settings_.page_size) {
-    Page& full = pages_[static_cast<size_t>(open_page_)];
-    if (!FlushLocked()) return false;
+  Stream& stream = streams_[low_ttl ? kLowTtl : kDefault];
+  if (stream.open_page >= 0 && stream.page_used + size > settings_.page_size) {
+    Page& full = pages_[static_cast<size_t>(stream.open_page)];
+    if (!FlushLocked(stream)) return false;
     full.full = true;
-    open_page_ = -1;
+    stream.open_page = -1;
     if (full.live_objects == 0) FreeLocked(&full);
   }
-  if (open_page_ < 0 && !OpenPageLocked()) return false;
-  if (wbuf_.size() + size > settings_.wbuf_size && !FlushLocked()) return false;
-  if (open_page_ < 0 && !OpenPageLocked()) return false;   // the flush failed and dropped the page
-  Page& page = pages_[static_cast<size_t>(open_page_)];
-  const size_t at = wbuf_.size();
-  wbuf_.resize(at + size);
-  EncodeFlashRecord(page.generation, cas, key, value, wbuf_.data() + at);
-  *where = {static_cast<uint32_t>(open_page_), page.generation, static_cast<uint32_t>(page_used_)};
-  page_used_ += size;
+  if (stream.open_page < 0 && !OpenPageLocked(stream)) return false;
+  if (stream.wbuf.size() + size > settings_.wbuf_size && !FlushLocked(stream)) return false;
+  if (stream.open_page < 0 && !OpenPageLocked(stream)) return false;   // the flush failed and dropped the page
+  Page& page = pages_[static_cast<size_t>(stream.open_page)];
+  const size_t at = stream.wbuf.size();
+  stream.wbuf.resize(at + size);
+  EncodeFlashRecord(page.generation, cas, key, value, stream.wbuf.data() + at);
+  *where = {static_cast<uint32_t>(stream.open_page), page.generation, static_cast<uint32_t>(stream.page_used)};
+  stream.page_used += size;
   page.live_bytes += size;
   ++page.live_objects;
   ++stats_.objects_written;
@@ -234,13 +240,13 @@ FlashReadResult FlashStore::Read(const FlashLocator& where, std::string_view key
     if (page.generation != where.generation || where.offset + size > settings_.page_size) {
       return FlashReadResult::kMiss;
     }
-    if (static_cast<int64_t>(where.page) == open_page_ && where.offset >= wbuf_start_) {
-      const size_t at = where.offset - wbuf_start_;
-      if (at + size > wbuf_.size()) return FlashReadResult::kMiss;
-      bytes.assign(wbuf_, at, size);
+    fd = page.fd;
+    for (const Stream& stream : streams_) {
+      if (static_cast<int64_t>(where.page) != stream.open_page || where.offset < stream.wbuf_start) continue;
+      const size_t at = where.offset - stream.wbuf_start;
+      if (at + size > stream.wbuf.size()) return FlashReadResult::kMiss;
+      bytes.assign(stream.wbuf, at, size);
       fd = -1;
-    } else {
-      fd = page.fd;
     }
     offset = page.file_offset + where.offset;
   }
@@ -285,26 +291,33 @@ uint32_t FlashStore::free_pages() const {
   return n;
 }
 
-bool FlashStore::PickCompaction(Compaction* out) const {
+bool FlashStore::PickCompaction(const FlashTunables& live, Compaction* out) const {
+  const uint32_t compact_under = live.compact_under.load(std::memory_order_relaxed);
+  const uint32_t drop_under = live.drop_under.load(std::memory_order_relaxed);
+  const double max_frag = live.max_frag.load(std::memory_order_relaxed);
+  const bool drop_unread = live.drop_unread.load(std::memory_order_relaxed);
+  const bool as_1645 = settings_.compact_as_1645;
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t free = 0;
   for (const Page& p : pages_) free += p.generation == 0 ? 1 : 0;
-  if (free == pages_.size() || free > settings_.compact_under) return false;
-  // Fewer free pages lower the limit: a device filling up compacts only
-  // its emptiest pages.
-  const double rate = (1.0 - static_cast<double>(free) / pages_.size()) * settings_.max_frag;
+  // 1.6.45 compacts below the thresholds, 1.6.18 at them too.
+  const auto under = [&](uint32_t threshold) { return as_1645 ? free < threshold : free <= threshold; };
+  if (free == pages_.size() || !under(compact_under)) return false;
+  // 1.6.18: fewer free pages lower the limit (a device filling up compacts
+  // only its emptiest pages), and the oldest page under it goes first;
+  // 1.6.45: a fixed limit, and the emptiest page under it goes first.
+  const double rate = as_1645 ? max_frag : (1.0 - static_cast<double>(free) / pages_.size()) * max_frag;
   const double limit = static_cast<double>(settings_.page_size) * rate;
   const Page* low = nullptr;
   const Page* lowest = nullptr;
   for (const Page& p : pages_) {
-    if (!p.full) continue;
+    if (!p.full || p.low_ttl) continue;   // as memcached's: short-lived pages empty by themselves
     if (lowest == nullptr || p.generation < lowest->generation) lowest = &p;
-    if (static_cast<double>(p.live_bytes) < limit && (low == nullptr || p.generation < low->generation)) {
-      low = &p;
-    }
+    if (static_cast<double>(p.live_bytes) >= limit) continue;
+    const bool better = low == nullptr || (as_1645 ? p.live_bytes < low->live_bytes : p.generation < low->generation);
+    if (better) low = &p;
   }
-  const bool drop = low == nullptr && lowest != nullptr && settings_.drop_unread &&
-                    free <= settings_.drop_under;
+  const bool drop = low == nullptr && lowest != nullptr && drop_unread && under(drop_under);
   const Page* chosen = low != nullptr ? low : (drop ? lowest : nullptr);
   if (chosen == nullptr) return false;
   *out = {static_cast<uint32_t>(chosen - pages_.data()), chosen->generation, drop};
@@ -343,7 +356,9 @@ FlashStats FlashStore::Stats() const {
 std::vector<FlashPageData> FlashStore::PageData() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<FlashPageData> out;
-  for (const Page& p : pages_) out.push_back({p.generation, p.live_bytes});
+  for (const Page& p : pages_) {
+    out.push_back({p.generation, p.live_bytes, p.generation != 0 && p.low_ttl ? kFlashBucketLowTtl : 0u});
+  }
   return out;
 }
 

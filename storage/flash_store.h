@@ -1,6 +1,7 @@
 // FlashStore: the flash tier's files (ext_path) cut into pages of
-// ext_page_size, one page open for writing at a time through a write buffer
-// of ext_wbuf_size, each value read back verified (storage/flash_page.h).
+// ext_page_size, one page open for writing at a time (and one more for
+// values soon to expire, with ext_low_ttl) through a write buffer of
+// ext_wbuf_size, each value read back verified (storage/flash_page.h).
 // It keeps each page's generation and live bytes; its user says when a value
 // on flash is no longer referenced (Release), a page with nothing live is
 // free again, and a full device evicts its oldest page, whose values then
@@ -33,9 +34,12 @@ struct FlashStats {
   uint64_t bytes_fragmented = 0, limit_maxbytes = 0, io_queue = 0;
   uint64_t compact_lost = 0, compact_rescues = 0, compact_skipped = 0;
 };
+// memcached's PAGE_BUCKET_LOWTTL, the bucket `stats extstore` shows for a low-TTL page.
+constexpr uint32_t kFlashBucketLowTtl = 3;
 struct FlashPageData {
   uint64_t version = 0;   // the page's generation, 0 = free
   uint64_t bytes_used = 0;
+  uint32_t bucket = 0;    // 0, or kFlashBucketLowTtl
 };
 
 enum class FlashReadResult : uint8_t {
@@ -66,8 +70,11 @@ class FlashStore {
 
   // Appends the value's record. False when the record is longer than a
   // write buffer or a write to the file failed: the value stays in RAM.
-  bool Write(std::string_view key, uint64_t cas, std::string_view value, FlashLocator* where);
-  // Writes the open write buffer to the file (the writer thread's idle step).
+  // `low_ttl` values (their items expire within ext_low_ttl) go to pages of
+  // their own, as memcached's low-TTL bucket: such a page empties by itself.
+  bool Write(std::string_view key, uint64_t cas, std::string_view value, FlashLocator* where,
+             bool low_ttl = false);
+  // Writes the open write buffers to the file (the writer thread's idle step).
   bool Flush();
   // The value at `where`, verified to be the record for `key` of value_len bytes.
   FlashReadResult Read(const FlashLocator& where, std::string_view key, uint32_t value_len,
@@ -76,18 +83,20 @@ class FlashStore {
   // its item evicted): its page's live bytes drop; an emptied page is freed.
   void Release(const FlashLocator& where, size_t key_len, uint32_t value_len);
 
-  // memcached's storage_compact_check: with at most ext_compact_under pages
-  // free, the oldest page whose live bytes are under the fragmentation limit
+  // memcached's storage_compact_check on `live`'s settings: with at most
+  // ext_compact_under pages free, the oldest page whose live bytes are under the fragmentation limit
   // (page size x ext_max_frag x the used fraction of the device); failing
   // that, with ext_drop_unread and at most ext_drop_under pages free, the
-  // oldest page, whose unread values may then be dropped. Its live values
-  // should be written again (then Released) so the page frees up.
+  // oldest page, whose unread values may then be dropped (with
+  // compact_as_1645, 1.6.45's storage_compact_check: under the thresholds,
+  // not at them; a fixed limit of page size x ext_max_frag; the emptiest page
+  // under it). Its live values should be written again (then Released) so the page frees up.
   struct Compaction {
     uint32_t page = 0;
     uint32_t generation = 0;
     bool drop_unread = false;
   };
-  bool PickCompaction(Compaction* out) const;
+  bool PickCompaction(const FlashTunables& live, Compaction* out) const;
   // What a compaction pass did with a page's live values (extstore_compact_*).
   void CountCompaction(uint64_t rescued, uint64_t lost, uint64_t skipped);
   // A full page's bytes, for FlashPageReader (compaction's walk); false if
@@ -105,14 +114,23 @@ class FlashStore {
     uint32_t generation = 0;   // 0 = free
     uint64_t live_bytes = 0;
     uint64_t live_objects = 0;
-    bool full = false;         // written to its end (not the open page)
+    bool full = false;         // written to its end (not an open page)
+    bool low_ttl = false;      // written by the low-TTL stream
   };
+  // A page open for writing and its write buffer: the default one and the low-TTL one.
+  struct Stream {
+    int64_t open_page = -1;    // -1 = none
+    uint64_t page_used = 0;    // bytes of the open page written or buffered
+    uint64_t wbuf_start = 0;   // where in the open page the buffer starts
+    std::string wbuf;          // the buffered bytes, at most ext_wbuf_size
+  };
+  enum StreamIndex { kDefault = 0, kLowTtl = 1 };
 
   explicit FlashStore(const ExtstoreSettings& settings);
   static std::unique_ptr<FlashStore> OpenFiles(const ExtstoreSettings& settings, bool empty,
                                                std::string* error);
-  bool OpenPageLocked();        // takes a free page or evicts the oldest full one
-  bool FlushLocked();
+  bool OpenPageLocked(Stream& stream);   // takes a free page or evicts the oldest full one
+  bool FlushLocked(Stream& stream);
   void FreeLocked(Page* page);
 
   const ExtstoreSettings settings_;
@@ -120,10 +138,7 @@ class FlashStore {
   mutable std::mutex mu_;
   std::vector<Page> pages_;
   uint32_t next_generation_ = 1;
-  int64_t open_page_ = -1;      // the page being written, -1 = none
-  uint64_t page_used_ = 0;      // bytes of the open page written or buffered
-  uint64_t wbuf_start_ = 0;     // where in the open page the buffer starts
-  std::string wbuf_;            // the buffered bytes, at most ext_wbuf_size
+  Stream streams_[2];
   FlashStats stats_;
 };
 

@@ -88,12 +88,13 @@ struct StoreConfig {
   uint32_t forwarded_holdoff_ms = 0;
   // -o ring: keys held for an absent owner, their TTL capped (storage/foreign.h).
   ForeignKeys* foreign = nullptr;   // not owned; nullptr = every key is ours
-  // -o ext_path: values of at least flash_item_size bytes that eviction would
+  // -o ext_path: values of at least ext_item_size bytes that eviction would
   // drop move to `flash` instead, their items becoming stubs; nullptr = none.
   FlashStore* flash = nullptr;           // not owned
   FlashFetcher* flash_fetcher = nullptr; // not owned; required with `flash`
-  uint32_t flash_item_size = 512;        // ext_item_size
-  uint32_t flash_recache_rate = 2000;    // ext_recache_rate (0: never recache)
+  // ext_item_size and ext_recache_rate (0: never recache) as they are now (the
+  // `extstore` command changes them); not owned; nullptr = memcached's defaults.
+  const FlashTunables* flash_tunables = nullptr;
 };
 
 // Which items an expiry crawl looks at (Crawl): size classes (bit c for class

@@ -53,7 +53,18 @@ bool Movable(uint64_t s, ItemView item, uint32_t min_size) {
          !Has(s, kItemTokenSent | kItemNeedsValue | kItemPlaceholder | kItemStale);
 }
 
+// memcached's ext_low_ttl rule: an item that expires within low_ttl seconds
+// goes to the low-TTL pages (never for 0, nor for an item without a TTL).
+bool ShortLived(ItemView item, int64_t now_tick, uint32_t low_ttl) {
+  return low_ttl != 0 && item.exptime() != 0 && TtlAt(item.exptime(), now_tick) < int64_t{low_ttl};
+}
+
 }  // namespace
+
+const FlashTunables& ItemStore::Impl::flash_tunables() const {
+  static const FlashTunables kDefaults;
+  return config_.flash_tunables != nullptr ? *config_.flash_tunables : kDefaults;
+}
 
 void ItemStore::Impl::MoveClassLocked(Shard& shard, ItemView from, ItemView to) {
   StoreStats::Class& a = shard.counters.classes[SlabClassOf(from)];
@@ -88,14 +99,18 @@ bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const Flash
   EncodeStubValue(stub.value_data(), where, item.value_len());
   MoveClassLocked(shard, item, stub);
   RepointLocked(shard, slot, placed, stub, freq);
+  // As memcached's new header item: "read" counts from the move on, so a
+  // recache (or compaction's drop_unread) looks at reads of the value on flash.
+  *slot = slot::WithState(*slot, slot::State(*slot) & ~kItemFetched);
   return true;
 }
 
 bool ItemStore::Impl::DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, uint8_t freq) {
   const ItemView item = ItemAt(*slot);
-  if (!Movable(*slot, item, config_.flash_item_size)) return false;
+  if (!Movable(*slot, item, flash_tunables().item_size.load(std::memory_order_relaxed))) return false;
   FlashLocator where;
-  if (!config_.flash->Write(item.key(), item.cas(), item.value(), &where)) return false;
+  const bool low_ttl = ShortLived(item, Now().now_tick, flash_tunables().low_ttl.load(std::memory_order_relaxed));
+  if (!config_.flash->Write(item.key(), item.cas(), item.value(), &where, low_ttl)) return false;
   if (SwapToStubLocked(shard, slot, where, now_s, /*at_main_tail=*/true, freq)) return true;
   config_.flash->Release(where, item.key_len(), item.value_len());
   return false;
@@ -249,9 +264,10 @@ bool ItemStore::Impl::FinishFetchLocked(ShardLock& lock, Shard& shard, const Fou
   // its time within ITEM_UPDATE_INTERVAL), comes back to RAM one such read in
   // ext_recache_rate; the others are served from the fetched copy.
   constexpr int64_t kRecentReadS = 60;
-  const bool recache = config_.flash_recache_rate != 0 && Has(*f.slot, kItemFetched) &&
+  const uint32_t recache_rate = flash_tunables().recache_rate.load(std::memory_order_relaxed);
+  const bool recache = recache_rate != 0 && Has(*f.slot, kItemFetched) &&
                        t.now_s - stub.last_access() < kRecentReadS &&
-                       shard.recache_counter++ % config_.flash_recache_rate == 0;
+                       shard.recache_counter++ % recache_rate == 0;
   if (recache) {
     bool placed = false;
     if (!RecacheLocked(lock, shard, f, t, attempt, done.value, &placed)) return kRetry;
@@ -391,21 +407,25 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
     uint64_t slot;
     uint64_t cas;
     ItemRef pin;
+    bool short_lived;   // decided under the lock: a touch changes the TTL in place
   };
   std::vector<Candidate> candidates;
   Shard& shard = shards_[cursor->shard];
+  const uint32_t min_size = flash_tunables().item_size.load(std::memory_order_relaxed);
+  const uint32_t low_ttl = flash_tunables().low_ttl.load(std::memory_order_relaxed);
   {
     ShardLock lock(this, shard);
     const Times t = Now();
     cursor->position = shard.index.Walk(cursor->position, max_buckets, [&](uint64_t* slot) {
       const ItemView item = ItemAt(*slot);
-      if (!Movable(*slot, item, config_.flash_item_size) || IsExpiredAt(item, t.now_tick) ||
+      if (!Movable(*slot, item, min_size) || IsExpiredAt(item, t.now_tick) ||
           IsFlushed(item, t.now_s) || t.now_s - item.last_access() < int64_t{min_idle_s}) {
         return;
       }
       Segment* seg = SegmentOf(*slot);
       seg->Pin();
-      candidates.push_back(Candidate{HashKey(item.key()), *slot, item.cas(), ItemRef(seg)});
+      candidates.push_back(Candidate{HashKey(item.key()), *slot, item.cas(), ItemRef(seg),
+                                     ShortLived(item, t.now_tick, low_ttl)});
     });
   }
   if (cursor->position == 0 && ++cursor->shard == shard_count_) cursor->done = true;
@@ -413,12 +433,12 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
   for (const Candidate& c : candidates) {
     const ItemView item = ItemAt(c.slot);   // pinned: its key and value stay
     FlashLocator where;
-    if (!config_.flash->Write(item.key(), c.cas, item.value(), &where)) continue;
+    if (!config_.flash->Write(item.key(), c.cas, item.value(), &where, c.short_lived)) continue;
     const Times t = Now();
     ShardLock lock(this, shard);
     uint64_t* slot = shard.index.FindLocation(c.hash, slot::Segment(c.slot), slot::Offset(c.slot));
     if (slot != nullptr && ItemAt(*slot).cas() == c.cas &&
-        Movable(*slot, ItemAt(*slot), config_.flash_item_size) &&
+        Movable(*slot, ItemAt(*slot), min_size) &&
         SwapToStubLocked(shard, slot, where, t.now_s, /*at_main_tail=*/false, slot::Freq(*slot))) {
       moved++;
     } else {

@@ -168,6 +168,8 @@ class ItemStore::Impl {
   // The expiry tick of a value that expired ago_s seconds ago (at least a tick ago).
   int32_t ExpiredTick(int64_t ago_s) const;
   const StoreConfig& config() const { return config_; }
+  // The live ext_* settings (StoreConfig::flash_tunables, or memcached's defaults).
+  const FlashTunables& flash_tunables() const;
 
   // The parts the helpers below share (defined after the class).
   struct Shard;

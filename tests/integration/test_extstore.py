@@ -8,6 +8,7 @@ extstore_objects_written) and read back byte for byte through get, gets, a multi
 and a binary get; a delete or an overwrite of a value on flash; the flash counters and
 extstore_* lines where memcached prints them; a small file that fills up degrades to misses;
 corrupted file bytes read as misses counted in badcrc_from_extstore, never as a wrong value.
+The runtime `extstore` command: memcached's replies and settings, and its effect on the tier.
 """
 
 import os
@@ -92,6 +93,115 @@ def compare_settings(results):
                           a.call(b"stats extstore\r\n", b"END\r\n"),
                           "stats extstore without ext_path, %s" % args)
     servers.stop(results)
+
+
+# The runtime `extstore` command: each line's reply, then the ext_* block it leaves.
+EXTSTORE_LINES = [
+    b"extstore", b"extstore item_size", b"extstore item_size 100", b"extstore item_size x",
+    b"extstore item_size -1", b"extstore item_size +7", b"extstore item 100", b"extstore max 100",
+    b"extstore max_frag 0.5", b"extstore max_frag .25x", b"extstore drop_unread 2",
+    b"extstore free_memchunks 1 2", b"extstore free_memchunks 64 2", b"extstore free_memchunks 1",
+    b"extstore nosuch 1", b"extstore item_size 100 noreply", b"extstore item_size x noreply",
+    b"extstore noreply", b"extstore item_size 4294967296", b"extstore item_size 5 extra",
+    b"extstore  item_age   7 ", b"extstore low_ttl 3", b"extstore recache_rate 9",
+    b"extstore compact_under 4", b"extstore drop_under 2", b"extstore max_sleep 50000",
+    b"extstore max_frag 1e1", b"extstore max_frag nan", b"extstore drop_unread 0",
+    b"extstore low_ttl 99999999999999999999",
+]
+
+
+def command_transcript(conn):
+    out = []
+    for line in EXTSTORE_LINES:
+        reply = conn.call(line + b"\r\nmn\r\n", b"MN\r\n")
+        out.append((line, reply, ext_block(conn)))
+    return out
+
+
+def compare_extstore_command(results):
+    """memcached's replies to `extstore <setting> <value>` and the settings they leave, without
+    and with ext_path (each server its own file)."""
+    for tag in ("none", "cmd"):
+        opts = [] if tag == "none" else ["-o", FLASH_OPTS + ",ext_path=%s:16m" % flash_file(tag)]
+        mc_opts = [] if tag == "none" else ["-o", FLASH_OPTS + ",ext_path=%s.mc:16m" % flash_file(tag)]
+        ref, ours = harness.start_memcached(mc_opts), harness.start_target(opts)
+        try:
+            with harness.Conn(ref.port) as a, harness.Conn(ours.port) as b:
+                want, got = command_transcript(a), command_transcript(b)
+                for w, g in zip(want, got):
+                    results.equal(g, w, "extstore command (%s ext_path): %r" % (tag, w[0]))
+        finally:
+            ref.stop()
+            ours.stop()
+            for p in (flash_file(tag), flash_file(tag) + ".mc"):
+                if os.path.exists(p):
+                    os.remove(p)
+
+
+def check_command_applies(results):
+    """`extstore item_age` reaches the running flash tier: values that never idle out under the
+    default age move to flash once it is 1 s."""
+    path = flash_file("age")
+    ours = harness.start_herdless(["-m", "8", "-o", "ext_page_size=2,ext_wbuf_size=2,ext_max_sleep=20000,"
+                                   "ext_path=%s:16m" % path])
+    try:
+        with harness.Conn(ours.port) as c:
+            set_all(c, range(10))
+            results.equal(harness.stat(c, "extstore_objects_written"), 0,
+                          "without ext_item_age nothing that fits in RAM moves")
+            results.equal(c.call(b"extstore item_age 1\r\n"), b"OK\r\n", "extstore item_age 1")
+            results.check(wait_written(c, 10) >= 10, "the 10 idle values moved to flash")
+            results.equal([get_value(c, b"k%d" % i) for i in range(10)], [value_of(i) for i in range(10)],
+                          "and read back")
+    finally:
+        ours.stop()
+        if os.path.exists(path):
+            os.remove(path)
+
+
+def check_sizes_1645_refuses(results):
+    """memcached 1.6.45 refuses ext_path=<file>:0m (no whole page, exit 64) and :1GB (no unit,
+    exit 1), which 1.6.18 starts with: so does herdless under -o compat=1.6.45 (1.6.45's words,
+    checked against its build by hand: t/extstore-start.t 1, 2)."""
+    path = flash_file("size")
+    cases = [("0m", b"supplied ext_path has zero size, cannot use", 64),
+             ("1GB", b"must supply size to ext_path, ie: ext_path=/f/e:64m (m|g|t|p supported)\n"
+                     b"failed to parse ext_path argument", 1)]
+    for size, message, status in cases:
+        proc = harness.check_refuses_to_start(
+            results, ["-U", "0", "-o", "ext_path=%s:%s,compat=1.6.45" % (path, size)], message,
+            "compat=1.6.45, ext_path=<file>:%s" % size)
+        results.equal(proc.returncode, status, "1.6.45's exit status for :%s" % size)
+    if os.path.exists(path):
+        os.remove(path)
+
+
+def check_low_ttl(results):
+    """ext_low_ttl: values whose TTL ends within it fill pages of their own, shown with memcached's
+    bucket 3 in stats extstore; values without a TTL go to bucket 0's."""
+    path = flash_file("lowttl")
+    ours = harness.start_herdless(["-m", "8", "-o", FLASH_OPTS + ",ext_low_ttl=60,ext_path=%s:16m" % path])
+    try:
+        with harness.Conn(ours.port) as c:
+            for i in range(6):
+                v = value_of(i)
+                ttl = 30 if i % 2 == 0 else 0
+                results.equal(c.call(b"set k%d 0 %d %d\r\n%s\r\n" % (i, ttl, len(v), v)), b"STORED\r\n",
+                              "set k%d" % i)
+            results.check(wait_written(c, 6) >= 6, "6 values moved to flash")
+            pages = harness.stats(c, b"extstore")
+            used = {}
+            for name, value in pages.items():
+                page, field = name.split(":")
+                used.setdefault(page, {})[field] = value
+            buckets = sorted(p["bucket"] for p in used.values() if p["version"] != "0")
+            results.equal(buckets, ["0", "3"], "one page per bucket: the default and the low-TTL one")
+            results.equal([get_value(c, b"k%d" % i) for i in range(6)], [value_of(i) for i in range(6)],
+                          "both read back")
+    finally:
+        ours.stop()
+        if os.path.exists(path):
+            os.remove(path)
 
 
 def compare_messages(results):
@@ -308,6 +418,10 @@ def check_corrupted_file(results):
 def body(results):
     compare_settings(results)
     compare_messages(results)
+    compare_extstore_command(results)
+    check_command_applies(results)
+    check_low_ttl(results)
+    check_sizes_1645_refuses(results)
     check_round_trip(results)
     check_recache(results)
     check_full_file(results)

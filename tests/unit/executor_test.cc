@@ -781,6 +781,66 @@ TEST_F(ExecutorTest, LruRepliesAsMemcached) {
   EXPECT_EQ(StatValue(Run("stats settings\r\n"), "lru_maintainer_thread"), "no");
 }
 
+// extstore <setting> <value> (process_extstore_command): OK or a bare ERROR,
+// with or without ext_path; the value shows in `stats settings` at once.
+// 1.6.18 reads numbers with safe_strto* and hides the reply of a line that
+// ends in noreply; 1.6.45 takes a prefix of the setting's name and reads digits only.
+TEST_F(ExecutorTest, ExtstoreRepliesAsMemcached) {
+  struct Case {
+    const char* line;
+    const char* as_1618;
+    const char* as_1645;
+  } cases[] = {
+      {"extstore\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"extstore item_size\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"extstore item_size 100\r\n", "OK\r\n", "OK\r\n"},
+      {"extstore item_size x\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"extstore item_size -1\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"extstore item_size +7\r\n", "OK\r\n", "ERROR\r\n"},
+      {"extstore item 100\r\n", "ERROR\r\n", "OK\r\n"},
+      {"extstore max 100\r\n", "ERROR\r\n", "OK\r\n"},   // 1.6.45: max_sleep comes first
+      {"extstore max_frag 0.5\r\n", "OK\r\n", "OK\r\n"},
+      {"extstore max_frag .25x\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"extstore drop_unread 2\r\n", "OK\r\n", "OK\r\n"},
+      {"extstore free_memchunks 1 2\r\n", "OK\r\n", "OK\r\n"},
+      {"extstore free_memchunks 64 2\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"extstore free_memchunks 1\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"extstore nosuch 1\r\n", "ERROR\r\n", "ERROR\r\n"},
+      {"extstore item_size 100 noreply\r\n", "", ""},
+      {"extstore item_size x noreply\r\n", "", ""},
+      {"extstore noreply\r\n", "", ""},
+  };
+  for (Compat compat : {Compat::k1618, Compat::k1645}) {
+    server_.settings.compat = compat;
+    for (const Case& c : cases) {
+      EXPECT_EQ(Run(c.line), compat == Compat::k1618 ? c.as_1618 : c.as_1645) << c.line;
+    }
+    Run("extstore item_size 300\r\nextstore item_age 30\r\nextstore low_ttl 5\r\n"
+        "extstore recache_rate 7\r\nextstore compact_under 3\r\nextstore drop_under 2\r\n"
+        "extstore max_sleep 9\r\nextstore max_frag 1.237\r\nextstore drop_unread 1\r\n");
+    std::string settings = Run("stats settings\r\n");
+    EXPECT_EQ(StatValue(settings, "ext_item_size"), "300");
+    EXPECT_EQ(StatValue(settings, "ext_item_age"), "30");
+    EXPECT_EQ(StatValue(settings, "ext_low_ttl"), "5");
+    EXPECT_EQ(StatValue(settings, "ext_recache_rate"), "7");
+    EXPECT_EQ(StatValue(settings, "ext_compact_under"), "3");
+    EXPECT_EQ(StatValue(settings, "ext_drop_under"), "2");
+    EXPECT_EQ(StatValue(settings, "ext_max_sleep"), "9");
+    EXPECT_EQ(StatValue(settings, "ext_max_frag"), "1.24");
+    EXPECT_EQ(StatValue(settings, "ext_drop_unread"), "yes");
+    EXPECT_EQ(Run("extstore drop_unread 0\r\nextstore item_size 4294967295\r\n"), "OK\r\nOK\r\n");
+    settings = Run("stats settings\r\n");
+    EXPECT_EQ(StatValue(settings, "ext_drop_unread"), "no");
+    EXPECT_EQ(StatValue(settings, "ext_item_size"), "4294967295");
+    // A bad number: 1.6.18 zeroes the setting on its way to ERROR, 1.6.45 keeps it;
+    // both zero max_frag.
+    Run("extstore item_age x\r\nextstore max_frag 1x\r\n");
+    settings = Run("stats settings\r\n");
+    EXPECT_EQ(StatValue(settings, "ext_item_age"), compat == Compat::k1618 ? "0" : "30");
+    EXPECT_EQ(StatValue(settings, "ext_max_frag"), "0.00");
+  }
+}
+
 TEST_F(ExecutorTest, WatchParsesItsKinds) {
   EXPECT_EQ(Run("watch foo\r\n"), "ERROR\r\n");
   EXPECT_EQ(Run("watch mutations stampede\r\n"), "");

@@ -146,6 +146,46 @@ TEST(ExtstoreOptionsTest, BadValuesGetMemcachedsMessages) {
   }
 }
 
+// 1.6.45 (-o compat=1.6.45, wherever it stands in the list) refuses a size
+// without a unit (exit 1, as its -o parsing) and a file of no whole page
+// (EX_USAGE, storage_check_config), which 1.6.18 starts with; its default
+// compaction thresholds are a hundredth of the pages, at least 1.
+TEST(ExtstoreOptionsTest, Compat1645RefusesSizesOf1618) {
+  struct Case {
+    std::string list;
+    bool ok_1618;
+    std::string error_1645;
+    int exit_1645;
+  };
+  const Case cases[] = {
+      {"ext_path=/tmp/a:1GB", true,
+       "must supply size to ext_path, ie: ext_path=/f/e:64m (m|g|t|p supported)\n"
+       "failed to parse ext_path argument", 1},
+      {"ext_path=/tmp/a:0m", true, "supplied ext_path has zero size, cannot use", 64},
+      {"ext_path=/tmp/a:32m", true, "supplied ext_path has zero size, cannot use", 64},
+      {"ext_path=/tmp/a:1g,ext_path=/tmp/b:0g", true, "supplied ext_path has zero size, cannot use", 64},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(Check(c.list).ok, c.ok_1618) << c.list;
+    for (const std::string& list : {"compat=1.6.45," + c.list, c.list + ",compat=1.6.45"}) {
+      Parsed p;
+      OptionParse check(&p.options);
+      check.exit_status = 64;   // as the parser sets it for the checks after the last option
+      const bool ok = check.ApplySuboptions(list) && CheckExtstoreOptions(&check);
+      EXPECT_FALSE(ok) << list;
+      EXPECT_EQ(check.error, c.error_1645) << list;
+      EXPECT_EQ(check.exit_status, c.exit_1645) << list;
+    }
+  }
+  Parsed p = Check("compat=1.6.45,ext_path=/tmp/a:1g,ext_path=/tmp/b:64g");
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.options.protocol.ext.compact_under, 10u);   // 1,024 pages of the last file
+  p = Check("compat=1.6.45,ext_path=/tmp/a:1g");
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.options.protocol.ext.compact_under, 1u);
+  EXPECT_EQ(p.options.protocol.ext.drop_under, 1u);
+}
+
 TEST(ExtstoreOptionsTest, AValidPathIsAccepted) {
   Parsed p = Parse({"-o", "ext_page_size=8,ext_wbuf_size=2,ext_path=/tmp/herdless-ext-test:64m"});
   EXPECT_TRUE(p.ok) << p.error;

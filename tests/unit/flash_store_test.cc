@@ -171,7 +171,7 @@ TEST_F(FlashStoreTest, ReleasedPagesFreeUpAndFragmentedOnesAreOfferedForCompacti
     store->Release(where[i], ("k" + std::to_string(i)).size(), ValueOf(i).size());
   }
   FlashStore::Compaction compaction;
-  ASSERT_TRUE(store->PickCompaction(&compaction));
+  ASSERT_TRUE(store->PickCompaction(FlashTunables(settings_), &compaction));
   EXPECT_EQ(compaction.page, first);
   EXPECT_EQ(compaction.generation, where[0].generation);
   EXPECT_FALSE(compaction.drop_unread);
@@ -321,13 +321,88 @@ TEST_F(FlashStoreTest, CompactionPicksMemcachedsPage) {
       }
     }
     FlashStore::Compaction got;
-    const bool any = store->PickCompaction(&got);
+    const bool any = store->PickCompaction(FlashTunables(s), &got);
     EXPECT_EQ(any, c.picked >= 0) << c.what;
     if (any && c.picked >= 0) {
       EXPECT_EQ(got.page, static_cast<uint32_t>(c.picked)) << c.what;
       EXPECT_EQ(got.drop_unread, c.drop) << c.what;
     }
   }
+}
+
+// -o compat=1.6.45: 1.6.45's storage_compact_check compacts under
+// ext_compact_under (not at it) and takes the emptiest page under a fixed
+// limit (page size x ext_max_frag) where 1.6.18 takes the oldest.
+TEST_F(FlashStoreTest, Compat1645CompactsTheEmptiestPage) {
+  struct Case {
+    bool as_1645;
+    uint32_t compact_under;
+    int picked;   // -1: none
+  };
+  const Case cases[] = {{false, 2, 0}, {true, 2, 1}, {false, 1, 0}, {true, 1, -1}};
+  for (const Case& c : cases) {
+    Make(4);
+    ExtstoreSettings s = settings_;
+    s.compact_as_1645 = c.as_1645;
+    s.compact_under = c.compact_under;
+    std::string error;
+    auto store = FlashStore::Open(s, &error);   // empties the file Make made
+    ASSERT_NE(store, nullptr) << error;
+    std::vector<FlashLocator> where;
+    for (int i = 0; where.empty() || where.back().page < 2; ++i) {   // pages 0 and 1 full, 2 open, 3 free
+      FlashLocator at;
+      ASSERT_TRUE(store->Write("k" + std::to_string(i), i, ValueOf(i), &at));
+      where.push_back(at);
+    }
+    for (int page = 0; page < 2; ++page) {   // page 0 keeps half its values, page 1 a fifth
+      std::vector<int> on;
+      for (int i = 0; i < static_cast<int>(where.size()); ++i) {
+        if (where[i].page == static_cast<uint32_t>(page)) on.push_back(i);
+      }
+      const size_t keep = on.size() * (page == 0 ? 5 : 2) / 10;
+      for (size_t j = keep; j < on.size(); ++j) {
+        store->Release(where[on[j]], ("k" + std::to_string(on[j])).size(), ValueOf(on[j]).size());
+      }
+    }
+    FlashStore::Compaction got;
+    const bool any = store->PickCompaction(FlashTunables(s), &got);
+    EXPECT_EQ(any, c.picked >= 0) << c.as_1645 << " " << c.compact_under;
+    if (any && c.picked >= 0) EXPECT_EQ(got.page, static_cast<uint32_t>(c.picked)) << c.as_1645;
+  }
+}
+
+// ext_low_ttl: short-lived values fill pages of their own (stats extstore's
+// bucket 3), which compaction leaves alone and which free themselves once
+// every value on them is released (extstore_page_reclaims).
+TEST_F(FlashStoreTest, LowTtlValuesFillPagesOfTheirOwn) {
+  auto store = Make(8);
+  std::vector<FlashLocator> plain(10), short_lived;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Write("p" + std::to_string(i), i, ValueOf(i), &plain[i]));
+  for (int i = 0; short_lived.size() < 2 || short_lived.back().page == short_lived.front().page; ++i) {
+    FlashLocator at;
+    ASSERT_TRUE(store->Write("s" + std::to_string(i), i, ValueOf(i), &at, /*low_ttl=*/true));
+    short_lived.push_back(at);
+  }
+  const uint32_t first = short_lived.front().page;
+  for (const FlashLocator& at : plain) EXPECT_NE(at.page, first);
+  EXPECT_EQ(store->PageData()[first].bucket, kFlashBucketLowTtl);
+  EXPECT_EQ(store->PageData()[plain[0].page].bucket, 0u);
+  // Both streams read back, from their buffers and the file.
+  std::string value;
+  ASSERT_EQ(store->Read(plain[3], "p3", ValueOf(3).size(), &value), FlashReadResult::kOk);
+  EXPECT_EQ(value, ValueOf(3));
+  ASSERT_EQ(store->Read(short_lived[1], "s1", ValueOf(1).size(), &value), FlashReadResult::kOk);
+  EXPECT_EQ(value, ValueOf(1));
+  // A full low-TTL page with hardly anything live is no compaction candidate.
+  for (size_t i = 1; i < short_lived.size(); ++i) {
+    if (short_lived[i].page == first) store->Release(short_lived[i], ("s" + std::to_string(i)).size(), ValueOf(i).size());
+  }
+  FlashStore::Compaction compaction;
+  EXPECT_FALSE(store->PickCompaction(FlashTunables(settings_), &compaction));
+  // Its last value released, it is free again.
+  store->Release(short_lived[0], 2, ValueOf(0).size());
+  EXPECT_EQ(store->PageData()[first].version, 0u);
+  EXPECT_EQ(store->Stats().page_reclaims, 1u);
 }
 
 // -e restart: the file reopened keeps the values the restored items still

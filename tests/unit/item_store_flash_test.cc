@@ -68,7 +68,8 @@ class ItemStoreFlashTest : public ::testing::Test {
     config.wake_sink = &sink_;
     config.flash = flash_.get();
     config.flash_fetcher = &fetcher_;
-    config.flash_recache_rate = recache_rate_;
+    tunables_.recache_rate.store(recache_rate_);
+    config.flash_tunables = &tunables_;
     store_ = std::make_unique<ItemStore>(config);
   }
   void TearDown() override {
@@ -128,6 +129,7 @@ class ItemStoreFlashTest : public ::testing::Test {
   RecordingFetcher fetcher_;
   WaitTicket ticket_{0, 1, 1};
   uint32_t recache_rate_ = 2000;   // ext_recache_rate's default
+  FlashTunables tunables_;         // what `extstore` changes at run time
   std::unique_ptr<FlashStore> flash_;
   std::unique_ptr<ItemStore> store_;
 };
@@ -419,6 +421,68 @@ TEST_F(ItemStoreFlashTest, RecentValuesDoNotMove) {
   size_t moved = 0;
   while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
   EXPECT_EQ(moved, 0u);
+}
+
+// ext_item_size is read at each move: `extstore item_size` raised above the
+// values' length keeps them in RAM from then on.
+TEST_F(ItemStoreFlashTest, ARaisedItemSizeKeepsValuesInRam) {
+  for (int i = 0; i < 50; ++i) Set(i);
+  tunables_.item_size.store(kValueLen + 1);
+  clock_.AdvanceSeconds(5);
+  WalkCursor cursor;
+  size_t moved = 0;
+  while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
+  EXPECT_EQ(moved, 0u);
+  tunables_.item_size.store(kValueLen);
+  cursor = WalkCursor{};
+  while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
+  EXPECT_EQ(moved, 50u);
+}
+
+// As memcached's header item, a stub starts unread: reads in RAM before the
+// move do not make its first read from flash a recache.
+TEST_F(ItemStoreFlashTest, ReadsBeforeTheMoveDoNotCountForRecache) {
+  tunables_.recache_rate.store(1);
+  Set(0);
+  ASSERT_EQ(Read(KeyOf(0)).status, ReadStatus::kHit);   // read in RAM
+  clock_.AdvanceSeconds(5);
+  WalkCursor cursor;
+  size_t moved = 0;
+  while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
+  ASSERT_EQ(moved, 1u);
+  EXPECT_EQ(ValueRead(0), ValueOf(0));   // its first read on flash
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 0u);
+  EXPECT_EQ(ValueRead(0), ValueOf(0));   // read before, lately: recached
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 1u);
+}
+
+// ext_low_ttl: a value whose item expires within it moves to the low-TTL
+// pages (stats extstore's bucket 3), one without a TTL to the others.
+TEST_F(ItemStoreFlashTest, ShortLivedValuesMoveToLowTtlPages) {
+  tunables_.low_ttl.store(60);
+  for (int i = 0; i < 10; ++i) {
+    const std::string key = KeyOf(i);
+    const std::string value = ValueOf(i);
+    StoreRequest req;
+    req.key = key;
+    req.value = value;
+    req.exptime = i % 2 == 0 ? 30 : 0;   // even keys expire within 60 s
+    ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored) << i;
+  }
+  clock_.AdvanceSeconds(5);
+  WalkCursor cursor;
+  size_t moved = 0;
+  while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
+  ASSERT_EQ(moved, 10u);
+  uint64_t low_bytes = 0, other_bytes = 0;
+  for (const FlashPageData& p : flash_->PageData()) {
+    (p.bucket == kFlashBucketLowTtl ? low_bytes : other_bytes) += p.bytes_used;
+  }
+  EXPECT_GT(low_bytes, 5 * kValueLen);
+  EXPECT_LT(low_bytes, 6 * kValueLen);
+  EXPECT_GT(other_bytes, 5 * kValueLen);
+  EXPECT_LT(other_bytes, 6 * kValueLen);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(ValueRead(i), ValueOf(i)) << i;
 }
 
 }  // namespace
