@@ -305,11 +305,13 @@ def warm_switches(res):
     with harness.Conn(h.port) as c:
         for i in range(30):
             c.call(b"get absent%d\r\n" % i, b"END\r\n")
-        res.equal(harness.stat(c, "warm_misses"), 30, "30 peer misses")
+        # The rule is judged once a second: it may end warm-up after the 20th miss.
+        misses = harness.stat(c, "warm_misses")
+        res.check(20 <= misses <= 30, "30 peer misses (warm-up may end from the 20th)", repr(misses))
         harness.wait_for(lambda: harness.stat(c, "warm_active") == 0, what="warm-up to end")
         res.equal(c.call(b"get k1\r\n", b"END\r\n"), b"END\r\n",
                   "warm_min_hit_ratio: after it ended a miss is not warmed")
-        res.equal(harness.stat(c, "warm_fetches"), 30, "... no fetch")
+        res.equal(harness.stat(c, "warm_fetches"), misses, "... no fetch")
     h.stop()
     h = harness.start_herdless(["-t", "1"])
     with harness.Conn(h.port) as c:
@@ -691,7 +693,8 @@ def default_hit_ratio(res):
         res.equal(len(keys), 40, "40 keys the new node owns")
         for k in keys[:30]:
             c.call(b"get %s\r\n" % k.encode(), b"END\r\n")
-        res.equal(harness.stat(c, "warm_misses"), 30, "never joined: 30 peer misses")
+        misses = harness.stat(c, "warm_misses")   # the rule may end warm-up from the 20th
+        res.check(20 <= misses <= 30, "never joined: 30 peer misses", repr(misses))
         harness.wait_for(lambda: harness.stat(c, "warm_active") == 0, what="warm-up to end by default")
         sent = harness.stat(c, "warm_invalidations")
         res.equal(c.call(b"set %s 0 0 1\r\nx\r\n" % keys[30].encode()), b"STORED\r\n", "a set")
@@ -701,7 +704,7 @@ def default_hit_ratio(res):
             m.call(b"set %s 0 0 2\r\nv1\r\n" % keys[31].encode())
         res.equal(c.call(b"get %s\r\n" % keys[31].encode(), b"END\r\n"), b"END\r\n",
                   "after it ended: a miss is not warmed")
-        res.equal(harness.stat(c, "warm_fetches"), 30, "... no fetch")
+        res.equal(harness.stat(c, "warm_fetches"), misses, "... no fetch")
     h.stop()
     with harness.Conn(mc.port) as m:
         for k in keys:

@@ -169,7 +169,8 @@ def ring_previous_owner(res):
     os.chmod(ring, 0o644)
     nodes = [harness.start_herdless(["-t", "2", "-p", str(port), "-o",
                                      "classic_stampede=wait,ring=%s,ring_self=node%d" % (ring, i + 1),
-                                     "-o", "warm_timeout_ms=%d,warm_holdoff=1" % TIMEOUT_MS])
+                                     # every fetch here misses: the ratio rule must not end warm-up
+                                     "-o", "warm_timeout_ms=%d,warm_holdoff=1,warm_min_hit_ratio=0" % TIMEOUT_MS])
              for i, port in enumerate(ports)]
     keys = scaleout.key_names("inv:", 300)
     with harness.Conn(nodes[2].port) as n3:
