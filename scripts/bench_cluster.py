@@ -29,6 +29,9 @@ Scenarios, each run for memcached x3 and herdless x3 (same nodes, same load):
         keys go to the others; after --away seconds it comes back: herdless with -e and the
         ring (it asks the others for the keys they changed for it and drops them), memcached
         empty.
+  still-flap the control for flap: the same run with no stop and no restart, measured over the
+        same windows ("death", "return") and the same keys (node3's). `flap` minus
+        `still-flap` is what the death and the return themselves cost.
 The cache is prefilled with every key, TTLs spread over 1..--ttl s (as if set over the last
 --ttl s). Per scenario: the --baseline s before the event, then the --window s after it
 (flap: the --away s of the death, then --window s after the return). Which keys move is
@@ -232,6 +235,7 @@ class Run:
         self.back_at = None                     # when it came back
         self.changed_before_return = set()      # keys written while it was away, before it restarted
         self.stale_flap_keys = set()
+        self.moved_read = {}                    # second -> moved keys some reader asked for then
         self.t0 = time.monotonic()
         self.port = None
         self.stop = False
@@ -277,6 +281,8 @@ class Run:
                 conn.close()
                 conn.port = self.port
             k = self.keys[pick()]
+            if k in self.moved:
+                self.moved_read.setdefault(int(time.monotonic() - self.t0), set()).add(k)
             committed = self.committed[k]
             try:
                 got = await conn.call(b"get %s\r\n" % k.encode(), (b"END\r\n",))
@@ -387,14 +393,16 @@ async def scenario_on(args, kind, name, keys, cluster, procs):
         t = run.mark("still")   # nothing happens
         await asyncio.sleep(args.window)
         windows["still"] = (t, args.window)
-    else:
+    else:   # flap, or its control still-flap: the same timeline with node3 left running
         run.at_away = dict(run.committed)
         t = run.mark("death")
-        cluster.stop_node(2)
+        if name == "flap":
+            cluster.stop_node(2)
         await asyncio.sleep(args.away)
         windows["death"] = (t, args.away)
         run.changed_before_return = {k for k in keys if run.committed[k] > run.at_away[k]}
-        commands.append(cluster.start_node(2, 3))
+        if name == "flap":
+            commands.append(cluster.start_node(2, 3))
         run.back_at = t2 = run.mark("return")
         await asyncio.sleep(args.window)
         windows["return"] = (t2, args.window)
@@ -416,6 +424,8 @@ async def scenario_on(args, kind, name, keys, cluster, procs):
         start = int(t)
         result["events"][event] = {n: run.total(n, start, start + length) for n in names}
         result["events"][event]["seconds"] = length
+        result["events"][event]["moved_read"] = len(set().union(
+            *(ks for s, ks in run.moved_read.items() if start <= s < start + length)))
     result["after_all"] = {n: run.total(n, base_end, 10 ** 6) for n in names}
     result["series"] = {n: run.series.get(n, {}) for n in ("loads", "loads_moved", "errors", "stale")}
     result["event_times"] = run.events
@@ -442,7 +452,8 @@ def report(results, args):
         for event, e in r["events"].items():
             scale = e["seconds"] / args.baseline
             print("| %s (%d s) | %s | %d | %d (%d) | %d (%d) | %d | %d | %d (%d) | %d (%d) | %d |" % (
-                event, e["seconds"], r["kind"], r["moved"], e["loads"], e["loads_moved"],
+                event + (" [%s: no event]" % r["scenario"] if r["scenario"] in CONTROLS.values() else ""),
+                e["seconds"], r["kind"], r["moved"], e["loads"], e["loads_moved"],
                 b["loads"] * scale, b["loads_moved"] * scale, e["misses"], e["errors"], e["stale"],
                 e["stale_moved"], e["stale_after_flap"], e["stale_after_flap_listed"],
                 e["hits"] + e["misses"] + e["errors"]))
@@ -471,21 +482,42 @@ def report(results, args):
             m_extra = m_moved - m["baseline"]["loads_moved"] * scale
             print("%s: herdless/memcached DB loads of the moved keys: %d/%d = %.2f; per moved key %.2f vs %.2f; "
                   "above the baseline: %d/%d = %.2f" % (
-                      event, h_moved, m_moved, h_moved / max(1, m_moved), h_moved / max(1, r["moved"]),
+                      event + (" [%s: no event]" % name if name in CONTROLS.values() else ""),
+                      h_moved, m_moved, h_moved / max(1, m_moved), h_moved / max(1, r["moved"]),
                       m_moved / max(1, m["moved"]), h_extra, m_extra, h_extra / m_extra if m_extra > 0 else float("nan")))
-    # The join against its control: the same keys in the same window with no join.
-    extra = {}
-    for kind in ("memcached", "herdless"):
-        if (kind, "join") in by and (kind, "still") in by:
-            joined = by[(kind, "join")]["events"]["join"]["loads_moved"]
-            still = by[(kind, "still")]["events"]["still"]["loads_moved"]
-            extra[kind] = joined - still
-            print("join %s: DB loads of the moved keys %d, without the join (still) %d: the join's own %d"
-                  % (kind, joined, still, extra[kind]))
-    if len(extra) == 2:
-        print("join: herdless/memcached loads caused by the join (join - still): %d/%d = %.2f" % (
-            extra["herdless"], extra["memcached"],
-            extra["herdless"] / extra["memcached"] if extra["memcached"] > 0 else float("nan")))
+    report_against_controls(by)
+
+
+CONTROLS = {"join": "still", "flap": "still-flap"}   # scenario -> the same run with no event
+CONTROL_WINDOW = {"join": "still", "death": "death", "return": "return"}
+
+
+def report_against_controls(by):
+    """Each event's loads of the moved keys minus its control's (same keys, same window, no event):
+    what the event itself costs, without a baseline scaled from before it."""
+    for name, control in CONTROLS.items():
+        events = next((by[(k, name)]["events"] for k in ("memcached", "herdless") if (k, name) in by), {})
+        for event in events:
+            extra = {}
+            for kind in ("memcached", "herdless"):
+                if (kind, name) not in by or (kind, control) not in by:
+                    continue
+                e = by[(kind, name)]["events"][event]
+                c = by[(kind, control)]["events"][CONTROL_WINDOW[event]]
+                extra[kind] = e["loads_moved"] - c["loads_moved"]
+                print("%s %s: DB loads of the moved keys %d, without the %s (%s) %d: the %s's own %d"
+                      % (event, kind, e["loads_moved"], event, control, c["loads_moved"], event, extra[kind]))
+                if event == "death":
+                    read = e.get("moved_read", 0)
+                    moved = by[(kind, name)]["moved"]
+                    print("death %s: %d of %d moved keys read in the window; loads per moved key %.2f, "
+                          "per moved key read %.2f; caused by the death (death - %s) per moved key read %.2f"
+                          % (kind, read, moved, e["loads_moved"] / max(1, moved),
+                             e["loads_moved"] / max(1, read), control, extra[kind] / max(1, read)))
+            if len(extra) == 2:
+                print("%s: herdless/memcached loads caused by the %s (%s - %s): %d/%d = %.2f" % (
+                    event, event, name, control, extra["herdless"], extra["memcached"],
+                    extra["herdless"] / extra["memcached"] if extra["memcached"] > 0 else float("nan")))
 
 
 def chart(json_path, svg_path):
@@ -534,7 +566,8 @@ def main():
     ap.add_argument("--memcached", default="/usr/bin/memcached")
     ap.add_argument("--herdless-args", default="", help="more herdless flags, e.g. '-o warm_timeout_ms=200'")
     ap.add_argument("--servers", default="memcached,herdless")
-    ap.add_argument("--scenarios", default="join,flap", help="of join, still (join's control), flap")
+    ap.add_argument("--scenarios", default="join,flap",
+                    help="of join, still (join's control), flap, still-flap (flap's control)")
     ap.add_argument("--keys", type=int, default=20000)
     ap.add_argument("--zipf", type=float, default=0.99)
     ap.add_argument("--ttl", type=int, default=60)
