@@ -303,6 +303,8 @@ void BinaryExecutor::Update(const BinaryRequest& req, ReplyBuffer* out) {
   sr.exptime = req.exptime;
   sr.compare_cas = compare ? req.cas : 0;
   sr.unlink_on_failure = unlink_on_failure;
+  // classic_stampede answers the winner's Get of a stale item with Not found.
+  sr.classic_lease_add = server_->Settings().classic_stampede != ClassicStampedeMode::kOff;
   const StoreResult r = store_->Store(sr);
   watch_.Store(store_, req.key, req.value.size(), req.flags, req.exptime, sr.mode, r);
   // Refused at allocation (accounting.h): no cmd_set, and in the binary

@@ -207,8 +207,11 @@ std::string_view StoreReplyLine(StoreStatus status, StoreMode mode) {
 
 // lease-set is a set that only the key's lease holder may make. A refused one
 // leaves the key alone: a superseded holder must never remove a newer value.
-void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
-            PrefixStats* prefixes, const Request& req, ReplyBuffer* out) {
+void Update(const TextContext& c, const Request& req, ReplyBuffer* out) {
+  ItemStore* store = c.store;
+  ThreadStats* stats = c.stats;
+  const WatchContext& watch = c.watch;
+  PrefixStats* prefixes = &c.server->prefix_stats();
   const StoreMode mode = ModeOf(req.command);
   // memcached counts a storage command's prefix before it allocates the item.
   if (prefixes->enabled()) prefixes->RecordSet(req.key);
@@ -230,6 +233,8 @@ void Update(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   sr.value = req.value;
   sr.client_flags = req.client_flags;
   sr.exptime = req.exptime;
+  // classic_stampede answers the winner's get of a stale item with a miss.
+  sr.classic_lease_add = c.server->Settings().classic_stampede != ClassicStampedeMode::kOff;
   if (mode == StoreMode::kCas) sr.compare_cas = req.cas_unique;
   if (lease_set) {
     if (req.cas_unique <= kHotMissToken) {   // 0 and 1 are never a lease
@@ -454,7 +459,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kPrepend:
     case Command::kCas:
     case Command::kLeaseSet:
-      Update(c.store, c.stats, c.watch, &c.server->prefix_stats(), req, out);
+      Update(c, req, out);
       return;
     case Command::kDelete:
       Delete(c.store, c.stats, c.watch, &c.server->prefix_stats(), req, out);

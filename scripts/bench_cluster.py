@@ -28,7 +28,8 @@ Scenarios, each run for memcached x3 and herdless x3 (same nodes, same load):
   flap  node3 stops (SIGTERM: herdless writes its -e snapshot), nutcracker ejects it and its
         keys go to the others; after --away seconds it comes back: herdless with -e and the
         ring (it asks the others for the keys they changed for it and drops them), memcached
-        empty.
+        empty. With --no-ring the herdless nodes have no ring: the return relies on
+        --herdless-args '-o restore_max_age=S' (the snapshot comes back stale).
   still-flap the control for flap: the same run with no stop and no restart, measured over the
         same windows ("death", "return") and the same keys (node3's). `flap` minus
         `still-flap` is what the death and the return themselves cost.
@@ -122,10 +123,9 @@ class Cluster:
         if self.kind == "memcached":
             return [self.args.memcached, "-l", "127.0.0.1", "-p", str(self.ports[i]), "-U", "0",
                     "-t", "1", "-m", "64"] + user_args()
+        ring = "" if self.args.no_ring else ",ring=%s,ring_self=node%d" % (self.rings[ring_nodes][0], i + 1)
         argv = [self.args.herdless, "-l", "127.0.0.1", "-p", str(self.ports[i]), "-U", "0", "-t", "1",
-                "-m", "64"] + user_args() + [
-                "-o", "classic_stampede=stale,stale_grace=60,ring=%s,ring_self=node%d"
-                % (self.rings[ring_nodes][0], i + 1)]
+                "-m", "64"] + user_args() + ["-o", "classic_stampede=stale,stale_grace=60" + ring]
         if i == 2:
             argv += ["-e", self.snap]
         return argv + self.args.herdless_args.split()
@@ -565,6 +565,8 @@ def main():
     ap.add_argument("--herdless", required=True)  # bench-cluster passes it
     ap.add_argument("--memcached", default="/usr/bin/memcached")
     ap.add_argument("--herdless-args", default="", help="more herdless flags, e.g. '-o warm_timeout_ms=200'")
+    ap.add_argument("--no-ring", action="store_true",
+                    help="herdless nodes without -o ring (flap: give --herdless-args '-o restore_max_age=S')")
     ap.add_argument("--servers", default="memcached,herdless")
     ap.add_argument("--scenarios", default="join,flap",
                     help="of join, still (join's control), flap, still-flap (flap's control)")

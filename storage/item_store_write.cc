@@ -120,7 +120,8 @@ ItemStore::Impl::StoreAction ItemStore::Impl::StoreActionLocked(Shard& shard, co
     counts.cas_badval++;
     return StoreAction::kReject;
   }
-  if (req.mode == StoreMode::kAdd && live) {
+  const bool told_missing = Has(old_slot, kItemStale) || Has(old_slot, kItemTokenSent);
+  if (req.mode == StoreMode::kAdd && live && !(req.classic_lease_add && told_missing)) {
     // memcached's add bumps the existing item (its time at most once a minute).
     ItemView old_item = ItemAt(old_slot);
     *f.slot = slot::WithFreq(old_slot, std::min<uint8_t>(slot::Freq(old_slot) + 1, S3Fifo::kMaxFrequency));

@@ -122,6 +122,11 @@ struct StoreRequest {
   // not used.
   bool stale_copy = false;
   int64_t stale_for_s = 0;
+  // kAdd from a classic client under classic_stampede: an item its get was
+  // answered as a miss for (a stale one, or one under a live lease: an XFetch
+  // draw, a refresh-ahead window) counts as absent, so the add stores and
+  // ends the lease instead of leaving the stale value to the others.
+  bool classic_lease_add = false;
 };
 
 // Why a lookup found no live item: nothing there, or an expired or flushed

@@ -224,6 +224,39 @@ TEST_F(StampedeTest, StaleModeServesTheStaleValueToAllButTheWinner) {
   EXPECT_EQ(store_->Stats().lease_grants, 1u);
 }
 
+// A read-through client fills a miss with add: the winner's add of a key it
+// was told is missing (stale, or drawn) must store, or the stale value stays.
+TEST_F(StampedeTest, StaleModeWinnersAddReplacesTheValueItWasToldIsMissing) {
+  struct Case {
+    const char* name;
+    ClassicStampedeMode mode;
+    const char* make_stale;   // run after "set k 0 100 3 old"
+    const char* winner_get;   // the winner's reply
+    const char* add_reply;
+  };
+  const Case cases[] = {
+      {"invalidated, stale mode", ClassicStampedeMode::kStale, "md k I q\r\n", "END\r\n", "STORED\r\n"},
+      {"invalidated, wait mode", ClassicStampedeMode::kWait, "md k I q\r\n", "END\r\n", "STORED\r\n"},
+      {"invalidated, off (memcached)", ClassicStampedeMode::kOff, "md k I q\r\n",
+       "VALUE k 0 3\r\nold\r\nEND\r\n", "NOT_STORED\r\n"},
+      {"fresh, stale mode (no draw)", ClassicStampedeMode::kStale, "", "VALUE k 0 3\r\nold\r\nEND\r\n",
+       "NOT_STORED\r\n"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    server_.settings.classic_stampede = c.mode;
+    Reset();
+    Run("set k 0 100 3\r\nold\r\n");
+    Run(c.make_stale);
+    EXPECT_EQ(Run("get k\r\n"), c.winner_get);
+    EXPECT_EQ(Run("add k 0 100 3\r\nnew\r\n"), c.add_reply);
+    const bool stored = std::string(c.add_reply) == "STORED\r\n";
+    EXPECT_EQ(Run("get k\r\n"), stored ? "VALUE k 0 3\r\nnew\r\nEND\r\n" : c.winner_get);
+    EXPECT_EQ(store_->Stats().curr_leases, 0u);
+    EXPECT_EQ(Run("add k 0 100 3\r\nxyz\r\n"), "NOT_STORED\r\n");   // now live and fresh
+  }
+}
+
 TEST_F(StampedeTest, StaleModeXFetchWinnerGetsAMissOthersTheFreshValue) {
   server_.settings.classic_stampede = ClassicStampedeMode::kStale;
   server_.settings.xfetch_beta = 2;
@@ -233,6 +266,10 @@ TEST_F(StampedeTest, StaleModeXFetchWinnerGetsAMissOthersTheFreshValue) {
   EXPECT_EQ(Run("get k\r\n"), "END\r\n");
   EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 1\r\nv\r\nEND\r\n");
   EXPECT_EQ(store_->Stats().xfetch_grants, 1u);
+  // The drawn winner fills its "miss" with add: it stores and ends the lease.
+  EXPECT_EQ(Run("add k 0 10 1\r\nw\r\n"), "STORED\r\n");
+  EXPECT_EQ(store_->Stats().curr_leases, 0u);
+  EXPECT_EQ(store_->Stats().lease_fulfilled, 1u);
 }
 
 TEST_F(StampedeTest, OffModeLeavesGetAsMemcached) {
