@@ -101,8 +101,8 @@ struct WarmPeers::Pending {
   size_t end = 0;               // ... up to (not including) this one
   bool saw_miss = false;        // a peer answered: no such key
   bool saw_stale = false;       // ... or a stub being recomputed (W, Z)
-  bool has_stale = false;       // `stale` holds the first stale value a peer had
-  WarmResult stale;
+  WarmResult stale;             // the first stale value a peer had (kind kStale), if any
+  bool has_stale() const { return stale.kind == WarmResult::Kind::kStale; }
   bool invalidation = false;    // `ring forget` / `delete <key>`, not a fetch
   bool asked_forget = false;    // ... sent as `ring forget`
   event* timer = nullptr;
@@ -202,7 +202,7 @@ void WarmPeers::Ask(Pending* p) {
     return;
   }
   WarmResult r;
-  if (p->has_stale) {
+  if (p->has_stale()) {
     r = std::move(p->stale);   // no peer had it fresh
   } else {
     r.kind = p->saw_miss ? WarmResult::Kind::kMiss : WarmResult::Kind::kError;
@@ -352,9 +352,8 @@ void WarmPeers::Answered(Peer* peer, WarmResult&& r, bool error_line) {
     Finish(p, std::move(r));
     return;
   }
-  if (r.kind == WarmResult::Kind::kStale && !p->has_stale) {
-    p->has_stale = true;   // kept in case no later peer has it fresh
-    p->stale = std::move(r);
+  if (r.kind == WarmResult::Kind::kStale && !p->has_stale()) {
+    p->stale = std::move(r);   // kept in case no later peer has it fresh
   } else if (r.kind == WarmResult::Kind::kMiss) {
     p->saw_miss = true;
     if (r.stale) p->saw_stale = true;
@@ -410,7 +409,7 @@ void WarmPeers::OnTimer(int, short, void* arg) {
   // earlier peer had if any.
   const size_t asked_at = p->peer;
   WarmResult r;
-  if (p->has_stale) r = std::move(p->stale);
+  if (p->has_stale()) r = std::move(p->stale);
   else r.kind = WarmResult::Kind::kTimeout;
   self->Finish(p, std::move(r));
   if (asked_at < self->peers_.size() && self->peers_[asked_at]->fd >= 0) self->Reset(self->peers_[asked_at].get());

@@ -562,7 +562,7 @@ def chart(json_path, svg_path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--herdless", required=True)  # bench-cluster passes it
+    ap.add_argument("--herdless")  # bench-cluster passes it; needed unless --chart
     ap.add_argument("--memcached", default="/usr/bin/memcached")
     ap.add_argument("--herdless-args", default="", help="more herdless flags, e.g. '-o warm_timeout_ms=200'")
     ap.add_argument("--no-ring", action="store_true",
@@ -588,6 +588,8 @@ def main():
     args = ap.parse_args()
     if args.chart:
         return chart(*args.chart)
+    if not args.herdless:
+        ap.error("--herdless is required (except with --chart)")
     keys = key_names(args.keys)
     results = []
     print("load average before: %s" % open("/proc/loadavg").read().strip(), flush=True)
