@@ -26,6 +26,11 @@ class WarmTest : public ::testing::Test {
   WarmTest() : config_(DrivenStoreConfig(&clock_, &random_)), server_(&stats_) {
     clock_.AdvanceSeconds(100);
     config_.delete_holdoff_ms = 2000;
+    Reset();
+  }
+
+  // Rebuilds the store and executor from config_.
+  void Reset() {
     store_ = std::make_unique<ItemStore>(config_);
     executor_ = std::make_unique<Executor>(store_.get(), &server_, &stats_);
   }
@@ -123,33 +128,21 @@ class RecordingPeerCopies final : public PeerCopies {
   int flushes = 0;
 };
 
-class WarmInvalidationTest : public ::testing::Test {
+// WarmTest's store, reporting client changes to peers_ (a warm pass on).
+class WarmInvalidationTest : public WarmTest {
  protected:
-  WarmInvalidationTest() : config_(DrivenStoreConfig(&clock_, &random_)), server_(&stats_) {
-    clock_.AdvanceSeconds(100);
-    config_.delete_holdoff_ms = 2000;
+  WarmInvalidationTest() {
     config_.forwarded_holdoff_ms = 100;
     config_.peer_copies = &peers_;
-    store_ = std::make_unique<ItemStore>(config_);
-    executor_ = std::make_unique<Executor>(store_.get(), &server_, &stats_);
+    Reset();
   }
   std::string Run(std::string_view input) {
     WarmPass pass;
     pass.enabled = true;
-    outcome_ = executor_->Process(input, &out_, SIZE_MAX, 0, nullptr, &pass);
-    return Drain(&out_);
+    return WarmTest::Run(input, &pass);
   }
 
-  ManualClock clock_;
-  DefaultRandom random_{3};
   RecordingPeerCopies peers_;
-  StoreConfig config_;
-  ThreadStats stats_;
-  FakeServer server_;
-  std::unique_ptr<ItemStore> store_;
-  std::unique_ptr<Executor> executor_;
-  ReplyBuffer out_;
-  ProcessOutcome outcome_;
 };
 
 TEST_F(WarmInvalidationTest, ClientChangesAreReportedAndTheDaemonsOwnAreNot) {
