@@ -32,7 +32,7 @@
   warm_fetches and warm_invalidations no longer grow); a joining node whose previous owner
   has its keys keeps warming.
 - -o restore_max_age: a node back with -e from a snapshot older than that serves none of
-  its values as fresh: stale (the first reader recomputes) in wait mode, nothing restored
+  its values as fresh: stale (the first reader recomputes, and may fill with add) in wait mode, nothing restored
   with classic_stampede off; a younger snapshot restores as before.
 Counts and replies only, no timings.
 """
@@ -347,6 +347,10 @@ def returning_node(res):
                   "an old snapshot: the first classic reader recomputes")
         res.equal(c.call(b"mg k v\r\n", b"\r\nold\r\n"), b"VA 3 Z X\r\nold\r\n",
                   "... and the others see the value as stale")
+        res.equal(c.call(b"add k 0 0 3\r\nnew\r\n", b"\r\n"), b"STORED\r\n",
+                  "the recomputing reader fills its miss with add (read-through clients do)")
+        res.equal(c.call(b"get k\r\n", b"END\r\n"), b"VALUE k 0 3\r\nnew\r\nEND\r\n",
+                  "... and every reader has the new value")
     h.stop()
     h = restart("off", 1, then_sleep=2.5)
     with harness.Conn(h.port) as c:
