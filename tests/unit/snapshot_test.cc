@@ -648,6 +648,17 @@ TEST_F(SnapshotTest, TheEndBlocksSpreadsAreCheckedAndOldVersionsHaveNone) {
   EXPECT_EQ(back.recompute_spreads[1], 16.0);
   EXPECT_NEAR(back.recompute_spreads[3], 1.0 / 3, kSpreadUnit / 2);
 
+  // Version 5: the flash tier's identity and next generation after the spreads.
+  EndBlock f = e;
+  f.flash_identity = "page_size 2097152\npath /x";
+  f.flash_next_generation = 12;
+  const std::string v5 = EncodeEndPayload(f, 5);
+  ASSERT_EQ(v5.size(), v4.size() + 8 + f.flash_identity.size());
+  ASSERT_TRUE(DecodeEndPayload(v5, 5, &back, &error)) << error;
+  EXPECT_EQ(back.flash_identity, f.flash_identity);
+  EXPECT_EQ(back.flash_next_generation, 12u);
+  EXPECT_EQ(back.recompute_spreads.size(), 4u);
+
   auto with_count = [&](uint32_t n) {
     std::string s = v4;
     s[kEndPayloadSize] = static_cast<char>(n);
@@ -671,6 +682,10 @@ TEST_F(SnapshotTest, TheEndBlocksSpreadsAreCheckedAndOldVersionsHaveNone) {
       {"a count past the end", with_count(8), 4, false},
       {"a spread over 16", over, 4, false},
       {"a byte too many", v4 + "x", 4, false},
+      {"version 5 without flash", EncodeEndPayload(e, 5), 5, true},
+      {"version 5, a version 4 block", v4, 5, false},
+      {"version 5, an identity cut short", v5.substr(0, v5.size() - 1), 5, false},
+      {"version 5, a byte too many", v5 + "x", 5, false},
   };
   for (const auto& c : cases) {
     EndBlock out;
