@@ -33,14 +33,14 @@ def fill_and_stop(results, path, snap, what):
     return cas
 
 
-def read_back(c):
-    """(values equal to what was stored, misses, wrong values) over KEYS."""
+def read_back(c, keys=KEYS, size=4000):
+    """(values equal to what was stored, misses, wrong values) over `keys`."""
     same = misses = wrong = 0
-    for i in KEYS:
+    for i in keys:
         v = ext.get_value(c, b"k%d" % i)
         if v is None:
             misses += 1
-        elif v == ext.value_of(i):
+        elif v == ext.value_of(i, size):
             same += 1
         else:
             wrong += 1
