@@ -718,5 +718,41 @@ TEST_F(SnapshotTest, TheEndBlocksSpreadsAreCheckedAndOldVersionsHaveNone) {
   EXPECT_EQ(c.store->Stats().curr_items, 0u);
 }
 
+// Version 5: a value on flash (bit 6, a 16-byte locator) is restored only
+// onto a flash tier whose files match the file's identity; without one it is
+// skipped and counted, the RAM items load. A locator of another length, or
+// bit 6 in an older version, makes the file invalid.
+TEST_F(SnapshotTest, ValuesOnFlashNeedTheirFlashTier) {
+  using namespace snapshot_format;
+  StoreConfig config;
+  TestStore a(config);
+  Record plain;
+  plain.key = "k";
+  plain.value = "v";
+  Record on_flash;
+  on_flash.key = "f";
+  const std::string locator(kRecordFlashStubValueSize, '\1');
+  on_flash.value = locator;
+  on_flash.flash_stub = true;
+  const std::string file = FileOf(*a.store, 5, {plain, on_flash}, a.clock.UnixSeconds() - 5);
+  MemorySource source(file);
+  const SnapshotLoadResult l = LoadSnapshotFrom(a.store.get(), source, SnapshotLoadOptions());
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  EXPECT_EQ(l.loaded, 1u);
+  EXPECT_EQ(l.skipped_flash, 1u);
+  EXPECT_EQ(l.flash_values, 0u);
+  EXPECT_EQ(a.store->Stats().curr_items, 1u);
+
+  Record short_locator = on_flash;
+  short_locator.value = "abc";
+  for (const auto& [version, record] : {std::pair<uint32_t, Record>{5, short_locator}, {4, on_flash}}) {
+    TestStore b(config);
+    const std::string bad = FileOf(*b.store, version, {plain, record}, b.clock.UnixSeconds() - 5);
+    MemorySource bad_source(bad);
+    EXPECT_EQ(LoadSnapshotFrom(b.store.get(), bad_source, SnapshotLoadOptions()).status,
+              SnapshotLoadResult::Status::kInvalid) << version;
+  }
+}
+
 }  // namespace
 }  // namespace herdless
