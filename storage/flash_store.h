@@ -13,7 +13,6 @@
 #define HERDLESS_STORAGE_FLASH_STORE_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
