@@ -21,10 +21,10 @@ constexpr int kIdleStepsPerPass = 64;
 }  // namespace
 
 std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const ExtstoreSettings& ext,
-                                                  std::unique_ptr<FlashTier>* tier) {
+                                                  std::unique_ptr<FlashTier>* tier, bool restoring) {
   if (!ext.enabled()) return std::make_unique<ItemStore>(config);
   std::string error;
-  *tier = FlashTier::Open(ext, &error);
+  *tier = FlashTier::Open(ext, restoring, &error);
   if (*tier == nullptr) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return nullptr;
@@ -32,12 +32,12 @@ std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const Exts
   config.flash = (*tier)->flash();
   config.flash_fetcher = tier->get();
   auto store = std::make_unique<ItemStore>(config);
-  (*tier)->Start(store.get(), config.flash_tunables);
+  if (!restoring) (*tier)->Start(store.get(), config.flash_tunables);
   return store;
 }
 
-std::unique_ptr<FlashTier> FlashTier::Open(const ExtstoreSettings& settings, std::string* error) {
-  std::unique_ptr<FlashStore> flash = FlashStore::Open(settings, error);
+std::unique_ptr<FlashTier> FlashTier::Open(const ExtstoreSettings& settings, bool kept, std::string* error) {
+  std::unique_ptr<FlashStore> flash = kept ? FlashStore::OpenKept(settings, error) : FlashStore::Open(settings, error);
   if (flash == nullptr) return nullptr;
   return std::unique_ptr<FlashTier>(new FlashTier(settings, std::move(flash)));
 }
@@ -50,6 +50,7 @@ FlashTier::~FlashTier() { Stop(); }
 void FlashTier::Start(ItemStore* store, const FlashTunables* live) {
   store_ = store;
   live_ = live;
+  flash_->FinishRestart();
   const uint32_t readers = std::max<uint32_t>(1, settings_.threads);
   for (uint32_t i = 0; i < readers; i++) threads_.emplace_back([this] { ReadLoop(); });
   threads_.emplace_back([this] { WriteLoop(); });

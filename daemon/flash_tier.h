@@ -28,8 +28,9 @@ namespace herdless {
 
 class FlashTier final : public FlashFetcher {
  public:
-  // Opens the files (memcached's message in *error on failure).
-  static std::unique_ptr<FlashTier> Open(const ExtstoreSettings& settings, std::string* error);
+  // Opens the files (memcached's message in *error on failure); `kept`:
+  // as they are, for the -e restart (FlashStore::OpenKept), until Start.
+  static std::unique_ptr<FlashTier> Open(const ExtstoreSettings& settings, bool kept, std::string* error);
   ~FlashTier() override;   // Stop()
   FlashTier(const FlashTier&) = delete;
   FlashTier& operator=(const FlashTier&) = delete;
@@ -37,7 +38,8 @@ class FlashTier final : public FlashFetcher {
   FlashStore* flash() { return flash_.get(); }
   // Starts the threads on `store`, which must have been made with flash()
   // and this fetcher; `live` holds the ext_* settings the `extstore` command
-  // changes. Both must outlive Stop().
+  // changes. Both must outlive Stop(). Kept files: the snapshot has been
+  // loaded by now, and what it did not adopt is emptied (FlashStore::FinishRestart).
   void Start(ItemStore* store, const FlashTunables* live);
   // Joins the threads; fetches still queued are dropped (their readers' waits time out).
   void Stop();
@@ -66,9 +68,10 @@ class FlashTier final : public FlashFetcher {
 // The server's store: with ext_path, the tier's files are opened first (memcached's
 // message on stderr and nullptr when that fails), the store made on them and
 // the tier's threads started (*tier; stop it before the workers go) on
-// config.flash_tunables (required with ext_path).
+// config.flash_tunables (required with ext_path). With `restoring` (-e), the
+// files are kept and the caller starts the tier once the snapshot is loaded.
 std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const ExtstoreSettings& ext,
-                                                  std::unique_ptr<FlashTier>* tier);
+                                                  std::unique_ptr<FlashTier>* tier, bool restoring = false);
 
 }  // namespace herdless
 

@@ -160,8 +160,10 @@ int Main(int argc, char** argv) {
   if (options.enable_coredumps) EnableCoreDumps();
   RaiseDescriptorLimit(options);
 
-  if (signal(SIGPIPE, SIG_IGN) == SIG_ERR || signal(SIGHUP, SIG_IGN) == SIG_ERR) {
-    Log(LogLevel::kError, "failed to ignore SIGPIPE/SIGHUP: %s", std::strerror(errno));
+  // SIGXFSZ: a flash file or snapshot past RLIMIT_FSIZE is a failed write (EFBIG), not an exit.
+  if (signal(SIGPIPE, SIG_IGN) == SIG_ERR || signal(SIGHUP, SIG_IGN) == SIG_ERR ||
+      signal(SIGXFSZ, SIG_IGN) == SIG_ERR) {
+    Log(LogLevel::kError, "failed to ignore SIGPIPE/SIGHUP/SIGXFSZ: %s", std::strerror(errno));
     return EX_OSERR;
   }
 

@@ -332,7 +332,8 @@ int Server::Run() {
   store_config.foreign = foreign_log_.get();
   store_config.flash_tunables = &operators().flash;   // the `extstore` command's
   if (p.warm_enabled()) warm_invalidations_ = WarmInvalidations::Configure(p, ring_.get(), &warm_stopped_, &store_config);
-  store_ = MakeStoreWithFlashTier(store_config, p.ext, &flash_tier_);   // -o ext_path: after -u, as memcached
+  // -o ext_path: after -u, as memcached; with -e its files are kept for the snapshot's values.
+  store_ = MakeStoreWithFlashTier(store_config, p.ext, &flash_tier_, !p.memory_file.empty());
   if (store_ == nullptr) return EXIT_FAILURE;
   const WorkerPlan plan = PlanWorkers(p);
   if (!p.memory_file.empty()) {
@@ -342,6 +343,7 @@ int Server::Run() {
         store_.get(), p.memory_file, p.snapshot_interval_s, std::max(1, plan.workers),
         p.restore_max_age_s, p.classic_stampede == ClassicStampedeMode::kOff);
     snapshotter_->Load();
+    if (flash_tier_ != nullptr) flash_tier_->Start(store_.get(), store_config.flash_tunables);
   }
   if (ring_ != nullptr) {
     // Still before the first accept: drop what the others changed meanwhile.

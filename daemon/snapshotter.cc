@@ -86,6 +86,13 @@ void Snapshotter::Load() {
             "the coldest were left out",
             U(r.skipped_no_memory), U(store_->memory_limit() >> 20), U(r.header.memory_limit >> 20));
       }
+      if (store_->config().flash != nullptr) {
+        Log(LogLevel::kNotice, "snapshot: flash tier %s: %llu values on flash restored, %llu dropped%s",
+            r.flash_values > 0 ? "reopened" : "started empty", U(r.flash_values), U(r.skipped_flash),
+            r.skipped_flash > 0 && r.flash_values == 0
+                ? " (its files are not as the last orderly stop left them, or its settings changed)"
+                : "");
+      }
       if (r.skipped_too_large > 0) {
         Log(LogLevel::kWarning, "snapshot: %llu items are larger than -I %llu and were left out",
             U(r.skipped_too_large), U(store_->item_size_max()));
@@ -136,15 +143,16 @@ void Snapshotter::Periodic() {
   }
 }
 
-bool Snapshotter::WriteFinal() { return Write("stop"); }
+bool Snapshotter::WriteFinal() { return Write("stop", /*flash_stubs=*/true); }
 
-bool Snapshotter::Write(const char* why) {
+bool Snapshotter::Write(const char* why, bool flash_stubs) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     figures_.in_progress = true;
   }
   SnapshotWriteOptions options;
   options.cancel = &cancel_;
+  options.flash_stubs = flash_stubs;
   const SnapshotWriteResult r = WriteSnapshot(store_, path_, options);
   std::lock_guard<std::mutex> lock(mu_);
   figures_.in_progress = false;

@@ -4,8 +4,9 @@
 // -o snapshot_interval a background thread (at a lower CPU priority than the
 // workers) writes the file every interval, counted from the end of the last
 // write. At an orderly stop the server calls StopPeriodic() (a write in
-// progress is cancelled), stops its workers, then WriteFinal(). Every outcome
-// is logged and counted for `stats` (snapshot_*). The file format and the
+// progress is cancelled), stops its workers, then WriteFinal(), which alone
+// records the values on flash (-o ext_path: a restart keeps the files only if
+// they are as that write left them). Every outcome is logged and counted for `stats` (snapshot_*). The file format and the
 // write itself are storage/snapshot.h's. Thread-safe.
 #ifndef HERDLESS_DAEMON_SNAPSHOTTER_H_
 #define HERDLESS_DAEMON_SNAPSHOTTER_H_
@@ -43,7 +44,8 @@ class Snapshotter {
 
  private:
   void Periodic();
-  bool Write(const char* why);
+  // flash_stubs: the stop's write (SnapshotWriteOptions::flash_stubs).
+  bool Write(const char* why, bool flash_stubs = false);
 
   ItemStore* const store_;
   const std::string path_;

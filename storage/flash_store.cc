@@ -1,6 +1,7 @@
 #include "storage/flash_store.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,7 +60,7 @@ int OpenFlashFile(const std::string& path, bool empty, std::string* error) {
 FlashStore::FlashStore(const ExtstoreSettings& settings) : settings_(settings) {}
 
 FlashStore::~FlashStore() {
-  Flush();   // an orderly stop keeps what the buffer holds, for Reopen
+  Flush();   // an orderly stop keeps what the buffer holds
   for (int fd : fds_) ::close(fd);
 }
 
@@ -71,35 +72,100 @@ std::unique_ptr<FlashStore> FlashStore::Open(const ExtstoreSettings& settings, s
   return store;
 }
 
-std::unique_ptr<FlashStore> FlashStore::Reopen(const ExtstoreSettings& settings,
-                                               const KeepRecord& keep, std::string* error) {
+std::unique_ptr<FlashStore> FlashStore::OpenKept(const ExtstoreSettings& settings, std::string* error) {
   std::unique_ptr<FlashStore> store = OpenFiles(settings, /*empty=*/false, error);
   if (store == nullptr) return nullptr;
-  std::lock_guard<std::mutex> lock(store->mu_);
-  std::string bytes(settings.page_size, '\0');
-  uint32_t newest = 0;
-  for (uint32_t i = 0; i < store->pages_.size(); ++i) {
-    Page& page = store->pages_[i];
-    // A page the file does not hold whole, or that does not decode, is free.
-    if (!ReadAll(page.fd, bytes.data(), bytes.size(), page.file_offset)) continue;
-    FlashPageReader reader(bytes);
-    FlashRecord record;
-    uint32_t offset;
-    while (reader.Next(&record, &offset)) {
-      if (!keep(i, reader.generation(), offset, record)) continue;
-      page.live_bytes += FlashRecordSize(record.key.size(), record.value.size());
-      ++page.live_objects;
-    }
-    if (page.live_objects == 0) continue;
-    page.generation = reader.generation();
-    page.full = true;   // written to again only once freed
-    newest = std::max(newest, page.generation);
-    store->stats_.objects_used += page.live_objects;
-    store->stats_.bytes_used += page.live_bytes;
-  }
-  store->next_generation_ = newest + 1 == 0 ? 1 : newest + 1;
-  if (store->OpenPageLocked(store->streams_[kDefault])) store->stats_.page_allocs = 0;
+  store->restart_ = Restart::kPending;
+  store->header_generations_.assign(store->pages_.size(), -1);
   return store;
+}
+
+std::string FlashStore::Identity() const {
+  std::string out = "page_size " + std::to_string(settings_.page_size);
+  for (size_t i = 0; i < settings_.files.size(); ++i) {
+    const FlashFile& f = settings_.files[i];
+    struct stat st {};
+    if (::fstat(fds_[i], &st) != 0) return "";   // unknown: never matches
+    out += "\npath " + f.path + " size " + std::to_string(f.size_bytes) + " device " +
+           std::to_string(st.st_dev) + " inode " + std::to_string(st.st_ino) + " bytes " +
+           std::to_string(st.st_size) + " mtime " + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
+  }
+  return out;
+}
+
+uint32_t FlashStore::next_generation() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_generation_;
+}
+
+bool FlashStore::Sync() {
+  bool ok = Flush();
+  for (int fd : fds_) ok = ::fsync(fd) == 0 && ok;
+  return ok;
+}
+
+bool FlashStore::AcceptRestart(std::string_view identity, uint32_t next_generation) {
+  if (identity.empty() || next_generation == 0 || identity != Identity()) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (restart_ != Restart::kPending) return false;
+  restart_ = Restart::kAccepted;
+  next_generation_ = next_generation;
+  return true;
+}
+
+uint32_t FlashStore::HeaderGenerationLocked(uint32_t index) {
+  int64_t& known = header_generations_[index];
+  if (known < 0) {
+    char header[kFlashPageHeaderSize];
+    uint32_t generation = 0;
+    const Page& page = pages_[index];
+    if (!ReadAll(page.fd, header, sizeof(header), page.file_offset) ||
+        !DecodeFlashPageHeader(std::string_view(header, sizeof(header)), &generation)) {
+      generation = 0;
+    }
+    known = generation;
+  }
+  return static_cast<uint32_t>(known);
+}
+
+bool FlashStore::Adopt(const FlashLocator& where, size_t key_len, uint32_t value_len) {
+  const size_t size = FlashRecordSize(key_len, value_len);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (restart_ != Restart::kAccepted || where.page >= pages_.size() || where.generation == 0 ||
+      where.offset < kFlashPageHeaderSize || where.offset + size > settings_.page_size) {
+    return false;
+  }
+  Page& page = pages_[where.page];
+  if (page.generation != 0 ? page.generation != where.generation
+                           : HeaderGenerationLocked(where.page) != where.generation) {
+    return false;
+  }
+  page.generation = where.generation;
+  page.full = true;   // written to again only once freed
+  page.live_bytes += size;
+  ++page.live_objects;
+  ++stats_.objects_used;
+  stats_.bytes_used += size;
+  ++adopted_;
+  return true;
+}
+
+void FlashStore::FinishRestart() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (restart_ == Restart::kNone) return;
+  if (adopted_ == 0) {
+    // Nothing of the file is trusted: emptied as Open's are.
+    for (int fd : fds_) {
+      [[maybe_unused]] const int ignored = ::ftruncate(fd, 0);   // failing, its pages are free all the same
+    }
+    for (Page& p : pages_) FreeLocked(&p);
+    next_generation_ = 1;
+    stats_ = FlashStats{};
+  }
+  restart_ = Restart::kNone;
+  header_generations_.clear();
+  if (OpenPageLocked(streams_[kDefault])) stats_.page_allocs = 0;
 }
 
 std::unique_ptr<FlashStore> FlashStore::OpenFiles(const ExtstoreSettings& settings, bool empty,
@@ -201,6 +267,7 @@ bool FlashStore::Write(std::string_view key, uint64_t cas, std::string_view valu
   if (size + kFlashPageHeaderSize > settings_.wbuf_size || size + kFlashPageHeaderSize > settings_.page_size) {
     return false;
   }
+  if (restart_ != Restart::kNone) return false;   // pages not adopted yet may hold restored values
   Stream& stream = streams_[low_ttl ? kLowTtl : kDefault];
   if (stream.open_page >= 0 && stream.page_used + size > settings_.page_size) {
     Page& full = pages_[static_cast<size_t>(stream.open_page)];

@@ -5,15 +5,14 @@
 // It keeps each page's generation and live bytes; its user says when a value
 // on flash is no longer referenced (Release), a page with nothing live is
 // free again, and a full device evicts its oldest page, whose values then
-// read as misses; after an orderly stop the file can be reopened with the
-// values the restarted cache still references (Reopen). Thread-safe: one
-// mutex guards the page table and the write buffer; reads of flushed
-// records use pread outside it.
+// read as misses; after an orderly stop the files can be kept for the -e
+// restart (OpenKept ... FinishRestart: the snapshot's items adopt their
+// records again). Thread-safe: one mutex guards the page table and the write
+// buffer; reads of flushed records use pread outside it.
 #ifndef HERDLESS_STORAGE_FLASH_STORE_H_
 #define HERDLESS_STORAGE_FLASH_STORE_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -55,15 +54,28 @@ class FlashStore {
   // 0644, a write lock against a second server, truncated to 0. nullptr with
   // memcached's message in *error.
   static std::unique_ptr<FlashStore> Open(const ExtstoreSettings& settings, std::string* error);
-  // After an orderly stop (herdless's -e restart): opens the files without
-  // emptying them and walks every page. A record `keep` accepts (its RAM
-  // item came back from the snapshot with this page, generation and offset)
-  // stays readable at its old locator; a page with none is free. Writing
-  // resumes on a free page, with generations above every kept one.
-  using KeepRecord = std::function<bool(uint32_t page, uint32_t generation, uint32_t offset,
-                                        const FlashRecord& record)>;
-  static std::unique_ptr<FlashStore> Reopen(const ExtstoreSettings& settings, const KeepRecord& keep,
-                                            std::string* error);
+  // The -e restart's form of Open: the files are opened as they are, not
+  // emptied, every page free; nothing is written until FinishRestart. If
+  // AcceptRestart takes the snapshot's identity, each restored stub Adopts
+  // its record; FinishRestart then empties the files unless some were
+  // adopted (a crash, other files or settings: the tier starts empty).
+  static std::unique_ptr<FlashStore> OpenKept(const ExtstoreSettings& settings, std::string* error);
+  // What the stop's snapshot records of the files (after Sync): the ext_path
+  // settings and each file's device, inode, size and modification time, so
+  // that a file written or replaced since is not trusted.
+  std::string Identity() const;
+  uint32_t next_generation() const;
+  // The write buffers to the files, and the files to the device (fsync).
+  bool Sync();
+  // OpenKept's store, before FinishRestart: true when `identity` is this
+  // store's Identity(); writing will resume at `next_generation` (the
+  // writer's, above every generation its file may hold).
+  bool AcceptRestart(std::string_view identity, uint32_t next_generation);
+  // A restored stub's record, after AcceptRestart: false (drop the stub)
+  // unless its page's header is that generation's and the record fits the
+  // page. The record itself is verified when it is read, as every read is.
+  bool Adopt(const FlashLocator& where, size_t key_len, uint32_t value_len);
+  void FinishRestart();
   ~FlashStore();
   FlashStore(const FlashStore&) = delete;
   FlashStore& operator=(const FlashStore&) = delete;
@@ -129,6 +141,8 @@ class FlashStore {
   explicit FlashStore(const ExtstoreSettings& settings);
   static std::unique_ptr<FlashStore> OpenFiles(const ExtstoreSettings& settings, bool empty,
                                                std::string* error);
+  // The page header's generation (read once per page during a restart), 0 if it does not decode.
+  uint32_t HeaderGenerationLocked(uint32_t page);
   bool OpenPageLocked(Stream& stream);   // takes a free page or evicts the oldest full one
   bool FlushLocked(Stream& stream);
   void FreeLocked(Page* page);
@@ -140,6 +154,11 @@ class FlashStore {
   uint32_t next_generation_ = 1;
   Stream streams_[2];
   FlashStats stats_;
+  // The -e restart (OpenKept until FinishRestart): no write while pending.
+  enum class Restart : uint8_t { kNone, kPending, kAccepted };
+  Restart restart_ = Restart::kNone;
+  std::vector<int64_t> header_generations_;   // per page, -1 = not read yet
+  uint64_t adopted_ = 0;
 };
 
 }  // namespace herdless

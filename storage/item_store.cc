@@ -475,8 +475,8 @@ void ItemStore::TrackSizes(bool on) { impl_->TrackSizes(on); }
 bool ItemStore::tracking_sizes() const { return impl_->tracking_sizes(); }
 std::vector<std::pair<uint64_t, uint64_t>> ItemStore::SizeHistogram() const { return impl_->SizeHistogram(); }
 size_t ItemStore::Walk(WalkCursor* cursor, size_t max_buckets,
-                       const std::function<void(const WalkedItem&)>& visit) {
-  return impl_->Walk(cursor, max_buckets, visit);
+                       const std::function<void(const WalkedItem&)>& visit, bool flash_stubs) {
+  return impl_->Walk(cursor, max_buckets, visit, flash_stubs);
 }
 StoreStatus ItemStore::Restore(const RestoreRequest& req) { return impl_->Restore(req); }
 void ItemStore::ReserveItems(size_t items) { impl_->ReserveItems(items); }

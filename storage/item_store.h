@@ -132,6 +132,7 @@ struct WalkedItem {
   bool invalidated = false;      // made stale by a delete or store (not by its expiry)
   bool binary_key = false;
   bool no_value = false;         // a lease stub still waiting for its value
+  bool flash_stub = false;       // the value is on flash; `value` is its locator (Walk's flash_stubs)
   bool placeholder = false;      // a lease-get placeholder (invisible to plain gets)
   bool lease_out = false;
   double reads_per_s = 0;        // the read-rate estimate now, 0 = untracked
@@ -210,12 +211,16 @@ class ItemStore {
   // expired beyond the stale grace are skipped. An item present during the
   // whole walk is visited exactly once, whatever is stored, deleted or
   // evicted meanwhile and however the index grows. Returns the items visited.
+  // Items whose value is on flash are skipped, or with `flash_stubs` (the
+  // stop's snapshot) visited with their 16-byte locator as the value.
   size_t Walk(WalkCursor* cursor, size_t max_buckets,
-              const std::function<void(const WalkedItem&)>& visit);
+              const std::function<void(const WalkedItem&)>& visit, bool flash_stubs = false);
 
   // Stores an item with the metadata a snapshot kept: replaces what the key
   // holds; the CAS counter moves past the item's CAS. kStored, kTooLarge,
-  // kNoMemory, or kNotStored when it has expired beyond the stale grace.
+  // kNoMemory, or kNotStored when it has expired beyond the stale grace;
+  // a value on flash (RestoreRequest::flash_stub) kNotFound when the flash
+  // tier does not adopt its record (FlashStore::Adopt).
   StoreStatus Restore(const RestoreRequest& req);
 
   // Sizes the index of an empty store for about `items` items at once (a

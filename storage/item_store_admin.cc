@@ -167,7 +167,7 @@ ItemRef WalkedItem::Pin() const {
 }
 
 size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
-                             const std::function<void(const WalkedItem&)>& visit) {
+                             const std::function<void(const WalkedItem&)>& visit, bool flash_stubs) {
   if (cursor->done) return 0;
   size_t visited = 0;
   Shard& shard = shards_[cursor->shard];
@@ -182,7 +182,7 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       if (IsFlushed(item, now_s) ||
           (expired && (Has(s, kItemPlaceholder | kItemNeedsValue) ||
                        IsPastGraceAt(item, t.now_tick, config_.stale_grace_s))) ||
-          item.is_flash_stub()) {   // no value in RAM (-o ext_path): dumps and snapshots skip it
+          (item.is_flash_stub() && !flash_stubs)) {   // no value in RAM (-o ext_path): dumps skip it
         return;
       }
       WalkedItem w;
@@ -200,6 +200,7 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       w.invalidated = Has(s, kItemStale);
       w.binary_key = Has(s, kItemBinaryKey);
       w.no_value = Has(s, kItemPlaceholder | kItemNeedsValue);
+      w.flash_stub = item.is_flash_stub();
       w.placeholder = Has(s, kItemPlaceholder);
       w.lease_out = Has(s, kItemTokenSent);
       // A key that became hot in an item with no room for its estimate has
@@ -253,6 +254,8 @@ StoreStatus ItemStore::Impl::Restore(const RestoreRequest& req) {
   }
   const uint64_t hash = HashKey(req.key);
   Shard& shard = ShardFor(hash);
+  // A value on flash: its record must be the kept flash tier's (-e restart).
+  if (req.flash_stub && !AdoptFlashStub(req.key, req.value, /*adopt=*/true)) return StoreStatus::kNotFound;
   // Later stores must get CAS values no restored item has.
   if (req.cas != 0) AdvanceCasPast(req.cas);
   for (int attempt = 0;; attempt++) {
@@ -262,6 +265,7 @@ StoreStatus ItemStore::Impl::Restore(const RestoreRequest& req) {
     ItemFields fields;
     fields.key = req.key;
     fields.value_len = static_cast<uint32_t>(req.value.size());
+    fields.flash_stub = req.flash_stub;
     fields.client_flags = req.client_flags;
     if (req.exptime_unix != 0) {
       // Whole Unix seconds, as ToExpiryTick takes absolute exptimes. Store
@@ -288,7 +292,10 @@ StoreStatus ItemStore::Impl::Restore(const RestoreRequest& req) {
     const Placement placement =
         WriteNewLocked(lock, attempt, t, /*draw_cas=*/req.cas == 0, &fields, &placed, &item, req.evict);
     if (placement == Placement::kRetry) continue;
-    if (placement == Placement::kNoRoom) return StoreStatus::kNoMemory;
+    if (placement == Placement::kNoRoom) {
+      if (req.flash_stub) AdoptFlashStub(req.key, req.value, /*adopt=*/false);
+      return StoreStatus::kNoMemory;
+    }
     CopyBytes(item.value_data(), req.value);
     if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
     const uint8_t state = (req.fetched ? kItemFetched : 0) | (req.stale ? kItemStale : 0) |

@@ -37,10 +37,10 @@ void EncodeStubValue(char* out, const FlashLocator& where, uint32_t value_len) {
   le_bytes::Put32(out + 12, value_len);
 }
 
-FlashLocator StubLocator(ItemView stub) {
-  const char* p = stub.value_data();
+FlashLocator LocatorAt(const char* p) {
   return FlashLocator{le_bytes::Get32(p), le_bytes::Get32(p + 4), le_bytes::Get32(p + 8)};
 }
+FlashLocator StubLocator(ItemView stub) { return LocatorAt(stub.value_data()); }
 uint32_t StubValueLength(ItemView stub) { return stub.client_value_len(); }
 
 bool SameLocator(const FlashLocator& a, const FlashLocator& b) {
@@ -118,6 +118,17 @@ bool ItemStore::Impl::DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, 
 
 void ItemStore::Impl::ReleaseFlashLocked(ItemView stub) {
   config_.flash->Release(StubLocator(stub), stub.key_len(), StubValueLength(stub));
+}
+
+// A stub from the stop's snapshot (-e restart): its record belongs to the
+// kept flash tier again (FlashStore::Adopt), or, `adopt` false, no more.
+bool ItemStore::Impl::AdoptFlashStub(std::string_view key, std::string_view stub_value, bool adopt) {
+  if (config_.flash == nullptr || stub_value.size() != kFlashStubValueBytes) return false;
+  const FlashLocator where = LocatorAt(stub_value.data());
+  const uint32_t value_len = le_bytes::Get32(stub_value.data() + 12);
+  if (adopt) return config_.flash->Adopt(where, key.size(), value_len);
+  config_.flash->Release(where, key.size(), value_len);
+  return false;
 }
 
 // The ticket waits for the fetch; without one (a timed-out wait, a read kind

@@ -154,7 +154,7 @@ class ItemStore::Impl {
   bool tracking_sizes() const;
   std::vector<std::pair<uint64_t, uint64_t>> SizeHistogram() const;
   size_t Walk(WalkCursor* cursor, size_t max_buckets,
-              const std::function<void(const WalkedItem&)>& visit);
+              const std::function<void(const WalkedItem&)>& visit, bool flash_stubs);
   StoreStatus Restore(const RestoreRequest& req);
   void ReserveItems(size_t items);
   uint64_t CasCounter() const { return next_cas_.load(std::memory_order_relaxed); }
@@ -347,6 +347,7 @@ class ItemStore::Impl {
   // *batch, or at once when batch is nullptr), or misses.
   bool DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, uint8_t freq);
   void ReleaseFlashLocked(ItemView stub);
+  bool AdoptFlashStub(std::string_view key, std::string_view stub_value, bool adopt);
   void FetchFromFlashLocked(Shard& shard, uint64_t* slot, std::string_view key, const WaitTicket* ticket,
                             std::vector<FlashFetch>* batch, ReadResult* r);
   // Read's step for a stub it sees: true when the read is answered (parked, or a

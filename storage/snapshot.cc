@@ -115,7 +115,8 @@ class SnapshotWalk {
     while (!cursor.done) {
       if (options_.cancel != nullptr && options_.cancel->load(std::memory_order_relaxed)) return false;
       const int64_t now_s = store_->NowSeconds();
-      store_->Walk(&cursor, options_.buckets_per_step, [&](const WalkedItem& w) { Visit(w, now_s); });
+      store_->Walk(&cursor, options_.buckets_per_step, [&](const WalkedItem& w) { Visit(w, now_s); },
+                   options_.flash_stubs);
       for (Pending& p : pending_) Add(p.record, p.hotness);
       pending_.clear();   // releases the pins
       for (int c = 0; c < kHotnessClasses; c++) {
@@ -154,6 +155,7 @@ class SnapshotWalk {
     r.fetched = w.fetched;
     r.invalidated = w.invalidated;
     r.binary_key = w.binary_key;
+    r.flash_stub = w.flash_stub;
     const int hotness = HotnessClass(w.frequency, now_s - w.last_access);
     items_++;
     if (RecordSize(r) <= kCopyUnderLock) {
@@ -232,6 +234,14 @@ SnapshotWriteResult WriteSnapshot(ItemStore* store, const std::string& path,
     end.cas_counter = store->CasCounter();
     end.finished_unix = store->config().clock->UnixSeconds();
     end.recompute_spreads = store->RecomputeSpreads();
+    FlashStore* flash = store->config().flash;
+    if (options.flash_stubs && flash != nullptr) {
+      // The stubs' records reach the device before the file that names them.
+      if (options.sync ? flash->Sync() : flash->Flush()) {
+        end.flash_identity = flash->Identity();
+        end.flash_next_generation = flash->next_generation();
+      }   // else: no identity, and the restart starts the tier empty
+    }
     ok = out.WriteBlock(kBlockEnd, 0, 0, {EncodeEndPayload(end, kVersion)});
   }
   if (ok && options.sync && fsync(fd) != 0) {
@@ -309,7 +319,8 @@ std::string At(const char* what, uint64_t number, uint64_t offset) {
 // given) sees every record. False with *error at the first bad one.
 bool ParseRecords(std::string_view payload, uint32_t expected, const FileHeader& header,
                   const std::function<void(const Record&)>* visit, std::string* error) {
-  const uint8_t known_bits = header.version >= 2 ? kRecordKnownBits : kRecordKnownBitsV1;
+  const uint8_t known_bits =
+      header.version >= 5 ? kRecordKnownBits : (header.version >= 2 ? kRecordKnownBitsV2 : kRecordKnownBitsV1);
   size_t pos = 0;
   uint32_t n = 0;
   auto fail = [&](const std::string& why) {
@@ -329,6 +340,9 @@ bool ParseRecords(std::string_view payload, uint32_t expected, const FileHeader&
     const uint8_t max_eighths = header.version >= 3 && r.exptime_unix != 0 ? 7 : 0;
     if ((flags & kRecordReadRate) && (r.rate_count == 0 || r.exptime_eighths > max_eighths)) {
       return fail("bad read rate (0, or its expiry byte over " + std::to_string(max_eighths) + ")");
+    }
+    if ((flags & kRecordFlashStub) && r.value.size() != kRecordFlashStubValueSize) {
+      return fail("a value on flash with a " + std::to_string(r.value.size()) + "-byte locator");
     }
     if (r.value.size() > header.item_size_max) {
       return fail("a " + std::to_string(r.value.size()) + "-byte value, over the writer's -I");
@@ -636,6 +650,7 @@ RestoreRequest RestoreRequestOf(const Record& r) {
   q.fetched = r.fetched;
   q.stale = r.invalidated;
   q.binary_key = r.binary_key;
+  q.flash_stub = r.flash_stub;
   q.evict = false;
   return q;
 }
@@ -722,11 +737,25 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
   store->ReserveItems(reader.end().items);
   // The first TTL after the restart judges refresh windows as the writer did.
   store->RestoreRecomputeSpreads(reader.end().recompute_spreads);
+  // The stop's snapshot of a flash tier: its values are kept if the files are
+  // as that stop left them (FlashStore::AcceptRestart); else they are misses.
+  FlashStore* flash = store->config().flash;
+  const bool flash_kept = flash != nullptr &&
+                          flash->AcceptRestart(reader.end().flash_identity, reader.end().flash_next_generation);
   result.error = RestoreBlocks(reader, options.threads, [&](const Record& r) {
+    if (r.flash_stub && !flash_kept) {
+      result.skipped_flash++;
+      return;
+    }
     RestoreRequest q = RestoreRequestOf(r);
     q.stale = q.stale || old;
     const StoreStatus status = store->Restore(q);
     if (old && status == StoreStatus::kStored && !r.invalidated) result.stale++;
+    if (r.flash_stub && status == StoreStatus::kStored) result.flash_values++;
+    if (r.flash_stub && status == StoreStatus::kNotFound) {
+      result.skipped_flash++;   // its page was not as the stop left it
+      return;
+    }
     CountRestored(status, r, now_unix, &result);
   });
   // A block that changed after the check was skipped whole; the rest stands.

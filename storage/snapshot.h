@@ -50,9 +50,11 @@ namespace snapshot_format {
 constexpr char kMagic[8] = {'H', 'R', 'D', 'L', 'S', 'N', 'A', 'P'};
 // Version 2 adds the read-rate estimate (kRecordReadRate); version 3 the
 // expiry's eighths of a second in a record with a rate (the byte version 2
-// kept 0); version 4 each shard's recompute-time spread in the end block.
+// kept 0); version 4 each shard's recompute-time spread in the end block;
+// version 5 the flash tier's values (-o ext_path) in the stop's snapshot:
+// records of kRecordFlashStub and the files' identity in the end block.
 // A reader loads every older version.
-constexpr uint32_t kVersion = 4;
+constexpr uint32_t kVersion = 5;
 constexpr uint32_t kOldestVersion = 1;
 constexpr size_t kHeaderSize = 64;
 constexpr size_t kBlockHeaderSize = 32;
@@ -73,8 +75,13 @@ constexpr uint8_t kRecordInvalidated = 1 << 2;
 constexpr int kRecordFrequencyShift = 3;       // bits 4..3: access frequency 0..3
 constexpr uint8_t kRecordReadRate = 1 << 5;   // version 2: kRecordRateSize bytes follow the header
 constexpr uint8_t kRecordKnownBitsV1 = 0x1f;
-constexpr uint8_t kRecordKnownBits = 0x3f;
+// Version 5: the value is on flash; the record's "value" is the item's
+// 16-byte locator (page, generation, offset, value length: storage/item.h's FlashStubValue).
+constexpr uint8_t kRecordFlashStub = 1 << 6;
+constexpr uint8_t kRecordKnownBitsV2 = 0x3f;
+constexpr uint8_t kRecordKnownBits = 0x7f;
 constexpr size_t kRecordRateSize = 4;
+constexpr size_t kRecordFlashStubValueSize = 16;
 
 struct FileHeader {
   uint32_t version = kVersion;
@@ -101,6 +108,7 @@ struct Record {
   bool fetched = false;
   bool invalidated = false;
   bool binary_key = false;
+  bool flash_stub = false;      // version 5: `value` is the locator of a value on flash
 };
 
 struct EndBlock {
@@ -111,6 +119,10 @@ struct EndBlock {
   // Version 4: the recompute-time spread (storage/lease.h's SmoothSpread) of
   // each of the writer's shards, in shard order; none = not known.
   std::vector<double> recompute_spreads;
+  // Version 5: with flash stubs (the stop's snapshot), FlashStore::Identity()
+  // and next_generation() after the last write; empty and 0 otherwise.
+  std::string flash_identity;
+  uint32_t flash_next_generation = 0;
 };
 
 // Recent and frequently read items first: (3 - frequency) plus an age step
@@ -139,7 +151,7 @@ void EncodeRecordHead(char* out, const Record& r);
 Record DecodeRecordHead(const char* bytes);
 
 // The end block's payload as a file of `version` holds it (the spreads from
-// version 4 on), and its decoder, which checks the length and the spreads
+// version 4 on, the flash identity from version 5), and its decoder, which checks the length and the spreads
 // (a power-of-two count up to kMaxSavedShards, or none; each at most
 // storage/lease.h's kMaxSpread). False with *error.
 std::string EncodeEndPayload(const EndBlock& e, uint32_t version);
@@ -248,6 +260,10 @@ struct SnapshotWriteOptions {
   size_t buckets_per_step = 8;                // index buckets walked per lock hold
   size_t block_bytes = 64 << 10;              // payload target of a block
   bool sync = true;                           // fsync the file and its directory
+  // The stop's write (-o ext_path): items whose value is on flash are
+  // written as stubs, and the flash files synced and identified, so that a
+  // restart reopens them. Only once nothing else writes to the store.
+  bool flash_stubs = false;
 };
 
 struct SnapshotWriteResult {
@@ -302,6 +318,8 @@ struct SnapshotLoadResult {
   uint64_t skipped_too_large = 0;   // over the current -I
   uint64_t skipped_no_memory = 0;   // the cache was full (-m smaller than the writer's)
   uint64_t stale = 0;               // restored as stale (expired within the grace, or invalidated)
+  uint64_t flash_values = 0;        // of `loaded`, values on the reopened flash tier
+  uint64_t skipped_flash = 0;       // values on flash not restored: the files changed, or the record's page
   double seconds = 0;
 };
 

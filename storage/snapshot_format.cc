@@ -102,7 +102,8 @@ void EncodeRecordHead(char* p, const Record& r) {
   p[0] = static_cast<char>(r.key.size());
   p[1] = static_cast<char>((r.binary_key ? kRecordBinaryKey : 0) | (r.fetched ? kRecordFetched : 0) |
                            (r.invalidated ? kRecordInvalidated : 0) | (r.rate_count != 0 ? kRecordReadRate : 0) |
-                           (std::min<uint8_t>(r.frequency, 3) << kRecordFrequencyShift));
+                           (std::min<uint8_t>(r.frequency, 3) << kRecordFrequencyShift) |
+                           (r.flash_stub ? kRecordFlashStub : 0));
   Put16(p + 2, r.delta_ms);
   Put32(p + 4, static_cast<uint32_t>(r.value.size()));
   Put32(p + 8, r.client_flags);
@@ -139,6 +140,7 @@ Record DecodeRecordHead(const char* p) {
   r.fetched = flags & kRecordFetched;
   r.invalidated = flags & kRecordInvalidated;
   r.frequency = (flags >> kRecordFrequencyShift) & 3;
+  r.flash_stub = flags & kRecordFlashStub;
   return r;
 }
 
@@ -152,7 +154,8 @@ void AppendRecord(std::string* out, const Record& r) {
 
 std::string EncodeEndPayload(const EndBlock& e, uint32_t version) {
   const size_t shards = version >= 4 ? std::min(e.recompute_spreads.size(), kMaxSavedShards) : 0;
-  std::string out(kEndPayloadSize + (version >= 4 ? 4 + 2 * shards : 0), '\0');
+  const size_t flash = version >= 5 ? 8 + e.flash_identity.size() : 0;
+  std::string out(kEndPayloadSize + (version >= 4 ? 4 + 2 * shards : 0) + flash, '\0');
   Put64(out.data(), e.items);
   Put64(out.data() + 8, e.item_blocks);
   Put64(out.data() + 16, e.cas_counter);
@@ -163,6 +166,11 @@ std::string EncodeEndPayload(const EndBlock& e, uint32_t version) {
     const double units = std::clamp(e.recompute_spreads[i], 0.0, kMaxSpread) / kSpreadUnit;
     Put16(out.data() + kEndPayloadSize + 4 + 2 * i, static_cast<uint16_t>(units + 0.5));
   }
+  if (version < 5) return out;
+  char* p = out.data() + kEndPayloadSize + 4 + 2 * shards;
+  Put32(p, e.flash_next_generation);
+  Put32(p + 4, static_cast<uint32_t>(e.flash_identity.size()));
+  if (!e.flash_identity.empty()) std::memcpy(p + 8, e.flash_identity.data(), e.flash_identity.size());
   return out;
 }
 
@@ -170,8 +178,12 @@ bool DecodeEndPayload(std::string_view payload, uint32_t version, EndBlock* e, s
   const char* p = payload.data();
   const size_t fixed = kEndPayloadSize + (version >= 4 ? 4 : 0);
   const size_t shards = version >= 4 && payload.size() >= fixed ? Get32(p + kEndPayloadSize) : 0;
-  if (payload.size() < fixed || shards > kMaxSavedShards || (shards & (shards - 1)) != 0 ||
-      payload.size() != fixed + 2 * shards) {
+  const size_t spreads_end = fixed + 2 * shards;
+  // Version 5: the flash tier's next generation and identity follow the spreads.
+  const bool flash_fits = version < 5 || (shards <= kMaxSavedShards && payload.size() >= spreads_end + 8);
+  const size_t flash_len = version >= 5 && flash_fits ? 8 + size_t{Get32(p + spreads_end + 4)} : 0;
+  if (payload.size() < fixed || shards > kMaxSavedShards || (shards & (shards - 1)) != 0 || !flash_fits ||
+      payload.size() != spreads_end + flash_len) {
     *error = "bad size";
     return false;
   }
@@ -188,6 +200,10 @@ bool DecodeEndPayload(std::string_view payload, uint32_t version, EndBlock* e, s
       return false;
     }
     e->recompute_spreads[i] = spread;
+  }
+  if (version >= 5) {
+    e->flash_next_generation = Get32(p + spreads_end);
+    e->flash_identity.assign(p + spreads_end + 8, flash_len - 8);
   }
   return true;
 }

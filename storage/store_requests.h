@@ -219,6 +219,9 @@ struct RestoreRequest {
   bool fetched = false;
   bool stale = false;            // invalidated (not by its expiry)
   bool binary_key = false;
+  // The value is on flash: `value` is the item's 16-byte locator, adopted
+  // from the kept flash tier (-e restart with -o ext_path).
+  bool flash_stub = false;
   // false: kNoMemory when the budget is spent, instead of evicting (a
   // snapshot loaded hottest first then keeps its hottest items).
   bool evict = true;

@@ -648,6 +648,17 @@ TEST_F(SnapshotTest, TheEndBlocksSpreadsAreCheckedAndOldVersionsHaveNone) {
   EXPECT_EQ(back.recompute_spreads[1], 16.0);
   EXPECT_NEAR(back.recompute_spreads[3], 1.0 / 3, kSpreadUnit / 2);
 
+  // Version 5: the flash tier's identity and next generation after the spreads.
+  EndBlock f = e;
+  f.flash_identity = "page_size 2097152\npath /x";
+  f.flash_next_generation = 12;
+  const std::string v5 = EncodeEndPayload(f, 5);
+  ASSERT_EQ(v5.size(), v4.size() + 8 + f.flash_identity.size());
+  ASSERT_TRUE(DecodeEndPayload(v5, 5, &back, &error)) << error;
+  EXPECT_EQ(back.flash_identity, f.flash_identity);
+  EXPECT_EQ(back.flash_next_generation, 12u);
+  EXPECT_EQ(back.recompute_spreads.size(), 4u);
+
   auto with_count = [&](uint32_t n) {
     std::string s = v4;
     s[kEndPayloadSize] = static_cast<char>(n);
@@ -671,6 +682,10 @@ TEST_F(SnapshotTest, TheEndBlocksSpreadsAreCheckedAndOldVersionsHaveNone) {
       {"a count past the end", with_count(8), 4, false},
       {"a spread over 16", over, 4, false},
       {"a byte too many", v4 + "x", 4, false},
+      {"version 5 without flash", EncodeEndPayload(e, 5), 5, true},
+      {"version 5, a version 4 block", v4, 5, false},
+      {"version 5, an identity cut short", v5.substr(0, v5.size() - 1), 5, false},
+      {"version 5, a byte too many", v5 + "x", 5, false},
   };
   for (const auto& c : cases) {
     EndBlock out;
@@ -701,6 +716,42 @@ TEST_F(SnapshotTest, TheEndBlocksSpreadsAreCheckedAndOldVersionsHaveNone) {
   const SnapshotLoadResult l = LoadSnapshotFrom(c.store.get(), bad, SnapshotLoadOptions());
   EXPECT_EQ(l.status, SnapshotLoadResult::Status::kInvalid);
   EXPECT_EQ(c.store->Stats().curr_items, 0u);
+}
+
+// Version 5: a value on flash (bit 6, a 16-byte locator) is restored only
+// onto a flash tier whose files match the file's identity; without one it is
+// skipped and counted, the RAM items load. A locator of another length, or
+// bit 6 in an older version, makes the file invalid.
+TEST_F(SnapshotTest, ValuesOnFlashNeedTheirFlashTier) {
+  using namespace snapshot_format;
+  StoreConfig config;
+  TestStore a(config);
+  Record plain;
+  plain.key = "k";
+  plain.value = "v";
+  Record on_flash;
+  on_flash.key = "f";
+  const std::string locator(kRecordFlashStubValueSize, '\1');
+  on_flash.value = locator;
+  on_flash.flash_stub = true;
+  const std::string file = FileOf(*a.store, 5, {plain, on_flash}, a.clock.UnixSeconds() - 5);
+  MemorySource source(file);
+  const SnapshotLoadResult l = LoadSnapshotFrom(a.store.get(), source, SnapshotLoadOptions());
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  EXPECT_EQ(l.loaded, 1u);
+  EXPECT_EQ(l.skipped_flash, 1u);
+  EXPECT_EQ(l.flash_values, 0u);
+  EXPECT_EQ(a.store->Stats().curr_items, 1u);
+
+  Record short_locator = on_flash;
+  short_locator.value = "abc";
+  for (const auto& [version, record] : {std::pair<uint32_t, Record>{5, short_locator}, {4, on_flash}}) {
+    TestStore b(config);
+    const std::string bad = FileOf(*b.store, version, {plain, record}, b.clock.UnixSeconds() - 5);
+    MemorySource bad_source(bad);
+    EXPECT_EQ(LoadSnapshotFrom(b.store.get(), bad_source, SnapshotLoadOptions()).status,
+              SnapshotLoadResult::Status::kInvalid) << version;
+  }
 }
 
 }  // namespace
