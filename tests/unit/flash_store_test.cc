@@ -368,7 +368,9 @@ TEST_F(FlashStoreTest, Compat1645CompactsTheEmptiestPage) {
     FlashStore::Compaction got;
     const bool any = store->PickCompaction(FlashTunables(s), &got);
     EXPECT_EQ(any, c.picked >= 0) << c.as_1645 << " " << c.compact_under;
-    if (any && c.picked >= 0) EXPECT_EQ(got.page, static_cast<uint32_t>(c.picked)) << c.as_1645;
+    if (any && c.picked >= 0) {
+      EXPECT_EQ(got.page, static_cast<uint32_t>(c.picked)) << c.as_1645;
+    }
   }
 }
 

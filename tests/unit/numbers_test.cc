@@ -126,7 +126,9 @@ TEST(NumbersTest, ParseStrtodAcceptsWhatSafeStrtodAccepts) {
   for (const Case& c : cases) {
     double v = -99;
     EXPECT_EQ(ParseStrtod(c.text, &v), c.ok) << c.text;
-    if (c.ok) EXPECT_DOUBLE_EQ(v, c.value) << c.text;
+    if (c.ok) {
+      EXPECT_DOUBLE_EQ(v, c.value) << c.text;
+    }
   }
   double v = 0;
   ASSERT_TRUE(ParseStrtod("inf", &v));
@@ -159,8 +161,12 @@ TEST(NumbersTest, ParseTokenNumbersTakeDigitsOnly) {
     int32_t i = 7;
     EXPECT_EQ(ParseTokenUint32(c.text, &u), c.ok_unsigned) << c.text;
     EXPECT_EQ(ParseTokenInt32(c.text, &i), c.ok_signed) << c.text;
-    if (c.ok_unsigned) EXPECT_EQ(u, static_cast<uint32_t>(c.value)) << c.text;
-    if (c.ok_signed) EXPECT_EQ(i, c.value) << c.text;
+    if (c.ok_unsigned) {
+      EXPECT_EQ(u, static_cast<uint32_t>(c.value)) << c.text;
+    }
+    if (c.ok_signed) {
+      EXPECT_EQ(i, c.value) << c.text;
+    }
   }
 }
 
