@@ -31,6 +31,7 @@ std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const Exts
   }
   config.flash = (*tier)->flash();
   config.flash_fetcher = tier->get();
+  config.flash_reads_cached = true;
   auto store = std::make_unique<ItemStore>(config);
   if (!restoring) (*tier)->Start(store.get(), config.flash_tunables);
   return store;

@@ -7,6 +7,7 @@ ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int
   ReadOptions opts;
   opts.kind = ReadKind::kClassic;
   opts.flash_park = park;   // -o ext_path: a value on flash is fetched while the reader waits
+  opts.value_wanted = with_value;
   if (touch) {
     opts.has_touch = true;
     opts.touch_exptime = exptime;

@@ -183,7 +183,7 @@ void AppendGetFlags(const ItemStore& store, const Request& req, const ReadResult
     switch (flag.name) {
       case 'T': ttl.Change(i, args.T); break;
       case 'N': if (r.created) ttl.Change(i, args.N); break;
-      case 's': AppendNumberFlag('s', r.value.size(), out); break;
+      case 's': AppendNumberFlag('s', r.value_size(), out); break;
       case 't': AppendTtlFlag(ttl.current(), out); break;
       case 'c': AppendNumberFlag('c', r.cas, out); break;
       case 'f': AppendNumberFlag('f', r.client_flags, out); break;
@@ -212,6 +212,7 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   ReadOptions opts = MetaReadOptions(flags, req.meta_args);
   if (warm != nullptr) warm->Apply(&opts);
   opts.flash_park = outcome != nullptr ? park : nullptr;
+  opts.value_wanted = flags.Has('v');   // without v, a value on flash stays there
   ReadResult r = store->Read(req.key, opts);
   if (r.parked) {   // its value is being fetched from flash: run again once it is in RAM
     outcome->Park(req.key, r.cas);

@@ -174,9 +174,9 @@ void WatchContext::Fetch(std::string_view key, const ReadResult& r, bool hit) co
                              : r.miss_expired ? FetchStatus::kExpired
                                               : FetchStatus::kNotFound;
   const int cls =
-      hit ? MemcachedSlabClass(MemcachedItemSize(key.size(), r.value.size(), r.client_flags)) : 0;
+      hit ? MemcachedSlabClass(MemcachedItemSize(key.size(), r.value_size(), r.client_flags)) : 0;
   LogLine line;
-  FormatItemGet(&line, key, status, cls, fd, hit ? r.value.size() : 0);
+  FormatItemGet(&line, key, status, cls, fd, hit ? r.value_size() : 0);
   log->Write(kWatchFetchers, line.view());
 }
 

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +36,17 @@ bool ReadAll(int fd, char* p, size_t n, uint64_t offset) {
     offset += static_cast<uint64_t>(r);
   }
   return true;
+}
+
+// One preadv2 with RWF_NOWAIT: the whole range from the page cache, or false
+// (EAGAIN: some of it is not cached; a short read: part of it is not).
+bool ReadCachedOnly(int fd, char* p, size_t n, uint64_t offset) {
+  struct iovec io {p, n};
+  ssize_t r;
+  do {
+    r = ::preadv2(fd, &io, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+  } while (r < 0 && errno == EINTR);
+  return r == static_cast<ssize_t>(n);
 }
 
 // memcached's extstore_init: open, lock against a second server, and
@@ -295,7 +307,7 @@ bool FlashStore::Write(std::string_view key, uint64_t cas, std::string_view valu
 }
 
 FlashReadResult FlashStore::Read(const FlashLocator& where, std::string_view key, uint32_t value_len,
-                                 std::string* value) {
+                                 std::string* value, bool nowait) {
   const size_t size = FlashRecordSize(key.size(), value_len);
   std::string bytes(size, '\0');
   int fd;
@@ -317,7 +329,8 @@ FlashReadResult FlashStore::Read(const FlashLocator& where, std::string_view key
     }
     offset = page.file_offset + where.offset;
   }
-  const bool read = fd < 0 || ReadAll(fd, bytes.data(), size, offset);
+  if (nowait && fd >= 0 && !ReadCachedOnly(fd, bytes.data(), size, offset)) return FlashReadResult::kWouldBlock;
+  const bool read = fd < 0 || nowait || ReadAll(fd, bytes.data(), size, offset);
   FlashRecord record;
   const FlashReadCheck check = read ? CheckFlashRead(bytes, where.generation, key, value_len, &record)
                                     : FlashReadCheck::kMismatch;

@@ -46,6 +46,7 @@ enum class FlashReadResult : uint8_t {
   kMiss,          // the page was evicted or reused since: a miss_from_extstore
   kBadChecksum,   // the bytes read are not what was written: a badcrc_from_extstore
   kIoError,       // the read failed or came back short: a miss
+  kWouldBlock,    // `nowait` and the bytes are not in the page cache: nothing read
 };
 
 class FlashStore {
@@ -89,8 +90,10 @@ class FlashStore {
   // Writes the open write buffers to the file (the writer thread's idle step).
   bool Flush();
   // The value at `where`, verified to be the record for `key` of value_len bytes.
+  // `nowait`: only from a write buffer or the page cache (preadv2 RWF_NOWAIT,
+  // which never waits for the device), else kWouldBlock.
   FlashReadResult Read(const FlashLocator& where, std::string_view key, uint32_t value_len,
-                       std::string* value);
+                       std::string* value, bool nowait = false);
   // The value at `where` is referenced no more (deleted, replaced, recached,
   // its item evicted): its page's live bytes drop; an emptied page is freed.
   void Release(const FlashLocator& where, size_t key_len, uint32_t value_len);

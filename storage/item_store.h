@@ -92,6 +92,10 @@ struct StoreConfig {
   // drop move to `flash` instead, their items becoming stubs; nullptr = none.
   FlashStore* flash = nullptr;           // not owned
   FlashFetcher* flash_fetcher = nullptr; // not owned; required with `flash`
+  // A value on flash whose bytes are in a write buffer or the page cache is
+  // read at once on the reader's thread (FlashStore::Read's nowait, which
+  // never waits for the device); only the others park for the fetcher.
+  bool flash_reads_cached = false;
   // ext_item_size and ext_recache_rate (0: never recache) as they are now (the
   // `extstore` command changes them); not owned; nullptr = memcached's defaults.
   const FlashTunables* flash_tunables = nullptr;

@@ -181,6 +181,13 @@ bool ItemStore::Impl::ReadStubLocked(Shard& shard, const Found& f, std::string_v
   return true;
 }
 
+void ItemStore::Impl::LeaveOnFlashLocked(const Found& f, ReadResult* r) const {
+  if (r->status != ReadStatus::kHit) return;
+  r->value_len_on_flash = StubValueLength(ItemAt(*f.slot));
+  r->value = std::string_view();
+  r->item = ItemRef();
+}
+
 // The reader takes the fetched value (its pin keeps the buffer); the last
 // of the readers the fetch woke drops the entry.
 void ItemStore::Impl::ServeFetchedLocked(Shard& shard, std::string_view key, ReadResult* r) {
@@ -200,51 +207,72 @@ void ItemStore::Impl::ServeFetchedLocked(Shard& shard, std::string_view key, Rea
   shard.fetched.erase(it);
 }
 
+// With flash_reads_cached a stub's value is read at once when it is cached
+// (nobody waits on it yet); `get a a` reads it twice, so a key fetched here
+// is kept for one more reader each time it comes again.
 size_t ItemStore::Impl::ParkOnFlash(const std::vector<std::string_view>& keys, const WaitTicket& ticket,
                                     std::string_view* first) {
   std::vector<FlashFetch> batch;
+  std::vector<std::string_view> fetched_here;
   size_t parked = 0;
   for (std::string_view key : keys) {
     const uint64_t hash = HashKey(key);
     Shard& shard = ShardFor(hash);
-    const Times t = Now();
-    ShardLock lock(this, shard);
-    const Found f = LookupLocked(shard, key, hash, t);
-    if (f.slot == nullptr || !ItemAt(*f.slot).is_flash_stub()) continue;
-    if (FetchedForLocked(shard, key, ItemAt(*f.slot)) != nullptr) continue;   // fetched: read it
-    ReadResult r;
-    FetchFromFlashLocked(shard, f.slot, key, &ticket, &batch, &r);
-    if (r.parked && parked++ == 0) *first = key;
+    FlashFetch now;
+    for (bool tried_now = false;;) {
+      ShardLock lock(this, shard);
+      const Found f = LookupLocked(shard, key, hash, Now());
+      if (f.slot == nullptr || !ItemAt(*f.slot).is_flash_stub()) break;
+      if (FetchedValue* v = FetchedForLocked(shard, key, ItemAt(*f.slot)); v != nullptr) {   // fetched: read it
+        if (std::find(fetched_here.begin(), fetched_here.end(), key) != fetched_here.end()) v->readers++;
+        break;
+      }
+      if (!tried_now && FetchNowFitsLocked(shard, f, key, &ticket, &now)) {
+        lock.unlock();
+        tried_now = true;
+        if (!FetchCachedNow(&now, 1)) continue;   // not cached: look again, and park
+        fetched_here.push_back(key);
+        break;
+      }
+      ReadResult r;
+      FetchFromFlashLocked(shard, f.slot, key, &ticket, &batch, &r);
+      if (r.parked && parked++ == 0) *first = key;
+      break;
+    }
   }
   if (!batch.empty()) config_.flash_fetcher->Fetch(std::move(batch));
   return parked;
+}
+
+// Only for a read that could wait (`park`: the others miss as before), and
+// only while no reader waits on the key (its fetch is under way: join it).
+bool ItemStore::Impl::FetchNowFitsLocked(Shard& shard, const Found& f, std::string_view key, const WaitTicket* park,
+                                         FlashFetch* fetch) {
+  if (!config_.flash_reads_cached || park == nullptr || config_.wake_sink == nullptr || shard.parked.Waiting(key)) {
+    return false;
+  }
+  const ItemView stub = ItemAt(*f.slot);
+  if (FetchedForLocked(shard, key, stub) != nullptr) return false;
+  fetch->key.assign(key);
+  fetch->where = StubLocator(stub);
+  fetch->value_len = StubValueLength(stub);
+  return true;
+}
+
+bool ItemStore::Impl::FetchCachedNow(FlashFetch* fetch, uint32_t own_readers) {
+  fetch->result = config_.flash->Read(fetch->where, fetch->key, fetch->value_len, &fetch->value, /*nowait=*/true);
+  if (fetch->result == FlashReadResult::kWouldBlock) return false;
+  std::vector<WaitTicket> woken;
+  FinishOneFetch(*fetch, own_readers, &woken);
+  for (const WaitTicket& w : woken) config_.wake_sink->Wake(w);   // readers that parked meanwhile
+  return true;
 }
 
 // Every fetch of the batch first, then the wakes, each ticket once (a
 // multi-key read parks the same ticket on several keys).
 void ItemStore::Impl::FinishFlashReads(std::vector<FlashFetch>* done) {
   std::vector<WaitTicket> woken;
-  for (FlashFetch& d : *done) {
-    const uint64_t hash = HashKey(d.key);
-    Shard& shard = ShardFor(hash);
-    LockedAttempts(shard, hash, d.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
-      if (!FinishFetchLocked(lock, shard, f, t, attempt, d)) return kRetry;
-      // Woken whatever happened: the re-run finds the value, or a miss.
-      const size_t readers = shard.parked.empty() ? 0 : shard.parked.Wake(d.key);   // parks, not tickets: `get a a` reads twice
-      auto it = shard.fetched.find(d.key);
-      if (it != shard.fetched.end() && SameLocator(it->second.where, d.where) && it->second.readers == 0) {
-        if (readers > 0) {
-          it->second.readers = static_cast<uint32_t>(readers);
-        } else {   // nobody waits any more
-          if (it->second.buffer != nullptr) ReleasePin(it->second.buffer);
-          shard.fetched.erase(it);
-        }
-      }
-      std::vector<WaitTicket> mine = shard.parked.TakeWoken();
-      woken.insert(woken.end(), mine.begin(), mine.end());
-      return kAnswered;
-    });
-  }
+  for (FlashFetch& d : *done) FinishOneFetch(d, 0, &woken);
   std::sort(woken.begin(), woken.end(), [](const WaitTicket& a, const WaitTicket& b) {
     return std::tie(a.worker, a.conn_id, a.seq) < std::tie(b.worker, b.conn_id, b.seq);
   });
@@ -255,6 +283,29 @@ void ItemStore::Impl::FinishFlashReads(std::vector<FlashFetch>* done) {
     }
     config_.wake_sink->Wake(w);
   }
+}
+
+void ItemStore::Impl::FinishOneFetch(FlashFetch& d, uint32_t own_readers, std::vector<WaitTicket>* woken) {
+  const uint64_t hash = HashKey(d.key);
+  Shard& shard = ShardFor(hash);
+  LockedAttempts(shard, hash, d.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {
+    if (!FinishFetchLocked(lock, shard, f, t, attempt, d)) return kRetry;
+    if (own_readers > 0) shard.counters.get_extstore++;   // a fetch the read did itself
+    // Woken whatever happened: the re-run finds the value, or a miss.
+    const size_t readers = own_readers + (shard.parked.empty() ? 0 : shard.parked.Wake(d.key));   // parks, not tickets: `get a a` reads twice
+    auto it = shard.fetched.find(d.key);
+    if (it != shard.fetched.end() && SameLocator(it->second.where, d.where)) {
+      if (readers > 0) {
+        it->second.readers += static_cast<uint32_t>(readers);   // 0 unless an earlier fetch's readers wait too
+      } else if (it->second.readers == 0) {   // nobody waits any more
+        if (it->second.buffer != nullptr) ReleasePin(it->second.buffer);
+        shard.fetched.erase(it);
+      }
+    }
+    std::vector<WaitTicket> mine = shard.parked.TakeWoken();
+    woken->insert(woken->end(), mine.begin(), mine.end());
+    return kAnswered;
+  });
 }
 
 // kAnswered once the fetch is settled: the stub is gone or moved on, dropped
@@ -315,6 +366,12 @@ bool ItemStore::Impl::RecacheLocked(ShardLock& lock, Shard& shard, const Found& 
 // readers the fetch woke.
 void ItemStore::Impl::KeepFetchedLocked(Shard& shard, const FlashFetch& done, const Times& t) {
   constexpr int64_t kFetchedLifetimeS = 2;
+  // A read done at once and a parked reader's fetch of the same value may
+  // both end: the first one's copy stays for its readers, the others join them.
+  if (auto held = shard.fetched.find(done.key);
+      held != shard.fetched.end() && held->second.readers > 0 && SameLocator(held->second.where, done.where)) {
+    return;
+  }
   const size_t beyond_limit = std::max(pool_->segment_size(), pool_->limit() / 32);
   if (!shard.fetched.empty() && shard.fetched_swept_s != t.now_s) {
     shard.fetched_swept_s = t.now_s;

@@ -355,8 +355,20 @@ class ItemStore::Impl {
   // as for a RAM item and ServeFetchedLocked puts the value in *r.
   bool ReadStubLocked(Shard& shard, const Found& f, std::string_view key, const ReadOptions& opts, ReadResult* r);
   void ServeFetchedLocked(Shard& shard, std::string_view key, ReadResult* r);
+  // A hit on a stub for a read that wants no value: its length, no bytes.
+  void LeaveOnFlashLocked(const Found& f, ReadResult* r) const;
   // The value fetched for the stub, if one waits for its readers.
   static store_internal::FetchedValue* FetchedForLocked(Shard& shard, std::string_view key, ItemView stub);
+  // StoreConfig::flash_reads_cached: a read of the stub `f` found may fetch
+  // its value at once (*fetch: what to read). FetchCachedNow reads it from
+  // the page cache and finishes it as FinishFlashReads would, kept for
+  // `own_readers` more reads; false (nothing done) when it is not cached.
+  bool FetchNowFitsLocked(Shard& shard, const Found& f, std::string_view key, const WaitTicket* park,
+                          FlashFetch* fetch);
+  bool FetchCachedNow(FlashFetch* fetch, uint32_t own_readers);
+  // One fetch of a batch ended: settled under its key's lock, its parked
+  // readers woken (into *woken), its value kept for them and `own_readers`.
+  void FinishOneFetch(FlashFetch& done, uint32_t own_readers, std::vector<WaitTicket>* woken);
   // One fetch of FinishFlashReads, under its key's lock: kRetry when it let
   // the lock go to make room for a recache.
   bool FinishFetchLocked(ShardLock& lock, Shard& shard, const Found& f, const Times& t, int attempt,

@@ -72,15 +72,25 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
                        : 1.0;
   const int32_t touch_exptime = opts.has_touch ? ToExpiryTick(opts.touch_exptime) : 0;
   ReadResult r;
+  FlashFetch now;
+  bool tried_now = false;
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
     const Found f = LookupLocked(shard, key, hash, t);
     r.miss_expired = f.removed_expired;
     r.miss_flushed = f.removed_flushed;
-    // A value on flash is a hit once fetched for this read; until then it parks, or misses.
+    // A value on flash is a hit once fetched for this read; until then it is
+    // read at once if cached, or parks, or misses.
     const bool on_flash = config_.flash != nullptr && f.slot != nullptr && ItemAt(*f.slot).is_flash_stub();
-    if (on_flash && (!VisibleTo(f, opts) || ReadStubLocked(shard, f, key, opts, &r))) return r;
+    if (on_flash && opts.value_wanted && !tried_now && VisibleTo(f, opts) &&
+        FetchNowFitsLocked(shard, f, key, opts.flash_park, &now)) {
+      lock.unlock();
+      tried_now = true;
+      FetchCachedNow(&now, 1);   // either way, look again: the value waits for this read, or it parks
+      continue;
+    }
+    if (on_flash && (!VisibleTo(f, opts) || (opts.value_wanted && ReadStubLocked(shard, f, key, opts, &r)))) return r;
     if (VisibleTo(f, opts)) {
       // A touch that gives a TTL to an item stored without one needs a copy
       // with room for it: made before anything else changes.
@@ -90,7 +100,7 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
         continue;
       }
       HitLocked(shard, f.slot, f, opts, touch_exptime, t, u, &r);
-      if (on_flash) ServeFetchedLocked(shard, key, &r);
+      if (on_flash) opts.value_wanted ? ServeFetchedLocked(shard, key, &r) : LeaveOnFlashLocked(f, &r);
       if (opts.park != nullptr && r.no_value && r.lease == LeaseVerdict::kHeld &&
           config_.wake_sink != nullptr) {
         shard.parked.Park(key, *opts.park);

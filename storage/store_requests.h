@@ -47,6 +47,9 @@ struct ReadOptions {
   // fetch the value (report parked; the re-run after the wake finds it in
   // RAM). nullptr: such a key reads as a miss.
   const WaitTicket* flash_park = nullptr;
+  // false: the reader needs the metadata only (mg without v, a binary
+  // touch): a value on flash is not fetched, ReadResult::value stays empty.
+  bool value_wanted = true;
   // The lease (token) this reader already holds: a reader that went to a
   // warm peer and came back empty. While that lease is live the read wins it
   // again instead of finding it held. 0 = none.
@@ -80,6 +83,9 @@ struct ReadResult {
   uint8_t frequency = 0;          // the eviction's access count before this read (0..3)
   uint16_t recompute_ms = 0;      // smoothed recompute time (XFetch's delta), 0 = unmeasured
   double reads_per_s = 0;         // the key's estimated read rate before this read, 0 = untracked
+  uint32_t value_len_on_flash = 0;   // !ReadOptions::value_wanted, a hit on a value left on flash: its length
+
+  size_t value_size() const { return value.size() + value_len_on_flash; }
 };
 
 enum class StoreMode : uint8_t { kSet, kAdd, kReplace, kAppend, kPrepend, kCas };

@@ -68,6 +68,7 @@ class ItemStoreFlashTest : public ::testing::Test {
     config.wake_sink = &sink_;
     config.flash = flash_.get();
     config.flash_fetcher = &fetcher_;
+    config.flash_reads_cached = reads_cached_;
     tunables_.recache_rate.store(recache_rate_);
     config.flash_tunables = &tunables_;
     store_ = std::make_unique<ItemStore>(config);
@@ -129,6 +130,7 @@ class ItemStoreFlashTest : public ::testing::Test {
   RecordingFetcher fetcher_;
   WaitTicket ticket_{0, 1, 1};
   uint32_t recache_rate_ = 2000;   // ext_recache_rate's default
+  bool reads_cached_ = false;      // StoreConfig::flash_reads_cached
   FlashTunables tunables_;         // what `extstore` changes at run time
   std::unique_ptr<FlashStore> flash_;
   std::unique_ptr<ItemStore> store_;
@@ -344,6 +346,92 @@ TEST_F(ItemStoreFlashTest, AKeyTwiceInOneReadIsServedTwice) {
     ASSERT_EQ(r.status, ReadStatus::kHit) << n;
     EXPECT_EQ(std::string(r.value), ValueOf(i));
   }
+}
+
+// StoreConfig::flash_reads_cached (the daemon's): a value on flash whose bytes
+// are cached is read at once by the reader, without parking or a wake; one
+// only the device has parks as before.
+class ItemStoreFlashCachedTest : public ItemStoreFlashTest {
+ protected:
+  ItemStoreFlashCachedTest() { reads_cached_ = true; }
+  // Keys 0..1999 whose values are on flash (a read that may not wait misses).
+  std::vector<std::string> OnFlash(size_t n) {
+    std::vector<std::string> keys;
+    for (int i = 0; i < 2000 && keys.size() < n; ++i) {
+      if (Read(KeyOf(i), /*park=*/false).status == ReadStatus::kMiss) keys.push_back(KeyOf(i));
+    }
+    return keys;
+  }
+  // The flash file's pages leave the page cache: reads must go to the device.
+  void DropPageCache() {
+    ASSERT_TRUE(flash_->Flush());
+    const int fd = ::open((dir_ + "/flash").c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::fdatasync(fd), 0);
+    ASSERT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    ::close(fd);
+  }
+};
+
+TEST_F(ItemStoreFlashCachedTest, ACachedValueIsReadAtOnce) {
+  Fill(2000);
+  const std::vector<std::string> keys = OnFlash(20);
+  ASSERT_EQ(keys.size(), 20u);
+  fetcher_.fetches.clear();
+  const int woken = sink_.woken;
+  const uint64_t fetched = store_->Stats().get_extstore;
+  for (const std::string& key : keys) {
+    const ReadResult r = Read(key);
+    EXPECT_FALSE(r.parked) << key;
+    ASSERT_EQ(r.status, ReadStatus::kHit) << key;
+    EXPECT_EQ(std::string(r.value), ValueOf(std::stoi(key.substr(4)))) << key;
+  }
+  EXPECT_TRUE(fetcher_.fetches.empty());
+  EXPECT_EQ(sink_.woken, woken);
+  EXPECT_EQ(store_->Stats().get_extstore, fetched + keys.size());
+  // Served once: the next read of each is another flash read, not a stale copy.
+  EXPECT_EQ(Read(keys[0]).status, ReadStatus::kHit);
+  EXPECT_EQ(store_->Stats().get_extstore, fetched + keys.size() + 1);
+}
+
+// A multi-key read's pass parks on nothing; each key, `get a a`'s twice, is then served.
+TEST_F(ItemStoreFlashCachedTest, AMultiKeyReadOfCachedValuesDoesNotPark) {
+  Fill(2000);
+  std::vector<std::string> keys = OnFlash(5);
+  ASSERT_EQ(keys.size(), 5u);
+  keys.push_back(keys[2]);
+  keys.push_back(KeyOf(1999));   // in RAM
+  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  fetcher_.fetches.clear();
+  std::string_view first;
+  EXPECT_EQ(store_->ParkOnFlash(views, ticket_, &first), 0u);
+  EXPECT_TRUE(fetcher_.fetches.empty());
+  for (const std::string& key : keys) {
+    const ReadResult r = Read(key, /*park=*/false);
+    ASSERT_EQ(r.status, ReadStatus::kHit) << key;
+    EXPECT_EQ(std::string(r.value), ValueOf(std::stoi(key.substr(4)))) << key;
+  }
+}
+
+TEST_F(ItemStoreFlashCachedTest, AValueOnlyTheDeviceHasParks) {
+  Fill(2000);
+  const std::vector<std::string> keys = OnFlash(5);
+  ASSERT_EQ(keys.size(), 5u);
+  DropPageCache();
+  const std::vector<std::string_view> views(keys.begin(), keys.end());
+  fetcher_.fetches.clear();
+  fetcher_.calls = 0;
+  std::string_view first;
+  EXPECT_EQ(store_->ParkOnFlash(views, ticket_, &first), 5u);
+  EXPECT_EQ(fetcher_.calls, 1);
+  RunFetches();
+  for (const std::string& key : keys) {
+    EXPECT_EQ(std::string(Read(key, /*park=*/false).value), ValueOf(std::stoi(key.substr(4)))) << key;
+  }
+  DropPageCache();   // the fetches read the pages back into it
+  EXPECT_TRUE(Read(keys[0]).parked);   // a single read parks too
+  RunFetches();
+  EXPECT_EQ(std::string(Read(keys[0]).value), ValueOf(std::stoi(keys[0].substr(4))));
 }
 
 // Compaction: the live values of a fragmented page are written again and
