@@ -1,5 +1,5 @@
 /* An LD_PRELOAD shim for tests/integration/test_extstore_faults.py: a flash
- * device that returns errors. pread and pwrite on the file named by
+ * device that returns errors. pread, preadv2 and pwrite on the file named by
  * $EIO_PRELOAD_PATH fail while a trigger file beside it exists:
  * <path>.fail-read for reads, <path>.fail-write for writes; the trigger's
  * first bytes name the error ("ENOSPC": a full device; anything else: EIO).
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 /* The errno the trigger for `what` asks for, or 0 when `fd` is not the file or no trigger exists. */
@@ -54,3 +55,22 @@ FAULTY(pread, pread_fn, void *, "read")
 FAULTY(pread64, pread_fn, void *, "read")
 FAULTY(pwrite, pwrite_fn, const void *, "write")
 FAULTY(pwrite64, pwrite_fn, const void *, "write")
+
+/* The worker's read of a cached value (preadv2 with RWF_NOWAIT): a failing
+ * device fails it too, and the read then goes to the I/O thread's pread. */
+typedef ssize_t (*preadv2_fn)(int, const struct iovec *, int, off_t, int);
+
+#define FAULTY_V2(name)                                                                \
+  ssize_t name(int fd, const struct iovec *iov, int count, off_t offset, int flags) { \
+    static preadv2_fn real;                                                            \
+    if (real == NULL) real = (preadv2_fn)dlsym(RTLD_NEXT, #name);                      \
+    const int err = injected_error(fd, "read");                                        \
+    if (err != 0) {                                                                    \
+      errno = err;                                                                     \
+      return -1;                                                                       \
+    }                                                                                  \
+    return real(fd, iov, count, offset, flags);                                        \
+  }
+
+FAULTY_V2(preadv2)
+FAULTY_V2(preadv64v2)
