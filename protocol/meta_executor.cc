@@ -507,6 +507,7 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
   ReadOptions opts;
   opts.kind = ReadKind::kClassic;
   opts.bump = false;
+  opts.value_wanted = false;   // a value on flash stays there: its RAM metadata is enough
   ReadResult r = store->Read(req.key, opts);
   if (r.status == ReadStatus::kMiss) {
     out->Append("EN\r\n");
@@ -525,9 +526,14 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
   out->Append(r.fetched_before ? " fetch=yes" : " fetch=no");
   // memcached's size and slab class for the same item (storage/item.h), so
   // `me` prints the line memcached prints.
-  const uint64_t total = MemcachedItemSize(req.key.size(), r.value.size(), r.client_flags);
+  const uint64_t total = MemcachedItemSize(req.key.size(), r.value_size(), r.client_flags);
+  // A value on flash leaves memcached a header item in RAM (its item_hdr, 12
+  // bytes, for the value): cls is that item's class, size the value's total.
+  constexpr size_t kFlashHeaderValueLen = 12 - 2;
+  const bool on_flash = r.value_len_on_flash != 0;
   out->Append(" cls=");
-  out->AppendNumber(MemcachedSlabClass(total));
+  out->AppendNumber(MemcachedSlabClass(
+      on_flash ? MemcachedItemSize(req.key.size(), kFlashHeaderValueLen, r.client_flags) : total));
   out->Append(" size=");
   out->AppendNumber(total);
   EndLine(out);

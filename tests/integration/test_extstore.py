@@ -12,6 +12,7 @@ The runtime `extstore` command: memcached's replies and settings, and its effect
 """
 
 import os
+import re
 import socket
 import struct
 import subprocess
@@ -324,6 +325,11 @@ def check_round_trip(results):
             results.equal(c.call(b"mg k107 s f t\r\n", b"\r\n"), b"HD s4000 f0 t-1\r\n",
                           "mg without v of a value on flash: its metadata")
             results.equal(int(harness.stats(c)["get_extstore"]), fetched, "mg without v reads nothing from flash")
+            # memcached keeps a header item in RAM for a value on flash: class 1 here, the value's size.
+            debug = c.call(b"me k108\r\n", b"\r\n")
+            results.check(re.fullmatch(rb"ME k108 exp=-1 la=\d+ cas=\d+ fetch=(yes|no) cls=1 size=4063\r\n", debug)
+                          is not None, "me of a value on flash: memcached's line (%r)" % debug)
+            results.equal(int(harness.stats(c)["get_extstore"]), fetched, "me reads nothing from flash")
             results.equal([get_value(c, b"k%d" % i) for i in range(106, 110)],
                           [value_of(i) for i in range(106, 110)], "the others still read back")
             pages = c.call(b"stats extstore\r\n", b"END\r\n").count(b":version ")
