@@ -478,4 +478,15 @@ ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits
   return result;
 }
 
+std::string_view PeekRequestKey(std::string_view input) {
+  constexpr size_t kLongestCommand = 16;
+  const size_t space = input.substr(0, kLongestCommand).find_first_of(" \r\n");
+  if (space == std::string_view::npos || input[space] != ' ') return {};
+  const size_t start = input.find_first_not_of(' ', space);
+  if (start == std::string_view::npos) return {};
+  const size_t end = input.find_first_of(" \r\n", start);
+  if (end == std::string_view::npos || end - start > kMaxKeyLength) return {};
+  return input.substr(start, end - start);
+}
+
 }  // namespace herdless
