@@ -479,14 +479,18 @@ ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits
 }
 
 std::string_view PeekRequestKey(std::string_view input) {
+  // Plain loops: find_first_of calls memchr once per byte.
   constexpr size_t kLongestCommand = 16;
-  const size_t space = input.substr(0, kLongestCommand).find_first_of(" \r\n");
-  if (space == std::string_view::npos || input[space] != ' ') return {};
-  const size_t start = input.find_first_not_of(' ', space);
-  if (start == std::string_view::npos) return {};
-  const size_t end = input.find_first_of(" \r\n", start);
-  if (end == std::string_view::npos || end - start > kMaxKeyLength) return {};
-  return input.substr(start, end - start);
+  const auto ends_word = [](char c) { return c == ' ' || c == '\r' || c == '\n'; };
+  const size_t n = input.size();
+  size_t i = 0;
+  while (i < n && i < kLongestCommand && !ends_word(input[i])) ++i;
+  if (i == n || input[i] != ' ') return {};
+  while (i < n && input[i] == ' ') ++i;
+  const size_t start = i;
+  while (i < n && i - start <= kMaxKeyLength && !ends_word(input[i])) ++i;
+  if (i == n || i - start > kMaxKeyLength) return {};
+  return input.substr(start, i - start);
 }
 
 }  // namespace herdless
