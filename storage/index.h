@@ -21,7 +21,7 @@
 //
 // The index knows no keys: callers compare keys (Find's matcher) and say how
 // to hash a slot's item when a bucket moves (SlotHasher). Not thread-safe:
-// the shard's lock guards it. Slot pointers are valid until the next change.
+// the shard's lock guards it (all but BucketHint, a prefetch address for any thread). Slot pointers are valid until the next change.
 #ifndef HERDLESS_STORAGE_INDEX_H_
 #define HERDLESS_STORAGE_INDEX_H_
 
