@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "protocol/text_commands.h"
+#include "storage/item_store.h"
 
 namespace herdless {
 
@@ -45,6 +46,11 @@ ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_
   RunRequests(input, *out, {max_output, max_requests}, &context_.stats->conn_yields,
               &outcome.consumed, [&](std::string_view rest) {
                 const ParseResult r = ParseRequest(rest.data(), rest.size(), limits_, &request_);
+                // The next pipelined request's index bucket loads while this one runs.
+                if (r.status == ParseStatus::kRequest && r.consumed < rest.size()) {
+                  const std::string_view next_key = PeekRequestKey(rest.substr(r.consumed));
+                  if (!next_key.empty()) context_.store->Prefetch(next_key);
+                }
                 const StepResult step = FinishParsedStep(r, out, &outcome, [&] {
                   if (r.status == ParseStatus::kError) {
                     AnswerParseError(r, out);

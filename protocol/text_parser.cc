@@ -478,4 +478,19 @@ ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits
   return result;
 }
 
+std::string_view PeekRequestKey(std::string_view input) {
+  // Plain loops: find_first_of calls memchr once per byte.
+  constexpr size_t kLongestCommand = 16;
+  const auto ends_word = [](char c) { return c == ' ' || c == '\r' || c == '\n'; };
+  const size_t n = input.size();
+  size_t i = 0;
+  while (i < n && i < kLongestCommand && !ends_word(input[i])) ++i;
+  if (i == n || input[i] != ' ') return {};
+  while (i < n && input[i] == ' ') ++i;
+  const size_t start = i;
+  while (i < n && i - start <= kMaxKeyLength && !ends_word(input[i])) ++i;
+  if (i == n || i - start > kMaxKeyLength) return {};
+  return input.substr(start, i - start);
+}
+
 }  // namespace herdless

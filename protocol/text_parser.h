@@ -58,6 +58,11 @@ struct ParseResult {
 // unlinking the key; classic noreply hides it, ms's q does not).
 ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits, Request* out);
 
+// The second word of the line at the front of `input` (the key of a get, set
+// or meta command), unchecked, or empty when the buffer does not hold it
+// whole: a hint for prefetching the next pipelined request's lookup.
+std::string_view PeekRequestKey(std::string_view input);
+
 }  // namespace herdless
 
 #endif  // HERDLESS_PROTOCOL_TEXT_PARSER_H_

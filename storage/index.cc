@@ -25,6 +25,14 @@ bool IsLink(uint64_t s) { return slot::Segment(s) == slot::kLinkSegment; }
 Index::Index() {
   table_ = NewTable(kInitialBuckets);
   if (table_.buckets == nullptr) throw std::bad_alloc();
+  PublishHint();
+}
+
+// While growing, the old table holds most keys' buckets until the last moves.
+void Index::PublishHint() {
+  const Table& t = old_.buckets != nullptr ? old_ : table_;
+  hint_mask_.store(t.mask, std::memory_order_relaxed);
+  hint_buckets_.store(t.buckets, std::memory_order_relaxed);
 }
 
 Index::~Index() {
@@ -158,6 +166,7 @@ void Index::MaybeGrow(const SlotHasher& hasher) {
   old_ = table_;
   table_ = bigger;
   moved_ = 0;
+  PublishHint();
   MoveOneBucket(hasher);
 }
 
@@ -187,6 +196,7 @@ void Index::MoveOneBucket(const SlotHasher& hasher) {
     retired_.push_back(Retired{old_.buckets, old_.bytes});
     old_ = Table();
     moved_ = 0;
+    PublishHint();
   }
 }
 
@@ -203,6 +213,7 @@ void Index::Reserve(size_t items) {
   overflow_used_ = 0;
   retired_.push_back(Retired{table_.buckets, table_.bytes});
   table_ = bigger;
+  PublishHint();
 }
 
 void Index::FinishGrowth(const SlotHasher& hasher) {

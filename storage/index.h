@@ -21,10 +21,11 @@
 //
 // The index knows no keys: callers compare keys (Find's matcher) and say how
 // to hash a slot's item when a bucket moves (SlotHasher). Not thread-safe:
-// the shard's lock guards it. Slot pointers are valid until the next change.
+// the shard's lock guards it (all but BucketHint, a prefetch address for any thread). Slot pointers are valid until the next change.
 #ifndef HERDLESS_STORAGE_INDEX_H_
 #define HERDLESS_STORAGE_INDEX_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -111,6 +112,12 @@ class Index {
   // the hash's tag for which matches(slot) is true. nullptr when none.
   template <typename Matcher>
   uint64_t* Find(uint64_t hash, Matcher&& matches);
+  // Where a lookup of `hash` starts, for a prefetch on any thread without the shard's lock: a
+  // copy of the table's address and mask kept in atomics, so it may be stale (an older or
+  // unmapped table). A hint to prefetch, never to dereference.
+  const void* BucketHint(uint64_t hash) const {
+    return hint_buckets_.load(std::memory_order_relaxed) + (hash & hint_mask_.load(std::memory_order_relaxed));
+  }
   // The item slot pointing at (segment, offset) among the slots of `hash`'s bucket.
   uint64_t* FindLocation(uint64_t hash, uint32_t segment, uint32_t offset);
 
@@ -180,6 +187,7 @@ class Index {
   void MaybeGrow(const SlotHasher& hasher);
   template <typename Visitor>
   void VisitChain(Bucket* b, Visitor& visit);
+  void PublishHint();   // BucketHint's copy: the table most lookups start in
 
   Table table_;             // the newest table
   Table old_;               // while growing: the table being emptied into table_
@@ -190,6 +198,8 @@ class Index {
   std::vector<uint32_t> overflow_free_;
   size_t overflow_used_ = 0;
   std::vector<Retired> retired_;
+  std::atomic<Bucket*> hint_buckets_{nullptr};
+  std::atomic<size_t> hint_mask_{0};
 };
 
 // ---------------------------------------------------------------------------

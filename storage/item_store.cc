@@ -368,6 +368,13 @@ ItemStore::ItemStore(const StoreConfig& config)
 }
 ItemStore::~ItemStore() = default;
 
+void ItemStore::Impl::Prefetch(std::string_view key) {
+  const uint64_t hash = HashKey(key);
+  __builtin_prefetch(ShardFor(hash).index.BucketHint(hash));
+}
+
+void ItemStore::Prefetch(std::string_view key) const { impl_->Prefetch(key); }
+
 // A foreign key (StoreConfig::foreign) lives at most its ttl_s, and each
 // change of it is reported, before it is made.
 ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {

@@ -155,6 +155,9 @@ class ItemStore {
   ItemStore& operator=(const ItemStore&) = delete;
 
   ReadResult Read(std::string_view key, const ReadOptions& opts);
+  // Starts loading the index bucket `key`'s lookup will read, without a lock: called with the
+  // next pipelined request's key while this one runs, so that its cache miss overlaps work.
+  void Prefetch(std::string_view key) const;
   StoreResult Store(const StoreRequest& req);
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);

@@ -129,6 +129,22 @@ TEST_F(IndexTest, AGrowthMovesAFewBucketsPerInsert) {
   EXPECT_LE(inserts, old_buckets / Index::kMovesPerInsert + 1);
 }
 
+// The hint addresses the bucket of the table lookups start in: the old one until a
+// growth has moved every bucket, then the new one.
+TEST_F(IndexTest, TheBucketHintFollowsTheTableLookupsStartIn) {
+  auto hint = [&](uint64_t h) { return static_cast<const char*>(index_.BucketHint(h)); };
+  uint64_t n = 0;
+  const size_t small = index_.buckets();
+  EXPECT_EQ(hint(5), hint(5 + small));
+  EXPECT_EQ(hint(6) - hint(5), 64);
+  while (!index_.growing()) Add(n, Mix(n)), n++;
+  EXPECT_EQ(hint(5), hint(5 + small));
+  index_.FinishGrowth(*this);
+  EXPECT_NE(hint(5), hint(5 + small));
+  EXPECT_EQ(hint(5), hint(5 + index_.buckets()));
+  EXPECT_EQ(hint(6) - hint(5), 64);
+}
+
 TEST_F(IndexTest, WalkVisitsEveryItemOnceWhileTheIndexGrows) {
   for (uint64_t n = 0; n < 3000; n++) Add(n, Mix(n));
   // Walk in small steps, inserting between steps so that the index grows

@@ -717,5 +717,19 @@ TEST_F(LatestParserTest, MdNamesItsFlagErrorAndMTakesTheFirstLetter) {
   EXPECT_EQ(ErrorOf("ms a 1 M\r\nx\r\n"), "CLIENT_ERROR invalid mode for ms M token");
 }
 
+// ---- the key hint for prefetching ---------------------------------------------
+
+TEST(PeekRequestKeyTest, TheSecondWordOfACompleteLine) {
+  EXPECT_EQ(PeekRequestKey("get foo\r\n"), "foo");
+  EXPECT_EQ(PeekRequestKey("set k:1 0 0 5\r\nhello\r\n"), "k:1");
+  EXPECT_EQ(PeekRequestKey("mg  bar v\r\n"), "bar");
+  EXPECT_EQ(PeekRequestKey("gets a\n"), "a");
+  EXPECT_EQ(PeekRequestKey("get foo"), "");            // the key may go on: not whole yet
+  EXPECT_EQ(PeekRequestKey("mn\r\nget x\r\n"), "");   // no key on its line
+  EXPECT_EQ(PeekRequestKey(""), "");
+  EXPECT_EQ(PeekRequestKey("get " + std::string(251, 'k') + "\r\n"), "");
+  EXPECT_EQ(PeekRequestKey(std::string(20, 'x') + " key\r\n"), "");   // no command word
+}
+
 }  // namespace
 }  // namespace herdless
