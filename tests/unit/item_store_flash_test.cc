@@ -422,8 +422,12 @@ TEST_F(ItemStoreFlashCachedTest, AValueOnlyTheDeviceHasParks) {
   fetcher_.fetches.clear();
   fetcher_.calls = 0;
   std::string_view first;
-  EXPECT_EQ(store_->ParkOnFlash(views, ticket_, &first), 5u);
-  EXPECT_EQ(fetcher_.calls, 1);
+  // The first key's page is not cached, so it parks; the kernel's readahead, started by that
+  // miss, may bring the others' pages in before they are tried (seen under TSan: 3 of 5).
+  const size_t parked = store_->ParkOnFlash(views, ticket_, &first);
+  EXPECT_GE(parked, 1u);
+  EXPECT_LE(parked, 5u);
+  EXPECT_EQ(fetcher_.calls, 1);   // one batch for the parked ones
   RunFetches();
   for (const std::string& key : keys) {
     EXPECT_EQ(std::string(Read(key, /*park=*/false).value), ValueOf(std::stoi(key.substr(4)))) << key;
