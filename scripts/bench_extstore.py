@@ -6,14 +6,16 @@ Each server gets a fresh file under --dir. The script stores --keys keys, by def
 what the file holds, with values of --value-size bytes derived from the key, in pipelined
 batches on one connection, at most --rate sets a second. It waits until the server's extstore_objects_written stops moving,
 then reads back every --sample-th key and checks each value byte for byte. Items held =
-the share of the sample that hit × --keys. Then it replays a seeded Zipf trace of
---requests gets over the same keys as a cache-aside client (a miss is set again) and reports
-the hit ratio, values read back wrong, gets/s and the p99 of a 50-key get (one client: timing
-figures are noisy; give `uptime`). It prints each server's items held, the values read
-back wrong (must be 0), `stats` curr_items and extstore_objects_used, RSS, the reads that went
-to flash and came back to RAM (get_extstore, recache_from_extstore, in all), and the
-herdless/memcached ratio of items held. memcached runs first; --herdless-first swaps the
-order, for A/B runs on a shared machine.
+the share of the sample that hit × --keys. Both servers stay up; then a seeded Zipf trace of
+--requests gets over the same keys is replayed on both as a cache-aside client (a miss is set
+again) in turns of --chunk gets, the order swapped every turn, so that neither server gains
+from running second on a shared machine. It reports the hit ratio, values read back wrong,
+gets/s and the p99 of a 50-key get (one client: timing figures are noisy; give `uptime`), each
+server's items held, the values read back wrong (must be 0), `stats` curr_items and
+extstore_objects_used, RSS, the reads that went to flash and came back to RAM (get_extstore,
+recache_from_extstore, in all), and the herdless/memcached ratios. --herdless-first fills
+herdless first. --mem-limit-mb puts each server in a memory cgroup whose limit covers the
+page cache too, so that the flash file is read from the disk rather than from memory.
 
 A herdless that refuses ext_path (built before its flash tier) is run RAM-only, with the
 same -m, and the script says so: the ratio is then against herdless's RAM alone.
@@ -114,78 +116,144 @@ def sample(sock, keys, value_size, every, batch=50):
     return hits, wrong, asked
 
 
-def zipf_replay(sock, args):
-    """Cache-aside over the filled keys: a seeded Zipf trace of gets (multi-gets of 50); each
-    miss is set again. Returns (hit ratio, wrong values, requests/s, p99 batch latency ms)."""
-    ids, _ = make_trace("zipf:%s" % args.zipf, args.keys, args.requests, seed=1)
-    hits = wrong = 0
-    latencies = []
-    began = time.time()
-    for at in range(0, len(ids), 50):
-        keys = [b"k%d" % i for i in ids[at:at + 50]]
-        t0 = time.time()
-        sock.sendall(b"get " + b" ".join(keys) + b"\r\n")
-        buf = read_replies(sock, b"", 1, b"END\r\n")
-        latencies.append(time.time() - t0)
-        found = set()
-        pos = 0
-        while buf.startswith(b"VALUE ", pos):
-            eol = buf.index(b"\r\n", pos)
-            key, length = buf[pos:eol].split(b" ")[1], int(buf[pos:eol].split(b" ")[3])
-            wrong += buf[eol + 2:eol + 2 + length] != value_of(key, args.value_size)
-            found.add(key)
-            pos = eol + 2 + length + 2
-        hits += sum(1 for k in keys if k in found)
-        missed = [k for k in set(keys) if k not in found]
-        if missed:
-            sock.sendall(b"".join(b"set %s 0 0 %d noreply\r\n%s\r\n"
-                                  % (k, args.value_size, value_of(k, args.value_size)) for k in missed))
-    elapsed = time.time() - began
-    latencies.sort()
-    p99 = latencies[int(0.99 * (len(latencies) - 1))] * 1000 if latencies else 0
-    return hits / max(len(ids), 1), wrong, len(ids) / elapsed, p99
+class Replay:
+    """One server's share of the cache-aside replay: its hits, wrong values, time and the
+    latency of each 50-key get."""
 
+    def __init__(self):
+        self.hits = self.wrong = self.gets = 0
+        self.elapsed = 0.0
+        self.latencies = []
 
-def run(name, argv, args):
-    proc, port, err = start(argv)
-    if proc is None:
-        return None, err
-    try:
-        with socket.create_connection(("127.0.0.1", port)) as sock:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # no Nagle wait after noreply sets
+    def run(self, sock, ids, value_size):
+        """Replays `ids` (multi-gets of 50); each miss is set again."""
+        began = time.time()
+        for at in range(0, len(ids), 50):
+            keys = [b"k%d" % i for i in ids[at:at + 50]]
             t0 = time.time()
-            stored, refused = fill(sock, args.keys, args.value_size, args.batch, args.rate)
-            fill_s = time.time() - t0
-            settle(sock, 2.0)
-            # The file's dirty pages written back now, not by the kernel during the replay,
-            # whichever server runs first (the order decided the gets/s without it).
-            os.sync()
-            hits, wrong, asked = sample(sock, args.keys, args.value_size, args.sample)
-            sock.settimeout(30)
-            try:
-                zipf = zipf_replay(sock, args) if args.requests else None
-            except socket.timeout:   # seen once with memcached 1.6.18: a multi-get never answered
-                print("%-24s zipf replay: no reply within 30 s" % name)
-                zipf = None
-                sock.close()
-                sock = socket.create_connection(("127.0.0.1", port))
-            st = stats(sock)
-            rss = rss_bytes(proc.pid)
-    finally:
-        proc.terminate()
-        proc.wait()
-    held = int(hits / asked * args.keys) if asked else 0
-    print("%-24s items held %9d (%5.1f%% of %d sampled)  read back wrong %d  stored %d refused %d"
-          "  curr_items %s  extstore_objects_used %s  RSS %.0f MB  fill %.1f s"
-          % (name, held, 100.0 * hits / max(asked, 1), asked, wrong, stored, refused,
-             st.get("curr_items"), st.get("extstore_objects_used", "-"), rss / 1e6, fill_s))
-    if zipf:
+            sock.sendall(b"get " + b" ".join(keys) + b"\r\n")
+            buf = read_replies(sock, b"", 1, b"END\r\n")
+            self.latencies.append(time.time() - t0)
+            found = set()
+            pos = 0
+            while buf.startswith(b"VALUE ", pos):
+                eol = buf.index(b"\r\n", pos)
+                key, length = buf[pos:eol].split(b" ")[1], int(buf[pos:eol].split(b" ")[3])
+                self.wrong += buf[eol + 2:eol + 2 + length] != value_of(key, value_size)
+                found.add(key)
+                pos = eol + 2 + length + 2
+            self.hits += sum(1 for k in keys if k in found)
+            missed = [k for k in set(keys) if k not in found]
+            if missed:
+                sock.sendall(b"".join(b"set %s 0 0 %d noreply\r\n%s\r\n"
+                                      % (k, value_size, value_of(k, value_size)) for k in missed))
+        self.gets += len(ids)
+        self.elapsed += time.time() - began
+
+    def summary(self):
+        """(hit ratio, wrong values, gets/s, p99 of a 50-key get in ms)."""
+        latencies = sorted(self.latencies)
+        p99 = latencies[int(0.99 * (len(latencies) - 1))] * 1000 if latencies else 0
+        return self.hits / max(self.gets, 1), self.wrong, self.gets / max(self.elapsed, 1e-9), p99
+
+
+def memory_cgroup(name, limit_mb):
+    """A memory cgroup (v1's memory controller, else v2) limited to `limit_mb`: the page cache
+    of the server's flash file is charged to it, so at most that much of the file stays
+    cached and the rest is read from the disk. Returns its directory."""
+    for base, limit_file in (("/sys/fs/cgroup/memory", "memory.limit_in_bytes"), ("/sys/fs/cgroup", "memory.max")):
+        if not os.path.exists(os.path.join(base, "cgroup.procs")):
+            continue
+        path = os.path.join(base, "herdless-bench-%s-%d" % (name, os.getpid()))
+        try:
+            os.makedirs(path, exist_ok=True)
+            with open(os.path.join(path, limit_file), "w") as f:
+                f.write(str(limit_mb << 20))
+            return path
+        except OSError:
+            continue
+    raise SystemExit("--mem-limit-mb needs a writable memory cgroup (root, v1 memory or v2)")
+
+
+class Server:
+    """A server under test: started (in its memory cgroup if asked), filled, sampled, then
+    replayed in turns with the other one."""
+
+    def __init__(self, name, argv, args):
+        self.name, self.argv, self.args = name, argv, args
+        self.proc = self.port = self.sock = self.cgroup = None
+        self.held = 0
+        self.replay = Replay()
+
+    def start(self):
+        argv = self.argv
+        if self.args.mem_limit_mb:
+            self.cgroup = memory_cgroup(self.name.split()[0], self.args.mem_limit_mb)
+            # Joins the cgroup before exec: every page the server touches is charged to it.
+            argv = ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.cgroup] + argv
+        self.proc, self.port, err = start(argv)
+        if self.proc is None:
+            return err
+        self.sock = socket.create_connection(("127.0.0.1", self.port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # no Nagle wait after noreply sets
+        return ""
+
+    def fill_and_sample(self):
+        args = self.args
+        t0 = time.time()
+        stored, refused = fill(self.sock, args.keys, args.value_size, args.batch, args.rate)
+        fill_s = time.time() - t0
+        settle(self.sock, 2.0)
+        # The file's dirty pages written back now, not by the kernel during the replay.
+        os.sync()
+        hits, wrong, asked = sample(self.sock, args.keys, args.value_size, args.sample)
+        self.held = int(hits / asked * args.keys) if asked else 0
+        st = stats(self.sock)
+        print("%-24s items held %9d (%5.1f%% of %d sampled)  read back wrong %d  stored %d refused %d"
+              "  curr_items %s  extstore_objects_used %s  RSS %.0f MB  fill %.1f s"
+              % (self.name, self.held, 100.0 * hits / max(asked, 1), asked, wrong, stored, refused,
+                 st.get("curr_items"), st.get("extstore_objects_used", "-"), rss_bytes(self.proc.pid) / 1e6,
+                 fill_s), flush=True)
+
+    def report(self):
+        args = self.args
+        st = stats(self.sock)
         print("%-24s zipf:%s over the keys, %d gets: hit ratio %.4f  wrong %d  %.0f gets/s"
-              "  p99 of a 50-key get %.2f ms" % (name, args.zipf, args.requests, *zipf))
+              "  p99 of a 50-key get %.2f ms" % (self.name, args.zipf, self.replay.gets, *self.replay.summary()))
         print("%-24s in all: cmd_get %s  get_extstore %s  recache_from_extstore %s  miss_from_extstore %s"
-              % (name, st.get("cmd_get"), st.get("get_extstore"), st.get("recache_from_extstore"),
+              % (self.name, st.get("cmd_get"), st.get("get_extstore"), st.get("recache_from_extstore"),
                  st.get("miss_from_extstore")))
-    return held, ""
+        if self.cgroup is not None:
+            for peak in ("memory.max_usage_in_bytes", "memory.peak"):
+                if os.path.exists(os.path.join(self.cgroup, peak)):
+                    with open(os.path.join(self.cgroup, peak)) as f:
+                        print("%-24s its cgroup's peak memory, page cache included: %.0f MB"
+                              % (self.name, int(f.read()) / 1e6))
+
+    def stop(self):
+        if self.sock is not None:
+            self.sock.close()
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+        if self.cgroup is not None:
+            try:
+                os.rmdir(self.cgroup)
+            except OSError as e:
+                print("could not remove %s: %s" % (self.cgroup, e))
+
+
+def replay_in_turns(servers, args):
+    """The Zipf trace in chunks of --chunk gets, each chunk replayed on every server, the
+    order swapped every chunk (A B, B A, ...): both see the machine's same moments, so
+    neither gains from running second. Each server still sees the whole trace in order."""
+    ids, _ = make_trace("zipf:%s" % args.zipf, args.keys, args.requests, seed=1)
+    chunk = max(50, args.chunk // 50 * 50)
+    for turn, at in enumerate(range(0, len(ids), chunk)):
+        order = servers if turn % 2 == 0 else servers[::-1]
+        for s in order:
+            s.sock.settimeout(30)
+            s.replay.run(s.sock, ids[at:at + chunk], args.value_size)
 
 
 def main():
@@ -204,7 +272,12 @@ def main():
     p.add_argument("--ext-options", default="", help="more -o ext_* options for both")
     p.add_argument("--dir", default=None, help="where the flash files go (default: a temp dir)")
     p.add_argument("--herdless-first", action="store_true",
-                   help="run herdless before memcached (alternate the order between runs: A/B)")
+                   help="start and fill herdless first (the replay alternates the order anyway)")
+    p.add_argument("--chunk", type=int, default=25000,
+                   help="gets per turn of the replay; the servers take turns, the order swapped each turn")
+    p.add_argument("--mem-limit-mb", type=int, default=0,
+                   help="each server in a memory cgroup of this size, page cache included (0: none): "
+                        "most of the flash file is then read from the disk, not the page cache")
     args = p.parse_args()
     units = {"m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
     file_bytes = int(args.file_size[:-1]) * units[args.file_size[-1].lower()]
@@ -217,25 +290,48 @@ def main():
     print("uptime: %s" % subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     print("-m %d, ext_path of %s, %d-byte values, %d keys at <= %d/s, every %d-th read back"
           % (args.memory_mb, args.file_size, args.value_size, args.keys, args.rate, args.sample))
-    results = {}
-    servers = [("memcached", args.memcached), ("herdless", args.herdless)]
-    for name, binary in (servers[::-1] if args.herdless_first else servers):
+    servers = []
+    for name, binary in (("memcached", args.memcached), ("herdless", args.herdless)):
         path = os.path.join(workdir, name + ".ext")
         ext = ["-o", "ext_path=%s:%s%s" % (path, args.file_size, extra)]
-        argv = [binary, "-m", str(args.memory_mb)] + user
-        held, err = run(name + " (ext_path)", argv + ext, args)
-        if held is None and name == "herdless":
-            print("herdless refused ext_path (%s): RAM only, same -m" % err.strip().splitlines()[0])
-            held, err = run(name + " (RAM only)", argv, args)
-        if held is None:
-            raise SystemExit("%s did not start: %s" % (name, err))
-        results[name] = held
-        if os.path.exists(path):
-            os.unlink(path)
+        servers.append((Server(name + " (ext_path)", [binary, "-m", str(args.memory_mb)] + user + ext, args),
+                        path, [binary, "-m", str(args.memory_mb)] + user))
+    if args.herdless_first:
+        servers.reverse()
+    try:
+        running = []
+        for server, path, ram_only in servers:
+            err = server.start()
+            if err and server.name.startswith("herdless"):
+                print("herdless refused ext_path (%s): RAM only, same -m" % err.strip().splitlines()[0])
+                server.name, server.argv = "herdless (RAM only)", ram_only
+                err = server.start()
+            if err:
+                raise SystemExit("%s did not start: %s" % (server.name, err))
+            running.append(server)
+            server.fill_and_sample()
+        if args.requests:
+            print("replay: %d gets in turns of %d, uptime: %s" % (args.requests, args.chunk, subprocess.run(
+                ["uptime"], capture_output=True, text=True).stdout.strip()), flush=True)
+            replay_in_turns(running, args)
+            for server in running:
+                server.report()
+            by_name = {s.name.split()[0]: s.replay.summary() for s in running}
+            if len(by_name) == 2:
+                h, m = by_name["herdless"], by_name["memcached"]
+                print("herdless/memcached: gets/s %.2fx  p99 %.2fx  hit ratio %.4f / %.4f"
+                      % (h[2] / m[2], h[3] / max(m[3], 1e-9), h[0], m[0]))
+        held = {s.name.split()[0]: s.held for s in running}
+    finally:
+        for server, path, _ in servers:
+            server.stop()
+            if os.path.exists(path):
+                os.unlink(path)
     if args.dir is None:
         os.rmdir(workdir)
-    if results.get("memcached"):
-        print("items held, herdless/memcached: %.2f" % (results["herdless"] / results["memcached"]))
+    print("uptime: %s" % subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
+    if held.get("memcached"):
+        print("items held, herdless/memcached: %.2f" % (held["herdless"] / held["memcached"]))
 
 
 if __name__ == "__main__":
