@@ -4,7 +4,7 @@ same -m and the same ext_path size (issue 26's first goal: -m 64, a 2 GB file, 2
 
 Each server gets a fresh file under --dir. The script stores --keys keys, by default 1.2 times
 what the file holds, with values of --value-size bytes derived from the key, in pipelined
-batches on one connection, at most --rate sets a second. It waits until the server's extstore_objects_written stops moving,
+batches on one connection to each server, at most --rate sets a second. It waits until the server's extstore_objects_written stops moving,
 then reads back every --sample-th key and checks each value byte for byte. Items held =
 the share of the sample that hit × --keys. Both servers stay up; then a seeded Zipf trace of
 --requests gets over the same keys is replayed on both as a cache-aside client (a miss is set
@@ -13,9 +13,10 @@ from running second on a shared machine. It reports the hit ratio, values read b
 gets/s and the p99 of a 50-key get (one client: timing figures are noisy; give `uptime`), each
 server's items held, the values read back wrong (must be 0), `stats` curr_items and
 extstore_objects_used, RSS, the reads that went to flash and came back to RAM (get_extstore,
-recache_from_extstore, in all), and the herdless/memcached ratios. --herdless-first fills
-herdless first. --mem-limit-mb puts each server in a memory cgroup whose limit covers the
-page cache too, so that the flash file is read from the disk rather than from memory.
+recache_from_extstore, in all), and the herdless/memcached ratios. The fill also runs in
+turns, batch by batch. --herdless-first gives herdless the first turn. --mem-limit-mb puts
+each server in a memory cgroup whose limit covers the page cache too, so that the flash file
+is read from the disk rather than from memory.
 
 A herdless that refuses ext_path (built before its flash tier) is run RAM-only, with the
 same -m, and the script says so: the ratio is then against herdless's RAM alone.
@@ -61,12 +62,14 @@ def read_replies(sock, buf, count, terminator):
     return buf
 
 
-def fill(sock, keys, value_size, batch, rate):
-    """Sets every key, at most `rate` sets a second (0 = as fast as the server answers): a
-    memcached whose writer thread falls behind evicts values before they reach the file."""
-    stored = refused = 0
+def fill(socks, keys, value_size, batch, rate):
+    """Sets every key on every server, batch by batch in turns (so that no server's file is
+    older than the other's), at most `rate` sets a second each (0 = as fast as they answer): a
+    memcached whose writer thread falls behind evicts values before they reach the file.
+    Returns [stored, refused] for each socket."""
+    counts = [[0, 0] for _ in socks]
     began = time.time()
-    for start_i in range(0, keys, batch):
+    for turn, start_i in enumerate(range(0, keys, batch)):
         if rate:
             ahead = start_i / rate - (time.time() - began)
             if ahead > 0:
@@ -76,11 +79,13 @@ def fill(sock, keys, value_size, batch, rate):
         for i in range(start_i, start_i + n):
             key = b"k%d" % i
             out += b"set %s 0 0 %d\r\n%s\r\n" % (key, value_size, value_of(key, value_size))
-        sock.sendall(out)
-        buf = read_replies(sock, b"", n, b"\r\n")
-        stored += buf.count(b"STORED\r\n")
-        refused += n - buf.count(b"STORED\r\n")
-    return stored, refused
+        order = list(range(len(socks))) if turn % 2 == 0 else list(range(len(socks)))[::-1]
+        for at in order:
+            socks[at].sendall(out)
+            buf = read_replies(socks[at], b"", n, b"\r\n")
+            counts[at][0] += buf.count(b"STORED\r\n")
+            counts[at][1] += n - buf.count(b"STORED\r\n")
+    return counts
 
 
 def settle(sock, seconds):
@@ -198,14 +203,8 @@ class Server:
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # no Nagle wait after noreply sets
         return ""
 
-    def fill_and_sample(self):
+    def sample_and_print(self, stored, refused, fill_s):
         args = self.args
-        t0 = time.time()
-        stored, refused = fill(self.sock, args.keys, args.value_size, args.batch, args.rate)
-        fill_s = time.time() - t0
-        settle(self.sock, 2.0)
-        # The file's dirty pages written back now, not by the kernel during the replay.
-        os.sync()
         hits, wrong, asked = sample(self.sock, args.keys, args.value_size, args.sample)
         self.held = int(hits / asked * args.keys) if asked else 0
         st = stats(self.sock)
@@ -251,9 +250,24 @@ def replay_in_turns(servers, args):
     chunk = max(50, args.chunk // 50 * 50)
     for turn, at in enumerate(range(0, len(ids), chunk)):
         order = servers if turn % 2 == 0 else servers[::-1]
+        rates = []
         for s in order:
             s.sock.settimeout(30)
+            before = s.replay.elapsed
             s.replay.run(s.sock, ids[at:at + chunk], args.value_size)
+            rates.append("%s %.0f" % (s.name.split()[0], len(ids[at:at + chunk]) / max(s.replay.elapsed - before, 1e-9)))
+        if args.verbose:
+            print("turn %d gets/s: %s" % (turn, ", ".join(rates)))
+
+
+def resident_mb(path):
+    """How much of `path` the page cache holds (util-linux's fincore), or None."""
+    try:
+        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--output", "RES", path],
+                             capture_output=True, text=True, check=True).stdout.split()
+        return "%.0f" % (int(out[0]) / 1e6)
+    except (OSError, subprocess.CalledProcessError, ValueError, IndexError):
+        return None
 
 
 def main():
@@ -272,9 +286,10 @@ def main():
     p.add_argument("--ext-options", default="", help="more -o ext_* options for both")
     p.add_argument("--dir", default=None, help="where the flash files go (default: a temp dir)")
     p.add_argument("--herdless-first", action="store_true",
-                   help="start and fill herdless first (the replay alternates the order anyway)")
+                   help="herdless takes the first turn (fill and replay alternate the order anyway)")
     p.add_argument("--chunk", type=int, default=25000,
                    help="gets per turn of the replay; the servers take turns, the order swapped each turn")
+    p.add_argument("--verbose", action="store_true", help="print each turn's gets/s")
     p.add_argument("--mem-limit-mb", type=int, default=0,
                    help="each server in a memory cgroup of this size, page cache included (0: none): "
                         "most of the flash file is then read from the disk, not the page cache")
@@ -309,11 +324,23 @@ def main():
             if err:
                 raise SystemExit("%s did not start: %s" % (server.name, err))
             running.append(server)
-            server.fill_and_sample()
+        t0 = time.time()
+        counts = fill([s.sock for s in running], args.keys, args.value_size, args.batch, args.rate)
+        fill_s = time.time() - t0
+        for server in running:
+            settle(server.sock, 2.0)
+        # The files' dirty pages written back now, not by the kernel during the replay.
+        os.sync()
+        for server, (stored, refused) in zip(running, counts):
+            server.sample_and_print(stored, refused, fill_s)
+        for server, path, _ in servers:
+            print("%-24s flash file in the page cache: %s MB" % (server.name, resident_mb(path)))
         if args.requests:
             print("replay: %d gets in turns of %d, uptime: %s" % (args.requests, args.chunk, subprocess.run(
                 ["uptime"], capture_output=True, text=True).stdout.strip()), flush=True)
             replay_in_turns(running, args)
+            for server, path, _ in servers:
+                print("%-24s after the replay, in the page cache: %s MB" % (server.name, resident_mb(path)))
             for server in running:
                 server.report()
             by_name = {s.name.split()[0]: s.replay.summary() for s in running}
