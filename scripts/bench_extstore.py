@@ -10,7 +10,8 @@ the share of the sample that hit × --keys. Both servers stay up; then a seeded 
 --requests gets over the same keys is replayed on both as a cache-aside client (a miss is set
 again) in turns of --chunk gets, the order swapped every turn, so that neither server gains
 from running second on a shared machine. It reports the hit ratio, values read back wrong,
-gets/s and the p99 of a 50-key get (one client: timing figures are noisy; give `uptime`), each
+gets/s and the p99 of a 50-key get (one client: timing figures are noisy; give `uptime`), the
+server's CPU time (user and kernel, /proc/<pid>/stat) during its own turns per get, each
 server's items held, the values read back wrong (must be 0), `stats` curr_items and
 extstore_objects_used, RSS, the reads that went to flash and came back to RAM (get_extstore,
 recache_from_extstore, in all), and the herdless/memcached ratios. The fill also runs in
@@ -30,7 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import free_port, wait_listening  # noqa: E402
+from bench import cpu_split, free_port, wait_listening  # noqa: E402
 from bench_hitratio import make_trace  # noqa: E402
 from bench_memory import rss_bytes, stats  # noqa: E402
 
@@ -128,6 +129,7 @@ class Replay:
     def __init__(self):
         self.hits = self.wrong = self.gets = 0
         self.elapsed = 0.0
+        self.cpu = [0.0, 0.0]   # the server's user and kernel seconds during its turns
         self.latencies = []
 
     def run(self, sock, ids, value_size):
@@ -219,6 +221,9 @@ class Server:
         st = stats(self.sock)
         print("%-24s zipf:%s over the keys, %d gets: hit ratio %.4f  wrong %d  %.0f gets/s"
               "  p99 of a 50-key get %.2f ms" % (self.name, args.zipf, self.replay.gets, *self.replay.summary()))
+        user, kernel = self.replay.cpu
+        print("%-24s server CPU in its replay turns: user %.2f s, kernel %.2f s, %.2f us a get"
+              % (self.name, user, kernel, 1e6 * (user + kernel) / max(self.replay.gets, 1)))
         print("%-24s in all: cmd_get %s  get_extstore %s  recache_from_extstore %s  miss_from_extstore %s"
               % (self.name, st.get("cmd_get"), st.get("get_extstore"), st.get("recache_from_extstore"),
                  st.get("miss_from_extstore")))
@@ -255,6 +260,7 @@ def replay_in_turns(servers, args):
         for s in order:
             s.sock.settimeout(30)
             before = s.replay.elapsed
+            cpu_before = cpu_split(s.proc.pid)
             try:
                 s.replay.run(s.sock, ids[at:at + chunk], args.value_size)
             except socket.timeout:   # seen once with memcached 1.6.18: a multi-get never answered
@@ -263,6 +269,7 @@ def replay_in_turns(servers, args):
                 s.sock.close()
                 s.sock = socket.create_connection(("127.0.0.1", s.port))   # for its stats
                 continue
+            s.replay.cpu = [t + now - was for t, now, was in zip(s.replay.cpu, cpu_split(s.proc.pid), cpu_before)]
             if args.verbose:
                 rates.append("%s %.0f" % (s.name.split()[0], len(ids[at:at + chunk]) / max(s.replay.elapsed - before, 1e-9)))
         if args.verbose:
@@ -358,8 +365,9 @@ def main():
             by_name = {s.name.split()[0]: s.replay.summary() for s in running}
             if len(by_name) == 2:
                 h, m = by_name["herdless"], by_name["memcached"]
-                print("herdless/memcached: gets/s %.2fx  p99 %.2fx  hit ratio %.4f / %.4f"
-                      % (h[2] / m[2], h[3] / max(m[3], 1e-9), h[0], m[0]))
+                cpu = {s.name.split()[0]: sum(s.replay.cpu) for s in running}
+                print("herdless/memcached: gets/s %.2fx  p99 %.2fx  server CPU a get %.2fx  hit ratio %.4f / %.4f"
+                      % (h[2] / m[2], h[3] / max(m[3], 1e-9), cpu["herdless"] / max(cpu["memcached"], 1e-9), h[0], m[0]))
         held = {s.name.split()[0]: s.held for s in running}
     finally:
         for server, path, _ in servers:
