@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <string_view>
 
+#include "storage/limits.h"   // kMaxKeyLength
+
 namespace herdless {
 
 // True for a key memcached's text protocol accepts: 1..250 bytes (kMaxKeyLength)
@@ -14,6 +16,12 @@ namespace herdless {
 // 1.6.18 accepts them. Base64-decoded (`b`) keys may hold any byte and are
 // not checked with this.
 bool IsValidKey(std::string_view key);
+
+// IsValidKey for a word of a command line split by SplitCommandLine, which
+// holds no space, '\n' or NUL by construction: only its length is checked.
+inline bool IsValidKeyWord(std::string_view word) {
+  return !word.empty() && word.size() <= kMaxKeyLength;
+}
 
 // Standard base64 (RFC 4648 alphabet, '=' padding) with memcached's lenient
 // decoder: bytes outside the alphabet are skipped, the remaining symbols must

@@ -13,7 +13,7 @@ void SplitCommandLine(std::string_view line, CommandLine* out) {
     while (i < line.size() && line[i] == ' ') ++i;
     if (i == line.size()) break;
     const size_t start = i;
-    while (i < line.size() && line[i] != ' ') ++i;
+    i = FindSpace(line, i);
     out->token[out->count++] = line.substr(start, i - start);
   }
 }
@@ -174,7 +174,7 @@ bool OpaqueTooLong(const Request& r) {
 
 LineVerdict ParseMetaDebug(const CommandLine& line, Request* out) {
   out->command = Command::kMetaDebug;
-  if (line.ntokens() < 3 || !IsValidKey(line.token[1])) {
+  if (line.ntokens() < 3 || !IsValidKeyWord(line.token[1])) {
     return Error(kBadFormat);
   }
   out->key = line.token[1];
@@ -190,7 +190,7 @@ LineVerdict ParseMetaDebug(const CommandLine& line, Request* out) {
 
 LineVerdict ParseMetaGet(const CommandLine& line, Request* out) {
   out->command = Command::kMetaGet;
-  if (!IsValidKey(line.token[1])) return Error(kBadFormat);
+  if (!IsValidKeyWord(line.token[1])) return Error(kBadFormat);
   if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags are too long");
   out->key = line.token[1];
   const std::string_view error = ParseMetaFlags(line, 2, /*allow_y=*/true, out);
@@ -201,7 +201,7 @@ LineVerdict ParseMetaGet(const CommandLine& line, Request* out) {
 
 LineVerdict ParseMetaSet(const CommandLine& line, Request* out) {
   out->command = Command::kMetaSet;
-  if (!IsValidKey(line.token[1])) return Error(kBadFormat);
+  if (!IsValidKeyWord(line.token[1])) return Error(kBadFormat);
   if (line.ntokens() == 3) return Error(kBadFormat);
   if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags too long");
   int32_t length;
@@ -230,7 +230,7 @@ LineVerdict ParseMetaSet(const CommandLine& line, Request* out) {
 // specific one).
 LineVerdict ParseMetaDeleteOrArithmetic(const CommandLine& line, Command command, Request* out) {
   out->command = command;
-  if (!IsValidKey(line.token[1])) return Error(kBadFormat);
+  if (!IsValidKeyWord(line.token[1])) return Error(kBadFormat);
   if (line.ntokens() > kMaxMetaTokens) return Error("CLIENT_ERROR options flags too long");
   out->key = line.token[1];
   const std::string_view flag_error = ParseMetaFlags(line, 2, /*allow_y=*/false, out);

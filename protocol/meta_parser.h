@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "protocol/request.h"
@@ -30,8 +31,13 @@ namespace herdless {
 // reads past it, through `line`).
 struct CommandLine {
   static constexpr int kMaxTokens = 23;   // memcached MAX_TOKENS 24, minus the terminal
+  // token[count..] are left unset: a line is split on every request, and
+  // readers check `count` before they read a token.
+  CommandLine() {}
   std::string_view line;
-  std::string_view token[kMaxTokens];
+  union {
+    std::string_view token[kMaxTokens];
+  };
   int count = 0;
   bool latest = false;   // -o compat=1.6.45: parse as 1.6.45 where it differs
 
@@ -45,6 +51,47 @@ struct CommandLine {
 
 void SplitCommandLine(std::string_view line, CommandLine* out);
 
+// The index of the first byte of `s` at or after `from` that `marks` flags,
+// or s.size(). Request lines are scanned on every request, so eight bytes at
+// a time: marks(x) sets the high bit of the bytes of the 8-byte word x it
+// flags, and exactly at the lowest one (a borrow may flag bytes above it);
+// `is_marked` says the same of a single byte, for the tail.
+template <typename Marks, typename IsMarked>
+size_t FindFirstMarked(std::string_view s, size_t from, Marks marks, IsMarked is_marked) {
+  size_t i = from;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t x;
+    std::memcpy(&x, s.data() + i, 8);
+    const uint64_t flagged = marks(x);
+    // Little-endian: the lowest byte is the first in memory.
+    if (flagged != 0) return i + static_cast<size_t>(__builtin_ctzll(flagged) >> 3);
+  }
+  while (i < s.size() && !is_marked(static_cast<unsigned char>(s[i]))) ++i;
+  return i;
+}
+
+inline constexpr uint64_t kEveryByte = 0x0101010101010101ull;
+inline constexpr uint64_t kEveryHighBit = 0x8080808080808080ull;
+
+// The index of the first ' ' in `s` at or after `from`, or s.size().
+inline size_t FindSpace(std::string_view s, size_t from) {
+  return FindFirstMarked(
+      s, from,
+      [](uint64_t x) {
+        x ^= kEveryByte * ' ';   // a space is now a zero byte
+        return (x - kEveryByte) & ~x & kEveryHighBit;
+      },
+      [](unsigned char c) { return c == ' '; });
+}
+
+// The index of the first byte at or below ' ' (a space, '\r', '\n', any
+// control byte) in `s` at or after `from`, or s.size().
+inline size_t FindSpaceOrControl(std::string_view s, size_t from) {
+  return FindFirstMarked(
+      s, from, [](uint64_t x) { return (x - kEveryByte * 0x21) & ~x & kEveryHighBit; },
+      [](unsigned char c) { return c <= ' '; });
+}
+
 // The words of a space-separated list one at a time, split as
 // SplitCommandLine splits (for lists of any length: a get's keys, an
 // operator command's arguments).
@@ -54,8 +101,7 @@ class WordIterator {
   bool Next(std::string_view* word) {
     while (!rest_.empty() && rest_.front() == ' ') rest_.remove_prefix(1);
     if (rest_.empty()) return false;
-    size_t end = rest_.find(' ');
-    if (end == std::string_view::npos) end = rest_.size();
+    const size_t end = FindSpace(rest_, 0);
     *word = rest_.substr(0, end);
     rest_.remove_prefix(end);
     return true;

@@ -171,8 +171,13 @@ char* FormatUint64(uint64_t v, char* out) {
       "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
       "8081828384858687888990919293949596979899";
-  char tmp[kMaxUint64Digits];
-  char* p = tmp + kMaxUint64Digits;
+  // The digits are written from the last one back, in place: most numbers
+  // here (flags, lengths) have one to four digits, and a copy from a
+  // scratch buffer cost as much as the formatting.
+  int digits = 1;
+  for (uint64_t rest = v; rest >= 10; rest /= 10) ++digits;
+  char* const end = out + digits;
+  char* p = end;
   while (v >= 100) {
     const unsigned pair = static_cast<unsigned>(v % 100) * 2;
     v /= 100;
@@ -186,9 +191,7 @@ char* FormatUint64(uint64_t v, char* out) {
   } else {
     *--p = static_cast<char>('0' + v);
   }
-  const size_t n = static_cast<size_t>(tmp + kMaxUint64Digits - p);
-  std::memcpy(out, p, n);
-  return out + n;
+  return end;
 }
 
 char* FormatReadRate(double reads_per_s, char* out) {

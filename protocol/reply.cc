@@ -13,6 +13,10 @@ namespace {
 // Most replies are a few short lines; 16 KiB holds a pipeline's worth of them
 // and is what memcached sizes its response buffers to.
 constexpr size_t kChunkSize = BlockCache::kBlockSize;
+// Values up to this size are copied into the chunk rather than sent from the
+// item in place: the copy costs less than the iovec, the piece and the pin
+// they need, and a pipeline of small hits goes out as one iovec.
+constexpr size_t kCopyValuesUpTo = 512;
 // Written segments are dropped from the front of the vector in batches.
 constexpr size_t kCompactAfter = 256;
 // A spare queue keeps room for this many pieces (a reply is one to four):
@@ -79,8 +83,31 @@ ReplyQueue& ReplyBuffer::Queue() {
   return *queue_;
 }
 
+// Most appends extend the last segment in place; the rest take a new
+// segment, or a new chunk.
 char* ReplyBuffer::Reserve(size_t n) {
+  if (tail_ != nullptr && static_cast<size_t>(tail_end_ - tail_) >= n) {
+    char* p = tail_;
+    tail_ += n;
+    pending_ += n;
+    queue_->segments.back().len += n;
+    return p;
+  }
+  return ReserveNewSegment(n);
+}
+
+// The newest chunk's `used` lags while appends extend its last segment in
+// place: brought up to date when that segment stops being the last.
+void ReplyBuffer::CloseTail() {
+  if (tail_ == nullptr) return;
+  ReplyQueue::Chunk& chunk = queue_->chunks.back();
+  chunk.used = static_cast<size_t>(tail_ - chunk.data);
+  tail_ = tail_end_ = nullptr;
+}
+
+char* ReplyBuffer::ReserveNewSegment(size_t n) {
   ReplyQueue& q = Queue();
+  CloseTail();
   if (q.chunks.empty() || q.chunks.back().capacity - q.chunks.back().used < n) {
     // A string bigger than a chunk gets a chunk of its own size.
     q.chunks.push_back(n <= kChunkSize ? ReplyQueue::Chunk{BlockCache::Take(blocks_), kChunkSize, 0}
@@ -89,18 +116,12 @@ char* ReplyBuffer::Reserve(size_t n) {
   ReplyQueue::Chunk& chunk = q.chunks.back();
   char* p = chunk.data + chunk.used;
   chunk.used += n;
-  // Bytes that continue the last segment in the same chunk extend it, so a
-  // pipeline of short replies goes out as one iovec.
-  if (!empty() && p != chunk.data) {
-    ReplyQueue::Piece& last = q.segments.back();
-    if (last.pin == nullptr && last.data + last.len == p) {
-      last.len += n;
-      pending_ += n;
-      return p;
-    }
-  }
   pending_ += n;
   q.segments.push_back(ReplyQueue::Piece{p, n, nullptr});
+  // Bytes after these continue the same segment, so a pipeline of short
+  // replies goes out as one iovec.
+  tail_ = p + n;
+  tail_end_ = chunk.data + chunk.capacity;
   return p;
 }
 
@@ -140,6 +161,11 @@ void ReplyBuffer::AppendSignedNumber(int64_t v) {
 
 void ReplyBuffer::AppendItemBytes(ItemRef item, std::string_view bytes) {
   if (bytes.empty()) return;   // nothing to send: `item` releases its reference
+  if (bytes.size() <= kCopyValuesUpTo) {
+    Append(bytes);   // `item` releases its reference once copied
+    return;
+  }
+  CloseTail();   // the next bytes start a new segment
   Queue().segments.push_back(ReplyQueue::Piece{bytes.data(), bytes.size(), item.Release()});
   pending_ += bytes.size();
 }
@@ -193,6 +219,7 @@ void ReplyBuffer::CompactSegments() {
   if (empty()) {
     q.segments.clear();
     q.head = 0;
+    tail_ = tail_end_ = nullptr;
     // Everything is written: keep the newest chunk (if standard-sized) for the
     // next replies (ReleaseIdle gives it back when the connection waits).
     while (q.chunks.size() > 1) DropOldestChunk();
@@ -213,6 +240,7 @@ void ReplyBuffer::CompactSegments() {
 
 void ReplyBuffer::Clear() {
   pending_ = 0;
+  tail_ = tail_end_ = nullptr;
   leading_empty_message_ = false;
   if (queue_ == nullptr) return;
   ReplyQueue& q = *queue_;

@@ -1,11 +1,12 @@
 // ReplyBuffer: the bytes owed to one connection, as a queue of iovec-ready
-// segments. Short strings are copied into owned chunks (adjacent copies merge
-// into one segment); item values are referenced in place and the ItemRef keeps
-// the item alive until the bytes are written, so a concurrent set or delete
-// never frees or changes memory that is still being sent. Its chunks come
-// from a BlockCache and its queue (the piece and chunk arrays) from a
-// ReplyQueueCache (set_caches); ReleaseIdle() gives both back, so an idle
-// connection holds neither. Not thread-safe: one per connection.
+// segments. Short strings and small values are copied into owned chunks
+// (adjacent copies merge into one segment); larger item values are referenced
+// in place and the ItemRef keeps the item alive until the bytes are written,
+// so a concurrent set or delete never frees or changes memory that is still
+// being sent. Its chunks come from a BlockCache and its queue (the piece and
+// chunk arrays) from a ReplyQueueCache (set_caches); ReleaseIdle() gives both
+// back, so an idle connection holds neither. Not thread-safe: one per
+// connection.
 #ifndef HERDLESS_PROTOCOL_REPLY_H_
 #define HERDLESS_PROTOCOL_REPLY_H_
 
@@ -56,7 +57,8 @@ class ReplyBuffer {
   void Append(std::string_view s);
   void AppendNumber(uint64_t v);        // decimal
   void AppendSignedNumber(int64_t v);
-  // Sends `bytes` (an item's value, which `item` keeps in place) without copying; takes the reference.
+  // Sends `bytes`, an item's value that `item` keeps in place: a small one is
+  // copied, a larger one is sent from the item, whose reference this takes.
   void AppendItemBytes(ItemRef item, std::string_view bytes);
 
   // The next iovecs to write (at most `max`); returns how many were filled.
@@ -99,7 +101,9 @@ class ReplyBuffer {
 
  private:
   ReplyQueue& Queue();       // queue_, taken on first use
-  char* Reserve(size_t n);   // room for n contiguous bytes in the current chunk
+  char* Reserve(size_t n);   // room for n contiguous bytes at the end of the output
+  char* ReserveNewSegment(size_t n);
+  void CloseTail();
   void DropOldestChunk();    // its bytes are no longer referenced by a segment
   void CompactSegments();
   void NoteMessageEnd();
@@ -108,6 +112,10 @@ class ReplyBuffer {
   BlockCache* blocks_ = nullptr;
   ReplyQueueCache* queues_ = nullptr;
   size_t pending_ = 0;
+  // When the last segment is chunk bytes (not an item's), where it ends and
+  // where its chunk ends: bytes appended there extend it. Else both null.
+  char* tail_ = nullptr;
+  char* tail_end_ = nullptr;
   bool track_messages_ = false;
   bool leading_empty_message_ = false;
 };

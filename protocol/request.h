@@ -76,7 +76,8 @@ struct Request {
   // Single-key commands (and meta/lease commands): the key, already validated.
   std::string_view key;
   // get/gets/gat/gats: the keys, space-separated, as they stand on the line
-  // (each already validated by IsValidKey: 1..250 bytes, no space, \n or NUL).
+  // (each already validated by IsValidKey: 1..250 bytes, no space, \n or NUL);
+  // `key` is the key too when there is exactly one, else empty.
   std::string_view keys;
 
   // Storage commands: set/add/replace/append/prepend/cas, ms, lease-set.

@@ -85,12 +85,6 @@ bool ParkOnFlash(ItemStore* store, std::string_view keys, const WaitTicket& tick
   return true;
 }
 
-bool IsSingleKey(std::string_view keys) {
-  WordIterator words(keys);
-  std::string_view key;
-  return words.Next(&key) && !words.Next(&key);
-}
-
 // A multi-key get never parks in wait mode (see ClassicReadOptions), so no
 // reply is ever half written; with -o ext_path it parks on its keys on
 // flash before writing anything (ParkOnFlash), and runs again once fetched.
@@ -102,17 +96,22 @@ void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, Proces
   PrefixStats* prefixes = &c.server->prefix_stats();
   const bool with_cas = req.command == Command::kGets || req.command == Command::kGats;
   const bool touch = req.command == Command::kGat || req.command == Command::kGats;
-  const bool single = IsSingleKey(req.keys);
+  const bool single = !req.key.empty();   // the parser found one key
   if (!single && c.park != nullptr && store->config().flash != nullptr && ParkOnFlash(store, req.keys, *c.park, outcome)) {
     return;
   }
   ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, single ? c.park : nullptr);
   WarmGate* warm = single && opts.kind == ReadKind::kClassicLease ? c.warm : nullptr;
   if (warm != nullptr) warm->Apply(&opts);
-  WordIterator keys(req.keys);
-  std::string_view key;
+  WordIterator keys(req.keys);   // one key is not split from the list again
+  std::string_view key = req.key;
   bool first = true;
-  while (keys.Next(&key)) {
+  bool owes_value_end = false;   // the last value's "\r\n", appended with what follows it
+  while (single ? first : keys.Next(&key)) {
+    if (owes_value_end) {
+      out->Append("\r\n");
+      owes_value_end = false;
+    }
     // Over UDP memcached sends each key's reply as its own message.
     if (!first) out->EndMessage();
     first = false;
@@ -130,9 +129,9 @@ void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, Proces
     AppendValueLine(key, r.client_flags, r.value.size(), with_cas,
                     settings.cas_enabled ? r.cas : 0, out);
     out->AppendItemBytes(std::move(r.item), r.value);
-    out->Append("\r\n");
+    owes_value_end = true;
   }
-  out->Append("END\r\n");
+  out->Append(owes_value_end ? std::string_view("\r\nEND\r\n") : std::string_view("END\r\n"));
 }
 
 // ---------------------------------------------------------------------------

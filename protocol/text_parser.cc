@@ -2,7 +2,7 @@
 // process_command_ascii: find the line, split it on spaces, dispatch on the
 // command word with memcached's token-count checks, then (storage commands)
 // wait for the data block. Words never hold a space, '\n' or NUL, so the
-// key check IsValidKey makes is memcached's: at most 250 bytes.
+// key check IsValidKeyWord makes is memcached's: at most 250 bytes.
 // Reading top to bottom: helpers for each command family, the dispatcher,
 // then ParseRequest.
 #include "protocol/text_parser.h"
@@ -107,7 +107,7 @@ LineVerdict ParseStorageFields(const CommandLine& l, Command command, Request* o
   out->command = command;
   out->noreply = TrailingNoreply(l);
   const bool quiet = out->noreply;
-  if (!IsValidKey(l.token[1])) return Error(kBadFormat, quiet);
+  if (!IsValidKeyWord(l.token[1])) return Error(kBadFormat, quiet);
   out->key = l.token[1];
   int32_t exptime;
   int32_t length;
@@ -168,12 +168,19 @@ LineVerdict ParseRetrieval(const CommandLine& l, Command command, Request* out) 
   }
   if (first_key >= l.count) return Ok();
   const std::string_view keys = TrimTrailingSpaces(l.From(first_key));
-  size_t i = 0;
-  while (i < keys.size()) {
-    while (i < keys.size() && keys[i] == ' ') ++i;
-    const size_t start = i;
-    while (i < keys.size() && keys[i] != ' ') ++i;
-    if (!IsValidKey(keys.substr(start, i - start))) return Error(kBadFormat);
+  if (l.count < CommandLine::kMaxTokens) {
+    // The split words are all the keys.
+    for (int i = first_key; i < l.count; ++i) {
+      if (!IsValidKeyWord(l.token[i])) return Error(kBadFormat);
+    }
+    if (l.count == first_key + 1) out->key = l.token[first_key];
+  } else {
+    // The line goes on past the words split off.
+    WordIterator words(keys);
+    std::string_view key;
+    while (words.Next(&key)) {
+      if (!IsValidKeyWord(key)) return Error(kBadFormat);
+    }
   }
   out->keys = keys;
   return Ok();
@@ -195,7 +202,7 @@ LineVerdict ParseDelete(const CommandLine& l, Request* out) {
                    out->noreply);
     }
   }
-  if (!IsValidKey(l.token[1])) return Error(kBadFormat, out->noreply);
+  if (!IsValidKeyWord(l.token[1])) return Error(kBadFormat, out->noreply);
   out->key = l.token[1];
   return Ok();
 }
@@ -205,7 +212,7 @@ LineVerdict ParseArithmetic(const CommandLine& l, Command command, Request* out)
   if (!WordCountOk(l, 3)) return Error(kUnknown);
   out->command = command;
   out->noreply = TrailingNoreply(l);
-  if (!IsValidKey(l.token[1])) return Error(kBadFormat, out->noreply);
+  if (!IsValidKeyWord(l.token[1])) return Error(kBadFormat, out->noreply);
   out->key = l.token[1];
   if (!ParseUint64As(l.token[2], l.latest, &out->delta)) {
     return Error("CLIENT_ERROR invalid numeric delta argument", out->noreply);
@@ -218,7 +225,7 @@ LineVerdict ParseTouch(const CommandLine& l, Request* out) {
   if (!WordCountOk(l, 3)) return Error(kUnknown);
   out->command = Command::kTouch;
   out->noreply = TrailingNoreply(l);
-  if (!IsValidKey(l.token[1])) return Error(kBadFormat, out->noreply);
+  if (!IsValidKeyWord(l.token[1])) return Error(kBadFormat, out->noreply);
   out->key = l.token[1];
   int32_t exptime;
   if (!ParseInt32As(l.token[2], l.latest, &exptime)) return Error(kBadExptime, out->noreply);
@@ -264,7 +271,7 @@ LineVerdict ParseNumberCommand(const CommandLine& l, Command command, Request* o
 LineVerdict ParseLeaseGet(const CommandLine& l, Request* out) {
   if (l.count != 2) return Error(kUnknown);
   out->command = Command::kLeaseGet;
-  if (!IsValidKey(l.token[1])) return Error(kBadFormat);
+  if (!IsValidKeyWord(l.token[1])) return Error(kBadFormat);
   out->key = l.token[1];
   return Ok();
 }
@@ -479,18 +486,15 @@ ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits
 }
 
 std::string_view PeekRequestKey(std::string_view input) {
-  // Plain loops: find_first_of calls memchr once per byte.
   constexpr size_t kLongestCommand = 16;
-  const auto ends_word = [](char c) { return c == ' ' || c == '\r' || c == '\n'; };
-  const size_t n = input.size();
-  size_t i = 0;
-  while (i < n && i < kLongestCommand && !ends_word(input[i])) ++i;
-  if (i == n || input[i] != ' ') return {};
-  while (i < n && input[i] == ' ') ++i;
-  const size_t start = i;
-  while (i < n && i - start <= kMaxKeyLength && !ends_word(input[i])) ++i;
-  if (i == n || i - start > kMaxKeyLength) return {};
-  return input.substr(start, i - start);
+  const size_t command_end = FindSpaceOrControl(input.substr(0, kLongestCommand + 1), 0);
+  if (command_end == input.size() || command_end > kLongestCommand || input[command_end] != ' ') return {};
+  size_t start = command_end;
+  while (start < input.size() && input[start] == ' ') ++start;
+  const std::string_view rest = input.substr(start, kMaxKeyLength + 1);
+  const size_t key_length = FindSpaceOrControl(rest, 0);
+  if (key_length == rest.size()) return {};   // not whole in the buffer, or too long
+  return rest.substr(0, key_length);
 }
 
 }  // namespace herdless

@@ -1,5 +1,6 @@
 #include "storage/item.h"
 
+#include <algorithm>
 #include <cassert>
 #include <vector>
 
@@ -71,36 +72,70 @@ namespace {
 
 // memcached 1.6.18's slabs_init with its defaults: the first chunk is the
 // 48-byte header plus -n 48, each next one 1.25 times bigger (8-byte
-// aligned), and the last class is the 512 KiB largest chunk.
-const std::vector<uint64_t>& ChunkSizes() {
-  static const std::vector<uint64_t> sizes = [] {
-    constexpr double kFactor = 1.25;
-    constexpr uint64_t kLargestChunk = 512 * 1024;
-    std::vector<uint64_t> s = {0, 96};
-    for (;;) {
-      const uint64_t next = static_cast<uint64_t>(s.back() * kFactor);
-      if (next >= kLargestChunk / kFactor) break;
-      s.push_back((next + 7) / 8 * 8);
-    }
-    s.push_back(kLargestChunk);
-    return s;
-  }();
-  return sizes;
+// aligned), and the last class is the 512 KiB largest chunk. Index 0 is
+// unused (memcached's classes count from 1).
+struct ChunkSizeTable {
+  uint64_t size[kMemcachedClasses + 1] = {};
+  int classes = 0;   // the last class's index
+};
+
+constexpr ChunkSizeTable MakeChunkSizes() {
+  constexpr double kFactor = 1.25;
+  constexpr uint64_t kLargestChunk = 512 * 1024;
+  ChunkSizeTable t;
+  t.size[1] = 96;
+  int last = 1;
+  for (;;) {
+    const uint64_t next = static_cast<uint64_t>(static_cast<double>(t.size[last]) * kFactor);
+    if (next >= kLargestChunk / kFactor) break;
+    t.size[++last] = (next + 7) / 8 * 8;
+  }
+  t.size[++last] = kLargestChunk;
+  t.classes = last;
+  return t;
 }
+
+// Computed at compile time: a hit counts itself in its class, so the lookup
+// is on every read.
+constexpr ChunkSizeTable kChunkSizes = MakeChunkSizes();
+static_assert(kChunkSizes.classes == kMemcachedClasses);
+
+// The class of every size up to kDirectSizes, by size / 8 rounded up: items
+// of a few hundred bytes find theirs with one load.
+constexpr uint64_t kDirectSizes = 16 * 1024;
+struct DirectClassTable {
+  uint8_t by_eighths[kDirectSizes / 8 + 1] = {};
+};
+
+int SearchSlabClass(uint64_t item_size) {
+  // The first class whose chunk holds the item; past the classes below the
+  // largest, the largest (memcached chains chunks).
+  const uint64_t* first = kChunkSizes.size + 1;
+  const uint64_t* last = kChunkSizes.size + kMemcachedClasses;
+  return static_cast<int>(std::lower_bound(first, last, item_size) - kChunkSizes.size);
+}
+
+constexpr DirectClassTable MakeDirectClasses() {
+  DirectClassTable t;
+  int cls = 1;
+  for (uint64_t i = 0; i <= kDirectSizes / 8; i++) {
+    while (kChunkSizes.size[cls] < i * 8) cls++;   // chunk sizes are multiples of 8
+    t.by_eighths[i] = static_cast<uint8_t>(cls);
+  }
+  return t;
+}
+constexpr DirectClassTable kDirectClasses = MakeDirectClasses();
 
 }  // namespace
 
 int MemcachedSlabClass(uint64_t item_size) {
-  const std::vector<uint64_t>& sizes = ChunkSizes();
-  for (size_t cls = 1; cls + 1 < sizes.size(); cls++) {
-    if (item_size <= sizes[cls]) return static_cast<int>(cls);
-  }
-  return static_cast<int>(sizes.size() - 1);   // the largest class (memcached chains chunks)
+  if (item_size <= kDirectSizes) return kDirectClasses.by_eighths[(item_size + 7) / 8];
+  return SearchSlabClass(item_size);
 }
 
 uint64_t MemcachedChunkSize(int slab_class) {
   assert(slab_class >= 1 && slab_class <= kMemcachedClasses);
-  return ChunkSizes()[static_cast<size_t>(slab_class)];
+  return kChunkSizes.size[slab_class];
 }
 
 }  // namespace herdless

@@ -121,5 +121,15 @@ TEST(ItemFormatTest, MemcachedSizesAndClassesAreMemcachedsDefaults) {
   for (int c = 1; c < kMemcachedClasses; c++) EXPECT_LT(MemcachedChunkSize(c), MemcachedChunkSize(c + 1));
 }
 
+// Small sizes are looked up in a table, large ones searched: every size's
+// class is the first whose chunk holds it, on both sides of the switch.
+TEST(ItemFormatTest, EverySizeGetsTheSmallestClassThatHoldsIt) {
+  int expected = 1;
+  for (uint64_t size = 1; size <= 600 * 1024; size++) {
+    while (expected < kMemcachedClasses && MemcachedChunkSize(expected) < size) expected++;
+    ASSERT_EQ(MemcachedSlabClass(size), expected) << "size " << size;
+  }
+}
+
 }  // namespace
 }  // namespace herdless

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -431,6 +432,29 @@ TEST(CommandLineTest, StopsAfter23Tokens) {
   SplitCommandLine(line, &l);
   EXPECT_EQ(l.count, CommandLine::kMaxTokens);
   EXPECT_EQ(l.token[22], "t22");
+}
+
+// FindSpace and FindSpaceOrControl read eight bytes at a time: the first
+// marked byte at every offset of a long word, and none, is found where a byte
+// loop finds it. '!' is one above a space (the borrow case), 0xa0 has the high
+// bit set.
+TEST(FindSpaceTest, FindsTheFirstMarkedByteAtEveryOffset) {
+  for (const char fill : {'!', '\xa0', 'k'}) {
+    for (const char mark : {' ', '\r', '\n', '\t', '\0'}) {
+      for (size_t length = 0; length < 40; ++length) {
+        for (size_t at = 0; at <= length; ++at) {
+          std::string s(length, fill);
+          if (at < length) s[at] = mark;
+          if (at + 1 < length) s[at + 1] = ' ';
+          for (size_t from = 0; from <= at; ++from) {
+            const size_t space = mark == ' ' ? at : std::min(at + 1, length);
+            ASSERT_EQ(FindSpace(s, from), space) << "length " << length << " at " << at << " from " << from;
+            ASSERT_EQ(FindSpaceOrControl(s, from), at) << "length " << length << " at " << at << " from " << from;
+          }
+        }
+      }
+    }
+  }
 }
 
 // ---- keys and base64 ---------------------------------------------------------------

@@ -68,6 +68,11 @@ void ReleaseItem(Item* item) {
   delete item;
 }
 
+// A value too big to be copied: it is sent from the item in place.
+std::string Large(std::string_view head, char fill = 'v') {
+  return std::string(head) + std::string(600, fill);
+}
+
 TEST(ReplyBufferTest, StartsEmpty) {
   ReplyBuffer buf;
   EXPECT_TRUE(buf.empty());
@@ -113,12 +118,12 @@ TEST(ReplyBufferTest, AppendSignedNumberWritesSign) {
 }
 
 TEST(ReplyBufferTest, ItemBytesAreSentInPlaceBetweenCopies) {
-  Item* item = MakeItem("key", "hello");
+  Item* item = MakeItem("key", Large("hello"));
   ReplyBuffer buf;
-  buf.Append("VALUE key 0 5\r\n");
+  buf.Append("VALUE key 0 605\r\n");
   buf.AppendItemBytes(Share(item), item->value_with_crlf());
   buf.Append("END\r\n");
-  EXPECT_EQ(Pending(buf), "VALUE key 0 5\r\nhello\r\nEND\r\n");
+  EXPECT_EQ(Pending(buf), "VALUE key 0 605\r\n" + Large("hello") + "\r\nEND\r\n");
   EXPECT_EQ(SegmentCount(buf), 3);
   struct iovec iov[3];
   ASSERT_EQ(buf.FillIovecs(iov, 3), 3);
@@ -127,15 +132,29 @@ TEST(ReplyBufferTest, ItemBytesAreSentInPlaceBetweenCopies) {
   ReleaseItem(item);
 }
 
+// A small value is copied: its reference is dropped at once, and it extends
+// the copies around it into one segment.
+TEST(ReplyBufferTest, SmallItemBytesAreCopiedBetweenCopies) {
+  Item* item = MakeItem("key", "hello");
+  ReplyBuffer buf;
+  buf.Append("VALUE key 0 5\r\n");
+  buf.AppendItemBytes(Share(item), item->value_with_crlf());
+  EXPECT_EQ(Refs(item), 1u);
+  buf.Append("END\r\n");
+  EXPECT_EQ(Pending(buf), "VALUE key 0 5\r\nhello\r\nEND\r\n");
+  EXPECT_EQ(SegmentCount(buf), 1);
+  ReleaseItem(item);
+}
+
 TEST(ReplyBufferTest, ItemReferenceReleasedOnceWhenFullyConsumed) {
-  Item* item = MakeItem("k", "abcdef");
+  Item* item = MakeItem("k", Large("abcdef"));
   ReplyBuffer buf;
   buf.AppendItemBytes(Share(item), item->value_with_crlf());
   EXPECT_EQ(Refs(item), 2u);
   buf.Consume(3);
   EXPECT_EQ(Refs(item), 2u);   // still being sent
-  EXPECT_EQ(Pending(buf), "def\r\n");
-  buf.Consume(5);
+  EXPECT_EQ(Pending(buf), Large("def") + "\r\n");
+  buf.Consume(605);
   EXPECT_EQ(Refs(item), 1u);
   EXPECT_TRUE(buf.empty());
   buf.Consume(0);
@@ -145,8 +164,8 @@ TEST(ReplyBufferTest, ItemReferenceReleasedOnceWhenFullyConsumed) {
 }
 
 TEST(ReplyBufferTest, ClearAndDestructorReleaseItemReferences) {
-  Item* a = MakeItem("a", "1");
-  Item* b = MakeItem("b", "2");
+  Item* a = MakeItem("a", Large("1"));
+  Item* b = MakeItem("b", Large("2"));
   {
     ReplyBuffer buf;
     buf.AppendItemBytes(Share(a), a->value_with_crlf());
@@ -195,7 +214,7 @@ std::string FillMixed(ReplyBuffer* buf, const std::vector<Item*>& items) {
 }
 
 TEST(ReplyBufferTest, PartialConsumeAtEveryOffset) {
-  std::vector<Item*> items = {MakeItem("a", "first"), MakeItem("bb", ""), MakeItem("ccc", "third!")};
+  std::vector<Item*> items = {MakeItem("a", "first"), MakeItem("bb", ""), MakeItem("ccc", Large("third!"))};
   std::string expected;
   {
     ReplyBuffer probe;
@@ -219,7 +238,7 @@ TEST(ReplyBufferTest, PartialConsumeAtEveryOffset) {
 }
 
 TEST(ReplyBufferTest, ConsumeInSmallStepsYieldsEveryByteInOrder) {
-  std::vector<Item*> items = {MakeItem("k1", "value-one"), MakeItem("k2", "v2")};
+  std::vector<Item*> items = {MakeItem("k1", Large("value-one")), MakeItem("k2", "v2")};
   for (size_t step = 1; step <= 13; ++step) {
     ReplyBuffer buf;
     std::string expected = FillMixed(&buf, items);
@@ -254,7 +273,7 @@ TEST(ReplyBufferTest, LargeAppendKeepsItsBytesIntact) {
 
 TEST(ReplyBufferTest, ManySegmentsAreFilledInOrderUpToMax) {
   std::vector<Item*> items;
-  for (int i = 0; i < 500; ++i) items.push_back(MakeItem("key" + std::to_string(i), std::to_string(i)));
+  for (int i = 0; i < 500; ++i) items.push_back(MakeItem("key" + std::to_string(i), Large(std::to_string(i))));
   ReplyBuffer buf;
   std::string expected;
   for (Item* item : items) {
@@ -320,14 +339,14 @@ TEST(ReplyBufferTest, SpillingPastAChunkStartsANewSegment) {
 // dropped from the front in batches while new ones are appended, and every
 // byte and item reference survives the moves.
 TEST(ReplyBufferTest, LongBacklogKeepsOrderAcrossCompaction) {
-  Item* item = MakeItem("k", "value");
+  Item* item = MakeItem("k", Large("value"));
   ReplyBuffer buf;
   std::string expected;
   for (int round = 0; round < 20; ++round) {
     for (int i = 0; i < 100; ++i) {
       buf.AppendItemBytes(Share(item), item->value());
       buf.Append("|" + std::to_string(round * 100 + i) + "\n");
-      expected += "value|" + std::to_string(round * 100 + i) + "\n";
+      expected += Large("value") + "|" + std::to_string(round * 100 + i) + "\n";
     }
     // Write all but the last 7 bytes of what is owed.
     const size_t written = buf.pending_bytes() - 7;

@@ -729,6 +729,9 @@ TEST(PeekRequestKeyTest, TheSecondWordOfACompleteLine) {
   EXPECT_EQ(PeekRequestKey(""), "");
   EXPECT_EQ(PeekRequestKey("get " + std::string(251, 'k') + "\r\n"), "");
   EXPECT_EQ(PeekRequestKey(std::string(20, 'x') + " key\r\n"), "");   // no command word
+  EXPECT_EQ(PeekRequestKey("get " + std::string(250, 'k') + "\r\n"), std::string(250, 'k'));
+  EXPECT_EQ(PeekRequestKey("get a-key-longer-than-eight\r\n"), "a-key-longer-than-eight");
+  EXPECT_EQ(PeekRequestKey("get k\xc3\xa9y\r\n"), "k\xc3\xa9y");   // bytes >= 0x80 belong to the key
 }
 
 }  // namespace
