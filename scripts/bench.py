@@ -5,7 +5,11 @@ Starts both servers with the same -t/-m/-c on loopback, fills the key space,
 then runs each preset against A and B alternately (A B A B ...), and prints per
 run and as medians: ops/s, hits/s, p50/p99/p99.9 latency, the server's CPU
 seconds per million operations (from /proc/<pid>/stat, split user/kernel), and
-herdless/memcached ratios. After each preset's rounds it counts each server's
+herdless/memcached ratios, and how busy the server and the load generator were
+(CPU seconds per second of the round: a load generator near 100 % bounds the
+ops/s of both servers, so their ratio says little; CPU/op still compares
+them) and the share of the machine's CPU time the hypervisor stole (a round
+with much of it is not comparable). After each preset's rounds it counts each server's
 system calls over a fixed number of requests (--syscall-requests, `perf stat`
 on the syscall tracepoints of all its threads) and prints them per request.
 --memcached PATH picks the reference server (e.g. 1.6.45 built from source);
@@ -24,6 +28,7 @@ certificate made here with `openssl req`), memtier_benchmark with --tls
 import argparse
 import json
 import os
+import resource
 import shlex
 import shutil
 import socket
@@ -75,6 +80,13 @@ def cpu_split(pid):
         fields = f.read().rsplit(")", 1)[1].split()
     # fields[11], fields[12] are utime, stime (fields 14, 15 of the whole line).
     return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
+def stolen_seconds():
+    """CPU seconds the hypervisor gave to others so far, all CPUs (/proc/stat's steal)."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) / CLK_TCK if len(fields) > 8 else 0.0
 
 
 SYSCALL_EVENTS = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{n}" for n in (
@@ -175,7 +187,12 @@ def memtier_run(tool, port, preset_args, seconds, conns, cpus, fill=False, tls_a
         argv += [f"--requests={requests}"] + preset_args
     else:
         argv += [f"--test-time={seconds}"] + preset_args
+    # The load generator's share of its core: near 100 % it, not the server,
+    # bounds ops/s (memtier's one thread saturates a core in the pipelined presets).
+    usage0, wall0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     res = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    usage1, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - wall0
+    client_busy = ((usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)) / wall
     if res.returncode != 0:
         raise RuntimeError(f"memtier failed: {' '.join(argv)}\n{res.stderr[-2000:]}")
     with open(out) as f:
@@ -191,6 +208,8 @@ def memtier_run(tool, port, preset_args, seconds, conns, cpus, fill=False, tls_a
         "p50": pct.get("p50.00", 0.0),
         "p99": pct.get("p99.00", 0.0),
         "p999": pct.get("p99.90", 0.0),
+        "client_busy": client_busy,
+        "wall": wall,
     }
 
 
@@ -289,6 +308,7 @@ def main():
             for r in range(args.rounds):
                 for srv in servers.values():
                     cpu0 = cpu_split(srv.proc.pid)
+                    steal0 = stolen_seconds()
                     if tool:
                         res = memtier_run(tool, srv.port, preset_args, args.seconds, args.conns, load_cpus,
                                           tls_args=tls_args)
@@ -300,11 +320,19 @@ def main():
                     res["user_per_mop"] = (cpu1[0] - cpu0[0]) / mops
                     res["kernel_per_mop"] = (cpu1[1] - cpu0[1]) / mops
                     res["cpu_per_mop"] = res["user_per_mop"] + res["kernel_per_mop"]
+                    wall = res.get("wall", args.seconds)
+                    res["server_busy"] = (cpu1[0] - cpu0[0] + cpu1[1] - cpu0[1]) / wall
+                    # On a virtual machine a round whose CPUs were taken away is slow for
+                    # both servers' rounds alike only if it happens to both: shown per round.
+                    res["steal"] = (stolen_seconds() - steal0) / (wall * (ncpu or 1))
                     results[srv.name].append(res)
                     print(f"  round {r + 1} {srv.name:9s} ops/s {res['ops']:10.0f}  hits/s {res['hits']:10.0f}"
                           f"  p50 {res['p50']:.3f}  p99 {res['p99']:.3f}  p99.9 {res['p999']:.3f} ms"
                           f"  cpu {res['cpu_per_mop']:.2f} s/Mop (user {res['user_per_mop']:.2f}"
-                          f" kernel {res['kernel_per_mop']:.2f})")
+                          f" kernel {res['kernel_per_mop']:.2f})"
+                          + (f"  busy: server {100 * res['server_busy']:.0f}%,"
+                             f" load generator {100 * res['client_busy']:.0f}%" if "client_busy" in res else "")
+                          + f", stolen {100 * res['steal']:.0f}%")
             med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in results.items()}
             m, h = med[base], med["herdless"]
             def ratio(f):
