@@ -462,7 +462,8 @@ def ring_yaml(nodes, listen_ports):
 
 
 def held_keys(node):
-    """The keys a memcached node holds (lru_crawler metadump all, keys URL-encoded)."""
+    """The keys a node holds (lru_crawler metadump all, keys URL-encoded): on herdless the
+    dump walks the whole index; memcached's crawler can pass an item that moves meanwhile."""
     with harness.Conn(node.port) as c:
         dump = c.call(b"lru_crawler metadump all\r\n", b"END\r\n")
     return {urllib.parse.unquote(line.split(b" ")[0][4:].decode())
