@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
-#include <vector>
+#include <cstring>
 
 namespace herdless {
 
@@ -107,14 +107,6 @@ struct DirectClassTable {
   uint8_t by_eighths[kDirectSizes / 8 + 1] = {};
 };
 
-int SearchSlabClass(uint64_t item_size) {
-  // The first class whose chunk holds the item; past the classes below the
-  // largest, the largest (memcached chains chunks).
-  const uint64_t* first = kChunkSizes.size + 1;
-  const uint64_t* last = kChunkSizes.size + kMemcachedClasses;
-  return static_cast<int>(std::lower_bound(first, last, item_size) - kChunkSizes.size);
-}
-
 constexpr DirectClassTable MakeDirectClasses() {
   DirectClassTable t;
   int cls = 1;
@@ -125,6 +117,14 @@ constexpr DirectClassTable MakeDirectClasses() {
   return t;
 }
 constexpr DirectClassTable kDirectClasses = MakeDirectClasses();
+
+int SearchSlabClass(uint64_t item_size) {
+  // The first class whose chunk holds the item; past the classes below the
+  // largest, the largest (memcached chains chunks).
+  const uint64_t* first = kChunkSizes.size + 1;
+  const uint64_t* last = kChunkSizes.size + kMemcachedClasses;
+  return static_cast<int>(std::lower_bound(first, last, item_size) - kChunkSizes.size);
+}
 
 }  // namespace
 
