@@ -86,6 +86,12 @@ uint16_t ReadRate::Decayed(uint16_t count, int64_t elapsed_s, uint32_t random) {
 }
 
 uint16_t ReadRate::AfterRead(uint16_t count, int64_t elapsed_s, uint32_t random) {
+  // Most reads of a hot key come in the same second as the one before: no
+  // decay, and below 2 * kMantissaSpan units a code is its number of units,
+  // so the read adds exactly kUnitsPerRead to it (what the general path
+  // computes, without its floating point).
+  constexpr uint32_t kReadUnits = static_cast<uint32_t>(kUnitsPerRead);
+  if (elapsed_s <= 0 && count + kReadUnits <= 2 * kMantissaSpan) return static_cast<uint16_t>(count + kReadUnits);
   return CodeOf(UnitsOf(count) * DecayFactor(elapsed_s) + kUnitsPerRead, Dither(random));
 }
 

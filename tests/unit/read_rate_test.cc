@@ -112,6 +112,23 @@ TEST(ReadRateTest, CountsRoundTripAndSaturate) {
   EXPECT_EQ(ReadRate::AfterRead(UINT16_MAX, 0, 0xFFFFFFFFu), UINT16_MAX);
 }
 
+TEST(ReadRateTest, AReadInTheSameSecondAddsOneReadToEveryCount) {
+  // Every code, a read with no time elapsed: the count plus one read, rounded
+  // down with no dither (at counts too large to hold it exactly, and where
+  // it saturates) and exactly whatever the dither while a code still is its
+  // number of units (from 512 reads on, the rounding path).
+  for (uint32_t code = 0; code <= UINT16_MAX; code++) {
+    const uint16_t count = static_cast<uint16_t>(code);
+    const uint16_t plus_one = ReadRate::Encode(ReadRate::CountOf(count) + 1);
+    ASSERT_EQ(ReadRate::AfterRead(count, 0, 0), plus_one) << code;
+    if (ReadRate::CountOf(count) + 1 < 512) {
+      for (uint32_t random : {1u, 0x80000000u, 0xFFFFFFFFu}) {
+        ASSERT_EQ(ReadRate::AfterRead(count, 0, random), plus_one) << code << " " << random;
+      }
+    }
+  }
+}
+
 TEST(ReadRateTest, StochasticRoundingLosesNoReads) {
   // Counts that are not representable still add up on average: one read a
   // second at a large count, where one read is below the code's resolution.
