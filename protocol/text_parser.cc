@@ -397,6 +397,45 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
   return v;
 }
 
+// "get <key>" or "gets <key>": one key of 1..kMaxKeyLength bytes above ' '
+// (so no space, control byte or NUL), nothing after it. What ParseLine makes
+// of such a line, without splitting it.
+bool ParseSingleKeyGet(std::string_view line, bool latest, Request* out) {
+  size_t key_at;
+  Command command;
+  if (line.size() > 4 && std::memcmp(line.data(), "get ", 4) == 0) {
+    key_at = 4;
+    command = Command::kGet;
+  } else if (line.size() > 5 && std::memcmp(line.data(), "gets ", 5) == 0) {
+    key_at = 5;
+    command = Command::kGets;
+  } else {
+    return false;
+  }
+  const std::string_view key = line.substr(key_at);
+  if (key.size() > kMaxKeyLength || FindSpaceOrControl(key, 0) != key.size()) return false;
+  ResetRequest(out);
+  out->latest = latest;
+  out->command = command;
+  out->key = key;
+  out->keys = key;
+  return true;
+}
+
+// A command line the general way: as memcached reads it with strlen, only up
+// to a NUL byte, split into words.
+LineVerdict ParseCommandLine(std::string_view line, bool latest, Request* out) {
+  if (const void* nul = std::memchr(line.data(), '\0', line.size())) {
+    line = line.substr(0, static_cast<size_t>(static_cast<const char*>(nul) - line.data()));
+  }
+  CommandLine words;
+  SplitCommandLine(line, &words);
+  words.latest = latest;
+  ResetRequest(out);
+  out->latest = latest;
+  return ParseLine(words, out);
+}
+
 // A line with no '\n' yet may keep growing only if it is a multiget
 // (memcached: at most 100 leading spaces, then "get " or "gets ").
 bool MayBeLongGet(const char* buf, size_t len) {
@@ -409,7 +448,8 @@ bool MayBeLongGet(const char* buf, size_t len) {
 
 }  // namespace
 
-ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits, Request* out) {
+ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits, Request* out,
+                         bool shortcuts) {
   ParseResult result;
   if (len == 0) return result;
   const char* newline = static_cast<const char*>(std::memchr(buf, '\n', len));
@@ -429,19 +469,13 @@ ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits
     return result;
   }
 
-  // The command line: without "\r\n" (or "\n"), and, as memcached reads it
-  // with strlen, only up to a NUL byte.
+  // The command line: without "\r\n" (or "\n").
   std::string_view line(buf, line_end - 1);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  if (const void* nul = std::memchr(line.data(), '\0', line.size())) {
-    line = line.substr(0, static_cast<size_t>(static_cast<const char*>(nul) - line.data()));
+  LineVerdict verdict;   // a request: what the shortcut finds
+  if (!shortcuts || !ParseSingleKeyGet(line, limits.latest, out)) {
+    verdict = ParseCommandLine(line, limits.latest, out);
   }
-  CommandLine words;
-  SplitCommandLine(line, &words);
-  words.latest = limits.latest;
-  ResetRequest(out);
-  out->latest = limits.latest;
-  const LineVerdict verdict = ParseLine(words, out);
 
   switch (verdict.kind) {
     case LineVerdict::kClose:

@@ -56,7 +56,12 @@ struct ParseResult {
 // only the line, swallow = <bytes> + 2: the executor answers
 // "SERVER_ERROR object too large for cache" (for set and ms, any mode, after
 // unlinking the key; classic noreply hides it, ms's q does not).
-ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits, Request* out);
+//
+// The commonest line, a get or gets of one key of printable bytes, is read
+// without splitting it into words; `shortcuts` false parses it the general
+// way (tests and the fuzzer check that both give the same).
+ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits, Request* out,
+                         bool shortcuts = true);
 
 // The second word of the line at the front of `input` (the key of a get, set
 // or meta command), unchecked, or empty when the buffer does not hold it

@@ -8,6 +8,8 @@
 //   - the chunked run answers exactly as the whole run does, except that it
 //     may close early on an over-long line (as memcached may, depending on
 //     how the bytes arrive);
+//   - the parse without ParseRequest's shortcuts answers the same, and
+//     leaves the same request;
 //   - ASan/UBSan: no read outside [buf, buf+len) — each parse gets its own
 //     exactly-sized heap copy.
 // Build and run by hand (not part of `make`):
@@ -73,6 +75,28 @@ void CheckViews(const Request& r, const char* buf, size_t consumed) {
   if (!r.value_too_large) Check(r.value.size() == r.value_length || r.value.empty());
 }
 
+// The same bytes parsed without the shortcuts (into a request of its own)
+// give the same result and the same request, views pointing at the same bytes.
+void CheckSameAsGeneral(const ParseResult& r, const Request& req, const char* buf, size_t len,
+                        const ParserLimits& limits) {
+  static Request* general = new Request();
+  const ParseResult g = ParseRequest(buf, len, limits, general, /*shortcuts=*/false);
+  Check(g.status == r.status && g.consumed == r.consumed && g.swallow == r.swallow && g.error == r.error &&
+        g.suppress == r.suppress);
+  if (r.status != ParseStatus::kRequest) return;
+  auto same = [](std::string_view a, std::string_view b) { return a.data() == b.data() && a.size() == b.size(); };
+  Check(g.status == r.status && general->command == req.command && general->noreply == req.noreply &&
+        general->latest == req.latest && general->keys.size() == req.keys.size() && same(general->value, req.value) &&
+        same(general->args, req.args) && general->client_flags == req.client_flags &&
+        general->exptime == req.exptime && general->cas_unique == req.cas_unique &&
+        general->value_length == req.value_length && general->value_too_large == req.value_too_large &&
+        general->delta == req.delta && general->has_number == req.has_number && general->number == req.number &&
+        general->meta.count == req.meta.count && general->meta.present == req.meta.present &&
+        general->key_was_base64 == req.key_was_base64);
+  Check(same(general->keys, req.keys));
+  Check(req.key_was_base64 ? general->key == req.key : same(general->key, req.key));
+}
+
 // Feeds `stream` in chunks of the given sizes (cycled); returns the outcomes
 // and whether the run ended on kClose.
 std::vector<Outcome> Run(std::string_view stream, const std::vector<size_t>& chunks,
@@ -95,6 +119,7 @@ std::vector<Outcome> Run(std::string_view stream, const std::vector<size_t>& chu
       std::unique_ptr<char[]> copy(new char[len == 0 ? 1 : len]);
       std::memcpy(copy.get(), buffer.data(), len);
       const ParseResult r = ParseRequest(copy.get(), len, limits, req);
+      CheckSameAsGeneral(r, *req, copy.get(), len, limits);
       if (r.status == ParseStatus::kNeedMore) {
         Check(r.consumed == 0 && r.swallow == 0);
         break;

@@ -182,6 +182,58 @@ TEST_F(TextParserTest, GetAndGetsCarryTheirKeys) {
   EXPECT_EQ(req_->command, Command::kGet);
 }
 
+// A single-key get is read without splitting its line (ParseRequest's
+// shortcut); every line here, taken by it or not, parses as the general way
+// parses it, the request left behind included (each parse starts from a
+// request another command filled).
+TEST_F(TextParserTest, SingleKeyGetShortcutAgreesWithTheGeneralParse) {
+  const std::string longest(250, 'k');
+  const std::vector<std::string> lines = {
+      "get k\r\n", "gets k\r\n", "get k\n", "get " + longest + "\r\n", "get " + longest + "k\r\n",
+      "get k \r\n", "get  k\r\n", "get k1 k2\r\n", "get \r\n", "get\r\n", "gets\r\n", "gat 0 k\r\n",
+      "get k\tx\r\n", std::string("get k\0x\r\n", 10), "get k\rx\r\n", "get k\r\r\n", "GET k\r\n",
+      "get k\xc3\xa9\x7f\r\n", "getk\r\n", "gets  \r\n", " get k\r\n", "get noreply\r\n"};
+  for (bool latest : {false, true}) {
+    ParserLimits limits = TestLimits();
+    limits.latest = latest;
+    for (const std::string& line : lines) {
+      Request shortcut, general;
+      for (Request* r : {&shortcut, &general}) {
+        const std::string set = "set other 5 7 1 noreply\r\nx\r\n";
+        ParseRequest(set.data(), set.size(), limits, r);
+      }
+      const ParseResult a = ParseRequest(line.data(), line.size(), limits, &shortcut);
+      const ParseResult b = ParseRequest(line.data(), line.size(), limits, &general, /*shortcuts=*/false);
+      const std::string what = "line \"" + line + "\", latest " + std::to_string(latest);
+      EXPECT_EQ(a.status, b.status) << what;
+      EXPECT_EQ(a.consumed, b.consumed) << what;
+      EXPECT_EQ(a.error, b.error) << what;
+      EXPECT_EQ(a.suppress, b.suppress) << what;
+      if (a.status != ParseStatus::kRequest) continue;
+      EXPECT_EQ(shortcut.command, general.command) << what;
+      EXPECT_EQ(shortcut.latest, general.latest) << what;
+      EXPECT_EQ(shortcut.noreply, general.noreply) << what;
+      EXPECT_EQ(shortcut.key.data(), general.key.data()) << what;
+      EXPECT_EQ(shortcut.key.size(), general.key.size()) << what;
+      EXPECT_EQ(shortcut.keys.data(), general.keys.data()) << what;
+      EXPECT_EQ(shortcut.keys.size(), general.keys.size()) << what;
+      EXPECT_EQ(shortcut.client_flags, general.client_flags) << what;
+      EXPECT_EQ(shortcut.exptime, general.exptime) << what;
+      EXPECT_EQ(shortcut.value_length, general.value_length) << what;
+      EXPECT_EQ(shortcut.value.size(), general.value.size()) << what;
+      EXPECT_EQ(shortcut.args.size(), general.args.size()) << what;
+      EXPECT_EQ(shortcut.meta.count, general.meta.count) << what;
+      EXPECT_EQ(shortcut.key_was_base64, general.key_was_base64) << what;
+    }
+  }
+  Request r;
+  const std::string get = "gets " + longest + "\r\n";
+  ASSERT_EQ(ParseRequest(get.data(), get.size(), TestLimits(), &r).status, ParseStatus::kRequest);
+  EXPECT_EQ(r.command, Command::kGets);
+  EXPECT_EQ(r.key, longest);
+  EXPECT_EQ(r.keys, longest);
+}
+
 TEST_F(TextParserTest, GetWithoutKeyIsUnknownCommand) {
   EXPECT_EQ(ErrorOf("get\r\n"), "ERROR");
   EXPECT_EQ(ErrorOf("get \r\n"), "ERROR");
