@@ -331,8 +331,8 @@ def main():
                           f"  cpu {res['cpu_per_mop']:.2f} s/Mop (user {res['user_per_mop']:.2f}"
                           f" kernel {res['kernel_per_mop']:.2f})"
                           + (f"  busy: server {100 * res['server_busy']:.0f}%,"
-                             f" load generator {100 * res['client_busy']:.0f}%" if "client_busy" in res else "")
-                          + f", stolen {100 * res['steal']:.0f}%")
+                             f" load generator {100 * res['client_busy']:.0f}%, " if "client_busy" in res else "  ")
+                          + f"stolen {100 * res['steal']:.0f}%")
             med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in results.items()}
             m, h = med[base], med["herdless"]
             def ratio(f):
