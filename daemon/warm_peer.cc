@@ -242,7 +242,7 @@ void WarmPeers::Send(Peer* peer, Pending* p) {
   p->asked_forget = p->invalidation && peer->forget;
   peer->out += p->invalidation ? (p->asked_forget ? "ring forget " : "delete ") : peer->meta ? "mg " : "gets ";
   peer->out += p->key;
-  peer->out += !p->invalidation && peer->meta ? " v f t\r\n" : "\r\n";
+  peer->out += !p->invalidation && peer->meta ? " v f t c\r\n" : "\r\n";
   peer->asked.push_back(p->id);
   if (!peer->connecting) OnWritable(peer);
 }
@@ -308,6 +308,11 @@ bool WarmPeers::ParseReplies(Peer* peer) {
       case PeerParse::kDone: break;
     }
     peer->in.erase(0, used);
+    std::string won_key;   // a fetch's key whose lease the peer handed it
+    if (reply.won && reply.cas != 0) {
+      auto it = pending_.find(peer->asked.front());
+      if (it != pending_.end() && !it->second->invalidation) won_key = it->second->key;
+    }
     WarmResult r;
     switch (reply.kind) {
       case PeerReply::Kind::kHit: r.kind = WarmResult::Kind::kHit; break;
@@ -322,8 +327,25 @@ bool WarmPeers::ParseReplies(Peer* peer) {
     r.ttl_known = reply.ttl_known;
     r.stale = reply.stale;
     Answered(peer, std::move(r), reply.kind == PeerReply::Kind::kUnknownCommand);
+    if (!won_key.empty() && peer->fd >= 0) GiveLeaseBack(peer, won_key, reply.cas);
   }
   return true;
+}
+
+// A peer that holds the key stale handed this fetch its lease (W), which
+// only a reader there should have: this node recomputes for its own readers,
+// never for the peer's, so the lease goes back at once with memcached's
+// `md <key> I C<token>` (the value stays stale there, the token is dropped,
+// so the peer's next reader wins; a value replaced meanwhile is left alone:
+// EX). Its reply is read and ignored (id 0 is never a fetch's). A fetch
+// cancelled or timed out before its reply came leaves the lease to the
+// peer's lease_timeout.
+void WarmPeers::GiveLeaseBack(Peer* peer, const std::string& key, uint64_t token) {
+  peer->out += "md ";
+  peer->out += key;
+  peer->out += " I C" + std::to_string(token) + "\r\n";
+  peer->asked.push_back(0);
+  if (!peer->connecting) OnWritable(peer);
 }
 
 void WarmPeers::Answered(Peer* peer, WarmResult&& r, bool error_line) {

@@ -1,6 +1,6 @@
 // WarmPeers: one worker's client of the warm peers (-o warm_peer): memcached
 // or herdless servers, over TCP or a unix socket, in the text protocol. A
-// fetch asks the peers in their listed order (`mg <key> v f t`, or `gets
+// fetch asks the peers in their listed order (`mg <key> v f t c`, or `gets
 // <key>` for a peer that answers mg with ERROR) until one has the value, and
 // reports a hit (value, flags, remaining TTL), else the first stale value a
 // peer had (protocol/peer_reply.h), else a miss, an error or a timeout
@@ -94,6 +94,7 @@ class WarmPeers {
   void OnWritable(Peer* peer);
   bool ParseReplies(Peer* peer);        // false: the peer spoke nonsense
   void Reset(Peer* peer);               // disconnect; its pending fetches go on to the next peer
+  void GiveLeaseBack(Peer* peer, const std::string& key, uint64_t token);   // a lease a fetch won there
   void Answered(Peer* peer, WarmResult&& r, bool error_line);
   void Finish(Pending* p, WarmResult&& r);
   void FinishSoon(Pending* p, WarmResult&& r);

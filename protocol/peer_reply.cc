@@ -51,8 +51,15 @@ PeerParse ParseValue(std::string_view in, const std::vector<std::string_view>& w
     if (w[i][0] == 'f' && ParseNumber(w[i].substr(1), &n) && n >= 0 && n <= UINT32_MAX) flags = n;
     // An expired value in the peer's stale grace has a TTL of 0 or below.
     if (w[i][0] == 't' && ParseNumber(w[i].substr(1), &n)) r->ttl_s = n;
+    if (w[i][0] == 'c') {
+      const std::string_view digits = w[i].substr(1);
+      uint64_t cas = 0;
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cas);
+      if (ec == std::errc() && end == digits.data() + digits.size()) r->cas = cas;
+    }
     if (w[i] == "X") invalid = true;
     if (w[i] == "W" || w[i] == "Z") leased = true;
+    if (w[i] == "W") r->won = true;
   }
   if (invalid || leased) {
     // Stale there, or a lease out on it: at best a stale value (a stub has no bytes).

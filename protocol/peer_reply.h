@@ -1,6 +1,6 @@
 // The replies a warm peer sends (daemon/warm_peer.h): one at a time from the
-// front of what has been read, for `mg <key> v f t` (VA <len> f<flags>
-// t<ttl> [W Z X] / EN), for `gets <key>` (VALUE <key> <flags> <len> <cas>
+// front of what has been read, for `mg <key> v f t c` (VA <len> f<flags>
+// t<ttl> c<cas> [W Z X] / EN), for `gets <key>` (VALUE <key> <flags> <len> <cas>
 // ... END / END) and for `delete <key>` (DELETED / NOT_FOUND), or an error line.
 // A value marked X, or W or Z with bytes, is the peer's stale value (kStale);
 // W or Z on an empty value is a stub waiting for one. A pure function of the bytes: no socket.
@@ -29,6 +29,8 @@ struct PeerReply {
   int64_t ttl_s = -1;      // seconds left, -1 = no expiry
   bool ttl_known = true;   // false for a gets reply
   bool stale = false;      // kStale, or kMiss of a stub (W, Z)
+  bool won = false;        // W: the peer handed this client the key's lease there
+  uint64_t cas = 0;        // the c flag's token (0: none)
 };
 
 enum class PeerParse : uint8_t {

@@ -55,7 +55,8 @@ import test_twemproxy
 class StubPeer:
     """A loopback peer answering each request line after `release` is set: mg with VA (or
     ERROR when meta is False; the keys in `stale` as a value expired 3 s ago and in its stale
-    grace, `t-3 X W`), gets with VALUE, `delete` (a herdless's invalidation, after
+    grace, `t-3 X W`, the lease handed to the asker, which gives it back with `md`: HD), gets
+    with VALUE, `delete` (a herdless's invalidation, after
     `ring forget`, which it answers ERROR as a memcached) by forgetting the key; `silent`:
     never answers; `drop_deletes`: closes the connection on a delete instead."""
 
@@ -89,6 +90,8 @@ class StubPeer:
             return b"ERROR\r\n"
         if words[0] == b"delete":
             return b"DELETED\r\n" if self.values.pop(words[1], None) is not None else b"NOT_FOUND\r\n"
+        if words[0] == b"md":
+            return b"HD\r\n"   # the lease a fetch won given back (md <key> I C<token>)
         value = self.values.get(words[1]) if len(words) > 1 else None
         if words[0] == b"mg":
             if not self.meta:
@@ -96,7 +99,8 @@ class StubPeer:
             if value is None:
                 return b"EN\r\n"
             if words[1] in self.stale:
-                return b"VA %d f5 t-3 X W\r\n%s\r\n" % (len(value), value)
+                token = b" c7" if b"c" in words[2:] else b""
+                return b"VA %d f5 t-3%s X W\r\n%s\r\n" % (len(value), token, value)
             return b"VA %d f5 t900\r\n%s\r\n" % (len(value), value)
         if value is None:
             return b"END\r\n"
@@ -219,7 +223,7 @@ def gets_only_peer(res):
                   "a peer without meta: read with gets")
         reply = c.call(b"mg g t\r\n").split()
         res.check(0 < int(reply[1][1:]) <= 60, "gets gives no TTL: kept at most 60 s", repr(reply))
-    res.equal(stub.requests[:2], [b"mg g v f t", b"gets g"], "mg first, then gets")
+    res.equal(stub.requests[:2], [b"mg g v f t c", b"gets g"], "mg first, then gets")
     h.stop()
     stub.close()
 
@@ -229,14 +233,14 @@ def set_and_delete_during_fetch(res, a, b, stub, label=""):
     replies until released); `b` sets s, then deletes d, while each fetch is under way: the
     set's value is read, d stays gone."""
     a.send(b"get s\r\n")
-    harness.wait_for(lambda: b"mg s v f t" in stub.requests, what="the fetch of s")
+    harness.wait_for(lambda: b"mg s v f t c" in stub.requests, what="the fetch of s")
     res.equal(b.call(b"set s 0 0 3\r\nnew\r\n"), b"STORED\r\n", label + "set during the fetch")
     stub.release.set()
     res.equal(a.recv_until(b"END\r\n"), b"VALUE s 0 3\r\nnew\r\nEND\r\n", label + "a set during the fetch wins")
     harness.wait_for(lambda: b"s" not in stub.values, what="the set of s sent on to the peer")
     stub.release.clear()
     a.send(b"get d\r\n")
-    harness.wait_for(lambda: b"mg d v f t" in stub.requests, what="the fetch of d")
+    harness.wait_for(lambda: b"mg d v f t c" in stub.requests, what="the fetch of d")
     res.equal(b.call(b"delete d\r\n"), b"NOT_FOUND\r\n", label + "delete during the fetch")
     stub.release.set()
     res.equal(a.recv_until(b"END\r\n"), b"END\r\n", label + "a delete during the fetch wins")

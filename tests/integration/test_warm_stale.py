@@ -9,7 +9,8 @@ with -o stale_grace=60 holding values set already expired (`set k 0 -1`) or inva
 - Wait mode: 50 concurrent readers of one such key: one peer fetch, one reader told to
   recompute (one database load), 49 given the stale value; the recompute then replaces it.
 - Stale mode (as behind twemproxy): the first reader recomputes, the next get the stale value
-  with the peer's flags; an invalidated value (`md I`, TTL left at the peer) too.
+  with the peer's flags; an invalidated value (`md I`, TTL left at the peer) too. The fetch's
+  `mg` won the lease at the peer (W); the node gives it back, so the peer's next reader wins.
 - Stale serving off here (stale_grace 0): nothing is copied; a second reader misses as before
   (warm_stale counts it, warm_stale_copies does not).
 - A set or a delete that lands while the fetch is under way wins (a stub peer holds its reply):
@@ -30,7 +31,9 @@ PAST_HOLDOFF_S = 2.5   # past warm_holdoff=1 and the 2 * TIMEOUT_MS after a chan
 
 
 def stale_peer():
-    return harness.start_herdless(["-t", "1", "-o", "classic_stampede=stale,stale_grace=60"])
+    # Its leases never time out (lease_timeout=0): one the node's fetch won there and kept would
+    # keep the peer's readers at Z for good, so a W there says the fetch gave it back.
+    return harness.start_herdless(["-t", "1", "-o", "classic_stampede=stale,stale_grace=60,lease_timeout=0"])
 
 
 def warm_node(peer_port, mode="stale", grace=60):
@@ -79,10 +82,18 @@ def stale_mode(res, peer):
     set_stale(peer.port, b"k", b"old")
     set_stale(peer.port, b"inv", b"was", invalidate=True)
     h = warm_node(peer.port)
-    with harness.Conn(h.port) as a, harness.Conn(h.port) as b:
+    with harness.Conn(h.port) as a, harness.Conn(h.port) as b, harness.Conn(peer.port) as p:
         for key, value in ((b"k", b"old"), (b"inv", b"was")):
             res.equal(a.call(b"get %s\r\n" % key, b"END\r\n"), b"END\r\n",
                       "stale mode, %s: the first reader recomputes" % key.decode())
+            # The fetch's mg won the peer's lease (W) and gives it back (md I C<token>), sent
+            # as the reader is answered and read by the peer when it comes to it: a reader
+            # there sees Z (no state changed) until then, and W after.
+            peer_read = harness.wait_for(
+                lambda: (lambda r: r if b" W" in r else None)(p.call(b"mg %s v\r\n" % key, b"\r\n%s\r\n" % value)),
+                what="the peer's lease of %s given back" % key.decode())
+            res.equal(peer_read, b"VA 3 X W\r\n%s\r\n" % value,
+                      "... the peer's lease was given back: its next reader there recomputes")
             for _ in range(3):
                 res.equal(b.call(b"get %s\r\n" % key, b"END\r\n"), b"VALUE %s 5 3\r\n%s\r\nEND\r\n" % (key, value),
                           "... the next readers get the stale value with the peer's flags")

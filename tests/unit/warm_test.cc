@@ -402,6 +402,34 @@ TEST(PeerReplyTest, AStaleValueIsKeptAStubIsAMissAndDeletesAreConfirmed) {
   EXPECT_EQ(r.kind, PeerReply::Kind::kError);
 }
 
+// W means the peer handed this client the key's lease there, which the
+// client gives back by its token (the c flag); Z and no flag do not.
+TEST(PeerReplyTest, TellsALeaseWonAtThePeerAndItsToken) {
+  struct Case {
+    std::string_view in;
+    bool won;
+    uint64_t cas;
+  };
+  const Case cases[] = {
+      {"VA 2 f7 t-5 c42 X W\r\nhi\r\n", true, 42},
+      {"VA 2 t30 W c18446744073709551615\r\nhi\r\n", true, 18446744073709551615ull},
+      {"VA 0 t-1 c9 X W\r\n\r\n", true, 9},
+      {"VA 2 t30 c7 X Z\r\nhi\r\n", false, 7},
+      {"VA 2 f1 t30 c5\r\nhi\r\n", false, 5},
+      {"VA 2 t30 X W\r\nhi\r\n", true, 0},       // no token asked for
+      {"VA 2 t30 cx X W\r\nhi\r\n", true, 0},    // not a number
+      {"VALUE k 7 2 1\r\nhi\r\nEND\r\n", false, 0},
+  };
+  for (const Case& c : cases) {
+    PeerReply r;
+    size_t used = 0;
+    ASSERT_EQ(ParsePeerReply(c.in, 100, &r, &used), PeerParse::kDone) << c.in;
+    EXPECT_EQ(r.won, c.won) << c.in;
+    EXPECT_EQ(r.cas, c.cas) << c.in;
+    EXPECT_EQ(used, c.in.size()) << c.in;
+  }
+}
+
 TEST(PeerReplyTest, WaitsForTheWholeValueAndRefusesNonsense) {
   PeerReply r;
   size_t used = 0;
