@@ -399,8 +399,9 @@ LineVerdict ParseLine(const CommandLine& l, Request* out) {
 
 // "get <key>" or "gets <key>": one key of 1..kMaxKeyLength bytes above ' '
 // (so no space, control byte or NUL), nothing after it. What ParseLine makes
-// of such a line, without splitting it.
-bool ParseSingleKeyGet(std::string_view line, bool latest, Request* out) {
+// of such a line, without splitting it, in a reset request; any other line
+// leaves the request as it was.
+bool ParseSingleKeyGet(std::string_view line, Request* out) {
   size_t key_at;
   Command command;
   if (line.size() > 4 && std::memcmp(line.data(), "get ", 4) == 0) {
@@ -414,16 +415,14 @@ bool ParseSingleKeyGet(std::string_view line, bool latest, Request* out) {
   }
   const std::string_view key = line.substr(key_at);
   if (key.size() > kMaxKeyLength || FindSpaceOrControl(key, 0) != key.size()) return false;
-  ResetRequest(out);
-  out->latest = latest;
   out->command = command;
   out->key = key;
   out->keys = key;
   return true;
 }
 
-// A command line the general way: as memcached reads it with strlen, only up
-// to a NUL byte, split into words.
+// A command line the general way, into a reset request: as memcached reads it
+// with strlen, only up to a NUL byte, split into words.
 LineVerdict ParseCommandLine(std::string_view line, bool latest, Request* out) {
   if (const void* nul = std::memchr(line.data(), '\0', line.size())) {
     line = line.substr(0, static_cast<size_t>(static_cast<const char*>(nul) - line.data()));
@@ -431,8 +430,6 @@ LineVerdict ParseCommandLine(std::string_view line, bool latest, Request* out) {
   CommandLine words;
   SplitCommandLine(line, &words);
   words.latest = latest;
-  ResetRequest(out);
-  out->latest = latest;
   return ParseLine(words, out);
 }
 
@@ -472,10 +469,10 @@ ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits
   // The command line: without "\r\n" (or "\n").
   std::string_view line(buf, line_end - 1);
   if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  ResetRequest(out);
+  out->latest = limits.latest;
   LineVerdict verdict;   // a request: what the shortcut finds
-  if (!shortcuts || !ParseSingleKeyGet(line, limits.latest, out)) {
-    verdict = ParseCommandLine(line, limits.latest, out);
-  }
+  if (!shortcuts || !ParseSingleKeyGet(line, out)) verdict = ParseCommandLine(line, limits.latest, out);
 
   switch (verdict.kind) {
     case LineVerdict::kClose:
