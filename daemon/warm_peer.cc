@@ -89,7 +89,14 @@ struct WarmPeers::Peer {
   int64_t rest_until_ms = 0;
   std::string out;
   std::string in;
-  std::deque<uint64_t> asked;   // fetch ids in the order their requests went out
+  // What went out, in order: the request's id (0: a reply to ignore) and, for
+  // a fetch, its key, kept here so that a lease won by a fetch forgotten
+  // meanwhile (Cancel, its reader gone) still goes back.
+  struct Asked {
+    uint64_t id;
+    std::string fetch_key;
+  };
+  std::deque<Asked> asked;
 };
 
 struct WarmPeers::Pending {
@@ -186,7 +193,7 @@ void WarmPeers::Cancel(uint64_t id) {
   if (it == pending_.end()) return;
   if (it->second->timer != nullptr) event_free(it->second->timer);
   if (it->second->invalidation) invalidations_--;
-  pending_.erase(it);   // a reply still owed is discarded when it comes
+  pending_.erase(it);   // a reply still owed is read when it comes (GiveLeaseBack)
 }
 
 void WarmPeers::Ask(Pending* p) {
@@ -243,7 +250,7 @@ void WarmPeers::Send(Peer* peer, Pending* p) {
   peer->out += p->invalidation ? (p->asked_forget ? "ring forget " : "delete ") : peer->meta ? "mg " : "gets ";
   peer->out += p->key;
   peer->out += !p->invalidation && peer->meta ? " v f t c\r\n" : "\r\n";
-  peer->asked.push_back(p->id);
+  peer->asked.push_back({p->id, p->invalidation ? std::string() : p->key});
   if (!peer->connecting) OnWritable(peer);
 }
 
@@ -309,10 +316,7 @@ bool WarmPeers::ParseReplies(Peer* peer) {
     }
     peer->in.erase(0, used);
     std::string won_key;   // a fetch's key whose lease the peer handed it
-    if (reply.won && reply.cas != 0) {
-      auto it = pending_.find(peer->asked.front());
-      if (it != pending_.end() && !it->second->invalidation) won_key = it->second->key;
-    }
+    if (reply.won && reply.cas != 0) won_key = std::move(peer->asked.front().fetch_key);
     WarmResult r;
     switch (reply.kind) {
       case PeerReply::Kind::kHit: r.kind = WarmResult::Kind::kHit; break;
@@ -337,19 +341,19 @@ bool WarmPeers::ParseReplies(Peer* peer) {
 // never for the peer's, so the lease goes back at once with memcached's
 // `md <key> I C<token>` (the value stays stale there, the token is dropped,
 // so the peer's next reader wins; a value replaced meanwhile is left alone:
-// EX). Its reply is read and ignored (id 0 is never a fetch's). A fetch
-// cancelled or timed out before its reply came leaves the lease to the
-// peer's lease_timeout.
+// EX), also for a fetch cancelled before the reply came. Its reply is read
+// and ignored (id 0 is never a fetch's). A fetch that timed out closed its
+// connection, which ends a herdless peer's leases of it.
 void WarmPeers::GiveLeaseBack(Peer* peer, const std::string& key, uint64_t token) {
   peer->out += "md ";
   peer->out += key;
   peer->out += " I C" + std::to_string(token) + "\r\n";
-  peer->asked.push_back(0);
+  peer->asked.push_back({0, std::string()});
   if (!peer->connecting) OnWritable(peer);
 }
 
 void WarmPeers::Answered(Peer* peer, WarmResult&& r, bool error_line) {
-  const uint64_t id = peer->asked.front();
+  const uint64_t id = peer->asked.front().id;
   peer->asked.pop_front();
   auto it = pending_.find(id);
   if (it == pending_.end()) return;   // cancelled or timed out meanwhile
@@ -394,10 +398,10 @@ void WarmPeers::Reset(Peer* peer) {
   peer->in.clear();
   peer->out.clear();
   peer->rest_until_ms = MonotonicMs() + kPeerRestMs;
-  std::deque<uint64_t> asked;
+  std::deque<Peer::Asked> asked;
   asked.swap(peer->asked);
-  for (uint64_t id : asked) {
-    auto it = pending_.find(id);
+  for (const Peer::Asked& a : asked) {
+    auto it = pending_.find(a.id);
     if (it == pending_.end() || it->second->ready) continue;
     it->second->peer++;
     Ask(it->second.get());

@@ -72,7 +72,8 @@ class WarmPeers {
   // (kMaxInFlight fetches under way: `done` never runs).
   // `only_peer` >= 0: ask that peer (an index into the list) and no other.
   uint64_t Fetch(std::string_view key, Done done, int only_peer = -1);
-  // Forgets a fetch (its reader went away): `done` never runs.
+  // Forgets a fetch (its reader went away): `done` never runs; a peer's lease
+  // its reply hands over is still given back.
   void Cancel(uint64_t id);
   // Sends `delete <key>` to peer `peer`; `done` runs once, later, on the loop:
   // kDeleted when the peer confirmed it, else kError or kTimeout. False when

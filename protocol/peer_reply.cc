@@ -9,7 +9,9 @@ namespace {
 
 constexpr size_t kMaxLine = 2048;
 
-bool ParseNumber(std::string_view s, int64_t* out) {
+// The whole of `s` as a decimal number of type T.
+template <typename T>
+bool ParseNumber(std::string_view s, T* out) {
   if (s.empty()) return false;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
   return ec == std::errc() && end == s.data() + s.size();
@@ -51,12 +53,8 @@ PeerParse ParseValue(std::string_view in, const std::vector<std::string_view>& w
     if (w[i][0] == 'f' && ParseNumber(w[i].substr(1), &n) && n >= 0 && n <= UINT32_MAX) flags = n;
     // An expired value in the peer's stale grace has a TTL of 0 or below.
     if (w[i][0] == 't' && ParseNumber(w[i].substr(1), &n)) r->ttl_s = n;
-    if (w[i][0] == 'c') {
-      const std::string_view digits = w[i].substr(1);
-      uint64_t cas = 0;
-      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cas);
-      if (ec == std::errc() && end == digits.data() + digits.size()) r->cas = cas;
-    }
+    uint64_t cas = 0;
+    if (w[i][0] == 'c' && ParseNumber(w[i].substr(1), &cas)) r->cas = cas;
     if (w[i] == "X") invalid = true;
     if (w[i] == "W" || w[i] == "Z") leased = true;
     if (w[i] == "W") r->won = true;

@@ -14,11 +14,15 @@ with -o stale_grace=60 holding values set already expired (`set k 0 -1`) or inva
 - Stale serving off here (stale_grace 0): nothing is copied; a second reader misses as before
   (warm_stale counts it, warm_stale_copies does not).
 - A set or a delete that lands while the fetch is under way wins (a stub peer holds its reply):
-  no stale copy. A delete of a stale copy: after the hold-off the peer's copy is gone too (the
+  no stale copy. A reader whose connection is reset while its fetch waits on the stub (a
+  plain close is a half-close the node still answers): the lease the late reply hands over
+  still goes back (`md <key> I C<token>`). A delete of a stale copy: after the hold-off the peer's copy is gone too (the
   delete was sent on), and no old value comes back.
 Counts and replies only; one sleep waits out a hold-off, nothing is timed.
 """
 
+import socket
+import struct
 import time
 
 import harness
@@ -36,10 +40,10 @@ def stale_peer():
     return harness.start_herdless(["-t", "1", "-o", "classic_stampede=stale,stale_grace=60,lease_timeout=0"])
 
 
-def warm_node(peer_port, mode="stale", grace=60):
+def warm_node(peer_port, mode="stale", grace=60, timeout_ms=TIMEOUT_MS):
     return harness.start_herdless(["-t", "1", "-o", "classic_stampede=%s,stale_grace=%d" % (mode, grace),
                                    "-o", "warm_peer=127.0.0.1:%d,warm_timeout_ms=%d,warm_holdoff=1"
-                                   % (peer_port, TIMEOUT_MS)])
+                                   % (peer_port, timeout_ms)])
 
 
 def set_stale(port, key, value, invalidate=False):
@@ -53,6 +57,13 @@ def set_stale(port, key, value, invalidate=False):
 
 def warm_counts(conn):
     return harness.stat_values(conn, "warm_fetches", "warm_hits", "warm_stale", "warm_stale_copies")
+
+
+def lease_given_back(port, key, value):
+    """The peer's reply to `mg <key> v` once its lease is free again (W), else None."""
+    with harness.Conn(port) as p:
+        reply = p.call(b"mg %s v\r\n" % key, b"\r\n%s\r\n" % value)
+    return reply if b" W" in reply else None
 
 
 def concurrent_readers(res, peer):
@@ -82,16 +93,15 @@ def stale_mode(res, peer):
     set_stale(peer.port, b"k", b"old")
     set_stale(peer.port, b"inv", b"was", invalidate=True)
     h = warm_node(peer.port)
-    with harness.Conn(h.port) as a, harness.Conn(h.port) as b, harness.Conn(peer.port) as p:
+    with harness.Conn(h.port) as a, harness.Conn(h.port) as b:
         for key, value in ((b"k", b"old"), (b"inv", b"was")):
             res.equal(a.call(b"get %s\r\n" % key, b"END\r\n"), b"END\r\n",
                       "stale mode, %s: the first reader recomputes" % key.decode())
             # The fetch's mg won the peer's lease (W) and gives it back (md I C<token>), sent
             # as the reader is answered and read by the peer when it comes to it: a reader
             # there sees Z (no state changed) until then, and W after.
-            peer_read = harness.wait_for(
-                lambda: (lambda r: r if b" W" in r else None)(p.call(b"mg %s v\r\n" % key, b"\r\n%s\r\n" % value)),
-                what="the peer's lease of %s given back" % key.decode())
+            peer_read = harness.wait_for(lambda: lease_given_back(peer.port, key, value),
+                                         what="the peer's lease of %s given back" % key.decode())
             res.equal(peer_read, b"VA 3 X W\r\n%s\r\n" % value,
                       "... the peer's lease was given back: its next reader there recomputes")
             for _ in range(3):
@@ -128,6 +138,30 @@ def changes_during_the_fetch(res):
     stub.close()
 
 
+def reader_gone(res):
+    stub = test_cluster.StubPeer({b"g": b"old"}, stale=(b"g",))
+    # A long timeout: the fetch must still wait on the stub when its reader leaves.
+    h = warm_node(stub.port, timeout_ms=30000)
+    with harness.Conn(h.port) as watcher:
+        reader = harness.Conn(h.port)
+        reader.send(b"get g\r\n")
+        harness.wait_for(lambda: b"mg g v f t c" in stub.requests, what="the fetch at the stub")
+        connections = harness.stat(watcher, "curr_connections")
+        reader.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        reader.close()   # a reset: the node drops the connection and forgets the fetch
+        harness.wait_for(lambda: harness.stat(watcher, "curr_connections") < connections,
+                         what="the reset reader's connection to go")
+        stub.release.set()   # the stub hands the lease over (W c7) to a fetch nobody waits for
+        harness.wait_for(lambda: b"md g I C7" in stub.requests)
+        res.check(b"md g I C7" in stub.requests,
+                  "a reader gone before the peer's reply: the lease it won there goes back (md g I C7)",
+                  repr(stub.requests))
+        res.equal(harness.stat_values(watcher, "warm_fetches", "warm_stale_copies"),
+                  {"warm_fetches": 1, "warm_stale_copies": 0}, "... and nothing is copied here")
+    h.stop()
+    stub.close()
+
+
 def delete_after(res, peer):
     set_stale(peer.port, b"gone", b"old")
     h = warm_node(peer.port)
@@ -155,6 +189,7 @@ def body(res):
     delete_after(res, peer)
     peer.stop()
     changes_during_the_fetch(res)
+    reader_gone(res)
 
 
 if __name__ == "__main__":

@@ -161,8 +161,12 @@ TEST(FlashPageTest, APageReaderStopsAtTheEndOfItsGeneration) {
     }
     EXPECT_EQ(keys, c.keys) << c.what;
     EXPECT_EQ(reader.status(), c.end) << c.what;
-    if (!offsets.empty()) EXPECT_EQ(offsets[0], kFlashPageHeaderSize) << c.what;
-    if (offsets.size() > 1) EXPECT_EQ(offsets[1], kFlashPageHeaderSize + a.size()) << c.what;
+    if (!offsets.empty()) {
+      EXPECT_EQ(offsets[0], kFlashPageHeaderSize) << c.what;
+    }
+    if (offsets.size() > 1) {
+      EXPECT_EQ(offsets[1], kFlashPageHeaderSize + a.size()) << c.what;
+    }
   }
 }
 
