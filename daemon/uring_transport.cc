@@ -16,7 +16,6 @@
 
 #ifdef HERDLESS_URING
 #include <liburing.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -53,7 +52,6 @@ std::unique_ptr<Ring> Ring::Create(event_base*, std::string* error) {
   return nullptr;
 }
 Ring::~Ring() = default;
-void Ring::BeginOnThisThread() {}
 std::unique_ptr<Transport> Ring::NewTransport(int) { return nullptr; }   // no Ring is made
 
 #else
@@ -163,24 +161,16 @@ Ring::Ring(event_base* base)
   ring_->ring_fd = -1;
 }
 
-// Deferred task work with one issuer (the worker's thread, which enables the
-// ring): the kernel runs a connection's receive when the worker asks for
-// completions, instead of interrupting it for each one, and wakes a waiting
-// worker once enough are there. Kernels before 6.1 refuse the flags: the plain
-// ring then.
+// The plain ring: a completion interrupts the worker (as a signal would) and
+// makes the ring's descriptor readable. Deferred task work
+// (IORING_SETUP_DEFER_TASKRUN, its completions signalled through an eventfd)
+// saved system calls, but on Linux 6.18.44 the eventfd missed wake-ups and a
+// lone client waited ~16 ms a request (docs/benchmarks.md): it is not used.
 int Ring::SetUp(io_uring_params* params) {
   std::memset(params, 0, sizeof(*params));
-  params->flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE | IORING_SETUP_DEFER_TASKRUN |
-                  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED;
+  params->flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
   params->cq_entries = kEntries * 4;
-  int rc = io_uring_queue_init_params(kEntries, ring_, params);
-  deferred_ = rc >= 0;
-  if (rc == -EINVAL) {
-    std::memset(params, 0, sizeof(*params));
-    params->flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
-    params->cq_entries = kEntries * 4;
-    rc = io_uring_queue_init_params(kEntries, ring_, params);
-  }
+  const int rc = io_uring_queue_init_params(kEntries, ring_, params);
   if (rc >= 0 && (params->features & kFeatMinTimeout)) min_wait_us_ = kBatchWaitUs;
   return rc;
 }
@@ -224,23 +214,8 @@ std::unique_ptr<Ring> Ring::Create(event_base* base, std::string* error) {
                           io_uring_buf_ring_mask(kBuffers), static_cast<int>(id));
   }
   io_uring_buf_ring_advance(ring->buffers_ring_, kBuffers);
-  int watched = ring->ring_->ring_fd;
-  short how = EV_READ | EV_PERSIST;
-  if (ring->deferred_) {
-    // Deferred completions do not make the ring's descriptor readable: the
-    // kernel signals an eventfd registered with the ring when work for this
-    // thread first waits, and on completions outside a turn. Edge-triggered:
-    // each signal is an edge, and the counter is never read.
-    ring->completion_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (ring->completion_fd_ < 0 ||
-        io_uring_register_eventfd(ring->ring_, ring->completion_fd_) < 0) {
-      *error = "cannot register an eventfd with the ring";
-      return nullptr;
-    }
-    watched = ring->completion_fd_;
-    how |= EV_ET;
-  }
-  ring->ring_event_ = event_new(base, watched, how, &Ring::OnCompletions, ring.get());
+  ring->ring_event_ = event_new(base, ring->ring_->ring_fd, EV_READ | EV_PERSIST, &Ring::OnCompletions,
+                                ring.get());
   ring->kick_event_ = event_new(base, -1, 0, &Ring::OnKick, ring.get());
   if (ring->ring_event_ == nullptr || ring->kick_event_ == nullptr ||
       event_add(ring->ring_event_, nullptr) != 0) {
@@ -254,7 +229,6 @@ Ring::~Ring() {
   if (ring_event_ != nullptr) event_free(ring_event_);
   if (kick_event_ != nullptr) event_free(kick_event_);
   if (ring_ != nullptr && ring_->ring_fd >= 0) io_uring_queue_exit(ring_);   // cancels all
-  if (completion_fd_ >= 0) close(completion_fd_);
   delete ring_;
   if (buffers_ring_ != nullptr) {
     munmap(buffers_ring_, sizeof(io_uring_buf) * kBuffers + kBuffers * kBufferSize);
@@ -344,13 +318,6 @@ void Ring::GiveSend(RingSend* send) { spare_sends_.push_back(send); }
 
 void Ring::OnCompletions(int, short, void* arg) { static_cast<Ring*>(arg)->Turn(); }
 
-void Ring::BeginOnThisThread() {
-  // liburing 2.3 has no io_uring_enable_rings.
-  if (deferred_) {
-    syscall(__NR_io_uring_register, ring_->ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0);
-  }
-}
-
 void Ring::OnKick(int, short, void* arg) {
   Ring* ring = static_cast<Ring*>(arg);
   ring->kicked_ = false;
@@ -369,16 +336,13 @@ void Ring::OnKick(int, short, void* arg) {
 // does kTurnUs of rounds.
 void Ring::Turn() {
   in_turn_ = true;
-  if (deferred_) EventfdSignals(false);   // this turn collects what the kernel posts
   const uint64_t start = NowUs();
   Reap();
   Dispatch();
-  bool busy = false;
   for (;;) {
     RearmStarved();
     if (NowUs() - start >= kTurnUs) {
-      busy = true;
-      Submit();
+      Submit();   // what is left makes the descriptor readable: the loop comes back
       break;
     }
     const unsigned expected = io_uring_cq_ready(ring_) + sends_queued_;
@@ -393,19 +357,6 @@ void Ring::Turn() {
     }
   }
   in_turn_ = false;
-  if (deferred_) {
-    EventfdSignals(true);
-    // Work that reached an empty list while the signals were off set
-    // IORING_SQ_TASKRUN instead (as does work the kernel left for a later
-    // enter: it runs a bounded amount at a time), and a busy turn leaves some
-    // undone. Signalled by hand, the loop comes back through its epoll_wait,
-    // so that its other events are served in between.
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (busy || io_uring_cq_ready(ring_) > 0 ||
-        (IO_URING_READ_ONCE(*ring_->sq.kflags) & IORING_SQ_TASKRUN)) {
-      eventfd_write(completion_fd_, 1);
-    }
-  }
 }
 
 // One connection's request waits for no batch; with more, a round waits for a
@@ -413,12 +364,6 @@ void Ring::Turn() {
 unsigned Ring::Batch() const {
   if (min_wait_us_ == 0) return 1;
   return std::min(kBatchMax, 1 + connections_ / 8);
-}
-
-void Ring::EventfdSignals(bool on) {
-  unsigned flags = IO_URING_READ_ONCE(*ring_->cq.kflags);
-  flags = on ? (flags & ~IORING_CQ_EVENTFD_DISABLED) : (flags | IORING_CQ_EVENTFD_DISABLED);
-  IO_URING_WRITE_ONCE(*ring_->cq.kflags, flags);
 }
 
 void Ring::Reap() {

@@ -2,13 +2,11 @@
 // multishot receive per connection fills buffers from one provided-buffer
 // ring, sends are queued as the connections write and submitted together with
 // every other queued operation. The worker's libevent loop keeps its
-// listeners, timers and notify eventfd, and watches the ring (an eventfd the
-// kernel signals; the ring's descriptor where the kernel has no deferred task
-// work); while completions keep coming a turn stays in the ring, one
-// io_uring_enter a round that submits the round's sends and waits for the next
-// completions, for all the worker's connections. Worker thread only. Built with
-// liburing (HERDLESS_URING); without it Ring::Usable says no and -o io=auto is
-// epoll.
+// listeners, timers and notify eventfd, and watches the ring's descriptor;
+// while completions keep coming a turn stays in the ring, one io_uring_enter a
+// round that submits the round's sends and waits for the next completions,
+// for all the worker's connections. Worker thread only. Built with liburing
+// (HERDLESS_URING); without it Ring::Usable says no and -o io=auto is epoll.
 #ifndef HERDLESS_DAEMON_URING_TRANSPORT_H_
 #define HERDLESS_DAEMON_URING_TRANSPORT_H_
 
@@ -82,8 +80,6 @@ class Ring {
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
-  // On the worker's thread, before its loop runs: the ring's one submitter from now on.
-  void BeginOnThisThread();
   // A connection's transport on this ring (takes the socket).
   std::unique_ptr<Transport> NewTransport(int fd);
 
@@ -114,7 +110,6 @@ class Ring {
   void Submit();
   void RearmStarved();
   void Turn();
-  void EventfdSignals(bool on);
 
   event_base* const base_;
   io_uring* ring_ = nullptr;   // owned
@@ -125,8 +120,6 @@ class Ring {
   event* kick_event_ = nullptr;
   bool kicked_ = false;
   bool in_turn_ = false;
-  bool deferred_ = false;     // IORING_SETUP_DEFER_TASKRUN: completions come when asked for
-  int completion_fd_ = -1;    // deferred_: the eventfd the kernel signals (libevent watches it)
   unsigned sends_queued_ = 0;   // sends queued since the last submit (most complete in it)
   unsigned connections_ = 0;   // transports on this ring
   unsigned min_wait_us_ = 0;   // kBatchWaitUs where the kernel has min_wait

@@ -94,7 +94,6 @@ bool Worker::Start(std::string* error) {
   }
   thread_ = std::thread([this] {
     current_worker = this;
-    if (ring_ != nullptr) ring_->BeginOnThisThread();
     event_base_loop(base_, 0);
   });
   return true;

@@ -92,7 +92,6 @@ TEST(Ring, AConnectionThatStopsReadingHoldsNoBuffer) {
   {
     std::unique_ptr<Ring> ring = Ring::Create(base, &why);
     ASSERT_NE(ring, nullptr) << why;
-    ring->BeginOnThisThread();
     int fds[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
     std::unique_ptr<Transport> t = ring->NewTransport(fds[0]);
