@@ -35,6 +35,13 @@ constexpr const char* kTransport[] = {"local", "tcp", "udp"};
 constexpr const char* kCloseReason[] = {"error", "normal", "idle_timeout", "shutdown"};
 constexpr const char* kLeaseReason[] = {"miss", "stale", "xfetch", "recache", "takeover"};
 
+// The slab class memcached logs for a live item: its own, or for a value it
+// keeps on flash its small header item's (size= stays the value's length).
+int LoggedClass(std::string_view key, size_t value_len, uint32_t client_flags, bool on_flash) {
+  return MemcachedSlabClass(on_flash ? MemcachedFlashHeaderSize(key.size(), client_flags)
+                                     : MemcachedItemSize(key.size(), value_len, client_flags));
+}
+
 }  // namespace
 
 bool ParseWatchKinds(std::string_view args, uint32_t* kinds, bool prefix) {
@@ -173,8 +180,7 @@ void WatchContext::Fetch(std::string_view key, const ReadResult& r, bool hit) co
                              : r.miss_flushed ? FetchStatus::kFlushed
                              : r.miss_expired ? FetchStatus::kExpired
                                               : FetchStatus::kNotFound;
-  const int cls =
-      hit ? MemcachedSlabClass(MemcachedItemSize(key.size(), r.value_size(), r.client_flags)) : 0;
+  const int cls = hit ? LoggedClass(key, r.value_size(), r.client_flags, r.on_flash) : 0;
   LogLine line;
   FormatItemGet(&line, key, status, cls, fd, hit ? r.value_size() : 0);
   log->Write(kWatchFetchers, line.view());
@@ -182,8 +188,7 @@ void WatchContext::Fetch(std::string_view key, const ReadResult& r, bool hit) co
 
 void WatchContext::Lookup(std::string_view key, const FoundItem& found) const {
   if (!wants(kWatchFetchers)) return;
-  const int cls =
-      found.live ? MemcachedSlabClass(MemcachedItemSize(key.size(), found.value_len, found.client_flags)) : 0;
+  const int cls = found.live ? LoggedClass(key, found.value_len, found.client_flags, found.on_flash) : 0;
   const FetchStatus status = found.live                             ? FetchStatus::kFound
                              : found.miss == LookupMiss::kExpired ? FetchStatus::kExpired
                              : found.miss == LookupMiss::kFlushed ? FetchStatus::kFlushed
@@ -246,8 +251,7 @@ void WatchContext::Delete(std::string_view key, bool meta,
   if (!wants(kWatchDeletions)) return;
   LogLine line;
   FormatItemDeleted(&line, key, meta,
-                    MemcachedSlabClass(MemcachedItemSize(key.size(), removed.value_len,
-                                                         removed.client_flags)),
+                    LoggedClass(key, removed.value_len, removed.client_flags, removed.on_flash),
                     removed.value_len);
   log->Write(kWatchDeletions, line.view());
 }

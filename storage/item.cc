@@ -68,6 +68,11 @@ uint64_t MemcachedItemSize(size_t key_len, size_t value_len, uint32_t client_fla
   return kHeader + key_len + 1 + value_len + 2 + (client_flags != 0 ? 4 : 0) + kCas;
 }
 
+uint64_t MemcachedFlashHeaderSize(size_t key_len, uint32_t client_flags) {
+  constexpr uint64_t kItemHdr = 12;   // sizeof(item_hdr), the header item's nbytes (no CRLF)
+  return MemcachedItemSize(key_len, kItemHdr, client_flags) - 2;
+}
+
 namespace {
 
 // memcached 1.6.18's slabs_init with its defaults: the first chunk is the

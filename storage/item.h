@@ -233,6 +233,10 @@ ItemView WriteItem(char* dst, const ItemFields& f);
 // Per-class statistics are kept in these classes, so `stats items` and
 // `stats slabs` read as memcached's do.
 uint64_t MemcachedItemSize(size_t key_len, size_t value_len, uint32_t client_flags);
+// The size of memcached's header item for a value it moved to extstore: the
+// key and its 12-byte item_hdr in place of the value (its slab class is the
+// one memcached logs for the item).
+uint64_t MemcachedFlashHeaderSize(size_t key_len, uint32_t client_flags);
 int MemcachedSlabClass(uint64_t item_size);   // 1..kMemcachedClasses
 uint64_t MemcachedChunkSize(int slab_class);
 constexpr int kMemcachedClasses = 39;

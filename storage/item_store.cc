@@ -262,15 +262,11 @@ void ItemStore::Impl::CountStoreOverExpiredLocked(Shard& shard, const Found& f) 
 
 void ItemStore::Impl::NoteFoundLocked(const Found& f, StoreResult* res) const {
   if (f.presence != Found::kLive) return;
-  const ItemView item = ItemAt(*f.slot);
-  res->found = {.live = true, .value_len = item.client_value_len(), .client_flags = item.client_flags()};
+  res->found = LiveItem(ItemAt(*f.slot));
 }
 
 FoundItem ItemStore::Impl::FoundOf(const Found& f) const {
-  if (f.presence == Found::kLive) {
-    const ItemView item = ItemAt(*f.slot);
-    return {.live = true, .value_len = item.client_value_len(), .client_flags = item.client_flags()};
-  }
+  if (f.presence == Found::kLive) return LiveItem(ItemAt(*f.slot));
   if (f.removed_flushed) return {.miss = LookupMiss::kFlushed};
   if (f.removed_expired || f.presence == Found::kExpiredInGrace) return {.miss = LookupMiss::kExpired};
   return {};

@@ -70,6 +70,12 @@ inline void CopyBytes(char* dst, std::string_view src) {
   if (!src.empty()) std::memcpy(dst, src.data(), src.size());
 }
 
+// What a lookup reports of a live item (FoundItem).
+inline FoundItem LiveItem(ItemView item) {
+  return {.live = true, .value_len = item.client_value_len(), .client_flags = item.client_flags(),
+          .on_flash = item.is_flash_stub()};
+}
+
 inline int SlabClassOf(ItemView item) {
   return MemcachedSlabClass(MemcachedItemSize(item.key_len(), item.value_len(), item.client_flags()));
 }

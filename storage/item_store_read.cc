@@ -100,7 +100,10 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
         continue;
       }
       HitLocked(shard, f.slot, f, opts, touch_exptime, t, u, &r);
-      if (on_flash) opts.value_wanted ? ServeFetchedLocked(shard, key, &r) : LeaveOnFlashLocked(f, &r);
+      if (on_flash) {
+        r.on_flash = r.status == ReadStatus::kHit;
+        opts.value_wanted ? ServeFetchedLocked(shard, key, &r) : LeaveOnFlashLocked(f, &r);
+      }
       if (opts.park != nullptr && r.no_value && r.lease == LeaseVerdict::kHeld &&
           config_.wake_sink != nullptr) {
         shard.parked.Park(key, *opts.park);

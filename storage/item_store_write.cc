@@ -298,8 +298,7 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
       return Answer(DeleteStatus::kNotFound);
     }
     if (req.removed != nullptr && !req.removed->live) {   // a stale value md I keeps
-      *req.removed = {.live = true, .value_len = ItemAt(*f.slot).client_value_len(),
-                      .client_flags = ItemAt(*f.slot).client_flags()};
+      *req.removed = LiveItem(ItemAt(*f.slot));
     }
     if (req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) return Answer(DeleteStatus::kExists);
     if (req.empty_value) {

@@ -84,6 +84,7 @@ struct ReadResult {
   uint16_t recompute_ms = 0;      // smoothed recompute time (XFetch's delta), 0 = unmeasured
   double reads_per_s = 0;         // the key's estimated read rate before this read, 0 = untracked
   uint32_t value_len_on_flash = 0;   // !ReadOptions::value_wanted, a hit on a value left on flash: its length
+  bool on_flash = false;          // a hit on a value kept on flash (fetched for this read or not)
 
   size_t value_size() const { return value.size() + value_len_on_flash; }
 };
@@ -146,6 +147,7 @@ struct FoundItem {
   bool live = false;
   uint32_t value_len = 0;
   uint32_t client_flags = 0;
+  bool on_flash = false;   // live, its value kept on flash
   LookupMiss miss = LookupMiss::kAbsent;   // when !live
 };
 

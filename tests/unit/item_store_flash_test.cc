@@ -174,7 +174,11 @@ TEST_F(ItemStoreFlashTest, DeleteAndOverwriteReleaseTheRecord) {
   DeleteRequest del;
   const std::string key_a = KeyOf(a);
   del.key = key_a;
+  DeleteRequest::Removed removed;   // what the watcher's lines report
+  del.removed = &removed;
   EXPECT_EQ(store_->Delete(del), DeleteStatus::kDeleted);
+  EXPECT_TRUE(removed.live && removed.on_flash);
+  EXPECT_EQ(removed.value_len, ValueOf(a).size());
   EXPECT_EQ(flash_->Stats().objects_used, used - 1);
   EXPECT_EQ(ValueRead(a), "<miss>");
 
@@ -185,7 +189,9 @@ TEST_F(ItemStoreFlashTest, DeleteAndOverwriteReleaseTheRecord) {
   const std::string key_b = KeyOf(b);
   set.key = key_b;
   set.value = "fresh";
-  ASSERT_EQ(store_->Store(set).status, StoreStatus::kStored);
+  const StoreResult stored = store_->Store(set);
+  ASSERT_EQ(stored.status, StoreStatus::kStored);
+  EXPECT_TRUE(stored.found.live && stored.found.on_flash);
   EXPECT_EQ(flash_->Stats().objects_used, used - 2);
   EXPECT_EQ(ValueRead(b), "fresh");
 }
@@ -389,6 +395,7 @@ TEST_F(ItemStoreFlashCachedTest, ACachedValueIsReadAtOnce) {
     const ReadResult r = Read(key);
     EXPECT_FALSE(r.parked) << key;
     ASSERT_EQ(r.status, ReadStatus::kHit) << key;
+    EXPECT_TRUE(r.on_flash) << key;
     EXPECT_EQ(std::string(r.value), ValueOf(std::stoi(key.substr(4)))) << key;
   }
   EXPECT_TRUE(fetcher_.fetches.empty());

@@ -152,6 +152,38 @@ TEST(WatchTest, ALookupLogsItemGetToFetchersOnly) {
   }
 }
 
+// memcached logs an item whose value it moved to extstore by its header item
+// (the key and a 12-byte item_hdr: class 1 for a short key, 2 for a 40-byte
+// one) with the value's length as size=. Lines recorded from memcached 1.6.45
+// (-m 64 -o ext_path=...,ext_item_age=0, 1000-byte values with flags 3 or 0,
+// each read, looked up and deleted once it was on flash).
+TEST(WatchTest, AValueOnFlashIsLoggedByItsHeaderItemsClass) {
+  RecordingLog log(kWatchFetchers | kWatchDeletions);
+  WatchContext ctx{.log = &log, .fd = 30};
+  const std::string long_key(40, 'L');
+  ReadResult read;
+  read.client_flags = 3;
+  read.value_len_on_flash = 1000;
+  read.on_flash = true;
+  ctx.Fetch("k019990", read, true);
+  read.client_flags = 0;
+  ctx.Fetch(long_key, read, true);
+  const FoundItem found{.live = true, .value_len = 1000, .client_flags = 3, .on_flash = true};
+  ctx.Lookup("k019991", found);
+  ctx.Delete("k019991", false, found);
+  ctx.Delete("k019994", true, found);
+  read.on_flash = false;   // the same value in memory: its own class
+  ctx.Fetch("k019990", read, true);
+  const std::vector<std::string> want = {
+      "type=item_get key=k019990 status=found clsid=1 cfd=30 size=1000",
+      "type=item_get key=" + long_key + " status=found clsid=2 cfd=30 size=1000",
+      "type=item_get key=k019991 status=found clsid=1 cfd=30 size=1000",
+      "type=deleted key=k019991 cmd=delete clsid=1 size=1000",
+      "type=deleted key=k019994 cmd=md clsid=1 size=1000",
+      "type=item_get key=k019990 status=found clsid=12 cfd=30 size=1000"};
+  EXPECT_EQ(log.lines, want);
+}
+
 // An incr/ma that created its item logs memcached's add of the initial number.
 TEST(WatchTest, ACreatingIncrLogsAnAdd) {
   RecordingLog log(kWatchFetchers | kWatchMutations);
