@@ -21,6 +21,7 @@ std::shared_ptr<WatchHub::Watcher> WatchHub::Add(uint32_t kinds) {
   if (watchers_.size() >= kMaxWatchers) return nullptr;
   auto w = std::make_shared<Watcher>();
   w->kinds = kinds;
+  next_gid_++;   // memcached's logger_add_watcher takes a gid (its min_gid): lines' gids skip one
   watchers_.push_back(w);
   SyncKinds();
   return w;
