@@ -166,7 +166,7 @@ uint64_t ItemStore::Impl::LinkLocked(Shard& shard, uint64_t hash, const Placed& 
   StoreStats::Class& c = shard.counters.classes[slab_class];
   c.items++;
   c.bytes += size;
-  c.mem_requested += MemcachedItemSize(item.key_len(), item.value_len(), item.client_flags());
+  c.mem_requested += MemcachedSizeOf(item);
   if (counts_as_new) {
     shard.counters.total_items++;
     c.total_items++;
@@ -197,7 +197,7 @@ void ItemStore::Impl::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghos
   StoreStats::Class& c = shard.counters.classes[SlabClassOf(item)];
   c.items--;
   c.bytes -= size;
-  c.mem_requested -= MemcachedItemSize(item.key_len(), item.value_len(), item.client_flags());
+  c.mem_requested -= MemcachedSizeOf(item);
   if (Has(s, kItemTokenSent)) {
     shard.leases_out--;
     DropLeaseLocked(shard, s);

@@ -69,13 +69,13 @@ const FlashTunables& ItemStore::Impl::flash_tunables() const {
 void ItemStore::Impl::MoveClassLocked(Shard& shard, ItemView from, ItemView to) {
   StoreStats::Class& a = shard.counters.classes[SlabClassOf(from)];
   StoreStats::Class& b = shard.counters.classes[SlabClassOf(to)];
-  const uint64_t from_requested = MemcachedItemSize(from.key_len(), from.value_len(), from.client_flags());
+  const uint64_t from_requested = MemcachedSizeOf(from);
   a.items--;
   a.bytes -= from.size();
   a.mem_requested -= from_requested;
   b.items++;
   b.bytes += from.size();   // RepointLocked adds the difference to the new class
-  b.mem_requested += MemcachedItemSize(to.key_len(), to.value_len(), to.client_flags());
+  b.mem_requested += MemcachedSizeOf(to);
 }
 
 bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const FlashLocator& where, int64_t now_s,

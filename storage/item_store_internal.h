@@ -76,9 +76,15 @@ inline FoundItem LiveItem(ItemView item) {
           .on_flash = item.is_flash_stub()};
 }
 
-inline int SlabClassOf(ItemView item) {
-  return MemcachedSlabClass(MemcachedItemSize(item.key_len(), item.value_len(), item.client_flags()));
+// The size memcached gives the item (mem_requested); a flash stub's is that
+// of memcached's header item, where it keeps the same key.
+inline uint64_t MemcachedSizeOf(ItemView item) {
+  return item.is_flash_stub() ? MemcachedFlashHeaderSize(item.key_len(), item.client_flags())
+                              : MemcachedItemSize(item.key_len(), item.value_len(), item.client_flags());
 }
+
+// memcached's class for the item (stats items, watch lines).
+inline int SlabClassOf(ItemView item) { return MemcachedSlabClass(MemcachedSizeOf(item)); }
 
 // 32 bits from a shard's generator (xorshift64*; the shard's lock guards its
 // state): only to round read-rate updates without bias.
