@@ -35,11 +35,10 @@ constexpr const char* kTransport[] = {"local", "tcp", "udp"};
 constexpr const char* kCloseReason[] = {"error", "normal", "idle_timeout", "shutdown"};
 constexpr const char* kLeaseReason[] = {"miss", "stale", "xfetch", "recache", "takeover"};
 
-// The slab class memcached logs for a live item: its own, or for a value it
-// keeps on flash its small header item's (size= stays the value's length).
+// The slab class memcached logs for a live item (for a value on flash, its
+// header item's; size= stays the value's length).
 int LoggedClass(std::string_view key, size_t value_len, uint32_t client_flags, bool on_flash) {
-  return MemcachedSlabClass(on_flash ? MemcachedFlashHeaderSize(key.size(), client_flags)
-                                     : MemcachedItemSize(key.size(), value_len, client_flags));
+  return MemcachedSlabClass(MemcachedLiveSize(key.size(), value_len, client_flags, on_flash));
 }
 
 }  // namespace

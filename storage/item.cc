@@ -73,6 +73,11 @@ uint64_t MemcachedFlashHeaderSize(size_t key_len, uint32_t client_flags) {
   return MemcachedItemSize(key_len, kItemHdr, client_flags) - 2;
 }
 
+uint64_t MemcachedLiveSize(size_t key_len, size_t value_len, uint32_t client_flags, bool on_flash) {
+  return on_flash ? MemcachedFlashHeaderSize(key_len, client_flags)
+                  : MemcachedItemSize(key_len, value_len, client_flags);
+}
+
 namespace {
 
 // memcached 1.6.18's slabs_init with its defaults: the first chunk is the

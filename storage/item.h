@@ -237,6 +237,9 @@ uint64_t MemcachedItemSize(size_t key_len, size_t value_len, uint32_t client_fla
 // key and its 12-byte item_hdr in place of the value (its slab class is the
 // one memcached logs for the item).
 uint64_t MemcachedFlashHeaderSize(size_t key_len, uint32_t client_flags);
+// What memcached counts and logs for a live item: its size, or for a value on
+// flash its header item's.
+uint64_t MemcachedLiveSize(size_t key_len, size_t value_len, uint32_t client_flags, bool on_flash);
 int MemcachedSlabClass(uint64_t item_size);   // 1..kMemcachedClasses
 uint64_t MemcachedChunkSize(int slab_class);
 constexpr int kMemcachedClasses = 39;

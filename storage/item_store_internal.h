@@ -79,8 +79,7 @@ inline FoundItem LiveItem(ItemView item) {
 // The size memcached gives the item (mem_requested); a flash stub's is that
 // of memcached's header item, where it keeps the same key.
 inline uint64_t MemcachedSizeOf(ItemView item) {
-  return item.is_flash_stub() ? MemcachedFlashHeaderSize(item.key_len(), item.client_flags())
-                              : MemcachedItemSize(item.key_len(), item.value_len(), item.client_flags());
+  return MemcachedLiveSize(item.key_len(), item.value_len(), item.client_flags(), item.is_flash_stub());
 }
 
 // memcached's class for the item (stats items, watch lines).

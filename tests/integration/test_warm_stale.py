@@ -16,8 +16,8 @@ with -o stale_grace=60 holding values set already expired (`set k 0 -1`) or inva
 - A set or a delete that lands while the fetch is under way wins (a stub peer holds its reply):
   no stale copy. A reader whose connection is reset while its fetch waits on the stub (a
   plain close is a half-close the node still answers): the lease the late reply hands over
-  still goes back (`md <key> I C<token>`). A delete of a stale copy: after the hold-off the peer's copy is gone too (the
-  delete was sent on), and no old value comes back.
+  still goes back (`md <key> I C<token>`). A delete of a stale copy: after the hold-off the
+  peer's copy is gone too (the delete was sent on), and no old value comes back.
 Counts and replies only; one sleep waits out a hold-off, nothing is timed.
 """
 
