@@ -180,10 +180,9 @@ int Main(int argc, char** argv) {
     Log(LogLevel::kError, "%s", error.c_str());
     return EX_OSERR;
   }
-  if (root) {
-    int rc = DropPrivileges(options.protocol.username);
-    if (rc != 0) return rc;
-  }
+  if (!server.CreateRings()) return EXIT_FAILURE;
+  const int dropped = root ? DropPrivileges(options.protocol.username) : 0;
+  if (dropped != 0) return dropped;
   if (!server.ListenUnix(&error)) {
     Log(LogLevel::kError, "%s", error.c_str());
     return EX_OSERR;

@@ -351,7 +351,6 @@ int Server::Run() {
   }
   if (!CreateMainLoop()) return EXIT_FAILURE;
   LogWorkerPlan(plan, p.num_threads);
-  if (!ChooseIoPath()) return EXIT_FAILURE;
   const bool started = StartWorkers(plan.workers);
   if (started && ring_ != nullptr) {
     later_returns_ = std::make_unique<LaterRingReturns>(ring_.get(), store_.get(), kRingReturnTimeoutMs);
@@ -373,13 +372,20 @@ bool Server::CreateMainLoop() {
   return true;
 }
 
-// -o io: auto is io_uring when this kernel and sandbox allow a ring (seccomp
-// profiles and kernel.io_uring_disabled may not), else epoll with a log line;
-// uring that cannot run is a start-up error. `stats settings` shows the path.
-bool Server::ChooseIoPath() {
+// -o io: auto is io_uring when this kernel and sandbox give every worker a ring
+// (seccomp profiles and kernel.io_uring_disabled may not), else epoll, logged;
+// uring that cannot run is a start-up error. Made before the privilege drop,
+// rings are not charged to the -u user's RLIMIT_MEMLOCK (8 MB, ~140 KB a ring).
+bool Server::CreateRings() {
   int& path = options_.protocol.io_path;
   std::string why;
-  if (path != kIoEpoll && !Ring::Usable(&why)) {
+  for (int i = 0, n = path == kIoEpoll ? 0 : PlanWorkers(options_.protocol).workers; i < n; ++i) {
+    std::unique_ptr<Ring> ring = Ring::Create(&why);
+    if (ring == nullptr) break;
+    rings_.push_back(std::move(ring));
+  }
+  if (path != kIoEpoll && !why.empty()) {
+    rings_.clear();
     if (path == kIoUring) {
       Log(LogLevel::kError, "-o io=uring: io_uring is not available (%s)", why.c_str());
       return false;
@@ -437,15 +443,18 @@ bool Server::StartWorkers(int worker_count) {
   bool started = true;
   for (int i = 0; i < worker_count && started; ++i) {
     workers_.push_back(std::make_unique<Worker>(i, worker_config, store_.get(), this, &counters_));
+    if (worker_config.uring && static_cast<size_t>(i) < rings_.size()) {
+      workers_.back()->UseRing(std::move(rings_[i]));
+    }
     std::string error;
     if (workers_.back()->Start(&error)) continue;
     if (io_auto_ && worker_config.uring) {
-      // The probe's ring can pass where the workers' cannot (io_uring_setup's ENOMEM once the
-      // user's RLIMIT_MEMLOCK is spent by other processes' rings): auto means epoll then.
+      // A ring the worker's loop cannot watch: auto means epoll then.
       Log(LogLevel::kNotice, "-o io=auto: %s: using epoll", error.c_str());
       for (size_t w = 0; w + 1 < workers_.size(); ++w) workers_[w]->BeginStop(0);
       for (auto& w : workers_) w->Join();
       workers_.clear();
+      rings_.clear();
       options_.protocol.io_path = kIoEpoll;
       worker_config.uring = false;
       i = -1;

@@ -41,6 +41,7 @@ namespace herdless {
 class AuthFile;
 class LaterRingReturns;
 class MetricsServer;
+class Ring;
 class Snapshotter;
 class TlsContext;
 
@@ -68,6 +69,11 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   // permissions. Call after dropping privileges, as memcached, so the file
   // belongs to -u's user, who removes it at exit. False with *error.
   bool ListenUnix(std::string* error);
+
+  // Picks the connections' I/O path (-o io) and makes the workers' io_uring
+  // rings. Call before dropping privileges (see server.cc). False when
+  // -o io=uring cannot run (logged).
+  bool CreateRings();
 
   // Builds the store and the workers and serves until shutdown. Returns the
   // process exit code (0 after a signal or `shutdown`).
@@ -107,7 +113,6 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   // Run()'s steps, in order.
   bool CreateMainLoop();
   WorkerConfig MakeWorkerConfig();
-  bool ChooseIoPath();
   bool StartWorkers(int worker_count);   // false: one failed (the rest are stopped in Finish)
   void Serve();                          // until shutdown
   void HandUdpSocketsToWorkers();
@@ -148,6 +153,7 @@ class Server final : public ServerInfo, public LeaseWakeSink {
   std::unique_ptr<Snapshotter> snapshotter_;   // -e
   std::unique_ptr<LaterRingReturns> later_returns_;   // -o ring: before the store goes
   std::unique_ptr<MetricsServer> metrics_;     // -o metrics
+  std::vector<std::unique_ptr<Ring>> rings_;   // -o io=uring: made by CreateRings, one a worker
   std::vector<std::unique_ptr<Worker>> workers_;
   bool io_auto_ = false;   // -o io=auto chose io_uring: a worker whose ring fails falls back to epoll
   size_t next_worker_ = 0;

@@ -47,9 +47,13 @@ bool Ring::Usable(std::string* why) {
   *why = "built without liburing";
   return false;
 }
-std::unique_ptr<Ring> Ring::Create(event_base*, std::string* error) {
+std::unique_ptr<Ring> Ring::Create(std::string* error) {
   *error = "built without liburing";
   return nullptr;
+}
+bool Ring::Attach(event_base*, std::string* error) {
+  *error = "built without liburing";
+  return false;
 }
 Ring::~Ring() = default;
 std::unique_ptr<Transport> Ring::NewTransport(int) { return nullptr; }   // no Ring is made
@@ -149,34 +153,41 @@ bool Ring::Usable(std::string* why) {
     *why = "event_base_new failed";
     return false;
   }
-  bool ok = Create(base, &error) != nullptr;
+  std::unique_ptr<Ring> ring = Create(&error);
+  const bool ok = ring != nullptr && ring->Attach(base, &error);
+  ring.reset();
   event_base_free(base);
   if (!ok) *why = error;
   return ok;
 }
 
-Ring::Ring(event_base* base)
-    : base_(base), ring_(new io_uring), pool_(kBuffers, kBufferSize) {
+Ring::Ring() : ring_(new io_uring), pool_(kBuffers, kBufferSize) {
   std::memset(ring_, 0, sizeof(*ring_));
   ring_->ring_fd = -1;
 }
 
-// The plain ring: a completion interrupts the worker (as a signal would) and
-// makes the ring's descriptor readable. Deferred task work
+// Cooperative task work (Linux 5.19+, else the plain ring): a completion
+// wakes a worker asleep in epoll_wait as a signal would, and waits for a
+// running one's next system call instead of interrupting it. Either way the
+// ring's descriptor becomes readable once it is posted. Deferred task work
 // (IORING_SETUP_DEFER_TASKRUN, its completions signalled through an eventfd)
 // saved system calls, but on Linux 6.18.44 the eventfd missed wake-ups and a
 // lone client waited ~16 ms a request (docs/benchmarks.md): it is not used.
 int Ring::SetUp(io_uring_params* params) {
-  std::memset(params, 0, sizeof(*params));
-  params->flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE;
-  params->cq_entries = kEntries * 4;
-  const int rc = io_uring_queue_init_params(kEntries, ring_, params);
+  int rc = -EINVAL;
+  for (const unsigned taskrun : {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG, 0U}) {
+    std::memset(params, 0, sizeof(*params));
+    params->flags = IORING_SETUP_SUBMIT_ALL | IORING_SETUP_CQSIZE | taskrun;
+    params->cq_entries = kEntries * 4;
+    rc = io_uring_queue_init_params(kEntries, ring_, params);
+    if (rc != -EINVAL) break;
+  }
   if (rc >= 0 && (params->features & kFeatMinTimeout)) min_wait_us_ = kBatchWaitUs;
   return rc;
 }
 
-std::unique_ptr<Ring> Ring::Create(event_base* base, std::string* error) {
-  std::unique_ptr<Ring> ring(new Ring(base));
+std::unique_ptr<Ring> Ring::Create(std::string* error) {
+  std::unique_ptr<Ring> ring(new Ring());
   io_uring_params params;
   int rc = ring->SetUp(&params);
   if (rc < 0) {
@@ -190,8 +201,10 @@ std::unique_ptr<Ring> Ring::Create(event_base* base, std::string* error) {
     return nullptr;
   }
   const size_t ring_bytes = sizeof(io_uring_buf) * kBuffers;
+  // Shared, not private: the kernel holds the buffer ring's pages, and after
+  // -d's fork a private mapping would give the child copies the kernel never reads.
   void* mem = mmap(nullptr, ring_bytes + kBuffers * kBufferSize, PROT_READ | PROT_WRITE,
-                   MAP_ANONYMOUS | MAP_PRIVATE, -1, 0);
+                   MAP_ANONYMOUS | MAP_SHARED, -1, 0);
   if (mem == MAP_FAILED) {
     *error = std::string("mmap: ") + std::strerror(errno);
     return nullptr;
@@ -214,15 +227,17 @@ std::unique_ptr<Ring> Ring::Create(event_base* base, std::string* error) {
                           io_uring_buf_ring_mask(kBuffers), static_cast<int>(id));
   }
   io_uring_buf_ring_advance(ring->buffers_ring_, kBuffers);
-  ring->ring_event_ = event_new(base, ring->ring_->ring_fd, EV_READ | EV_PERSIST, &Ring::OnCompletions,
-                                ring.get());
-  ring->kick_event_ = event_new(base, -1, 0, &Ring::OnKick, ring.get());
-  if (ring->ring_event_ == nullptr || ring->kick_event_ == nullptr ||
-      event_add(ring->ring_event_, nullptr) != 0) {
-    *error = "cannot register the ring with the worker's loop";
-    return nullptr;
-  }
   return ring;
+}
+
+bool Ring::Attach(event_base* base, std::string* error) {
+  ring_event_ = event_new(base, ring_->ring_fd, EV_READ | EV_PERSIST, &Ring::OnCompletions, this);
+  kick_event_ = event_new(base, -1, 0, &Ring::OnKick, this);
+  if (ring_event_ == nullptr || kick_event_ == nullptr || event_add(ring_event_, nullptr) != 0) {
+    *error = "cannot register the ring with the worker's loop";
+    return false;
+  }
+  return true;
 }
 
 Ring::~Ring() {

@@ -75,7 +75,13 @@ class Ring {
   // True when this kernel and sandbox run a ring with provided buffers
   // (else *why says what failed).
   static bool Usable(std::string* why);
-  static std::unique_ptr<Ring> Create(event_base* base, std::string* error);
+  // The kernel's ring and its receive buffers, on any thread: made before the
+  // privilege drop, the ring's memory is not charged to the -u user's
+  // RLIMIT_MEMLOCK (shared by every ring of that user). Survives fork (-d).
+  static std::unique_ptr<Ring> Create(std::string* error);
+  // Watches the ring from `base`, the worker's loop, before its first
+  // transport; false (with *error) when libevent refuses.
+  bool Attach(event_base* base, std::string* error);
   ~Ring();
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
@@ -99,7 +105,7 @@ class Ring {
   BufferPool& pool() { return pool_; }
 
  private:
-  Ring(event_base* base);
+  Ring();
   int SetUp(io_uring_params* params);   // io_uring_queue_init_params's result
   unsigned Batch() const;
   static void OnCompletions(int fd, short what, void* arg);
@@ -111,7 +117,6 @@ class Ring {
   void RearmStarved();
   void Turn();
 
-  event_base* const base_;
   io_uring* ring_ = nullptr;   // owned
   io_uring_buf_ring* buffers_ring_ = nullptr;
   char* buffers_ = nullptr;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "daemon/connection.h"
 #include "daemon/log.h"
@@ -57,6 +58,8 @@ Worker::~Worker() {
   if (notify_fd_ >= 0) close(notify_fd_);
 }
 
+void Worker::UseRing(std::unique_ptr<Ring> ring) { ring_ = std::move(ring); }
+
 bool Worker::Start(std::string* error) {
   // Only this worker's thread uses its base: libevent's locks are not needed.
   // Nothing here reads libevent's cached time, and with no timer pending the
@@ -74,7 +77,8 @@ bool Worker::Start(std::string* error) {
     *error = "event_base_new failed";
     return false;
   }
-  if (config_.uring && (ring_ = Ring::Create(base_, error)) == nullptr) {
+  if (config_.uring && (ring_ == nullptr || !ring_->Attach(base_, error))) {
+    if (ring_ == nullptr) *error = "no ring";
     *error = "cannot set up io_uring for worker thread: " + *error;
     return false;
   }

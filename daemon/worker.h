@@ -85,6 +85,9 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
+  // -o io=uring: the ring this worker's plain connections use (Ring::Create,
+  // made before the privilege drop); before Start, which needs one then.
+  void UseRing(std::unique_ptr<Ring> ring);
   // Creates the loop and starts the thread. False (with *error) on failure.
   bool Start(std::string* error);
 

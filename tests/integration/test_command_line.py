@@ -2,9 +2,14 @@
 same stderr, byte for byte (memcached exits 1 for a flag getopt or its loop cannot take, with
 getopt's words after the program name and `Illegal argument "?"`; EX_USAGE (64) for the checks
 after the last flag). Both servers get the same argv[0] (a symlink named `memcached`).
+
+-d -P, as an init script starts memcached: the command returns 0 at once, the pid file names the
+daemon, which serves values of every size on every connection (on the io_uring path too: its
+rings are made before the fork), and SIGTERM ends it and removes the pid file.
 """
 
 import os
+import signal
 import subprocess
 import tempfile
 
@@ -54,7 +59,65 @@ def refusal(binary, args):
     return proc.returncode, proc.stderr
 
 
+def daemonized(r):
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o777)   # -u's user writes the pid file
+        pid_file = os.path.join(tmp, "herdless.pid")
+        port = harness.free_port()
+        argv = [harness.HERDLESS_BIN, "-d", "-P", pid_file, "-l", "127.0.0.1", "-p", str(port),
+                "-U", "0", "-t", "2"] + harness.user_args() + harness.io_args()
+        started = subprocess.run(argv, capture_output=True, timeout=harness.TIMEOUT)
+        pid = harness.wait_for(lambda: _read(pid_file))
+        try:
+            r.check(started.returncode == 0, "-d: the command returns 0", repr(started))
+            if r.check(pid.isdigit(), "-d -P: the pid file names the daemon", repr(pid)):
+                serves_values(r, port)
+        finally:
+            if pid.isdigit():
+                os.kill(int(pid), signal.SIGTERM)
+        if pid.isdigit():
+            r.check(harness.wait_for(lambda: not os.path.exists("/proc/%s" % pid)), "SIGTERM ends the daemon")
+            r.check(not os.path.exists(pid_file), "and it removes its pid file")
+
+
+def serves_values(r, port):
+    """Values of 1 B to 300 KB (many of the io_uring path's 4 KB receive buffers) set on one
+    connection and read back on another."""
+    conns = [harness.wait_for(lambda: _connect(port), what="the daemon's port") for _ in range(4)]
+    served = 0
+    for i, size in enumerate([1, 100, 4095, 4096, 4097, 20000, 65536, 300000]):
+        value = bytes((i * 7 + j) % 251 for j in range(size))
+        key = b"d%d" % i
+        ok = conns[i % 4].call(b"set %s 0 0 %d\r\n%s\r\n" % (key, size, value)) == b"STORED\r\n"
+        c = conns[(i + 1) % 4]
+        c.send(b"get %s\r\n" % key)
+        want = b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (key, size, value)
+        served += ok and c.recv_exact(len(want)) == want
+    r.equal(served, 8, "-d: values of 1 B to 300 KB stored and read back on other connections")
+    want_io = os.environ.get("HERDLESS_IO")
+    if want_io in ("uring", "epoll"):
+        r.equal(harness.stats(conns[0], b"settings").get("io"), want_io, "-d: stats settings io as asked")
+    for c in conns:
+        c.close()
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
+def _connect(port):
+    try:
+        return harness.Conn(port)
+    except OSError:
+        return None
+
+
 def body(r):
+    daemonized(r)
     with tempfile.TemporaryDirectory() as tmp:
         # getopt prints argv[0]: give both the same one.
         ours = os.path.join(tmp, "herdless", "memcached")

@@ -90,8 +90,9 @@ TEST(Ring, AConnectionThatStopsReadingHoldsNoBuffer) {
   event_base* base = event_base_new();
   ASSERT_NE(base, nullptr);
   {
-    std::unique_ptr<Ring> ring = Ring::Create(base, &why);
+    std::unique_ptr<Ring> ring = Ring::Create(&why);
     ASSERT_NE(ring, nullptr) << why;
+    ASSERT_TRUE(ring->Attach(base, &why)) << why;
     int fds[2];
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
     std::unique_ptr<Transport> t = ring->NewTransport(fds[0]);
