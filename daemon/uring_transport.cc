@@ -43,10 +43,6 @@ bool BufferPool::Give(unsigned id) {
 
 #ifndef HERDLESS_URING
 
-bool Ring::Usable(std::string* why) {
-  *why = "built without liburing";
-  return false;
-}
 std::unique_ptr<Ring> Ring::Create(std::string* error) {
   *error = "built without liburing";
   return nullptr;
@@ -145,21 +141,6 @@ struct RingSend {
   struct msghdr msg;
   struct iovec iov[Ring::kIovecs];
 };
-
-bool Ring::Usable(std::string* why) {
-  std::string error;
-  event_base* base = event_base_new();
-  if (base == nullptr) {
-    *why = "event_base_new failed";
-    return false;
-  }
-  std::unique_ptr<Ring> ring = Create(&error);
-  const bool ok = ring != nullptr && ring->Attach(base, &error);
-  ring.reset();
-  event_base_free(base);
-  if (!ok) *why = error;
-  return ok;
-}
 
 Ring::Ring() : ring_(new io_uring), pool_(kBuffers, kBufferSize) {
   std::memset(ring_, 0, sizeof(*ring_));

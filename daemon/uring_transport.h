@@ -6,7 +6,7 @@
 // while completions keep coming a turn stays in the ring, one io_uring_enter a
 // round that submits the round's sends and waits for the next completions,
 // for all the worker's connections. Worker thread only. Built with liburing
-// (HERDLESS_URING); without it Ring::Usable says no and -o io=auto is epoll.
+// (HERDLESS_URING); without it Ring::Create says no and -o io=auto is epoll.
 #ifndef HERDLESS_DAEMON_URING_TRANSPORT_H_
 #define HERDLESS_DAEMON_URING_TRANSPORT_H_
 
@@ -72,12 +72,10 @@ class Ring {
   static constexpr unsigned kBatchMax = 8;
   static constexpr unsigned kBatchWaitUs = 10;
 
-  // True when this kernel and sandbox run a ring with provided buffers
-  // (else *why says what failed).
-  static bool Usable(std::string* why);
-  // The kernel's ring and its receive buffers, on any thread: made before the
-  // privilege drop, the ring's memory is not charged to the -u user's
-  // RLIMIT_MEMLOCK (shared by every ring of that user). Survives fork (-d).
+  // The kernel's ring and its receive buffers, on any thread; nullptr (and
+  // *error says what failed) where this kernel and sandbox allow none. Made
+  // before the privilege drop, the ring's memory is not charged to the -u
+  // user's RLIMIT_MEMLOCK (shared by every ring of that user). Survives fork (-d).
   static std::unique_ptr<Ring> Create(std::string* error);
   // Watches the ring from `base`, the worker's loop, before its first
   // transport; false (with *error) when libevent refuses.
