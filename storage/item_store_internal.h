@@ -273,7 +273,8 @@ class ItemStore::Impl {
   bool RelocateLocked(Shard& shard, uint64_t* slot, ItemFields fields, int64_t now_s);
   void RepointLocked(Shard& shard, uint64_t* slot, const Placed& placed, ItemView copy, uint8_t freq);
   // Makes sure the slot's item can hold `exptime`, a tick (copying it with room for a
-  // TTL if it has none). False when that needs `*needed` bytes there are not.
+  // TTL if it has none; its TTL stays as it was). False when that needs `*needed`
+  // bytes there are not.
   bool RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t exptime, int64_t now_s,
                             size_t* needed);
 

@@ -200,8 +200,14 @@ bool ItemStore::Impl::RoomForExptimeLocked(Shard& shard, uint64_t* slot, int32_t
                                            size_t* needed) {
   if (ItemAt(*slot).CanHoldExptime(exptime)) return true;
   ItemFields fields = ItemAt(*slot).Fields();
-  fields.exptime = exptime;
-  if (RelocateLocked(shard, slot, fields, now_s)) return true;
+  const int32_t kept = fields.exptime;
+  fields.exptime = exptime;   // a layout with the field
+  if (RelocateLocked(shard, slot, fields, now_s)) {
+    // Room only: the caller applies the new TTL where it stands among the
+    // request's flags (a t or R before it sees the old one), or not at all.
+    ItemAt(*slot).set_exptime(kept);
+    return true;
+  }
   *needed = ItemSize(fields);
   return false;
 }

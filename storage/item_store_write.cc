@@ -300,7 +300,9 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
     if (req.removed != nullptr && !req.removed->live) {   // a stale value md I keeps
       *req.removed = LiveItem(ItemAt(*f.slot));
     }
-    if (req.compare_cas != 0 && req.compare_cas != ItemAt(*f.slot).cas()) return Answer(DeleteStatus::kExists);
+    if ((req.compare_cas != 0 || req.compare_zero_cas) && req.compare_cas != ItemAt(*f.slot).cas()) {
+      return Answer(DeleteStatus::kExists);
+    }
     if (req.empty_value) {
       const Placement placement = EmptyValueLocked(lock, attempt, shard, hash, f, req, t);
       if (placement == Placement::kRetry) return kRetry;

@@ -319,6 +319,10 @@ def cases():
     add("meta_cas_fencing", [b"mg w N30 c\r\n", SYNC, b"ms w 1 C{cas1} T60\r\nv\r\n",
                              b"ms w 1 C{cas1} T60\r\nv\r\n", b"mg w v t\r\n",
                              b"md w C999999\r\n", b"md w q\r\n", b"mg w v\r\n"])
+    # md compares C0 too (EX), where ms and ma take C0 as any CAS.
+    add("meta_delete_cas_zero", [b"ms z 1\r\n5\r\n", b"md z C0\r\n", b"md z C0 I\r\n",
+                                 b"md z C0 q\r\n", b"ma z C0 v\r\n", b"mg z v\r\n",
+                                 b"ms z 1 C0\r\n6\r\n", b"md nope C0\r\n"])
     # The anti-stampede flow across clients: one W, Z for the others, the winner's
     # fenced store, then a plain hit for everyone.
     add("meta_stampede_two_clients", [(0, b"mg k N30 s c v\r\n"), (1, b"mg k N30 s c v\r\n"),
@@ -354,6 +358,12 @@ def cases():
                                   b"ma c q D2\r\n", b"mg c v\r\n", b"ma z q\r\n"])
     add("meta_touch_and_hit_flags", [b"ms h 1 T100\r\nx\r\n", b"mg h h l t\r\n",
                                      b"mg h h t T500\r\n", b"mg h t\r\n", b"mg h u h\r\n"])
+    # A touch that gives an item its first TTL: a t before T still reports none, and an R
+    # before T judges the old TTL (none: no recache token).
+    add("meta_first_ttl_in_order", [b"ms g 1\r\nx\r\n", b"mg g t T100 s\r\n",
+                                    b"ms g 1\r\nx\r\n", b"mg g t T100 N30 c\r\n", SYNC,
+                                    b"ms g 1\r\nx\r\n", b"mg g R300 T100 t v\r\n",
+                                    b"mg g t\r\n"])
     add("meta_debug", [setcmd("a", "1", exptime=100), b"me a\r\n", b"me zz\r\n"])
     return c
 

@@ -255,6 +255,20 @@ TEST_F(ItemStoreTest, TouchAndGatGiveASubSecondExpiryToo) {
   EXPECT_EQ(Get("k"), std::nullopt);
 }
 
+// An item stored without a TTL has no field for one: the touch copies it with
+// room first, and the read still reports (and judges) the TTL it had before.
+TEST_F(ItemStoreTest, FirstTouchOfAnItemWithoutTtlReportsTheOldTtlBefore) {
+  Put("k", "v");
+  ReadOptions gat;
+  gat.kind = ReadKind::kMeta;
+  gat.has_touch = true;
+  gat.touch_exptime = 100;
+  const ReadResult r = store_->Read("k", gat);
+  EXPECT_EQ(r.ttl_before, -1);
+  EXPECT_EQ(r.ttl_after, 100);
+  EXPECT_EQ(Read("k").ttl_before, 100);
+}
+
 TEST_F(ItemStoreTest, ExpiryTicksOfRelativeAbsoluteAndNegativeExptimes) {
   clock_.AdvanceMicros(300000);   // 100.3 s: tick 802
   const int64_t now_tick = 100 * kTicksPerSecond + 2;

@@ -453,6 +453,16 @@ TEST_F(MetaExecutorTest, MdQuietHidesOnlyHd) {
   EXPECT_EQ(Run("md c2ox b O5 k"), "NF O5 kc2ox b\r\n");
 }
 
+// memcached's md compares C0 like any other CAS (ms and ma take 0 as any).
+TEST_F(MetaExecutorTest, MdComparesCasZero) {
+  Run("ms z 1", "5");
+  EXPECT_EQ(Run("md z C0"), "EX\r\n");
+  EXPECT_EQ(Run("md z C0 I"), "EX\r\n");
+  EXPECT_EQ(Run("md z C0 x"), "EX\r\n");
+  EXPECT_EQ(Run("ma z C0 v"), "VA 1\r\n6\r\n");
+  EXPECT_EQ(Run("md nope C0"), "NF\r\n");
+}
+
 TEST_F(MetaExecutorTest, MdDeletesAndEchoesFlags) {
   Run("ms foo 1", "x");
   EXPECT_EQ(Run("md foo k O7"), "HD kfoo O7\r\n");
