@@ -490,12 +490,10 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const WatchContext&
     case ArithStatus::kOk:
       break;
   }
-  // memcached counts hits only for an existing item, and its q hides the HD
-  // of an update but not of a creation (N on a miss).
-  if (!r.created) {
-    CountArithmetic(stats, ar.incr, /*hit=*/true);
-    if (req.meta.Has('q')) return;
-  }
+  // memcached counts hits only for an existing item. Its q hides the HD of
+  // an update; of a creation (N on a miss) only from 1.6.19 on.
+  if (!r.created) CountArithmetic(stats, ar.incr, /*hit=*/true);
+  if (req.meta.Has('q') && (!r.created || req.latest)) return;
   AppendArithmeticReply(*store, req, r, out);
 }
 

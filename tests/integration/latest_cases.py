@@ -135,6 +135,10 @@ def cases():
                                         b"ms a 1 E18446744073709551616\r\nx\r\n",
                                         b"ms a 1 E18446744073709551615\r\nx\r\n", b"mg a c v\r\n"],
         compat=True, live=False)   # E is 1.6.19's: 1.6.18 refuses it
+    # ma's q hides the HD of an item N created: from 1.6.19 on (1.6.18 answers it).
+    add("compat_ma_vivify_quiet", [b"ma n q N30 J5\r\n", b"ma n q\r\n", b"ma n v\r\n",
+                                   b"ma m q N0 J1 k O9 t\r\n", b"ma m q v\r\n", b"mg m v\r\n"],
+        compat=True)
     # me's exp: 1.6.18 prints minus the remaining TTL, 1.6.24+ the TTL.
     add("compat_me_exp", [b"ms a 1 T100\r\nx\r\n", b"me a\r\n", b"ms b 1\r\nx\r\n", b"me b\r\n"],
         compat=True)

@@ -52,6 +52,7 @@ class MetaExecutorTest : public ::testing::Test {
       rest.remove_prefix(sp + 1);
     }
     auto req = std::make_unique<Request>();
+    req->latest = latest_;
     if (words[0] == "mg") req->command = Command::kMetaGet;
     if (words[0] == "ms") req->command = Command::kMetaSet;
     if (words[0] == "md") req->command = Command::kMetaDelete;
@@ -130,6 +131,7 @@ class MetaExecutorTest : public ::testing::Test {
   std::unique_ptr<ItemStore> store_;
   ThreadStats stats_;
   std::deque<std::string> lines_;   // a deque: views into past requests stay valid as it grows
+  bool latest_ = false;             // -o compat=1.6.45
 };
 
 // ---------------------------------------------------------------------------
@@ -535,6 +537,15 @@ TEST_F(MetaExecutorTest, MaQuietHidesUpdatesButNotMissesOrCreations) {
   EXPECT_EQ(Run("ma n1 v"), "VA 1\r\n2\r\n");
   EXPECT_EQ(Run("ma a1 N0 q v"), "VA 1\r\n0\r\n");
   EXPECT_EQ(Run("ma a1 N0 q v"), "");
+}
+
+// memcached 1.6.19+ (compat=1.6.45): q hides a creation's line too.
+TEST_F(MetaExecutorTest, MaQuietHidesCreationsUnderCompatLatest) {
+  latest_ = true;
+  EXPECT_EQ(Run("ma n1 q"), "NF\r\n");
+  EXPECT_EQ(Run("ma n1 N0 J5 q k"), "");
+  EXPECT_EQ(Run("ma n1 q"), "");
+  EXPECT_EQ(Run("ma n1 v"), "VA 1\r\n7\r\n");
 }
 
 TEST_F(MetaExecutorTest, MaModesDeltasAndWrapAround) {
