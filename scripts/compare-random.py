@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""compare-random.py: random request sequences sent to herdless and to a memcached side by side,
+their replies compared (a yardstick run by hand, not part of scripts/test.sh).
+
+    /usr/bin/python3 scripts/compare-random.py [--memcached PATH] [--herdless PATH]
+        [--herdless-args "..."] [--latest] [--first SEED] [--seeds N] [--steps N]
+
+Each seed is one connection to each server (both flushed first) and up to --steps requests drawn
+from that seed: the text storage, retrieval, arithmetic, touch and delete commands and mg, ms, md
+and ma with random flags, over six keys (one of 250 bytes), with values of numbers, blanks and
+text up to 70,000 bytes, bad numbers and unknown flags among them. Every request is followed by
+`mn` and its replies read up to `MN`. CAS values are compared by order of appearance, `t` flags
+above 2 s as "some TTL". The first differing reply of a seed is printed with the earlier requests
+that named its key; the exit status is 1 when any seed differed.
+
+--latest adds memcached 1.6.19+'s flags (E, md x, ms MA/MP N) and is meant for memcached 1.6.45
+against herdless with --herdless-args "-o compat=1.6.45".
+
+Differences that come from memcached, not herdless (docs/reliability.md):
+- an incr or decr that shortens a number: memcached rewrites the item in place (the value keeps its
+  length, padded with spaces) unless another thread holds a reference to it at that moment (its
+  LRU maintainer, crawler), when it writes a new item of the exact length; herdless always pads.
+  Later `get`s, `h` and the length differ.
+- `l` (seconds since the last access) differs by one when a second boundary falls between them;
+- a storage command refused for a bad word whose data (no newline in its first 2048 bytes) is
+  then read as a command line: memcached closes the connection and drops the queued
+  `CLIENT_ERROR`; herdless sends it, then closes.
+- memcached 1.6.45 answers a `get` of a key over 250 bytes with `CLIENT_ERROR bad command line
+  format` and an empty line after it (`\r\n\r\n`); herdless sends no empty line.
+"""
+
+import argparse
+import os
+import random
+import re
+import socket
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
+
+KEYS = ["a", "b", "k3", "longer_key_" + "x" * 20, "n", "K" * 250]
+EXPTIMES = ["0", "0", "1000", "-1", "100000", "2592001", "abc"]
+# Numbers stay below 2^63: memcached's incr reads a larger one by scanning for a '-' past the
+# value's end, so its answer depends on what lies in memory after the item.
+NUMBERS = [0, 1, 5, 99, 2**32, 2**63 - 1, 2**63 - 3, 7]
+ODD_LINES = [b"flush_all\r\n", b"flush_all 0\r\n", b"flush_all noreply\r\n", b"verbosity 1\r\n",
+             b"verbosity\r\n", b"mn\r\n", b"mg " + b"K" * 251 + b" v\r\n", b"get " + b"K" * 251 + b"\r\n",
+             b"mg YQ== b v k\r\n", b"ms YQ== 2 b\r\nhi\r\n", b"md YQ== b q\r\n", b"ma bg== b N0 v\r\n",
+             b"mg a== b\r\n"]
+
+
+class Generator:
+    """One seed's requests. `{casN}` stands for the Nth CAS value this connection was given."""
+
+    def __init__(self, seed, latest):
+        self.r = random.Random(seed)
+        self.latest = latest
+
+    def value(self):
+        r = self.r
+        c = r.random()
+        if c < 0.3:
+            return str(r.choice(NUMBERS)).encode()
+        if c < 0.6:
+            return r.choice([b"", b"-3", b" 12", b"12 "])
+        if c < 0.65:
+            return bytes(r.choice(b"abcxyz019") for _ in range(r.choice([511, 512, 513, 4000, 20000, 70000])))
+        return bytes(r.choice(b"abcxyz019 ") for _ in range(r.randint(1, 30)))
+
+    def flags(self, pool, latest_pool=()):
+        pool = pool + (list(latest_pool) if self.latest else [])
+        return "".join(" " + self.r.choice(pool) for _ in range(self.r.randint(0, 5)))
+
+    def next(self):
+        r = self.r
+        k = r.choice(KEYS)
+        c = r.random()
+        if c < 0.25:
+            cmd = r.choice(["set", "add", "replace", "append", "prepend", "cas"])
+            v = self.value()
+            # A refused line's data is read as a command line; over 2048 bytes without a newline,
+            # memcached closes without sending its error (the module's notes): big values only
+            # with good words.
+            big = len(v) > 2048
+            flags = r.choice(["0", "1", "4294967295"] + ([] if big else ["4294967296", "-1", "x"]))
+            exptime = r.choice(EXPTIMES[:5] if big else EXPTIMES)
+            uniques = ["{cas%d}" % r.randint(0, 5), "0", "999999"] + ([] if big else ["x"])
+            unique = " " + r.choice(uniques) if cmd == "cas" else ""
+            noreply = " noreply" if r.random() < 0.1 else ""
+            return f"{cmd} {k} {flags} {exptime} {len(v)}{unique}{noreply}\r\n".encode() + v + b"\r\n"
+        if c < 0.4:
+            cmd = r.choice(["get", "gets", "gat", "gats"])
+            keys = " ".join(r.choice(KEYS) for _ in range(r.randint(0, 3)))
+            exptime = r.choice(EXPTIMES) + " " if cmd.startswith("gat") else ""
+            return f"{cmd} {exptime}{keys}\r\n".encode()
+        if c < 0.5:
+            delta = r.choice(["1", "0", "5", "18446744073709551615", "18446744073709551616", "-1", "x", ""])
+            noreply = " noreply" if r.random() < 0.1 else ""
+            return f"{r.choice(['incr', 'decr'])} {k} {delta}{noreply}\r\n".encode()
+        if c < 0.55:
+            x = r.random()
+            if x < 0.15:
+                return r.choice(ODD_LINES)
+            return f"touch {k} {r.choice(EXPTIMES)}{' noreply' if x < 0.3 else ''}\r\n".encode()
+        if c < 0.6:
+            return r.choice([f"delete {k}\r\n", f"delete {k} 0\r\n", f"delete {k} 5\r\n",
+                             f"delete {k} noreply\r\n"]).encode()
+        if c < 0.75:
+            return f"mg {k}" .encode() + self.flags(
+                ["v", "f", "t", "c", "s", "k", "Oab", "q", "h", "l", "N30", "R30", "T100", "u", "zz"],
+                ["E55", "x"]).encode() + b"\r\n"
+        if c < 0.87:
+            v = self.value()
+            return f"ms {k} {len(v)}".encode() + self.flags(
+                ["F5", "T100", "T-1", "C{cas1}", "C0", "I", "MS", "ME", "MA", "MP", "MR", "q", "Oop", "k",
+                 "c", "Mx"], ["N30", "E77", "s"]).encode() + b"\r\n" + v + b"\r\n"
+        if c < 0.93:
+            return f"md {k}".encode() + self.flags(["q", "C{cas0}", "C0", "I", "T30", "k", "Oz", "zz"],
+                                                   ["x", "E66", "F3"]).encode() + b"\r\n"
+        return f"ma {k}".encode() + self.flags(
+            ["N30", "J13", "D2", "T100", "MI", "M+", "MD", "M-", "q", "Oo", "k", "t", "c", "v", "Mz", "D-1",
+             "J-1"]).encode() + b"\r\n"
+
+
+class Session:
+    """One connection: requests followed by `mn`, replies up to `MN`, the CAS values seen."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.settimeout(2)
+        self.cas = []
+        self.pending = b""
+
+    def ask(self, request):
+        request = re.sub(rb"\{cas(\d)\}", lambda m: self.cas[int(m.group(1))]
+                         if int(m.group(1)) < len(self.cas) else b"1", request)
+        try:
+            self.sock.sendall(request + b"mn\r\n")
+            while b"MN\r\n" not in self.pending:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return self.pending + b"<EOF>"
+                self.pending += chunk
+        except (BrokenPipeError, ConnectionResetError):
+            return self.pending + b"<EOF>"
+        except socket.timeout:
+            return self.pending + b"<TIMEOUT>"
+        reply, _, self.pending = self.pending.partition(b"MN\r\n")
+        for line in reply.split(b"\r\n"):
+            words = line.split(b" ")
+            if words[0] == b"VALUE" and len(words) == 5:
+                self.cas.append(words[4])
+            elif words[0] in (b"VA", b"HD", b"EN", b"NS", b"EX", b"NF"):
+                self.cas += [w[1:] for w in words[1:] if w[:1] == b"c" and w[1:].isdigit()]
+        return reply
+
+    def close(self):
+        self.sock.close()
+
+
+def normalised(reply, cas_seen, symbols):
+    """CAS values by order of appearance, TTLs above 2 s as `t~`."""
+    def symbol(token):
+        return b"CAS%d" % symbols.setdefault(token, len(symbols)) if token in cas_seen else token
+    lines = []
+    for line in reply.split(b"\r\n"):
+        words = line.split(b" ")
+        if words[0] == b"VALUE" and len(words) == 5:
+            words[4] = symbol(words[4])
+        else:
+            words = [b"c" + symbol(w[1:]) if w[:1] == b"c" and w[1:].isdigit() else w for w in words]
+            words = [b"t~" if re.fullmatch(rb"t\d+", w) and int(w[1:]) > 2 else w for w in words]
+        lines.append(b" ".join(words))
+    return b"\r\n".join(lines)
+
+
+def key_of(request):
+    words = request.split(b"\r\n", 1)[0].split(b" ")
+    return words[1] if len(words) > 1 and not words[0].startswith((b"gat", b"get")) else None
+
+
+def run_seed(seed, args, reference, ours):
+    gen = Generator(seed, args.latest)
+    a, b = Session(reference.port), Session(ours.port)
+    a.ask(b"flush_all\r\n")
+    b.ask(b"flush_all\r\n")
+    symbols_a, symbols_b = {}, {}
+    history = []
+    try:
+        for step in range(args.steps):
+            request = gen.next()
+            reply_a, reply_b = a.ask(request), b.ask(request)
+            if normalised(reply_a, a.cas, symbols_a) != normalised(reply_b, b.cas, symbols_b):
+                print(f"seed {seed} step {step}: {request[:300]!r}")
+                print(f"  memcached {reply_a[:300]!r}\n  herdless  {reply_b[:300]!r}")
+                key = key_of(request)
+                for earlier, reply in history:
+                    if key is not None and key in earlier:
+                        print(f"    earlier {earlier[:120]!r} -> {reply[:120]!r}")
+                return False
+            history.append((request, reply_a))
+            if reply_a.endswith((b"<EOF>", b"<TIMEOUT>")):
+                return True
+        return True
+    finally:
+        a.close()
+        b.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--memcached", default="/usr/bin/memcached")
+    ap.add_argument("--herdless", default=os.path.join(HERE, "..", "build", "release", "herdless"))
+    ap.add_argument("--herdless-args", default="")
+    ap.add_argument("--latest", action="store_true", help="memcached 1.6.19+'s flags too")
+    ap.add_argument("--first", type=int, default=1)
+    ap.add_argument("--seeds", type=int, default=100)
+    ap.add_argument("--steps", type=int, default=150)
+    args = ap.parse_args()
+    os.environ["MEMCACHED_BIN"] = os.path.abspath(args.memcached)
+    os.environ["HERDLESS_BIN"] = os.path.abspath(args.herdless)
+    import harness
+    reference = harness.start_memcached(["-m", "64"])
+    ours = harness.start_herdless(["-m", "64"] + args.herdless_args.split())
+    try:
+        differed = [s for s in range(args.first, args.first + args.seeds) if not run_seed(s, args, reference, ours)]
+    finally:
+        reference.stop()
+        ours.stop()
+    print(f"{args.seeds - len(differed)}/{args.seeds} seeds replied alike"
+          + (f"; differed: {' '.join(map(str, differed))}" if differed else ""))
+    return 1 if differed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
