@@ -11,10 +11,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <utility>
 
+#include "protocol/numbers.h"
 #include "protocol/peer_reply.h"
 
 namespace herdless {
@@ -25,12 +25,6 @@ int64_t MonotonicMs() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
-}
-
-bool ParseNumber(std::string_view s, int64_t* out) {
-  if (s.empty()) return false;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size();
 }
 
 }  // namespace
@@ -56,7 +50,7 @@ bool ParsePeerList(std::string_view list, std::vector<PeerAddress>* out, std::st
     }
     const size_t colon = entry.rfind(':');
     int64_t port = 0;
-    if (colon == std::string_view::npos || !ParseNumber(entry.substr(colon + 1), &port) || port < 1 ||
+    if (colon == std::string_view::npos || !ParseWholeNumber(entry.substr(colon + 1), &port) || port < 1 ||
         port > 65535 || colon == 0) {
       *error = "warm_peer: expected HOST:PORT or /unix/path, got " + a.text;
       return false;

@@ -15,6 +15,7 @@
 #ifndef HERDLESS_PROTOCOL_NUMBERS_H_
 #define HERDLESS_PROTOCOL_NUMBERS_H_
 
+#include <charconv>
 #include <cstdint>
 #include <string_view>
 
@@ -48,6 +49,18 @@ bool ParseUint32As(std::string_view s, bool latest, uint32_t* out);
 bool ParseInt32As(std::string_view s, bool latest, int32_t* out);
 bool ParseUint64As(std::string_view s, bool latest, uint64_t* out);
 bool ParseStrtodAs(std::string_view s, bool latest, double* out);
+
+// The whole of `s` as a decimal T (std::from_chars: digits, one '-' for a
+// signed T, nothing skipped); false when empty, partly a number or out of
+// range. For herdless's own formats (a peer's replies, a port), not a client's.
+template <typename T>
+bool ParseWholeNumber(std::string_view s, T* out) {
+  T value{};
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) return false;
+  *out = value;
+  return true;
+}
 
 // Longest decimal text of a uint64_t.
 inline constexpr int kMaxUint64Digits = 20;

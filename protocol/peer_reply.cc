@@ -1,21 +1,14 @@
 #include "protocol/peer_reply.h"
 
-#include <charconv>
 #include <vector>
+
+#include "protocol/numbers.h"
 
 namespace herdless {
 
 namespace {
 
 constexpr size_t kMaxLine = 2048;
-
-// The whole of `s` as a decimal number of type T.
-template <typename T>
-bool ParseNumber(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
 
 std::vector<std::string_view> Words(std::string_view s) {
   std::vector<std::string_view> words;
@@ -35,11 +28,11 @@ PeerParse ParseValue(std::string_view in, const std::vector<std::string_view>& w
                      size_t max_value, PeerReply* r, size_t* used) {
   const bool meta = w[0] == "VA";
   int64_t len = 0, flags = 0;
-  if (w.size() < (meta ? 2u : 4u) || !ParseNumber(w[meta ? 1 : 3], &len) || len < 0 ||
+  if (w.size() < (meta ? 2u : 4u) || !ParseWholeNumber(w[meta ? 1 : 3], &len) || len < 0 ||
       static_cast<uint64_t>(len) > max_value) {
     return PeerParse::kBad;
   }
-  if (!meta && (!ParseNumber(w[2], &flags) || flags < 0 || flags > UINT32_MAX)) return PeerParse::kBad;
+  if (!meta && (!ParseWholeNumber(w[2], &flags) || flags < 0 || flags > UINT32_MAX)) return PeerParse::kBad;
   const std::string_view tail = meta ? "\r\n" : "\r\nEND\r\n";
   const size_t need = line_end + static_cast<size_t>(len) + tail.size();
   if (in.size() < need) return PeerParse::kNeedMore;
@@ -50,11 +43,11 @@ PeerParse ParseValue(std::string_view in, const std::vector<std::string_view>& w
   bool invalid = false, leased = false;
   for (size_t i = 2; meta && i < w.size(); ++i) {
     int64_t n = 0;
-    if (w[i][0] == 'f' && ParseNumber(w[i].substr(1), &n) && n >= 0 && n <= UINT32_MAX) flags = n;
+    if (w[i][0] == 'f' && ParseWholeNumber(w[i].substr(1), &n) && n >= 0 && n <= UINT32_MAX) flags = n;
     // An expired value in the peer's stale grace has a TTL of 0 or below.
-    if (w[i][0] == 't' && ParseNumber(w[i].substr(1), &n)) r->ttl_s = n;
+    if (w[i][0] == 't' && ParseWholeNumber(w[i].substr(1), &n)) r->ttl_s = n;
     uint64_t cas = 0;
-    if (w[i][0] == 'c' && ParseNumber(w[i].substr(1), &cas)) r->cas = cas;
+    if (w[i][0] == 'c' && ParseWholeNumber(w[i].substr(1), &cas)) r->cas = cas;
     if (w[i] == "X") invalid = true;
     if (w[i] == "W" || w[i] == "Z") leased = true;
     if (w[i] == "W") r->won = true;

@@ -9,6 +9,26 @@
 namespace herdless {
 namespace {
 
+// herdless's own formats: the whole text, digits and a '-' for signed types only.
+TEST(NumbersTest, ParseWholeNumberTakesTheWholeTextOrNothing) {
+  struct Row { const char* text; bool ok; int64_t value; };
+  const Row rows[] = {
+      {"0", true, 0}, {"11211", true, 11211}, {"-1", true, -1},
+      {"9223372036854775807", true, INT64_MAX}, {"9223372036854775808", false, 7},
+      {"", false, 7}, {"+1", false, 7}, {" 1", false, 7}, {"1 ", false, 7}, {"12a", false, 7},
+      {"-", false, 7}, {"0x10", false, 7},
+  };
+  for (const Row& row : rows) {
+    int64_t v = 7;
+    EXPECT_EQ(ParseWholeNumber(row.text, &v), row.ok) << row.text;
+    EXPECT_EQ(v, row.value) << row.text;   // unchanged on failure
+  }
+  uint64_t u = 7;
+  EXPECT_FALSE(ParseWholeNumber("-1", &u));
+  EXPECT_TRUE(ParseWholeNumber("18446744073709551615", &u));
+  EXPECT_EQ(u, UINT64_MAX);
+}
+
 TEST(NumbersTest, ParseUint64AcceptsPlainDecimal) {
   uint64_t v = 7;
   ASSERT_TRUE(ParseUint64("0", &v));
