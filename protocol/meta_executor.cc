@@ -360,7 +360,7 @@ void ExecuteDelete(ItemStore* store, ThreadStats* stats, const WatchContext& wat
   DeleteRequest dr;
   dr.key = req.key;
   dr.compare_cas = flags.Has('C') ? args.C : 0;
-  dr.compare_zero_cas = flags.Has('C');   // memcached's md compares C0 too (ms and ma take it as any)
+  dr.compare_zero_cas = flags.Has('C');   // memcached's md compares C0 too (ma and ms's MA/MP take it as any)
   dr.mark_stale = flags.Has('I');
   // x (1.6.19+): the value emptied, the item kept with F's flags and T's TTL.
   dr.empty_value = flags.Has('x');

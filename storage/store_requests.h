@@ -164,7 +164,7 @@ struct StoreResult {
 struct DeleteRequest {
   std::string_view key;
   uint64_t compare_cas = 0;       // the CAS the item must have, 0 = any
-  bool compare_zero_cas = false;  // 0 too is compared (md's C0, as memcached's md; an item's CAS is 0 only under -C)
+  bool compare_zero_cas = false;  // 0 too is compared (md's C0, as memcached's; an item's CAS is 0 only under -C)
   bool mark_stale = false;        // keep the value as stale, new CAS, clear the lease
   // false: not a client's change but the ring's own drop (the ring return,
   // `ring forget`): no warm hold-off, not reported to StoreConfig::peer_copies,
