@@ -162,6 +162,11 @@ class Session:
                 self.cas += [w[1:] for w in words[1:] if w[:1] == b"c" and w[1:].isdigit()]
         return reply
 
+    @staticmethod
+    def ended(reply):
+        """Whether the server closed the connection or stopped answering."""
+        return reply.endswith((b"<EOF>", b"<TIMEOUT>"))
+
     def close(self):
         self.sock.close()
 
@@ -203,16 +208,10 @@ class BinaryGenerator(Generator):
         return (op, key, extras, value, cas)
 
 
-class BinarySession:
+class BinarySession(Session):
     """One binary connection: each request followed by a NOOP, responses read up to its reply."""
 
     FENCE = 0xFEEDF00D
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.settimeout(2)
-        self.cas = []
-        self.pending = b""
 
     def ask(self, request):
         op, key, extras, value, cas = request
@@ -239,8 +238,9 @@ class BinarySession:
         except socket.timeout:
             return replies + ["<TIMEOUT>"]
 
-    def close(self):
-        self.sock.close()
+    @staticmethod
+    def ended(reply):
+        return reply[-1:] in (["<EOF>"], ["<TIMEOUT>"])
 
 
 def binary_normalised(replies, cas_seen, symbols):
@@ -302,7 +302,7 @@ def run_seed(seed, args, reference, ours):
                         print(f"    earlier {str(earlier)[:160]} -> {str(reply)[:200]}")
                 return False
             history.append((request, reply_a))
-            if reply_a[-1:] in (["<EOF>"], ["<TIMEOUT>"]) or (not args.binary and reply_a.endswith((b"<EOF>", b"<TIMEOUT>"))):
+            if session.ended(reply_a):
                 return True
         return True
     finally:
