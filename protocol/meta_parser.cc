@@ -251,6 +251,17 @@ LineVerdict ParseMetaDeleteOrArithmetic(const CommandLine& line, Command command
   return LineVerdict();
 }
 
+// 1.6.45's tokenizer gives up on a flag word that starts with neither a byte
+// of 'A'..'z' nor a digit: the whole line is a bad format, before any flag is
+// read (so ms's data is not swallowed: it is read as the next line).
+bool HasUntokenizableFlag(const CommandLine& line, int first) {
+  for (int i = first; i < line.count; ++i) {
+    const auto c = static_cast<unsigned char>(line.token[i][0]);
+    if (!(c >= 'A' && c <= 'z') && !(c >= '0' && c <= '9')) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 LineVerdict ParseMetaLine(const CommandLine& line, Request* out) {
@@ -259,8 +270,9 @@ LineVerdict ParseMetaLine(const CommandLine& line, Request* out) {
     out->command = Command::kMetaNoop;
     return LineVerdict();
   }
+  if (which != 'e' && which != 'g' && which != 's' && which != 'd' && which != 'a') return Error("ERROR");
+  if (line.latest && HasUntokenizableFlag(line, which == 's' ? 3 : 2)) return Error(kBadFormat);
   if (which == 'e') return ParseMetaDebug(line, out);
-  if (which != 'g' && which != 's' && which != 'd' && which != 'a') return Error("ERROR");
   if (line.ntokens() < 3) return Error("ERROR");
   switch (which) {
     case 'g': return ParseMetaGet(line, out);

@@ -289,6 +289,17 @@ LineVerdict ParseExtstore(const CommandLine& l, Request* out) {
   return Simple(Command::kExtstore, out);
 }
 
+// A line no command takes. memcached hangs up on what looks like an HTTP
+// request.
+LineVerdict UnknownCommand(const CommandLine& l) {
+  if (l.count > 0 && l.token[l.count - 1].substr(0, 5) == "HTTP/") {
+    LineVerdict v;
+    v.kind = LineVerdict::kClose;
+    return v;
+  }
+  return Error(kUnknown);
+}
+
 // Operator commands whose words after the command go to their executor whole.
 constexpr std::pair<std::string_view, Command> kOperatorCommands[] = {
     {"lru_crawler", Command::kLruCrawler}, {"lru", Command::kLru}, {"watch", Command::kWatch},
@@ -367,13 +378,21 @@ LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
     out->noreply = TrailingNoreply(l);
     return Simple(Command::kRefreshCerts, out);
   }
-  // memcached hangs up on what looks like an HTTP request.
-  if (l.token[l.count - 1].substr(0, 5) == "HTTP/") {
-    LineVerdict v;
-    v.kind = LineVerdict::kClose;
-    return v;
+  return UnknownCommand(l);
+}
+
+// 1.6.45 takes the command word up to the line's first space, so a line that
+// starts with a space names no command it parses; then it looks the first
+// word up in its table of operator commands (these, and herdless's ring and
+// warm), and anything else is unknown.
+bool OperatorWord1645(std::string_view word) {
+  static constexpr std::string_view kWords[] = {
+      "shutdown", "slabs", "cache_memlimit", "flush_all", "lru_crawler", "verbosity", "lru",
+      "extstore", "refresh_certs", "ring", "warm"};
+  for (std::string_view w : kWords) {
+    if (word == w) return true;
   }
-  return Error(kUnknown);
+  return false;
 }
 
 // The commands 1.6.45's parser knows by their word count: too few words (or,
@@ -388,11 +407,17 @@ bool CountedCommand(std::string_view word) {
   return false;
 }
 
-LineVerdict ParseLine(const CommandLine& l, Request* out) {
-  LineVerdict v = ParseLineAs1618(l, out);
-  if (l.latest && v.kind == LineVerdict::kError && v.error == kUnknown && l.count > 0 &&
-      CountedCommand(l.token[0])) {
-    v.error = kBadFormat;
+// `leading_space`: the line's first byte is a space.
+LineVerdict ParseLine(const CommandLine& l, bool leading_space, Request* out) {
+  const bool no_command = l.latest && leading_space && (l.count == 0 || !OperatorWord1645(l.token[0]));
+  LineVerdict v = no_command ? UnknownCommand(l) : ParseLineAs1618(l, out);
+  if (l.latest && v.kind == LineVerdict::kError && v.error == kUnknown) {
+    if (!no_command && l.count > 0 && CountedCommand(l.token[0])) {
+      v.error = kBadFormat;
+    } else {
+      // 1.6.45 reads a last "noreply" before it knows the command: it hides the ERROR.
+      v.suppress = v.suppress || TrailingNoreply(l);
+    }
   }
   return v;
 }
@@ -430,7 +455,7 @@ LineVerdict ParseCommandLine(std::string_view line, bool latest, Request* out) {
   CommandLine words;
   SplitCommandLine(line, &words);
   words.latest = latest;
-  return ParseLine(words, out);
+  return ParseLine(words, !line.empty() && line[0] == ' ', out);
 }
 
 // A line with no '\n' yet may keep growing only if it is a multiget

@@ -110,6 +110,17 @@ def cases():
                                   b"verbosity 1 2 3\r\n", b"delete a noreply extra\r\n",
                                   b"delete a 0\r\n", b"flush_all 0 x y\r\n",
                                   b"cache_memlimit 100 x y\r\n"], compat=True)
+    # 1.6.45 takes the command word up to the first space: after a leading space only its operator
+    # commands (flush_all, verbosity, ...) are found; a last "noreply" hides an unknown line's ERROR.
+    add("compat_leading_space_noreply", [setcmd("a", "1"), b" get a\r\n", b"  mn\r\n", b" version\r\n",
+                                         b" set a 0 0 1\r\nx\r\n", b" incr a 1 noreply\r\n", b"get a\r\n",
+                                         b"   \r\n", b" verbosity 1\r\n", b" verbosity\r\n", b"foo noreply\r\n",
+                                         b"GET a noreply\r\n", b"foo noreplyx\r\n", b"touch noreply\r\n",
+                                         b" flush_all\r\n", b"get a\r\n"], compat=True)
+    # 1.6.45's tokenizer gives up on a meta flag word that starts with neither a letter nor a digit.
+    add("compat_meta_untokenizable_flag", [b"mg a +x\r\n", b"mg a v !\r\n", b"ms a 1 ~\r\nx\r\n",
+                                           b"md a {\r\n", b"ma a -\r\n", b"me a ~\r\n", b"mg a \x80\r\n",
+                                           b"mg a q q ~\r\n", b"mg a [ _\r\n", b"mx a ~\r\n"], compat=True)
     add("compat_cas_without_unique", [b"cas a 0 0 1\r\nx\r\n", b"cas a 0 0 1 noreply\r\nx\r\n",
                                       b"set a 0 0 x\r\n", b"set a z 0 1\r\nx\r\n"], compat=True)
     add("compat_mg_conditional", [b"ms a 2\r\nhi\r\n", b"mg a c\r\n", SYNC,

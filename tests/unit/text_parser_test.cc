@@ -769,6 +769,63 @@ TEST_F(LatestParserTest, MdNamesItsFlagErrorAndMTakesTheFirstLetter) {
   EXPECT_EQ(ErrorOf("ms a 1 M\r\nx\r\n"), "CLIENT_ERROR invalid mode for ms M token");
 }
 
+// 1.6.45 takes the command word up to the first space: after a leading space
+// only its operator commands are found (by the first word); and a last
+// "noreply" hides the ERROR of a line it does not know.
+TEST_F(LatestParserTest, LeadingSpaceAndNoreplyOnUnknownLines) {
+  struct Case {
+    const char* line;
+    ParseStatus status;
+    bool suppress;
+  };
+  const Case cases[] = {
+      {" get a\r\n", ParseStatus::kError, false},
+      {"  mn\r\n", ParseStatus::kError, false},
+      {" version\r\n", ParseStatus::kError, false},
+      {" set a 0 0 1\r\n", ParseStatus::kError, false},   // its data is the next line
+      {" incr a 1 noreply\r\n", ParseStatus::kError, true},
+      {"   \r\n", ParseStatus::kError, false},
+      {" flush_all\r\n", ParseStatus::kRequest, false},
+      {" verbosity 1\r\n", ParseStatus::kRequest, false},
+      {" verbosity\r\n", ParseStatus::kError, false},   // found: its own bad format
+      {"foo noreply\r\n", ParseStatus::kError, true},
+      {"GET a noreply\r\n", ParseStatus::kError, true},
+      {"foo noreplyx\r\n", ParseStatus::kError, false},
+      {"touch noreply\r\n", ParseStatus::kError, false},   // too few words: shown
+      {" foo HTTP/1.1\r\n", ParseStatus::kClose, false},
+  };
+  for (const Case& c : cases) {
+    const ParseResult r = Parse(c.line);
+    EXPECT_EQ(r.status, c.status) << c.line;
+    if (r.status != ParseStatus::kError) continue;
+    EXPECT_EQ(r.suppress, c.suppress) << c.line;
+    const std::string_view line(c.line);
+    const bool bad_format = line.substr(0, 5) == "touch" || line == " verbosity\r\n";
+    EXPECT_EQ(r.error, bad_format ? "CLIENT_ERROR bad command line format" : "ERROR") << c.line;
+  }
+  // 1.6.18 (the default) skips the space and hides no ERROR.
+  ParserLimits limits = TestLimits();
+  input_ = " get a\r\n";
+  EXPECT_EQ(ParseRequest(input_.data(), input_.size(), limits, &req_).status, ParseStatus::kRequest);
+  input_ = "foo noreply\r\n";
+  EXPECT_FALSE(ParseRequest(input_.data(), input_.size(), limits, &req_).suppress);
+}
+
+// 1.6.45's tokenizer gives up on a meta flag word that starts with neither a
+// letter ('A'..'z') nor a digit: a bad format, ms's data not swallowed.
+TEST_F(LatestParserTest, MetaFlagWordsItCannotTokenize) {
+  for (const char* line : {"mg a +x\r\n", "mg a v !\r\n", "md a {\r\n", "ma a -\r\n", "me a ~\r\n",
+                           "mg a \x80\r\n", "mg a q q ~\r\n"}) {
+    EXPECT_EQ(ErrorOf(line), "CLIENT_ERROR bad command line format") << line;
+  }
+  const ParseResult r = Parse("ms a 1 ~\r\nx\r\n");
+  EXPECT_EQ(r.error, "CLIENT_ERROR bad command line format");
+  EXPECT_EQ(r.swallow, 0u);
+  EXPECT_EQ(ErrorOf("mg a [ _\r\n"), "CLIENT_ERROR invalid flag");   // in 'A'..'z': read, unknown
+  EXPECT_EQ(ErrorOf("mx a ~\r\n"), "ERROR");
+  EXPECT_EQ(Parse("mg ~ v\r\n").status, ParseStatus::kRequest);   // the key is not a flag
+}
+
 // ---- the key hint for prefetching ---------------------------------------------
 
 TEST(PeekRequestKeyTest, TheSecondWordOfACompleteLine) {
