@@ -442,12 +442,22 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     const size_t len =
         static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), value).ptr - digits);
     // memcached rewrites a number in place when it still fits, padding with
-    // spaces ("10" decr 1 reads "9 "); a longer one gets a new item.
+    // spaces ("10" decr 1 reads "9 "), and marks the item accessed now; a
+    // longer one gets a new item, made afresh as append's: unread, not stale,
+    // its lease ended (the number is the key's new value).
     const bool fits_in_place = live && len <= ItemAt(*f.slot).value_len();
     fields.value_len = static_cast<uint32_t>(fits_in_place ? ItemAt(*f.slot).value_len() : len);
+    fields.last_access = ClampStoreTime(t.now_s);
     res.ttl_before = TtlAt(fields.exptime, t.now_tick);
     if (req.has_ttl) fields.exptime = ttl_exptime;
     fields.cas = req.new_cas != 0 ? req.new_cas : 2;
+    LeaseHandover lease;
+    if (live && !fits_in_place) {
+      state = 0;
+      lease = EndLeaseLocked(shard, *f.slot, &fields, t);
+    } else if (state & kItemTokenSent) {
+      lease.granted_ms = LeaseGrantedLocked(shard, *f.slot);   // a lease on the number stays with it
+    }
     Placed placed;
     ItemView item(nullptr);
     const Placement placement = WriteNewLocked(lock, attempt, t, req.new_cas == 0, &fields, &placed, &item);
@@ -458,8 +468,6 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     }
     CopyBytes(item.value_data(), std::string_view(digits, len));
     std::memset(item.value_data() + len, ' ', fields.value_len - len);
-    LeaseHandover lease;   // a lease on the number stays with it
-    if (state & kItemTokenSent) lease.granted_ms = LeaseGrantedLocked(shard, *f.slot);
     ReplaceLocked(shard, hash, f, placed, item, state, freq, lease, t, /*counts_as_new=*/!fits_in_place);
     res.created = !live;
     res.status = ArithStatus::kOk;

@@ -365,6 +365,13 @@ def cases():
                                     b"ms g 1\r\nx\r\n", b"mg g R300 T100 t v\r\n",
                                     b"mg g t\r\n"])
     add("meta_debug", [setcmd("a", "1", exptime=100), b"me a\r\n", b"me zz\r\n"])
+    # An incr whose number outgrows its item makes a new one (unread, not stale, no token
+    # sent); one that fits keeps the item's marks.
+    add("incr_grown_number_new_item", [setcmd("g", "5"), b"get g\r\n", b"md g I q\r\n",
+                                       b"incr g 100\r\n", b"mg g h v\r\n", setcmd("f", "500"),
+                                       b"get f\r\n", b"md f I q\r\n", b"incr f 1\r\n",
+                                       b"mg f h v\r\n", b"ms YmluAA== 1 b\r\n5\r\n",
+                                       b"ma YmluAA== b M+ D100 v\r\n", b"mg YmluAA== b h v\r\n"])
     return c
 
 

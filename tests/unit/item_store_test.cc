@@ -656,6 +656,36 @@ TEST_F(ItemStoreTest, TotalItemsCountsAnIncrOnlyWhenTheNumberOutgrowsItsItem) {
   EXPECT_EQ(store_->Stats().total_items, 2u);
 }
 
+// memcached 1.6.18 and 1.6.45: an incr marks the item accessed; one whose
+// number outgrows the item makes a new item, unread and not stale.
+TEST_F(ItemStoreTest, IncrIsAnAccessAndAGrownNumberIsANewItem) {
+  ReadOptions peek;
+  peek.kind = ReadKind::kMeta;
+  peek.bump = false;
+  Put("n", "500");
+  Read("n");
+  clock_.AdvanceSeconds(7);
+  Arith("n", true, 1);   // "501": in place
+  ReadResult r = store_->Read("n", peek);
+  EXPECT_TRUE(r.fetched_before);
+  EXPECT_EQ(r.seconds_since_access, 0);
+
+  Put("g", "5");
+  Read("g");
+  DeleteRequest invalidate;
+  invalidate.key = "g";
+  invalidate.mark_stale = true;
+  ASSERT_EQ(store_->Delete(invalidate), DeleteStatus::kDeleted);
+  ASSERT_TRUE(store_->Read("g", peek).stale);
+  clock_.AdvanceSeconds(3);
+  Arith("g", true, 100);   // "105": a new item
+  r = store_->Read("g", peek);
+  EXPECT_EQ(r.value, "105");
+  EXPECT_FALSE(r.fetched_before);
+  EXPECT_FALSE(r.stale);
+  EXPECT_EQ(r.seconds_since_access, 0);
+}
+
 TEST_F(ItemStoreTest, IncrWrapsAt2To64) {
   Put("n", "18446744073709551615");
   EXPECT_EQ(Arith("n", true, 2).value, 1u);
