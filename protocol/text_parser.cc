@@ -7,7 +7,9 @@
 // then ParseRequest.
 #include "protocol/text_parser.h"
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string_view>
 #include <utility>
 
@@ -381,38 +383,32 @@ LineVerdict ParseLineAs1618(const CommandLine& l, Request* out) {
   return UnknownCommand(l);
 }
 
+template <size_t N>
+bool IsOneOf(std::string_view word, const std::string_view (&words)[N]) {
+  return std::find(std::begin(words), std::end(words), word) != std::end(words);
+}
+
 // 1.6.45 takes the command word up to the line's first space, so a line that
 // starts with a space names no command it parses; then it looks the first
 // word up in its table of operator commands (these, and herdless's ring and
 // warm), and anything else is unknown.
-bool OperatorWord1645(std::string_view word) {
-  static constexpr std::string_view kWords[] = {
-      "shutdown", "slabs", "cache_memlimit", "flush_all", "lru_crawler", "verbosity", "lru",
-      "extstore", "refresh_certs", "ring", "warm"};
-  for (std::string_view w : kWords) {
-    if (word == w) return true;
-  }
-  return false;
-}
+constexpr std::string_view kOperatorWords1645[] = {
+    "shutdown", "slabs", "cache_memlimit", "flush_all", "lru_crawler", "verbosity", "lru",
+    "extstore", "refresh_certs", "ring", "warm"};
 
 // The commands 1.6.45's parser knows by their word count: too few words (or,
 // in 1.6.18, too many) is its "bad command line format", not "ERROR".
-bool CountedCommand(std::string_view word) {
-  static constexpr std::string_view kCounted[] = {
-      "get", "gets", "gat", "gats", "set", "add", "cas", "append", "prepend", "replace",
-      "incr", "decr", "touch", "delete", "mg", "ms", "md", "ma", "me", "verbosity"};
-  for (std::string_view w : kCounted) {
-    if (word == w) return true;
-  }
-  return false;
-}
+constexpr std::string_view kCountedCommands[] = {
+    "get", "gets", "gat", "gats", "set", "add", "cas", "append", "prepend", "replace",
+    "incr", "decr", "touch", "delete", "mg", "ms", "md", "ma", "me", "verbosity"};
 
 // `leading_space`: the line's first byte is a space.
 LineVerdict ParseLine(const CommandLine& l, bool leading_space, Request* out) {
-  const bool no_command = l.latest && leading_space && (l.count == 0 || !OperatorWord1645(l.token[0]));
+  const bool no_command =
+      l.latest && leading_space && (l.count == 0 || !IsOneOf(l.token[0], kOperatorWords1645));
   LineVerdict v = no_command ? UnknownCommand(l) : ParseLineAs1618(l, out);
   if (l.latest && v.kind == LineVerdict::kError && v.error == kUnknown) {
-    if (!no_command && l.count > 0 && CountedCommand(l.token[0])) {
+    if (!no_command && l.count > 0 && IsOneOf(l.token[0], kCountedCommands)) {
       v.error = kBadFormat;
     } else {
       // 1.6.45 reads a last "noreply" before it knows the command: it hides the ERROR.
