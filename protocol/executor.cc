@@ -4,6 +4,7 @@
 #include "protocol/executor.h"
 
 #include <string_view>
+#include <utility>
 
 #include "protocol/text_commands.h"
 #include "storage/item_store.h"
@@ -43,27 +44,46 @@ ProcessOutcome Executor::Process(std::string_view input, ReplyBuffer* out, size_
   warm_.Begin(warm, context_.store, context_.stats);
   context_.warm = warm != nullptr ? &warm_ : nullptr;
   context_.batch_output = out->pending_bytes();
+  // The request behind the one that runs is parsed ahead (the parser is a
+  // pure function of the input, which does not change during a pass): its
+  // key's index bucket loads while the one before it runs, and its key is
+  // hashed once for both.
+  Parsed* now = &parsed_[0];
+  Parsed* ahead = &parsed_[1];
+  ahead->at = nullptr;
   RunRequests(input, *out, {max_output, max_requests}, &context_.stats->conn_yields,
               &outcome.consumed, [&](std::string_view rest) {
-                const ParseResult r = ParseRequest(rest.data(), rest.size(), limits_, &request_);
-                // The next pipelined request's index bucket loads while this one runs.
-                if (r.status == ParseStatus::kRequest && r.consumed < rest.size()) {
-                  const std::string_view next_key = PeekRequestKey(rest.substr(r.consumed));
-                  if (!next_key.empty()) context_.store->Prefetch(next_key);
+                if (ahead->at == rest.data()) {
+                  std::swap(now, ahead);
+                } else {
+                  now->result = ParseRequest(rest.data(), rest.size(), limits_, &now->request);
+                  now->key_hash = 0;
                 }
+                const ParseResult& r = now->result;
+                ahead->at = nullptr;
+                if (r.status == ParseStatus::kRequest && r.swallow == 0 && r.consumed < rest.size()) {
+                  const std::string_view next = rest.substr(r.consumed);
+                  ahead->result = ParseRequest(next.data(), next.size(), limits_, &ahead->request);
+                  ahead->at = next.data();
+                  ahead->key_hash = ahead->result.status == ParseStatus::kRequest && !ahead->request.key.empty()
+                                        ? context_.store->Prefetch(ahead->request.key)
+                                        : 0;
+                }
+                context_.key_hash = now->key_hash;
                 const StepResult step = FinishParsedStep(r, out, &outcome, [&] {
                   if (r.status == ParseStatus::kError) {
                     AnswerParseError(r, out);
                   } else {
-                    Execute(request_, out, &outcome);
+                    Execute(now->request, out, &outcome);
                   }
-                  return request_.noreply || request_.meta.Has('q');
+                  return now->request.noreply || now->request.meta.Has('q');
                 });
                 warm_.NextRequest();
                 return step;
               });
   context_.park = nullptr;
   context_.warm = nullptr;
+  context_.key_hash = 0;
   return outcome;
 }
 

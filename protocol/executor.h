@@ -54,7 +54,15 @@ class Executor {
   WarmGate warm_;
   TextContext context_;   // the store, server, counters; this pass's client and ticket
   ParserLimits limits_;
-  Request request_;   // reused: Request is large (meta flags, decoded key)
+  // A parsed request. Two, reused (Request is large: meta flags, decoded
+  // key): while one runs, the next pipelined one is parsed into the other.
+  struct Parsed {
+    ParseResult result;
+    Request request;
+    const char* at = nullptr;   // where it starts in this pass's input; nullptr = not parsed
+    uint64_t key_hash = 0;      // its key's hash, from the prefetch; 0 = not known
+  };
+  Parsed parsed_[2];
 };
 
 }  // namespace herdless

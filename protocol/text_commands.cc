@@ -101,6 +101,7 @@ void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, Proces
     return;
   }
   ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, single ? c.park : nullptr);
+  if (single) opts.key_hash = c.key_hash;
   WarmGate* warm = single && opts.kind == ReadKind::kClassicLease ? c.warm : nullptr;
   if (warm != nullptr) warm->Apply(&opts);
   WordIterator keys(req.keys);   // one key is not split from the list again

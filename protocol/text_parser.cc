@@ -537,16 +537,4 @@ ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits
   return result;
 }
 
-std::string_view PeekRequestKey(std::string_view input) {
-  constexpr size_t kLongestCommand = 16;
-  const size_t command_end = FindSpaceOrControl(input.substr(0, kLongestCommand + 1), 0);
-  if (command_end == input.size() || command_end > kLongestCommand || input[command_end] != ' ') return {};
-  size_t start = command_end;
-  while (start < input.size() && input[start] == ' ') ++start;
-  const std::string_view rest = input.substr(start, kMaxKeyLength + 1);
-  const size_t key_length = FindSpaceOrControl(rest, 0);
-  if (key_length == rest.size()) return {};   // not whole in the buffer, or too long
-  return rest.substr(0, key_length);
-}
-
 }  // namespace herdless

@@ -63,11 +63,6 @@ struct ParseResult {
 ParseResult ParseRequest(const char* buf, size_t len, const ParserLimits& limits, Request* out,
                          bool shortcuts = true);
 
-// The second word of the line at the front of `input` (the key of a get, set
-// or meta command), unchecked, or empty when the buffer does not hold it
-// whole: a hint for prefetching the next pipelined request's lookup.
-std::string_view PeekRequestKey(std::string_view input);
-
 }  // namespace herdless
 
 #endif  // HERDLESS_PROTOCOL_TEXT_PARSER_H_

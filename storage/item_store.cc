@@ -364,12 +364,13 @@ ItemStore::ItemStore(const StoreConfig& config)
 }
 ItemStore::~ItemStore() = default;
 
-void ItemStore::Impl::Prefetch(std::string_view key) {
+uint64_t ItemStore::Impl::Prefetch(std::string_view key) {
   const uint64_t hash = HashKey(key);
   __builtin_prefetch(ShardFor(hash).index.BucketHint(hash));
+  return hash;
 }
 
-void ItemStore::Prefetch(std::string_view key) const { impl_->Prefetch(key); }
+uint64_t ItemStore::Prefetch(std::string_view key) const { return impl_->Prefetch(key); }
 
 // A foreign key (StoreConfig::foreign) lives at most its ttl_s, and each
 // change of it is reported, before it is made.

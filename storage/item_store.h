@@ -157,7 +157,8 @@ class ItemStore {
   ReadResult Read(std::string_view key, const ReadOptions& opts);
   // Starts loading the index bucket `key`'s lookup will read, without a lock: called with the
   // next pipelined request's key while this one runs, so that its cache miss overlaps work.
-  void Prefetch(std::string_view key) const;
+  // Returns the key's hash, for that request's ReadOptions::key_hash.
+  uint64_t Prefetch(std::string_view key) const;
   StoreResult Store(const StoreRequest& req);
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);

@@ -143,7 +143,7 @@ class ItemStore::Impl {
 
   // ItemStore's calls (their contracts: storage/item_store.h).
   ReadResult Read(std::string_view key, const ReadOptions& opts);
-  void Prefetch(std::string_view key);
+  uint64_t Prefetch(std::string_view key);
   void FinishFlashReads(std::vector<FlashFetch>* done);
   size_t ParkOnFlash(const std::vector<std::string_view>& keys, const WaitTicket& ticket, std::string_view* first);
   bool EvictAhead(size_t headroom);

@@ -54,6 +54,9 @@ struct ReadOptions {
   // warm peer and came back empty. While that lease is live the read wins it
   // again instead of finding it held. 0 = none.
   uint64_t held_lease = 0;
+  // The key's hash as ItemStore::Prefetch returned it (the executor prefetched
+  // this key while the request before it ran): not computed again. 0 = not known.
+  uint64_t key_hash = 0;
 };
 
 enum class ReadStatus : uint8_t { kMiss, kHit };

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace herdless {
 namespace {
@@ -217,6 +218,17 @@ TEST(NumbersTest, FormatUint64WritesDecimalAndReturnsEnd) {
     char* end = FormatUint64(v, buf);
     EXPECT_EQ(std::string(buf, end), std::to_string(v));
     EXPECT_EQ(buf[kMaxUint64Digits], 'X') << "writes no terminator past the digits";
+  }
+  // Every digit count at its edges: 10^k - 1, 10^k, 10^k + 1, and the powers of two.
+  std::vector<uint64_t> edges = {1, 2, 3};
+  for (uint64_t p = 10; p <= 10000000000000000000ull; p *= 10) {
+    edges.insert(edges.end(), {p - 1, p, p + 1});
+    if (p > UINT64_MAX / 10) break;
+  }
+  for (int bit = 0; bit < 64; ++bit) edges.insert(edges.end(), {(1ull << bit) - 1, 1ull << bit});
+  for (uint64_t v : edges) {
+    char buf[kMaxUint64Digits];
+    EXPECT_EQ(std::string(buf, FormatUint64(v, buf)), std::to_string(v));
   }
 }
 

@@ -826,22 +826,5 @@ TEST_F(LatestParserTest, MetaFlagWordsItCannotTokenize) {
   EXPECT_EQ(Parse("mg ~ v\r\n").status, ParseStatus::kRequest);   // the key is not a flag
 }
 
-// ---- the key hint for prefetching ---------------------------------------------
-
-TEST(PeekRequestKeyTest, TheSecondWordOfACompleteLine) {
-  EXPECT_EQ(PeekRequestKey("get foo\r\n"), "foo");
-  EXPECT_EQ(PeekRequestKey("set k:1 0 0 5\r\nhello\r\n"), "k:1");
-  EXPECT_EQ(PeekRequestKey("mg  bar v\r\n"), "bar");
-  EXPECT_EQ(PeekRequestKey("gets a\n"), "a");
-  EXPECT_EQ(PeekRequestKey("get foo"), "");            // the key may go on: not whole yet
-  EXPECT_EQ(PeekRequestKey("mn\r\nget x\r\n"), "");   // no key on its line
-  EXPECT_EQ(PeekRequestKey(""), "");
-  EXPECT_EQ(PeekRequestKey("get " + std::string(251, 'k') + "\r\n"), "");
-  EXPECT_EQ(PeekRequestKey(std::string(20, 'x') + " key\r\n"), "");   // no command word
-  EXPECT_EQ(PeekRequestKey("get " + std::string(250, 'k') + "\r\n"), std::string(250, 'k'));
-  EXPECT_EQ(PeekRequestKey("get a-key-longer-than-eight\r\n"), "a-key-longer-than-eight");
-  EXPECT_EQ(PeekRequestKey("get k\xc3\xa9y\r\n"), "k\xc3\xa9y");   // bytes >= 0x80 belong to the key
-}
-
 }  // namespace
 }  // namespace herdless
