@@ -3,7 +3,7 @@
 their replies compared (a yardstick run by hand, not part of scripts/test.sh).
 
     /usr/bin/python3 scripts/compare-random.py [--memcached PATH] [--herdless PATH]
-        [--herdless-args "..."] [--latest | --binary] [--mangle] [--first SEED] [--seeds N] [--steps N]
+        [--herdless-args "..."] [--latest | --binary] [--mangle] [--split] [--first SEED] [--seeds N] [--steps N]
 
 Each seed is one connection to each server (both flushed first) and up to --steps requests drawn
 from that seed: the text storage, retrieval, arithmetic, touch and delete commands and mg, ms, md
@@ -20,6 +20,11 @@ followed by a NOOP whose reply ends its responses; their fields are compared.
 --mangle (text) disturbs the command lines: doubled, leading and trailing spaces, a bare `\n`,
 a word dropped or added, upper case, and sends up to four requests in one write (each still fenced
 by `mn` at the end of the write).
+
+--split cuts each write at one to three random bytes and sends the pieces 1 ms apart (TCP_NODELAY),
+so that each server reads requests in parts: a line without its end, a data block without its
+last bytes, a binary header cut short; what is answered must not depend on where a read ends.
+A request then takes a few ms, so the `l` differences of the notes below come more often.
 
 --latest adds memcached 1.6.19+'s flags (E, md x, ms MA/MP N) and is meant for memcached 1.6.45
 against herdless with --herdless-args "-o compat=1.6.45".
@@ -54,6 +59,7 @@ import re
 import socket
 import struct
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "integration"))
@@ -195,17 +201,28 @@ class Generator:
 class Session:
     """One connection: requests followed by `mn`, replies up to `MN`, the CAS values seen."""
 
-    def __init__(self, port):
+    def __init__(self, port, split=None):
         self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(2)
         self.cas = []
         self.pending = b""
+        self.split = split   # a random.Random: each write sent in pieces (--split); None: whole
+
+    def send(self, data):
+        if self.split is None or len(data) < 2:
+            self.sock.sendall(data)
+            return
+        cuts = sorted(self.split.sample(range(1, len(data)), min(len(data) - 1, self.split.randint(1, 3))))
+        for start, end in zip([0] + cuts, cuts + [len(data)]):
+            self.sock.sendall(data[start:end])
+            time.sleep(0.001)
 
     def ask(self, request):
         request = re.sub(rb"\{cas(\d)\}", lambda m: self.cas[int(m.group(1))]
                          if int(m.group(1)) < len(self.cas) else b"1", request)
         try:
-            self.sock.sendall(request + b"mn\r\n")
+            self.send(request + b"mn\r\n")
             while b"MN\r\n" not in self.pending:
                 chunk = self.sock.recv(65536)
                 if not chunk:
@@ -283,7 +300,7 @@ class BinarySession(Session):
         fence = binproto.packet("NOOP", opaque=self.FENCE)
         replies = []
         try:
-            self.sock.sendall(packet + fence)
+            self.send(packet + fence)
             while True:
                 got, self.pending = binproto.parse(self.pending)
                 for response in got:
@@ -345,7 +362,8 @@ def run_seed(seed, args, reference, ours):
     session, gen = (BinarySession, BinaryGenerator(seed, False)) if args.binary else \
         (Session, Generator(seed, args.latest, args.mangle))
     compared = binary_normalised if args.binary else normalised
-    a, b = session(reference.port), session(ours.port)
+    split = (lambda: random.Random(seed)) if args.split else (lambda: None)
+    a, b = session(reference.port, split()), session(ours.port, split())
     flush = ("FLUSH", b"", b"", b"", None) if args.binary else b"flush_all\r\n"
     a.ask(flush)
     b.ask(flush)
@@ -386,6 +404,7 @@ def main():
     ap.add_argument("--latest", action="store_true", help="memcached 1.6.19+'s flags too")
     ap.add_argument("--binary", action="store_true", help="the binary protocol's requests instead")
     ap.add_argument("--mangle", action="store_true", help="disturbed command lines, several a write")
+    ap.add_argument("--split", action="store_true", help="each write sent in pieces, 1 ms apart")
     ap.add_argument("--width", type=int, default=300, help="characters of the differing request shown")
     ap.add_argument("--first", type=int, default=1)
     ap.add_argument("--seeds", type=int, default=100)
