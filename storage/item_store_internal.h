@@ -311,6 +311,7 @@ class ItemStore::Impl {
   struct LeaseHandover {
     bool fulfilled = false;
     uint32_t took_ms = 0;
+    uint16_t mean_before_ms = 0;   // the key's recompute time before this sample (fulfilled)
     uint32_t granted_ms = 0;
   };
   HERDLESS_STEP ItemFields StoreFieldsLocked(Shard& shard, uint64_t hash, const Found& f,
@@ -319,7 +320,9 @@ class ItemStore::Impl {
   HERDLESS_STEP LeaseHandover EndLeaseLocked(Shard& shard, uint64_t old_slot, ItemFields* fields,
                                              const Times& t) const;
   // Links a new item of the key in the place of the one the lookup found (if
-  // any), counting the lease it fulfils, keeping the one it keeps.
+  // any), counting the lease it fulfils (into the shard's recompute spread
+  // too: here, once the item is placed, so a placement that retries counts
+  // it once), keeping the one it keeps.
   HERDLESS_STEP uint64_t ReplaceLocked(Shard& shard, uint64_t hash, const Found& f, const Placed& placed,
                                        ItemView item, uint8_t state, uint8_t freq, const LeaseHandover& lease,
                                        const Times& t, bool counts_as_new = true);

@@ -180,14 +180,15 @@ ItemFields ItemStore::Impl::StoreFieldsLocked(Shard& shard, uint64_t hash, const
 }
 
 // A new value of the key ends the lease the item at `old_slot` holds, if it
-// holds one, and measures the recompute time into fields->delta_ms.
+// holds one, and measures the recompute time into fields->delta_ms. Changes
+// nothing in the shard: the placement after it may retry.
 ItemStore::Impl::LeaseHandover ItemStore::Impl::EndLeaseLocked(Shard& shard, uint64_t old_slot,
                                                                ItemFields* fields, const Times& t) const {
   LeaseHandover lease;
   if (!Has(old_slot, kItemTokenSent)) return lease;
   lease.fulfilled = true;
   lease.took_ms = t.now_ms - LeaseGrantedLocked(shard, old_slot);
-  shard.recompute_spread = SmoothSpread(shard.recompute_spread, lease.took_ms, fields->delta_ms);
+  lease.mean_before_ms = fields->delta_ms;
   fields->delta_ms = SmoothDelta(fields->delta_ms, lease.took_ms);
   return lease;
 }
@@ -195,7 +196,10 @@ ItemStore::Impl::LeaseHandover ItemStore::Impl::EndLeaseLocked(Shard& shard, uin
 uint64_t ItemStore::Impl::ReplaceLocked(Shard& shard, uint64_t hash, const Found& f, const Placed& placed,
                                         ItemView item, uint8_t state, uint8_t freq, const LeaseHandover& lease,
                                         const Times& t, bool counts_as_new) {
-  if (lease.fulfilled) CountFulfilledLocked(shard, ItemAt(*f.slot).cas(), item, lease.took_ms, t);
+  if (lease.fulfilled) {
+    shard.recompute_spread = SmoothSpread(shard.recompute_spread, lease.took_ms, lease.mean_before_ms);
+    CountFulfilledLocked(shard, ItemAt(*f.slot).cas(), item, lease.took_ms, t);
+  }
   if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
   const uint64_t s = LinkLocked(shard, hash, placed, item, state, freq, /*new_key=*/f.slot == nullptr,
                                 counts_as_new);

@@ -1,5 +1,6 @@
 #include "storage/item_store.h"
 
+#include "storage/lease.h"
 #include "storage/segments.h"
 #include "storage/store_time.h"
 #include "tests/unit/test_support.h"
@@ -952,6 +953,35 @@ TEST_F(ItemStoreTest, LeaseGetMissMakesAPlaceholderThatClassicReadsCannotSee) {
   EXPECT_EQ(Put("k", "x", 0, StoreMode::kReplace).status, StoreStatus::kNotStored);
   EXPECT_EQ(Put("k", "v", 0, StoreMode::kAdd).status, StoreStatus::kStored);
   EXPECT_EQ(Get("k"), "v");
+}
+
+// A fulfilled lease adds its recompute time to its shard's spread once, also
+// when the new value's placement had to make room first and ran again.
+TEST_F(ItemStoreTest, AFulfilledLeaseSmoothsTheSpreadOnceWhenItsPlacementRetries) {
+  config_.memory_limit = 64 * 1024;   // four 16 KiB segments: the sets below make room
+  config_.shard_bits = 0;
+  Reset();
+  double spread = kInitialSpread;
+  uint16_t mean_ms = 0;
+  const int64_t took_ms[] = {40, 10, 90, 25, 60, 5, 120, 30};
+  const StoreStats before = store_->Stats();
+  for (int round = 0; round < 40; ++round) {
+    for (int i = 0; i < 6; ++i) PutFiller(store_.get(), "fill" + std::to_string(round * 6 + i), 3000);
+    if (round > 0) {   // the value goes stale and keeps its recompute time
+      DeleteRequest stale;
+      stale.key = "k";
+      stale.mark_stale = true;
+      ASSERT_EQ(store_->Delete(stale), DeleteStatus::kDeleted) << round;
+    }
+    ASSERT_EQ(Read("k", ReadKind::kLeaseGet).lease, LeaseVerdict::kWin) << round;
+    const int64_t ms = took_ms[round % 8];
+    clock_.AdvanceMicros(ms * 1000);
+    ASSERT_EQ(Put("k", std::string(3000, 'x')).status, StoreStatus::kStored) << round;
+    spread = SmoothSpread(spread, ms, mean_ms);
+    mean_ms = SmoothDelta(mean_ms, ms);
+  }
+  EXPECT_GT(store_->Stats().evictions, before.evictions + 100);   // placements did make room
+  EXPECT_DOUBLE_EQ(store_->RecomputeSpreads()[0], spread);
 }
 
 TEST_F(ItemStoreTest, DeleteOfAPlaceholderIsNotFoundButCancelsTheLease) {
