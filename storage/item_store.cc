@@ -288,6 +288,14 @@ void ItemStore::Impl::WakeLocked(Shard& shard, std::string_view key) {
   if (!shard.parked.empty()) shard.parked.Wake(key);
 }
 
+void ItemStore::Impl::ShardLock::UnlockAndDeliver() {
+  std::vector<Index::Retired> retired = shard_.index.TakeRetired();
+  const std::vector<WaitTicket> woken = shard_.parked.TakeWoken();
+  shard_.mu.unlock();
+  for (const WaitTicket& ticket : woken) store_->config_.wake_sink->Wake(ticket);
+  for (Index::Retired& r : retired) r.Release();
+}
+
 void ItemStore::Impl::SetLeaseLocked(Shard& shard, uint64_t s, uint32_t granted_ms) {
   if (shard.leases.Set(slot::LocationKey(s), granted_ms)) pool_->Charge(LeaseTable::kEntryBytes);
 }

@@ -310,7 +310,7 @@ StoreStats ItemStore::Impl::Stats() const {
   StoreStats s;
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[i];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    std::lock_guard<ShardMutex> lock(shard.mu);
     s.AddShard(shard.counters);
     s.curr_items += shard.index.items();
     s.bytes += shard.bytes;
@@ -336,7 +336,7 @@ StoreStats ItemStore::Impl::Stats() const {
 void ItemStore::Impl::ResetStats() {
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[i];
-    std::lock_guard<std::mutex> lock(shard.mu);
+    std::lock_guard<ShardMutex> lock(shard.mu);
     shard.counters.ResetCounters();   // the per-class gauges stay, like curr_items
   }
   evicted_segments_.store(0, std::memory_order_relaxed);

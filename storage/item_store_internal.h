@@ -28,6 +28,7 @@
 #include "storage/lease.h"
 #include "storage/parked.h"
 #include "storage/segments.h"
+#include "storage/shard_mutex.h"
 #include "storage/store_events.h"
 #include "storage/store_time.h"
 
@@ -474,7 +475,7 @@ struct ItemStore::Impl::Placed {
 };
 
 struct ItemStore::Impl::Shard {
-  std::mutex mu;
+  ShardMutex mu;
   Index index;
   size_t bytes = 0;       // herdless's bytes of the linked items
   size_t leases_out = 0;  // linked items with kItemTokenSent
@@ -543,14 +544,14 @@ class ItemStore::Impl::ShardLock {
       shard_.mu.unlock();
       return;
     }
-    std::vector<Index::Retired> retired = shard_.index.TakeRetired();
-    const std::vector<WaitTicket> woken = shard_.parked.TakeWoken();
-    shard_.mu.unlock();
-    for (const WaitTicket& ticket : woken) store_->config_.wake_sink->Wake(ticket);
-    for (Index::Retired& r : retired) r.Release();
+    UnlockAndDeliver();
   }
 
  private:
+  // Wakes the readers woken under the lock and frees the index's retired
+  // tables, once the lock is let go. Out of line: the common unlock stays small.
+  void UnlockAndDeliver();
+
   const Impl* store_;
   Shard& shard_;
   bool locked_ = false;

@@ -103,7 +103,7 @@ ReadRateState ItemStore::Impl::RememberedAsOfLocked(Shard& shard, uint64_t hash,
 std::vector<double> ItemStore::Impl::RecomputeSpreads() const {
   std::vector<double> spreads(shard_count_);
   for (size_t i = 0; i < shard_count_; i++) {
-    std::lock_guard<std::mutex> lock(shards_[i].mu);
+    std::lock_guard<ShardMutex> lock(shards_[i].mu);
     spreads[i] = shards_[i].recompute_spread;
   }
   return spreads;
@@ -120,7 +120,7 @@ void ItemStore::Impl::RestoreRecomputeSpreads(const std::vector<double>& saved) 
     const size_t end = std::max(first + 1, (j + 1) * m / shard_count_);
     double sum = 0;
     for (size_t i = first; i < end; i++) sum += saved[i];
-    std::lock_guard<std::mutex> lock(shards_[j].mu);
+    std::lock_guard<ShardMutex> lock(shards_[j].mu);
     shards_[j].recompute_spread = std::clamp(sum / static_cast<double>(end - first), 0.0, kMaxSpread);
   }
 }
