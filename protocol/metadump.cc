@@ -102,6 +102,8 @@ bool MetadumpStream::Fill(ReplyBuffer* out, size_t max_pending, int max_steps) {
       break;
     }
     scratch_.clear();
+    // Values on flash are listed as memcached lists their header items (the
+    // item's class is the header's); the lines never show a value.
     store_->Walk(&cursor_, kBucketsPerStep, [&](const WalkedItem& item) {
       // A lease stub has no value yet: a get would not find it.
       if (item.no_value || (classes_ & (uint64_t{1} << item.slab_class)) == 0) return;
@@ -111,7 +113,7 @@ bool MetadumpStream::Fill(ReplyBuffer* out, size_t max_pending, int max_steps) {
         AppendMetadumpLine(unix_offset_, item, &scratch_, format_ == Format::kMetadumpWithFlags);
       }
       items_++;
-    });
+    }, /*flash_stubs=*/true);
     out->Append(scratch_);
   }
   return done_;

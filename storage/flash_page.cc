@@ -18,6 +18,7 @@ using le_bytes::Put32;
 using le_bytes::Put64;
 
 constexpr uint32_t kPageMagic = 0x50584c48;   // "HLXP" in the file
+constexpr uint32_t kPageLowTtl = 1;           // the header's flags
 
 uint32_t Checksum(const char* p, size_t n) { return XXH32(p, n, 0); }
 
@@ -30,18 +31,20 @@ bool AllZero(std::string_view bytes) {
 
 }  // namespace
 
-void EncodeFlashPageHeader(uint32_t generation, char* out) {
+void EncodeFlashPageHeader(const FlashPageHeader& header, char* out) {
   Put32(out, kPageMagic);
-  Put32(out + 4, generation);
-  Put32(out + 8, 0);
+  Put32(out + 4, header.generation);
+  Put32(out + 8, header.low_ttl ? kPageLowTtl : 0);
   Put32(out + 12, Checksum(out, 12));
 }
 
-bool DecodeFlashPageHeader(std::string_view bytes, uint32_t* generation) {
+bool DecodeFlashPageHeader(std::string_view bytes, FlashPageHeader* header) {
   if (bytes.size() < kFlashPageHeaderSize) return false;
   const char* p = bytes.data();
-  if (Get32(p) != kPageMagic || Get32(p + 8) != 0 || Get32(p + 12) != Checksum(p, 12)) return false;
-  *generation = Get32(p + 4);
+  const uint32_t flags = Get32(p + 8);
+  if (Get32(p) != kPageMagic || (flags & ~kPageLowTtl) != 0 || Get32(p + 12) != Checksum(p, 12)) return false;
+  header->generation = Get32(p + 4);
+  header->low_ttl = (flags & kPageLowTtl) != 0;
   return true;
 }
 
@@ -96,7 +99,9 @@ FlashReadCheck CheckFlashRead(std::string_view bytes, uint32_t generation, std::
 }
 
 FlashPageReader::FlashPageReader(std::string_view page) : page_(page) {
-  valid_ = DecodeFlashPageHeader(page, &generation_);
+  FlashPageHeader header;
+  valid_ = DecodeFlashPageHeader(page, &header);
+  generation_ = header.generation;
   if (!valid_) status_ = FlashRecordStatus::kBadHeader;
 }
 

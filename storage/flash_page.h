@@ -5,7 +5,8 @@
 // served. A page reused later gets a new generation: its old records beyond
 // the new write point no longer belong to it. Little-endian, written with memcpy.
 //
-//   page header (16): magic "HLXP" 4, generation 4, reserved 0 4, XXH32 of the first 12 bytes 4
+//   page header (16): magic "HLXP" 4, generation 4, flags 4 (bit 0: a low-TTL page, the
+//                     others 0), XXH32 of the first 12 bytes 4
 //   record header (22): XXH32 of everything after this field 4, generation 4,
 //                       value length 4, CAS 8, key length 1 (1..250), reserved 0 1
 //   then the key, then the value
@@ -45,9 +46,14 @@ enum class FlashRecordStatus : uint8_t {
   kBadChecksum,    // the bytes are not what was written
 };
 
-void EncodeFlashPageHeader(uint32_t generation, char* out);   // kFlashPageHeaderSize bytes
-// False for anything but a page header (then *generation is untouched).
-bool DecodeFlashPageHeader(std::string_view bytes, uint32_t* generation);
+// What a page header holds.
+struct FlashPageHeader {
+  uint32_t generation = 0;
+  bool low_ttl = false;   // written by the low-TTL stream (ext_low_ttl)
+};
+void EncodeFlashPageHeader(const FlashPageHeader& header, char* out);   // kFlashPageHeaderSize bytes
+// False for anything but a page header (then *header is untouched).
+bool DecodeFlashPageHeader(std::string_view bytes, FlashPageHeader* header);
 
 size_t FlashRecordSize(size_t key_len, size_t value_len);
 // Writes FlashRecordSize(key.size(), value.size()) bytes at out.

@@ -88,7 +88,7 @@ std::unique_ptr<FlashStore> FlashStore::OpenKept(const ExtstoreSettings& setting
   std::unique_ptr<FlashStore> store = OpenFiles(settings, /*empty=*/false, error);
   if (store == nullptr) return nullptr;
   store->restart_ = Restart::kPending;
-  store->header_generations_.assign(store->pages_.size(), -1);
+  store->kept_headers_.assign(store->pages_.size(), KeptHeader{});
   return store;
 }
 
@@ -126,19 +126,18 @@ bool FlashStore::AcceptRestart(std::string_view identity, uint32_t next_generati
   return true;
 }
 
-uint32_t FlashStore::HeaderGenerationLocked(uint32_t index) {
-  int64_t& known = header_generations_[index];
-  if (known < 0) {
-    char header[kFlashPageHeaderSize];
-    uint32_t generation = 0;
+const FlashPageHeader& FlashStore::KeptHeaderLocked(uint32_t index) {
+  KeptHeader& kept = kept_headers_[index];
+  if (!kept.read) {
+    kept.read = true;
+    char bytes[kFlashPageHeaderSize];
     const Page& page = pages_[index];
-    if (!ReadAll(page.fd, header, sizeof(header), page.file_offset) ||
-        !DecodeFlashPageHeader(std::string_view(header, sizeof(header)), &generation)) {
-      generation = 0;
+    if (!ReadAll(page.fd, bytes, sizeof(bytes), page.file_offset) ||
+        !DecodeFlashPageHeader(std::string_view(bytes, sizeof(bytes)), &kept.header)) {
+      kept.header = FlashPageHeader{};
     }
-    known = generation;
   }
-  return static_cast<uint32_t>(known);
+  return kept.header;
 }
 
 bool FlashStore::Adopt(const FlashLocator& where, size_t key_len, uint32_t value_len) {
@@ -149,11 +148,14 @@ bool FlashStore::Adopt(const FlashLocator& where, size_t key_len, uint32_t value
     return false;
   }
   Page& page = pages_[where.page];
-  if (page.generation != 0 ? page.generation != where.generation
-                           : HeaderGenerationLocked(where.page) != where.generation) {
+  if (page.generation == 0) {   // the page's first record adopted: its header says what it was
+    const FlashPageHeader& header = KeptHeaderLocked(where.page);
+    if (header.generation != where.generation) return false;
+    page.generation = header.generation;
+    page.low_ttl = header.low_ttl;
+  } else if (page.generation != where.generation) {
     return false;
   }
-  page.generation = where.generation;
   page.full = true;   // written to again only once freed
   page.live_bytes += size;
   ++page.live_objects;
@@ -176,7 +178,7 @@ void FlashStore::FinishRestart() {
     stats_ = FlashStats{};
   }
   restart_ = Restart::kNone;
-  header_generations_.clear();
+  kept_headers_.clear();
   if (OpenPageLocked(streams_[kDefault])) stats_.page_allocs = 0;
 }
 
@@ -230,7 +232,7 @@ bool FlashStore::OpenPageLocked(Stream& stream) {
   chosen->low_ttl = &stream == &streams_[kLowTtl];
   stream.open_page = chosen - pages_.data();
   stream.wbuf.assign(kFlashPageHeaderSize, '\0');
-  EncodeFlashPageHeader(chosen->generation, stream.wbuf.data());
+  EncodeFlashPageHeader({chosen->generation, chosen->low_ttl}, stream.wbuf.data());
   stream.wbuf_start = 0;
   stream.page_used = kFlashPageHeaderSize;
   return true;

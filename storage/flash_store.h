@@ -144,8 +144,8 @@ class FlashStore {
   explicit FlashStore(const ExtstoreSettings& settings);
   static std::unique_ptr<FlashStore> OpenFiles(const ExtstoreSettings& settings, bool empty,
                                                std::string* error);
-  // The page header's generation (read once per page during a restart), 0 if it does not decode.
-  uint32_t HeaderGenerationLocked(uint32_t page);
+  // A kept page's header, read once per page during a restart (generation 0 if it does not decode).
+  const FlashPageHeader& KeptHeaderLocked(uint32_t page);
   bool OpenPageLocked(Stream& stream);   // takes a free page or evicts the oldest full one
   bool FlushLocked(Stream& stream);
   void FreeLocked(Page* page);
@@ -160,7 +160,11 @@ class FlashStore {
   // The -e restart (OpenKept until FinishRestart): no write while pending.
   enum class Restart : uint8_t { kNone, kPending, kAccepted };
   Restart restart_ = Restart::kNone;
-  std::vector<int64_t> header_generations_;   // per page, -1 = not read yet
+  struct KeptHeader {
+    bool read = false;
+    FlashPageHeader header;
+  };
+  std::vector<KeptHeader> kept_headers_;   // per page
   uint64_t adopted_ = 0;
 };
 

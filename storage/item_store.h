@@ -220,7 +220,7 @@ class ItemStore {
   // whole walk is visited exactly once, whatever is stored, deleted or
   // evicted meanwhile and however the index grows. Returns the items visited.
   // Items whose value is on flash are skipped, or with `flash_stubs` (the
-  // stop's snapshot) visited with their 16-byte locator as the value.
+  // stop's snapshot, metadump) visited with their 16-byte locator as the value.
   size_t Walk(WalkCursor* cursor, size_t max_buckets,
               const std::function<void(const WalkedItem&)>& visit, bool flash_stubs = false);
 

@@ -182,7 +182,7 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       if (IsFlushed(item, now_s) ||
           (expired && (Has(s, kItemPlaceholder | kItemNeedsValue) ||
                        IsPastGraceAt(item, t.now_tick, config_.stale_grace_s))) ||
-          (item.is_flash_stub() && !flash_stubs)) {   // no value in RAM (-o ext_path): dumps skip it
+          (item.is_flash_stub() && !flash_stubs)) {   // no value in RAM (-o ext_path): only callers that want them
         return;
       }
       WalkedItem w;

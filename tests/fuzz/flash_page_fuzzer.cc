@@ -54,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Walk(in);
   } else {
     std::string page(kFlashPageHeaderSize, '\0');
-    EncodeFlashPageHeader(1, page.data());
+    EncodeFlashPageHeader({1, (data[0] & 2) != 0}, page.data());
     page.append(in);
     Walk(page);
   }

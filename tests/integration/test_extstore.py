@@ -284,6 +284,15 @@ def binary_get(port, key):
         return body[4:] if status == 0 else None
 
 
+def metadump_classes(conn):
+    """{key: cls} from lru_crawler metadump all."""
+    out = {}
+    for line in conn.call(b"lru_crawler metadump all\r\n", b"END\r\n").split(b"\n")[:-2]:
+        fields = dict(f.split(b"=", 1) for f in line.split())
+        out[fields[b"key"]] = fields[b"cls"]
+    return out
+
+
 def flash_names(conn):
     return [n for n in harness.stats(conn) if "extstore" in n]
 
@@ -334,6 +343,14 @@ def check_round_trip(results):
                           [value_of(i) for i in range(106, 110)], "the others still read back")
             pages = c.call(b"stats extstore\r\n", b"END\r\n").count(b":version ")
             results.equal(pages, 8, "stats extstore: a line group per page")
+            # metadump lists values on flash as memcached lists their header items (and so
+            # memcached-tool dump finds them): the same keys and classes from both servers.
+            set_all(m, list(range(40)) + list(range(100, 110)))
+            results.check(wait_written(m, 50, timeout=30.0) >= 50, "memcached moved its values to flash too")
+            m.call(b"delete k104\r\n")
+            m.call(b"set k105 0 0 3\r\nnew\r\n")
+            results.equal(metadump_classes(c), metadump_classes(m),
+                          "metadump of values on flash: memcached's keys and classes")
     finally:
         ours.stop()
         ref.stop()

@@ -143,8 +143,44 @@ def crash_after_restart(results):
     restart_after(results, "a crash after the restart", change)
 
 
+def page_buckets(c):
+    """The buckets of the pages in use, from stats extstore."""
+    used = {}
+    for name, value in harness.stats(c, b"extstore").items():
+        page, field = name.split(":")
+        used.setdefault(page, {})[field] = value
+    return sorted(p["bucket"] for p in used.values() if p["version"] != "0")
+
+
+def check_low_ttl(results):
+    """A page of ext_low_ttl values is one again after the restart: stats extstore's bucket 3."""
+    path, snap = ext.flash_file("lowttl"), ext.flash_file("lowttl") + ".snap"
+    argv = ["-m", "8", "-e", snap, "-o", OPTS + ",ext_low_ttl=600,ext_path=%s:16m" % path]
+    try:
+        d = harness.start_herdless(argv)
+        with harness.Conn(d.port) as c:
+            for i in range(6):
+                v = ext.value_of(i)
+                c.call(b"set k%d 0 %d %d\r\n%s\r\n" % (i, 300 if i % 2 == 0 else 0, len(v), v))
+            results.check(ext.wait_written(c, 6) >= 6, "low TTL: 6 values moved to flash")
+            before = page_buckets(c)
+        status, _ = d.stop_with(signal.SIGTERM)
+        results.equal((status, before), (0, ["0", "3"]), "low TTL: a page per bucket, an orderly stop")
+        d = harness.start_herdless(argv)
+        try:
+            with harness.Conn(d.port) as c:
+                # After the restart the server opens a fresh default page of its own.
+                results.equal(page_buckets(c), ["0", "0", "3"], "low TTL: the kept page is bucket 3 again")
+                results.equal(read_back(c, range(6)), (6, 0, 0), "low TTL: the values read back")
+        finally:
+            d.stop()
+    finally:
+        remove(path, snap)
+
+
 def body(results):
     check_warm(results)
+    check_low_ttl(results)
     restart_after(results, "another ext_path size", lambda p, s: None, size="32m")
     restart_after(results, "the file rewritten", rewrite)
     restart_after(results, "bytes damaged, times put back", damage_keeping_times, want_badcrc=True)

@@ -1,8 +1,10 @@
 // The flash page format: records round-trip, and every damaged or foreign
 // byte pattern decodes to a refusal, never to a wrong value.
 #include "storage/flash_page.h"
+#include "storage/le_bytes.h"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <string>
 #include <vector>
@@ -16,9 +18,9 @@ std::string Record(uint32_t generation, uint64_t cas, std::string_view key, std:
   return out;
 }
 
-std::string PageHeader(uint32_t generation) {
+std::string PageHeader(uint32_t generation, bool low_ttl = false) {
   std::string out(kFlashPageHeaderSize, '\0');
-  EncodeFlashPageHeader(generation, out.data());
+  EncodeFlashPageHeader({generation, low_ttl}, out.data());
   return out;
 }
 
@@ -116,17 +118,30 @@ TEST(FlashPageTest, AReadBackMustBeTheItemItWasFor) {
 }
 
 TEST(FlashPageTest, PageHeaders) {
-  uint32_t generation = 0;
-  ASSERT_TRUE(DecodeFlashPageHeader(PageHeader(77), &generation));
-  EXPECT_EQ(generation, 77u);
-  std::string damaged = PageHeader(77);
-  for (size_t i = 0; i < damaged.size(); ++i) {
-    std::string d = damaged;
-    d[i] ^= 4;
-    EXPECT_FALSE(DecodeFlashPageHeader(d, &generation)) << i;
+  FlashPageHeader header;
+  ASSERT_TRUE(DecodeFlashPageHeader(PageHeader(77), &header));
+  EXPECT_EQ(header.generation, 77u);
+  EXPECT_FALSE(header.low_ttl);
+  ASSERT_TRUE(DecodeFlashPageHeader(PageHeader(78, /*low_ttl=*/true), &header));
+  EXPECT_EQ(header.generation, 78u);
+  EXPECT_TRUE(header.low_ttl);
+  for (bool low_ttl : {false, true}) {
+    const std::string good = PageHeader(77, low_ttl);
+    for (size_t i = 0; i < good.size(); ++i) {
+      for (char bit : {1, 4}) {
+        std::string d = good;
+        d[i] ^= bit;
+        EXPECT_FALSE(DecodeFlashPageHeader(d, &header)) << i << " " << int{bit} << " " << low_ttl;
+      }
+    }
   }
-  EXPECT_FALSE(DecodeFlashPageHeader(std::string(16, '\0'), &generation));
-  EXPECT_FALSE(DecodeFlashPageHeader(damaged.substr(0, 15), &generation));
+  // A flag this format does not know, under a checksum that matches, is refused too.
+  std::string unknown_flag = PageHeader(77);
+  le_bytes::Put32(unknown_flag.data() + 8, 2);
+  le_bytes::Put32(unknown_flag.data() + 12, XXH32(unknown_flag.data(), 12, 0));
+  EXPECT_FALSE(DecodeFlashPageHeader(unknown_flag, &header));
+  EXPECT_FALSE(DecodeFlashPageHeader(std::string(16, '\0'), &header));
+  EXPECT_FALSE(DecodeFlashPageHeader(PageHeader(77).substr(0, 15), &header));
 }
 
 TEST(FlashPageTest, APageReaderStopsAtTheEndOfItsGeneration) {

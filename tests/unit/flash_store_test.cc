@@ -408,6 +408,44 @@ TEST_F(FlashStoreTest, LowTtlValuesFillPagesOfTheirOwn) {
   EXPECT_EQ(store->Stats().page_reclaims, 1u);
 }
 
+// -e restart: a kept low-TTL page is a low-TTL page again once adopted (its
+// header says so), so `stats extstore` shows its bucket and compaction still
+// leaves it alone; a plain page stays plain.
+TEST_F(FlashStoreTest, AKeptLowTtlPageIsLowTtlAgainAfterTheRestart) {
+  std::vector<FlashLocator> plain(10), short_lived(3);
+  std::string identity;
+  uint32_t next_generation = 0;
+  {
+    auto store = Make(8);
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Write("p" + std::to_string(i), i, ValueOf(i), &plain[i]));
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(store->Write("s" + std::to_string(i), i, ValueOf(i), &short_lived[i], /*low_ttl=*/true));
+    }
+    ASSERT_EQ(store->PageData()[short_lived[0].page].bucket, kFlashBucketLowTtl);
+    ASSERT_TRUE(store->Sync());
+    identity = store->Identity();
+    next_generation = store->next_generation();
+  }
+  std::string error;
+  auto store = FlashStore::OpenKept(settings_, &error);
+  ASSERT_NE(store, nullptr) << error;
+  ASSERT_TRUE(store->AcceptRestart(identity, next_generation));
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Adopt(plain[i], 2, ValueOf(i).size()));
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Adopt(short_lived[i], 2, ValueOf(i).size()));
+  store->FinishRestart();
+  EXPECT_EQ(store->PageData()[short_lived[0].page].bucket, kFlashBucketLowTtl);
+  EXPECT_EQ(store->PageData()[plain[0].page].bucket, 0u);
+  // The low-TTL page mostly dead (the plain one full of live values): still
+  // no compaction candidate. (Taken for a plain page, it would be one.)
+  store->Release(short_lived[1], 2, ValueOf(1).size());
+  store->Release(short_lived[2], 2, ValueOf(2).size());
+  FlashStore::Compaction compaction;
+  EXPECT_FALSE(store->PickCompaction(FlashTunables(settings_), &compaction));
+  std::string value;
+  EXPECT_EQ(store->Read(short_lived[0], "s0", ValueOf(0).size(), &value), FlashReadResult::kOk);
+  EXPECT_EQ(value, ValueOf(0));
+}
+
 // -e restart: with the stop's identity, the kept file's records are adopted
 // again and read back; a page whose header was damaged, or a record damaged
 // since, never reads as a value; writing resumes above every generation on
