@@ -171,9 +171,29 @@ char* FormatUint64(uint64_t v, char* out) {
       "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
       "8081828384858687888990919293949596979899";
-  // The digits are written from the last one back, in place: most numbers
-  // here (flags, lengths) have one to four digits, and a copy from a
-  // scratch buffer cost as much as the formatting.
+  // Most numbers here (flags, value lengths) have one to four digits: those
+  // take a comparison or two and at most one division by 100, where counting
+  // the digits first cost as much again.
+  if (v < 100) {
+    if (v < 10) {
+      *out = static_cast<char>('0' + v);
+      return out + 1;
+    }
+    std::memcpy(out, kPairs + v * 2, 2);
+    return out + 2;
+  }
+  if (v < 10000) {
+    const unsigned high = static_cast<unsigned>(v / 100), low = static_cast<unsigned>(v % 100);
+    if (high < 10) {
+      *out++ = static_cast<char>('0' + high);
+    } else {
+      std::memcpy(out, kPairs + high * 2, 2);
+      out += 2;
+    }
+    std::memcpy(out, kPairs + low * 2, 2);
+    return out + 2;
+  }
+  // The rest are written from the last digit back, in place.
   int digits = 1;
   for (uint64_t rest = v; rest >= 10; rest /= 10) ++digits;
   char* const end = out + digits;

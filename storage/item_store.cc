@@ -383,7 +383,11 @@ uint64_t ItemStore::Prefetch(std::string_view key) const { return impl_->Prefetc
 // A foreign key (StoreConfig::foreign) lives at most its ttl_s, and each
 // change of it is reported, before it is made.
 ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
-  if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Read(key, opts);
+  if (foreign_ == nullptr) return impl_->Read(key, opts);
+  return ReadWithRing(key, opts);
+}
+[[gnu::noinline]] ReadResult ItemStore::ReadWithRing(std::string_view key, const ReadOptions& opts) {
+  if (!foreign_->Foreign(key)) return impl_->Read(key, opts);
   ReadOptions capped = opts;
   if (opts.has_touch) {
     foreign_->Changed(key);

@@ -307,6 +307,9 @@ class ItemStore {
   class Impl;
   std::unique_ptr<Impl> impl_;
   void HoldOff(std::string_view key, int64_t for_us);
+  // Read with a ring (-o ring), whose foreign keys are capped: out of line,
+  // so that a read without one is a plain tail call.
+  ReadResult ReadWithRing(std::string_view key, const ReadOptions& opts);
 
   std::unique_ptr<DeleteHoldoff> holdoff_;   // with delete_holdoff_ms or peer_copies
   ForeignKeys* const foreign_;

@@ -230,6 +230,11 @@ TEST(NumbersTest, FormatUint64WritesDecimalAndReturnsEnd) {
     char buf[kMaxUint64Digits];
     EXPECT_EQ(std::string(buf, FormatUint64(v, buf)), std::to_string(v));
   }
+  // Every number of up to six digits (the short ones take paths of their own).
+  for (uint64_t v = 0; v < 1000000; ++v) {
+    char buf[kMaxUint64Digits];
+    ASSERT_EQ(std::string(buf, FormatUint64(v, buf)), std::to_string(v));
+  }
 }
 
 TEST(NumbersTest, FormatReadRateHasTwoDecimalsRounded) {
