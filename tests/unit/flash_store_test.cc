@@ -53,6 +53,23 @@ class FlashStoreTest : public ::testing::Test {
     return store;
   }
 
+  // What an orderly stop keeps of the flash tier for the -e restart (the
+  // snapshot's identity and next generation); the store is closed.
+  struct Stopped {
+    std::string identity;
+    uint32_t next_generation = 0;
+  };
+  static Stopped SyncAndStop(std::unique_ptr<FlashStore> store) {
+    EXPECT_TRUE(store->Sync());
+    return {store->Identity(), store->next_generation()};
+  }
+  std::unique_ptr<FlashStore> OpenKept() {
+    std::string error;
+    std::unique_ptr<FlashStore> store = FlashStore::OpenKept(settings_, &error);
+    EXPECT_NE(store, nullptr) << error;
+    return store;
+  }
+
   std::string dir_;
   std::vector<std::string> files_;
   ExtstoreSettings settings_;
@@ -413,8 +430,7 @@ TEST_F(FlashStoreTest, LowTtlValuesFillPagesOfTheirOwn) {
 // leaves it alone; a plain page stays plain.
 TEST_F(FlashStoreTest, AKeptLowTtlPageIsLowTtlAgainAfterTheRestart) {
   std::vector<FlashLocator> plain(10), short_lived(3);
-  std::string identity;
-  uint32_t next_generation = 0;
+  Stopped stopped;
   {
     auto store = Make(8);
     for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Write("p" + std::to_string(i), i, ValueOf(i), &plain[i]));
@@ -422,14 +438,11 @@ TEST_F(FlashStoreTest, AKeptLowTtlPageIsLowTtlAgainAfterTheRestart) {
       ASSERT_TRUE(store->Write("s" + std::to_string(i), i, ValueOf(i), &short_lived[i], /*low_ttl=*/true));
     }
     ASSERT_EQ(store->PageData()[short_lived[0].page].bucket, kFlashBucketLowTtl);
-    ASSERT_TRUE(store->Sync());
-    identity = store->Identity();
-    next_generation = store->next_generation();
+    stopped = SyncAndStop(std::move(store));
   }
-  std::string error;
-  auto store = FlashStore::OpenKept(settings_, &error);
-  ASSERT_NE(store, nullptr) << error;
-  ASSERT_TRUE(store->AcceptRestart(identity, next_generation));
+  auto store = OpenKept();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->AcceptRestart(stopped.identity, stopped.next_generation));
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Adopt(plain[i], 2, ValueOf(i).size()));
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Adopt(short_lived[i], 2, ValueOf(i).size()));
   store->FinishRestart();
@@ -452,8 +465,7 @@ TEST_F(FlashStoreTest, AKeptLowTtlPageIsLowTtlAgainAfterTheRestart) {
 // the file; nothing adopted empties the file.
 TEST_F(FlashStoreTest, KeptFileAdoptsTheRestoredRecords) {
   std::vector<FlashLocator> where;
-  std::string identity;
-  uint32_t next_generation = 0;
+  Stopped stopped;
   {
     auto store = Make(6);
     for (int i = 0; i < 100; ++i) {   // pages 0..3, the last one open
@@ -461,13 +473,12 @@ TEST_F(FlashStoreTest, KeptFileAdoptsTheRestoredRecords) {
       ASSERT_TRUE(store->Write("k" + std::to_string(i), i, ValueOf(i), &at));
       where.push_back(at);
     }
-    ASSERT_TRUE(store->Sync());
-    identity = store->Identity();
-    next_generation = store->next_generation();
+    stopped = SyncAndStop(std::move(store));
   }
-  std::string error;
-  auto store = FlashStore::OpenKept(settings_, &error);
-  ASSERT_NE(store, nullptr) << error;
+  const std::string& identity = stopped.identity;
+  const uint32_t next_generation = stopped.next_generation;
+  auto store = OpenKept();
+  ASSERT_NE(store, nullptr);
   EXPECT_FALSE(store->AcceptRestart(identity + "x", next_generation));
   ASSERT_TRUE(store->AcceptRestart(identity, next_generation));
   std::string value;
@@ -505,8 +516,8 @@ TEST_F(FlashStoreTest, KeptFileAdoptsTheRestoredRecords) {
   ASSERT_EQ(::pwrite(fd, "XXXX", 4, uint64_t{where[0].page} * 4096 + where[0].offset + 30), 4);
   ASSERT_EQ(::pwrite(fd, "XXXX", 4, uint64_t{where[98].page} * 4096), 4);
   ::close(fd);
-  store = FlashStore::OpenKept(settings_, &error);
-  ASSERT_NE(store, nullptr) << error;
+  store = OpenKept();
+  ASSERT_NE(store, nullptr);
   EXPECT_FALSE(store->AcceptRestart(identity, next_generation));   // the file changed since
   ASSERT_TRUE(store->AcceptRestart(store->Identity(), next_generation + 1));
   EXPECT_TRUE(store->Adopt(where[0], 2, ValueOf(0).size()));
@@ -517,8 +528,8 @@ TEST_F(FlashStoreTest, KeptFileAdoptsTheRestoredRecords) {
   store.reset();
 
   // Nothing accepted: the file is emptied, as Open's.
-  store = FlashStore::OpenKept(settings_, &error);
-  ASSERT_NE(store, nullptr) << error;
+  store = OpenKept();
+  ASSERT_NE(store, nullptr);
   store->FinishRestart();
   EXPECT_EQ(store->Stats().objects_used, 0u);
   EXPECT_EQ(store->Read(where[2], "k2", ValueOf(2).size(), &value), FlashReadResult::kMiss);
