@@ -318,7 +318,7 @@ class ItemStore::Impl {
   HERDLESS_STEP ItemFields StoreFieldsLocked(Shard& shard, uint64_t hash, const Found& f,
                                              const StoreRequest& req, int32_t exptime, StoreAction action,
                                              const Times& t, uint8_t* state, LeaseHandover* lease);
-  HERDLESS_STEP LeaseHandover EndLeaseLocked(Shard& shard, uint64_t old_slot, ItemFields* fields,
+  HERDLESS_STEP LeaseHandover EndLeaseLocked(const Shard& shard, uint64_t old_slot, ItemFields* fields,
                                              const Times& t) const;
   // Links a new item of the key in the place of the one the lookup found (if
   // any), counting the lease it fulfils (into the shard's recompute spread

@@ -182,7 +182,7 @@ ItemFields ItemStore::Impl::StoreFieldsLocked(Shard& shard, uint64_t hash, const
 // A new value of the key ends the lease the item at `old_slot` holds, if it
 // holds one, and measures the recompute time into fields->delta_ms. Changes
 // nothing in the shard: the placement after it may retry.
-ItemStore::Impl::LeaseHandover ItemStore::Impl::EndLeaseLocked(Shard& shard, uint64_t old_slot,
+ItemStore::Impl::LeaseHandover ItemStore::Impl::EndLeaseLocked(const Shard& shard, uint64_t old_slot,
                                                                ItemFields* fields, const Times& t) const {
   LeaseHandover lease;
   if (!Has(old_slot, kItemTokenSent)) return lease;
