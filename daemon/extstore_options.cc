@@ -192,7 +192,7 @@ bool CheckExtstoreOptions(OptionParse* p) {
   if (ext.page_count() >= UINT16_MAX) {
     return init_fails("page_count must total to < 65536. Increase page_size or lower path sizes");
   }
-  ext.compact_as_1645 = s.latest();
+  ext.as_1645 = s.latest();
   if (ext.compact_under == 0) {
     // memcached: a quarter of the last ext_path's pages, for both thresholds
     // (1.6.45: a hundredth, at least 1).

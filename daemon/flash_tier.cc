@@ -32,6 +32,7 @@ std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const Exts
   config.flash = (*tier)->flash();
   config.flash_fetcher = tier->get();
   config.flash_reads_cached = true;
+  config.flash_as_1645 = ext.as_1645;
   auto store = std::make_unique<ItemStore>(config);
   if (!restoring) (*tier)->Start(store.get(), config.flash_tunables);
   return store;
@@ -108,8 +109,7 @@ bool FlashTier::WritePass(WalkCursor* idle_cursor) {
   const size_t headroom = std::max(kMinHeadroomBytes, store_->memory_limit() / 32);
   bool worked = false;
   for (int i = 0; i < kEvictionsPerPass && store_->EvictAhead(headroom); i++) worked = true;
-  FlashStore::Compaction compaction;
-  if (flash_->PickCompaction(*live_, &compaction) && store_->CompactFlashPage(compaction) > 0) worked = true;
+  if (store_->CompactFlash() > 0) worked = true;
   const uint32_t item_age = live_->item_age.load(std::memory_order_relaxed);
   if (item_age != UINT32_MAX) {
     for (int i = 0; i < kIdleStepsPerPass && !idle_cursor->done; i++) {

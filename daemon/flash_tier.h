@@ -3,8 +3,8 @@
 // parked reads wait for and hand them to ItemStore::FinishFlashReads, and one
 // writer, which keeps some of the -m budget free by evicting ahead of the
 // workers (the values eviction would drop move to flash:
-// ItemStore::EvictAhead), compacts fragmented pages (FlashStore::PickCompaction,
-// ItemStore::CompactFlashPage) and, with ext_item_age, moves idle values
+// ItemStore::EvictAhead), compacts fragmented pages (ItemStore::CompactFlash, on
+// FlashStore::PickCompaction's page) and, with ext_item_age, moves idle values
 // (ItemStore::MoveIdleToFlash). The writer naps between passes as memcached's
 // storage_write_thread does: halved after work, a little longer after each idle
 // pass (up to ext_max_sleep). Thread-safe.

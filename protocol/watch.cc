@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 
 #include "protocol/key.h"
@@ -151,6 +152,36 @@ uint32_t FormatStoreEvent(LogLine* line, const StoreEvent& e) {
           .Signed(e.ttl_s).Text(" clsid=").Number(static_cast<uint64_t>(e.slab_class))
           .Text(" size=").Number(e.value_len);
       return kWatchStampede;
+    case StoreEventKind::kFlashWrite:
+      line->Text("type=extwrite key=").Key(e.key).Text(e.fetched ? " fetch=yes" : " fetch=no")
+          .Text(" ttl=").Signed(e.ttl_s).Text(" la=").Signed(e.idle_s).Text(" clsid=")
+          .Number(static_cast<uint64_t>(e.slab_class)).Text(" bucket=").Number(e.bucket);
+      return kWatchEvictions;
+    case StoreEventKind::kCompactFragInfo: {
+      char ratio[32];   // memcached's %.2f
+      std::snprintf(ratio, sizeof(ratio), "%.2f", e.frag_ratio);
+      line->Text("type=compact_fraginfo ratio=").Text(ratio).Text(" bytes=").Number(e.frag_bytes);
+      return kWatchSysEvents;
+    }
+    case StoreEventKind::kCompactStart:
+      line->Text("type=compact_start id=").Number(e.page).Text(" version=").Number(e.page_version);
+      return kWatchSysEvents;
+    case StoreEventKind::kCompactReadStart:
+      line->Text("type=compact_read_start id=").Number(e.page).Text(" offset=").Number(e.offset);
+      return kWatchSysEvents;
+    case StoreEventKind::kCompactReadEnd:
+      // 1.6.45 adds the rescues that needed new memory and the values lost
+      // for want of it: herdless rewrites a value without either, so 0.
+      line->Text("type=compact_read_end id=").Number(e.page).Text(" offset=").Number(e.offset)
+          .Text(" rescues=").Number(e.rescues);
+      if (e.long_form) line->Text(" rescues_realloc=0");
+      line->Text(" lost=").Number(e.lost);
+      if (e.long_form) line->Text(" lost_oom=0");
+      line->Text(" skipped=").Number(e.skipped);
+      return kWatchSysEvents;
+    case StoreEventKind::kCompactEnd:
+      line->Text("type=compact_end id=").Number(e.page);
+      return kWatchSysEvents;
   }
   return 0;
 }
@@ -257,7 +288,12 @@ void WatchContext::Delete(std::string_view key, bool meta,
 
 void StoreEventLog::Sync(uint32_t watched_kinds) {
   uint32_t wanted = 0;
-  if (watched_kinds & kWatchEvictions) wanted |= Bit(StoreEventKind::kEviction);
+  if (watched_kinds & kWatchEvictions) wanted |= Bit(StoreEventKind::kEviction) | Bit(StoreEventKind::kFlashWrite);
+  if (watched_kinds & kWatchSysEvents) {
+    wanted |= Bit(StoreEventKind::kCompactFragInfo) | Bit(StoreEventKind::kCompactStart) |
+              Bit(StoreEventKind::kCompactReadStart) | Bit(StoreEventKind::kCompactReadEnd) |
+              Bit(StoreEventKind::kCompactEnd);
+  }
   if (watched_kinds & kWatchStampede) {
     wanted |= Bit(StoreEventKind::kLeaseGranted) | Bit(StoreEventKind::kLeaseFulfilled) |
               Bit(StoreEventKind::kLeaseTimedOut) | Bit(StoreEventKind::kStaleServed);

@@ -7,8 +7,8 @@
 //
 // This file names the kinds, parses the command's arguments, and formats
 // each event's body (what follows "gid=<n> "): memcached's item_get,
-// item_store, deleted, eviction, conn_new and conn_close lines, and herdless's
-// stampede stream (docs/operations.md). Keys are URI-encoded. Pure code: the
+// item_store, deleted, eviction, conn_new and conn_close lines, its flash
+// tier's extwrite and compaction lines, and herdless's stampede stream (docs/operations.md). Keys are URI-encoded. Pure code: the
 // buffers, threads and sockets are the daemon's.
 #ifndef HERDLESS_PROTOCOL_WATCH_H_
 #define HERDLESS_PROTOCOL_WATCH_H_
@@ -98,7 +98,8 @@ void FormatConnNew(LogLine* line, std::string_view ip, uint16_t port, ConnTransp
 void FormatConnClose(LogLine* line, std::string_view ip, uint16_t port, ConnTransport transport,
                      CloseReason reason, int fd);
 
-// Store events: memcached's eviction line, herdless's stampede lines.
+// Store events: memcached's eviction, extwrite and compaction (sysevents) lines,
+// herdless's stampede lines.
 // Returns the watch kind the event belongs to.
 uint32_t FormatStoreEvent(LogLine* line, const StoreEvent& e);
 

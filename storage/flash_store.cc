@@ -373,23 +373,28 @@ uint32_t FlashStore::free_pages() const {
   return n;
 }
 
-bool FlashStore::PickCompaction(const FlashTunables& live, Compaction* out) const {
+bool FlashStore::PickCompaction(const FlashTunables& live, Compaction* out, CompactionCheck* check) const {
   const uint32_t compact_under = live.compact_under.load(std::memory_order_relaxed);
   const uint32_t drop_under = live.drop_under.load(std::memory_order_relaxed);
   const double max_frag = live.max_frag.load(std::memory_order_relaxed);
   const bool drop_unread = live.drop_unread.load(std::memory_order_relaxed);
-  const bool as_1645 = settings_.compact_as_1645;
+  const bool as_1645 = settings_.as_1645;
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t free = 0;
   for (const Page& p : pages_) free += p.generation == 0 ? 1 : 0;
   // 1.6.45 compacts below the thresholds, 1.6.18 at them too.
   const auto under = [&](uint32_t threshold) { return as_1645 ? free < threshold : free <= threshold; };
-  if (free == pages_.size() || !under(compact_under)) return false;
+  if (free == pages_.size()) return false;
   // 1.6.18: fewer free pages lower the limit (a device filling up compacts
   // only its emptiest pages), and the oldest page under it goes first;
   // 1.6.45: a fixed limit, and the emptiest page under it goes first.
   const double rate = as_1645 ? max_frag : (1.0 - static_cast<double>(free) / pages_.size()) * max_frag;
   const double limit = static_cast<double>(settings_.page_size) * rate;
+  // 1.6.45 works the limit out (and logs it) before the free pages' check.
+  if (check != nullptr && (as_1645 || under(compact_under))) {
+    *check = {true, rate, static_cast<uint64_t>(limit)};
+  }
+  if (!under(compact_under)) return false;
   const Page* low = nullptr;
   const Page* lowest = nullptr;
   for (const Page& p : pages_) {
@@ -402,7 +407,7 @@ bool FlashStore::PickCompaction(const FlashTunables& live, Compaction* out) cons
   const bool drop = low == nullptr && lowest != nullptr && drop_unread && under(drop_under);
   const Page* chosen = low != nullptr ? low : (drop ? lowest : nullptr);
   if (chosen == nullptr) return false;
-  *out = {static_cast<uint32_t>(chosen - pages_.data()), chosen->generation, drop};
+  *out = {static_cast<uint32_t>(chosen - pages_.data()), chosen->generation, drop, settings_.wbuf_size};
   return true;
 }
 

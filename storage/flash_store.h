@@ -103,15 +103,24 @@ class FlashStore {
   // (page size x ext_max_frag x the used fraction of the device); failing
   // that, with ext_drop_unread and at most ext_drop_under pages free, the
   // oldest page, whose unread values may then be dropped (with
-  // compact_as_1645, 1.6.45's storage_compact_check: under the thresholds,
+  // as_1645, 1.6.45's storage_compact_check: under the thresholds,
   // not at them; a fixed limit of page size x ext_max_frag; the emptiest page
   // under it). Its live values should be written again (then Released) so the page frees up.
   struct Compaction {
     uint32_t page = 0;
     uint32_t generation = 0;
     bool drop_unread = false;
+    uint32_t read_size = 0;   // memcached reads a page back a write buffer at a time (0 = at once)
   };
-  bool PickCompaction(const FlashTunables& live, Compaction* out) const;
+  // The check itself, which memcached logs (compact_fraginfo): whether it got
+  // as far as a fragmentation limit (1.6.18: free pages at or under
+  // ext_compact_under; 1.6.45: any page in use), and that limit.
+  struct CompactionCheck {
+    bool ran = false;
+    double ratio = 0;        // of a page's size
+    uint64_t limit_bytes = 0;
+  };
+  bool PickCompaction(const FlashTunables& live, Compaction* out, CompactionCheck* check = nullptr) const;
   // What a compaction pass did with a page's live values (extstore_compact_*).
   void CountCompaction(uint64_t rescued, uint64_t lost, uint64_t skipped);
   // A full page's bytes, for FlashPageReader (compaction's walk); false if

@@ -452,6 +452,7 @@ size_t ItemStore::ParkOnFlash(const std::vector<std::string_view>& keys, const W
 }
 bool ItemStore::EvictAhead(size_t headroom) { return impl_->EvictAhead(headroom); }
 size_t ItemStore::CompactFlashPage(const FlashStore::Compaction& c) { return impl_->CompactFlashPage(c); }
+size_t ItemStore::CompactFlash() { return impl_->CompactFlash(); }
 size_t ItemStore::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s) {
   return impl_->MoveIdleToFlash(cursor, max_buckets, min_idle_s);
 }

@@ -99,6 +99,9 @@ struct StoreConfig {
   // ext_item_size and ext_recache_rate (0: never recache) as they are now (the
   // `extstore` command changes them); not owned; nullptr = memcached's defaults.
   const FlashTunables* flash_tunables = nullptr;
+  // -o compat=1.6.45 (ExtstoreSettings::as_1645): a value moved to flash keeps
+  // its item's fetched mark, and compaction's log lines have 1.6.45's fields.
+  bool flash_as_1645 = false;
 };
 
 // Which items an expiry crawl looks at (Crawl): size classes (bit c for class
@@ -288,8 +291,12 @@ class ItemStore {
   // Compaction (FlashStore::PickCompaction's page): the values of the page
   // that stubs still point at are written again and their stubs repointed
   // (with drop_unread, a value never read is dropped with its stub), so the
-  // page frees up. Returns the values moved or dropped.
+  // page frees up. Returns the values moved or dropped. CompactFlash picks
+  // the page on the flash tunables as they are now, then compacts it; both
+  // report memcached's compaction events (StoreEventKind::kCompact*; the
+  // check's at most once per ext_max_sleep, as often as memcached checks).
   size_t CompactFlashPage(const FlashStore::Compaction& c);
+  size_t CompactFlash();
 
   // True while warm fills of `key` are refused: a delete of it (any Delete,
   // found or not) is younger than StoreConfig::delete_holdoff_ms, a change

@@ -47,10 +47,12 @@ bool SameLocator(const FlashLocator& a, const FlashLocator& b) {
   return a.page == b.page && a.generation == b.generation && a.offset == b.offset;
 }
 
-// Values that may move: live, big enough, and no lease state to keep exact.
+// Values that may move: live values big enough. A stale value, or one whose
+// lease is out, moves as any other: its stub keeps the state bits, the CAS
+// (the lease token) and the lease's grant time, as memcached's header item
+// keeps ITEM_STALE and ITEM_TOKEN_SENT (1.6.45's ITEM_PRESERVE_FLAGS).
 bool Movable(uint64_t s, ItemView item, uint32_t min_size) {
-  return !item.is_flash_stub() && item.value_len() >= min_size &&
-         !Has(s, kItemTokenSent | kItemNeedsValue | kItemPlaceholder | kItemStale);
+  return !item.is_flash_stub() && item.value_len() >= min_size && !Has(s, kItemNeedsValue | kItemPlaceholder);
 }
 
 // memcached's ext_low_ttl rule: an item that expires within low_ttl seconds
@@ -58,6 +60,89 @@ bool Movable(uint64_t s, ItemView item, uint32_t min_size) {
 bool ShortLived(ItemView item, int64_t now_tick, uint32_t low_ttl) {
   return low_ttl != 0 && item.exptime() != 0 && TtlAt(item.exptime(), now_tick) < int64_t{low_ttl};
 }
+
+// memcached's log of a page's compaction (watch sysevents): compact_start,
+// then a compact_read_start and compact_read_end for each write buffer's worth
+// of the page (memcached reads it back so; here, the records that start in
+// that part and what became of them), then compact_end. Counts the pass
+// either way; with no sink it logs nothing.
+class CompactionLog {
+ public:
+  struct Part {
+    uint64_t rescues = 0, lost = 0, skipped = 0;
+  };
+
+  CompactionLog(StoreEventSink* sink, const FlashStore::Compaction& c, size_t page_bytes, bool long_form)
+      : sink_(sink), page_(c.page), part_bytes_(c.read_size != 0 ? c.read_size : page_bytes),
+        parts_((page_bytes + part_bytes_ - 1) / part_bytes_), long_form_(long_form) {
+    StoreEvent e = Event(StoreEventKind::kCompactStart);
+    e.page_version = c.generation;
+    Log(e);
+  }
+
+  // The record at [offset, end): the part it starts in, begun (and those
+  // before it ended) if need be.
+  Part& Reached(uint64_t offset, uint64_t end) {
+    while (next_part_ <= offset / part_bytes_) BeginPart();
+    end_in_part_ = std::min<uint64_t>(end - (next_part_ - 1) * part_bytes_, part_bytes_);
+    return part_;
+  }
+
+  // Ends the open part and logs the parts never reached (memcached reads the
+  // whole page), then compact_end. Returns the pass's counts.
+  Part Finish() {
+    while (next_part_ < parts_) BeginPart();
+    EndPart();
+    Log(Event(StoreEventKind::kCompactEnd));
+    return total_;
+  }
+
+ private:
+  StoreEvent Event(StoreEventKind kind) const {
+    StoreEvent e;
+    e.kind = kind;
+    e.page = page_;
+    return e;
+  }
+  void Log(const StoreEvent& e) {
+    if (sink_ != nullptr) sink_->OnEvent(e);
+  }
+  void BeginPart() {
+    EndPart();
+    StoreEvent e = Event(StoreEventKind::kCompactReadStart);
+    e.offset = next_part_ * part_bytes_;
+    Log(e);
+    next_part_++;
+    open_ = true;
+  }
+  void EndPart() {
+    if (!open_) return;
+    StoreEvent e = Event(StoreEventKind::kCompactReadEnd);
+    e.offset = end_in_part_;
+    e.rescues = part_.rescues;
+    e.lost = part_.lost;
+    e.skipped = part_.skipped;
+    e.long_form = long_form_;
+    Log(e);
+    total_.rescues += part_.rescues;
+    total_.lost += part_.lost;
+    total_.skipped += part_.skipped;
+    part_ = Part{};
+    end_in_part_ = 0;
+    open_ = false;
+  }
+
+  StoreEventSink* const sink_;
+  const uint32_t page_;
+  const uint64_t part_bytes_;
+  const uint64_t parts_;
+  const bool long_form_;
+  uint64_t next_part_ = 0;
+  bool open_ = false;
+  uint64_t end_in_part_ = 0;
+  Part part_;
+  Part total_;
+};
 
 }  // namespace
 
@@ -79,8 +164,16 @@ void ItemStore::Impl::MoveClassLocked(Shard& shard, ItemView from, ItemView to) 
 }
 
 bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const FlashLocator& where, int64_t now_s,
-                                       bool at_main_tail, uint8_t freq) {
+                                       bool at_main_tail, uint8_t freq, bool low_ttl) {
   const ItemView item = ItemAt(*slot);
+  // memcached's extwrite line, about the item as it was in RAM.
+  StoreEvent written;
+  if (Watching(StoreEventKind::kFlashWrite)) {
+    written = EventAbout(StoreEventKind::kFlashWrite, item, Now().now_tick);
+    written.fetched = Has(*slot, kItemFetched);
+    written.idle_s = now_s - item.last_access();
+    written.bucket = low_ttl ? kFlashBucketLowTtl : 0;
+  }
   ItemFields fields = item.Fields();
   fields.flash_stub = true;
   fields.value_len = kFlashStubValueBytes;
@@ -99,9 +192,14 @@ bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const Flash
   EncodeStubValue(stub.value_data(), where, item.value_len());
   MoveClassLocked(shard, item, stub);
   RepointLocked(shard, slot, placed, stub, freq);
-  // As memcached's new header item: "read" counts from the move on, so a
-  // recache (or compaction's drop_unread) looks at reads of the value on flash.
-  *slot = slot::WithState(*slot, slot::State(*slot) & ~kItemFetched);
+  // As memcached 1.6.18's new header item: "read" counts from the move on, so
+  // a recache (or compaction's drop_unread) looks at reads of the value on
+  // flash. 1.6.45's header item keeps the mark (ITEM_PRESERVE_FLAGS).
+  if (!config_.flash_as_1645) *slot = slot::WithState(*slot, slot::State(*slot) & ~kItemFetched);
+  if (written.kind == StoreEventKind::kFlashWrite) {
+    written.key = stub.key();
+    config_.events->OnEvent(written);
+  }
   return true;
 }
 
@@ -111,7 +209,7 @@ bool ItemStore::Impl::DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, 
   FlashLocator where;
   const bool low_ttl = ShortLived(item, Now().now_tick, flash_tunables().low_ttl.load(std::memory_order_relaxed));
   if (!config_.flash->Write(item.key(), item.cas(), item.value(), &where, low_ttl)) return false;
-  if (SwapToStubLocked(shard, slot, where, now_s, /*at_main_tail=*/true, freq)) return true;
+  if (SwapToStubLocked(shard, slot, where, now_s, /*at_main_tail=*/true, freq, low_ttl)) return true;
   config_.flash->Release(where, item.key_len(), item.value_len());
   return false;
 }
@@ -409,10 +507,12 @@ size_t ItemStore::Impl::CompactFlashPage(const FlashStore::Compaction& c) {
   if (config_.flash == nullptr || !config_.flash->ReadPage(c.page, &bytes)) return 0;
   FlashPageReader reader(bytes);
   if (!reader.valid() || reader.generation() != c.generation) return 0;
-  uint64_t rescued = 0, lost = 0, skipped = 0;
+  CompactionLog log(Watching(StoreEventKind::kCompactStart) ? config_.events : nullptr, c, bytes.size(),
+                    config_.flash_as_1645);
   FlashRecord record;
   uint32_t offset;
   while (reader.Next(&record, &offset)) {
+    CompactionLog::Part& part = log.Reached(offset, offset + FlashRecordSize(record.key.size(), record.value.size()));
     const FlashLocator old{c.page, c.generation, offset};
     const uint64_t hash = HashKey(record.key);
     Shard& shard = ShardFor(hash);
@@ -423,12 +523,12 @@ size_t ItemStore::Impl::CompactFlashPage(const FlashStore::Compaction& c) {
       ShardLock lock(this, shard);
       const Found f = LookupLocked(shard, record.key, hash, Now());
       if (!still_there(f)) {
-        skipped++;
+        part.skipped++;
         continue;
       }
       if (c.drop_unread && !Has(*f.slot, kItemFetched)) {
         UnlinkLocked(shard, f.slot);   // releases the record
-        lost++;
+        part.lost++;
         continue;
       }
     }
@@ -438,16 +538,38 @@ size_t ItemStore::Impl::CompactFlashPage(const FlashStore::Compaction& c) {
     const Found f = LookupLocked(shard, record.key, hash, Now());
     if (!still_there(f)) {
       config_.flash->Release(where, record.key.size(), static_cast<uint32_t>(record.value.size()));
-      skipped++;
+      part.skipped++;
       continue;
     }
     const ItemView stub = ItemAt(*f.slot);
     ReleaseFlashLocked(stub);
     EncodeStubValue(stub.value_data(), where, StubValueLength(stub));
-    rescued++;
+    part.rescues++;
   }
-  config_.flash->CountCompaction(rescued, lost, skipped);
-  return rescued + lost;
+  const CompactionLog::Part total = log.Finish();
+  config_.flash->CountCompaction(total.rescues, total.lost, total.skipped);
+  return total.rescues + total.lost;
+}
+
+size_t ItemStore::Impl::CompactFlash() {
+  if (config_.flash == nullptr) return 0;
+  FlashStore::Compaction c;
+  FlashStore::CompactionCheck check;
+  const bool picked = config_.flash->PickCompaction(flash_tunables(), &c, &check);
+  if (check.ran && Watching(StoreEventKind::kCompactFragInfo)) {
+    // memcached checks once a compaction pass, at most every ext_max_sleep
+    // while idle; this writer may pass far more often.
+    const int64_t now_us = Now().now_us;
+    if (now_us - fraginfo_logged_us_ >= int64_t{flash_tunables().max_sleep_us.load(std::memory_order_relaxed)}) {
+      fraginfo_logged_us_ = now_us;
+      StoreEvent e;
+      e.kind = StoreEventKind::kCompactFragInfo;
+      e.frag_ratio = check.ratio;
+      e.frag_bytes = check.limit_bytes;
+      config_.events->OnEvent(e);
+    }
+  }
+  return picked ? CompactFlashPage(c) : 0;
 }
 
 void ItemStore::Impl::DropFetched() {
@@ -507,7 +629,7 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
     uint64_t* slot = shard.index.FindLocation(c.hash, slot::Segment(c.slot), slot::Offset(c.slot));
     if (slot != nullptr && ItemAt(*slot).cas() == c.cas &&
         Movable(*slot, ItemAt(*slot), min_size) &&
-        SwapToStubLocked(shard, slot, where, t.now_s, /*at_main_tail=*/false, slot::Freq(*slot))) {
+        SwapToStubLocked(shard, slot, where, t.now_s, /*at_main_tail=*/false, slot::Freq(*slot), c.short_lived)) {
       moved++;
     } else {
       config_.flash->Release(where, item.key_len(), item.value_len());

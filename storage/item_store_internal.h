@@ -150,6 +150,7 @@ class ItemStore::Impl {
   bool EvictAhead(size_t headroom);
   size_t MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, uint32_t min_idle_s);
   size_t CompactFlashPage(const FlashStore::Compaction& c);
+  size_t CompactFlash();
   StoreResult Store(const StoreRequest& req);
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);
@@ -398,10 +399,11 @@ class ItemStore::Impl {
   // Moves an item's class counts (items, bytes, memcached's bytes) from
   // `from`'s class to `to`'s, before RepointLocked swaps one for the other.
   static void MoveClassLocked(Shard& shard, ItemView from, ItemView to);
-  // The stub replacing the slot's item, whose value is at `where` (CAS unchanged).
-  // At M's tail with `freq` (eviction's copies, beyond the limit if need be), or placed as a new item.
+  // The stub replacing the slot's item, whose value is at `where` (CAS unchanged;
+  // `low_ttl`: on a low-TTL page). At M's tail with `freq` (eviction's copies,
+  // beyond the limit if need be), or placed as a new item.
   bool SwapToStubLocked(Shard& shard, uint64_t* slot, const FlashLocator& where, int64_t now_s,
-                        bool at_main_tail, uint8_t freq);
+                        bool at_main_tail, uint8_t freq, bool low_ttl);
 
   // Maintenance (item_store_admin.cc).
   size_t SweepAll(int64_t flushed_before);
@@ -425,6 +427,7 @@ class ItemStore::Impl {
   std::atomic<int64_t> flush_deadline_{0};  // pending delayed flush (store seconds), 0 = none
   std::atomic<int64_t> flush_swept_{0};     // the deadline ReclaimExpired already applied
   std::atomic<uint64_t> crawler_passes_{0};
+  int64_t fraginfo_logged_us_ = 0;          // CompactFlash's last compact_fraginfo (the writer's thread only)
   // Size histogram (TrackSizes): 32-byte buckets; a shard counts its items
   // into it while its track_sizes is set (both changed under its lock).
   mutable std::mutex sizes_mu_;             // serialises TrackSizes

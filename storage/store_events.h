@@ -1,6 +1,6 @@
 // StoreEventSink: what the store reports as it happens, for whoever watches
-// it (the daemon's `watch` streams: evictions, and herdless's stampede
-// stream). The store calls OnEvent under a shard lock, on the thread that
+// it (the daemon's `watch` streams: evictions, memcached's flash tier system
+// events, and herdless's stampede stream). The store calls OnEvent under a shard lock, on the thread that
 // caused the event: an implementation must be quick, must never block and
 // must not call the store. Wants() is one relaxed load, so while nobody
 // watches an event site costs a load and a branch. Knows no wire format.
@@ -19,6 +19,13 @@ enum class StoreEventKind : uint8_t {
   kLeaseFulfilled,  // a new value ended a live lease
   kLeaseTimedOut,   // a lease outlived the lease timeout: the next reader takes it over
   kStaleServed,     // a reader was given a stale value
+  // The flash tier (-o ext_path), memcached's extstore log lines.
+  kFlashWrite,         // a value moved to flash (memcached's extwrite)
+  kCompactFragInfo,    // a compaction check: its fragmentation limit
+  kCompactStart,       // a page's compaction began
+  kCompactReadStart,   // one write buffer's worth of the page is read back
+  kCompactReadEnd,     // ... and its values rescued, dropped or skipped
+  kCompactEnd,         // the page's compaction ended
 };
 
 // Why a reader won a lease.
@@ -44,6 +51,19 @@ struct StoreEvent {
   uint64_t previous_token = 0;   // kLeaseTimedOut: the token that died
   LeaseReason reason = LeaseReason::kMiss;   // kLeaseGranted
   uint32_t held_ms = 0;          // kLeaseFulfilled, kLeaseTimedOut: how long it was held
+  // kFlashWrite: the page bucket it went to (0, or 3 for ext_low_ttl's), and
+  // `fetched`, `idle_s` as for kEviction.
+  uint32_t bucket = 0;
+  // The compaction kinds. `offset` is the part's start in the page
+  // (kCompactReadStart) or how far into the part the records went
+  // (kCompactReadEnd); `long_form` asks for 1.6.45's read_end fields.
+  uint32_t page = 0;
+  uint64_t page_version = 0;
+  uint64_t offset = 0;
+  uint64_t rescues = 0, lost = 0, skipped = 0;
+  bool long_form = false;
+  double frag_ratio = 0;         // kCompactFragInfo: the share of a page ...
+  uint64_t frag_bytes = 0;       // ... and its bytes, live data under which a page is compacted
 };
 
 class StoreEventSink {

@@ -9,6 +9,7 @@ and a binary get; a delete or an overwrite of a value on flash; the flash counte
 extstore_* lines where memcached prints them; a small file that fills up degrades to misses;
 corrupted file bytes read as misses counted in badcrc_from_extstore, never as a wrong value.
 The runtime `extstore` command: memcached's replies and settings, and its effect on the tier.
+`watch evictions sysevents`: memcached's extwrite and compaction lines.
 """
 
 import os
@@ -382,6 +383,30 @@ def check_recache(results):
             os.remove(path)
 
 
+def check_stale_moves(results):
+    """A stale value (md I) moves to flash and stays stale: the first mg after the move wins the
+    recompute (W), the next sees it taken (Z). Default: read before the move does not count (h0),
+    as 1.6.18's new header item; -o compat=1.6.45: it does (h1), as 1.6.45's, whose lines these
+    are (recorded from memcached 1.6.45 on 2026-12-05). memcached 1.6.18 itself loses the stale
+    mark in the move (its first mg answers `HD h0`, a fresh value): not reproduced."""
+    for extra, first in (([], b"HD h0 X W\r\n"), (["-o", "compat=1.6.45"], b"HD h1 X W\r\n")):
+        path = flash_file("stale")
+        ours = harness.start_herdless(["-m", "8", "-o", FLASH_OPTS + ",ext_path=%s:16m" % path] + extra)
+        try:
+            with harness.Conn(ours.port) as c:
+                set_all(c, [0])
+                results.equal(c.call(b"mg k0 h\r\n"), b"HD h0\r\n", "read once in RAM")
+                results.equal(c.call(b"md k0 I\r\n"), b"HD\r\n", "invalidated")
+                results.check(wait_written(c, 1) >= 1, "the stale value moved to flash")
+                results.equal(c.call(b"mg k0 h\r\n"), first, "%r: a stale value on flash: the first mg wins" % extra)
+                results.equal(c.call(b"mg k0 h\r\n"), b"HD h1 Z X\r\n", "%r: the next sees the win taken" % extra)
+                results.equal(get_value(c, b"k0"), value_of(0), "its value read back from flash")
+        finally:
+            ours.stop()
+            if os.path.exists(path):
+                os.remove(path)
+
+
 def check_full_file(results):
     """A file far smaller than what is stored: its oldest pages go, their values miss."""
     path = flash_file("full")
@@ -406,6 +431,104 @@ def check_full_file(results):
         ours.stop()
         if os.path.exists(path):
             os.remove(path)
+
+
+# memcached's extstore log lines (logger.c), in `watch evictions` and `watch sysevents`.
+LOG_LINE = re.compile(
+    rb"ts=\d+\.\d+ gid=\d+ type=(?:"
+    rb"extwrite key=(?P<key>\S+) fetch=(?:yes|no) ttl=-?\d+ la=\d+ clsid=(?P<cls>\d+) bucket=\d+"
+    rb"|compact_fraginfo ratio=(?P<ratio>\d+\.\d\d) bytes=\d+"
+    rb"|compact_start id=(?P<start>\d+) version=\d+"
+    rb"|compact_read_start id=\d+ offset=(?P<offset>\d+)"
+    rb"|compact_read_end id=\d+ offset=\d+ rescues=(?P<rescues>\d+) lost=\d+ skipped=\d+"
+    rb"|compact_end id=(?P<end>\d+)"
+    rb"|compact_abort id=\d+)\r?\n")   # memcached's only
+
+
+def log_lines(watcher, until, timeout=30.0):
+    """The watcher's lines, read until one matches `until` (a regex) or `timeout` passes."""
+    lines = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            lines.append(watcher.recv_line())
+        except TimeoutError:
+            break
+        if re.search(until, lines[-1]):
+            break
+    return lines
+
+
+def compaction_shape(lines):
+    """The line types of the first whole compaction (compact_start to its compact_end), the
+    read_start offsets, and the rescues its read_end lines count."""
+    types, offsets, rescues, inside = [], [], 0, False
+    for line in lines:
+        m = LOG_LINE.fullmatch(line)
+        if m is None:
+            continue
+        kind = line.split(b" type=")[1].split(b" ")[0]
+        if m.group("start") is not None:
+            inside = True
+        if not inside:
+            continue
+        types.append(kind)
+        if m.group("offset") is not None:
+            offsets.append(int(m.group("offset")))
+        if m.group("rescues") is not None:
+            rescues += int(m.group("rescues"))
+        if m.group("end") is not None:
+            break
+    return types, offsets, rescues
+
+
+def check_log_lines(results):
+    """`watch evictions sysevents` on both servers, the same work: a line per value moved to
+    flash (extwrite, with memcached's class of the value's item), the compaction check's
+    fraginfo, and a fragmented page's compaction, in memcached's words. herdless's compaction
+    reads the page a write buffer at a time as memcached's (compact_start, a read_start and
+    read_end for each 2 MB of the 4 MB page, compact_end); memcached's own pass may stop early
+    (compact_abort, when the page frees up under it), so its lines are compared by form only."""
+    opts = ("ext_page_size=4,ext_wbuf_size=2,ext_item_size=512,ext_item_age=1,ext_max_sleep=20000,"
+            "ext_compact_under=4,ext_max_frag=0.9,ext_path=%s:16m")
+    paths = [flash_file("log"), flash_file("log") + ".mc"]
+    servers = [harness.start_herdless(["-m", "8", "-o", opts % paths[0]]),
+               harness.start_memcached(["-m", "8", "-o", opts % paths[1]])]
+    try:
+        seen = []
+        for server, until in zip(servers, (rb"type=compact_end", rb"type=compact_read_end")):
+            with harness.Conn(server.port) as c, harness.Conn(server.port, timeout=30.0) as watcher:
+                results.equal(watcher.call(b"watch evictions sysevents\r\n"), b"OK\r\n", "watch")
+                set_all(c, range(1500))
+                results.check(wait_written(c, 1500, timeout=30.0) >= 1500, "1500 values moved to flash")
+                for i in range(1500):   # every page about a third live: under the limit (0.45 of a page)
+                    if i % 3 != 0:
+                        c.call(b"delete k%d\r\n" % i)
+                seen.append(log_lines(watcher, until))
+        ours, ref = seen
+        results.equal([line for line in ours if LOG_LINE.fullmatch(line) is None], [],
+                      "herdless: every line one of memcached's extstore lines")
+        # memcached's other system events (lru_crawler, slab_move) are not the flash tier's.
+        results.equal([line for line in ref if re.search(rb" type=(extwrite|compact_)", line)
+                       and LOG_LINE.fullmatch(line) is None], [], "memcached: its extstore lines as expected")
+        for name, lines in (("herdless", ours), ("memcached", ref)):
+            for kind in (b"compact_fraginfo", b"compact_start", b"compact_read_start", b"compact_read_end"):
+                results.check(any(b" type=" + kind + b" " in line for line in lines), "%s: %s lines" % (name, kind))
+        classes = [{m.group("key"): m.group("cls") for m in map(LOG_LINE.fullmatch, lines)
+                    if m is not None and m.group("key") is not None} for lines in seen]
+        results.equal(len(classes[0]), 1500, "an extwrite line for each value moved")
+        results.equal(classes[0], classes[1], "extwrite: the same keys and classes as memcached's")
+        types, offsets, rescues = compaction_shape(ours)
+        results.equal(types, [b"compact_start"] + [b"compact_read_start", b"compact_read_end"] * 2 + [b"compact_end"],
+                      "a compaction's lines")
+        results.equal(offsets, [0, 2097152], "a compaction reads the page a write buffer at a time")
+        results.check(rescues > 0, "the compaction's read_end lines count its rescues", repr(ours[-6:]))
+    finally:
+        for server in servers:
+            server.stop()
+        for p in paths:
+            if os.path.exists(p):
+                os.remove(p)
 
 
 def check_corrupted_file(results):
@@ -453,8 +576,10 @@ def body(results):
     check_sizes_1645_refuses(results)
     check_round_trip(results)
     check_recache(results)
+    check_stale_moves(results)
     check_full_file(results)
     check_corrupted_file(results)
+    check_log_lines(results)
     if os.path.exists(FLASH):
         os.remove(FLASH)
 

@@ -350,18 +350,26 @@ TEST_F(FlashStoreTest, CompactionPicksMemcachedsPage) {
 
 // -o compat=1.6.45: 1.6.45's storage_compact_check compacts under
 // ext_compact_under (not at it) and takes the emptiest page under a fixed
-// limit (page size x ext_max_frag) where 1.6.18 takes the oldest.
+// limit (page size x ext_max_frag) where 1.6.18 takes the oldest. The check
+// (what memcached logs as compact_fraginfo) gets as far as the limit with
+// any page in use in 1.6.45, at most ext_compact_under pages free in 1.6.18,
+// where the limit shrinks with the free pages (here 1 of 4).
 TEST_F(FlashStoreTest, Compat1645CompactsTheEmptiestPage) {
   struct Case {
     bool as_1645;
     uint32_t compact_under;
     int picked;   // -1: none
+    bool checked;
+    double ratio;
   };
-  const Case cases[] = {{false, 2, 0}, {true, 2, 1}, {false, 1, 0}, {true, 1, -1}};
+  const double frag = settings_.max_frag;
+  const Case cases[] = {{false, 2, 0, true, 0.75 * frag}, {true, 2, 1, true, frag},
+                        {false, 1, 0, true, 0.75 * frag}, {true, 1, -1, true, frag},
+                        {false, 0, -1, false, 0},         {true, 0, -1, true, frag}};
   for (const Case& c : cases) {
     Make(4);
     ExtstoreSettings s = settings_;
-    s.compact_as_1645 = c.as_1645;
+    s.as_1645 = c.as_1645;
     s.compact_under = c.compact_under;
     std::string error;
     auto store = FlashStore::Open(s, &error);   // empties the file Make made
@@ -383,11 +391,16 @@ TEST_F(FlashStoreTest, Compat1645CompactsTheEmptiestPage) {
       }
     }
     FlashStore::Compaction got;
-    const bool any = store->PickCompaction(FlashTunables(s), &got);
+    FlashStore::CompactionCheck check;
+    const bool any = store->PickCompaction(FlashTunables(s), &got, &check);
     EXPECT_EQ(any, c.picked >= 0) << c.as_1645 << " " << c.compact_under;
     if (any && c.picked >= 0) {
       EXPECT_EQ(got.page, static_cast<uint32_t>(c.picked)) << c.as_1645;
+      EXPECT_EQ(got.read_size, s.wbuf_size);
     }
+    EXPECT_EQ(check.ran, c.checked) << c.as_1645 << " " << c.compact_under;
+    EXPECT_DOUBLE_EQ(check.ratio, c.ratio) << c.as_1645 << " " << c.compact_under;
+    EXPECT_EQ(check.limit_bytes, static_cast<uint64_t>(s.page_size * c.ratio));
   }
 }
 

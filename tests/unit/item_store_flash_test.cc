@@ -32,6 +32,25 @@ class RecordingFetcher final : public FlashFetcher {
   int calls = 0;
 };
 
+// Keeps the store's events (their keys copied: valid during OnEvent only).
+class RecordingEvents final : public StoreEventSink {
+ public:
+  void OnEvent(const StoreEvent& e) override {
+    events.push_back(e);
+    keys.emplace_back(e.key);
+    events.back().key = std::string_view();
+  }
+  std::vector<StoreEvent> Of(StoreEventKind kind) const {
+    std::vector<StoreEvent> out;
+    for (const StoreEvent& e : events) {
+      if (e.kind == kind) out.push_back(e);
+    }
+    return out;
+  }
+  std::vector<StoreEvent> events;
+  std::vector<std::string> keys;
+};
+
 class CountingSink final : public LeaseWakeSink {
  public:
   void Wake(const WaitTicket&) override { ++woken; }
@@ -71,6 +90,8 @@ class ItemStoreFlashTest : public ::testing::Test {
     config.flash_reads_cached = reads_cached_;
     tunables_.recache_rate.store(recache_rate_);
     config.flash_tunables = &tunables_;
+    config.flash_as_1645 = as_1645_;
+    config.events = &events_;
     store_ = std::make_unique<ItemStore>(config);
   }
   void TearDown() override {
@@ -131,9 +152,18 @@ class ItemStoreFlashTest : public ::testing::Test {
   WaitTicket ticket_{0, 1, 1};
   uint32_t recache_rate_ = 2000;   // ext_recache_rate's default
   bool reads_cached_ = false;      // StoreConfig::flash_reads_cached
+  bool as_1645_ = false;           // StoreConfig::flash_as_1645
+  RecordingEvents events_;         // records only what a test asks for (SetWanted)
   FlashTunables tunables_;         // what `extstore` changes at run time
   std::unique_ptr<FlashStore> flash_;
   std::unique_ptr<ItemStore> store_;
+
+  size_t MoveIdle() {
+    WalkCursor cursor;
+    size_t moved = 0;
+    while (!cursor.done) moved += store_->MoveIdleToFlash(&cursor, 64, /*min_idle_s=*/2);
+    return moved;
+  }
 };
 
 TEST_F(ItemStoreFlashTest, EvictedValuesMoveToFlashAndReadBackByteForByte) {
@@ -564,6 +594,137 @@ TEST_F(ItemStoreFlashTest, ReadsBeforeTheMoveDoNotCountForRecache) {
   EXPECT_EQ(store_->Stats().recache_from_extstore, 0u);
   EXPECT_EQ(ValueRead(0), ValueOf(0));   // read before, lately: recached
   EXPECT_EQ(store_->Stats().recache_from_extstore, 1u);
+}
+
+// memcached 1.6.45's header item keeps ITEM_FETCHED (ITEM_PRESERVE_FLAGS):
+// under -o compat=1.6.45 a value read in RAM lately is recached on its first
+// read from flash.
+class ItemStoreFlash1645Test : public ItemStoreFlashTest {
+ protected:
+  ItemStoreFlash1645Test() { as_1645_ = true; }
+};
+
+TEST_F(ItemStoreFlash1645Test, ReadsBeforeTheMoveCountForRecache) {
+  tunables_.recache_rate.store(1);
+  Set(0);
+  Set(1);
+  ASSERT_EQ(Read(KeyOf(0)).status, ReadStatus::kHit);   // read in RAM; key 1 never
+  clock_.AdvanceSeconds(5);
+  ASSERT_EQ(MoveIdle(), 2u);
+  EXPECT_EQ(ValueRead(0), ValueOf(0));
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 1u);
+  EXPECT_EQ(ValueRead(1), ValueOf(1));   // its first read: not recached
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 1u);
+}
+
+// A stale value whose lease is out moves to flash as any other (memcached's
+// header item keeps ITEM_STALE and ITEM_TOKEN_SENT): read back from flash it
+// is still stale, with its CAS, and the lease still held by its winner.
+TEST_F(ItemStoreFlashTest, AStaleValueWithItsLeaseOutMovesAndStaysSo) {
+  Set(0);
+  const std::string key = KeyOf(0);
+  DeleteRequest invalidate;
+  invalidate.key = key;
+  invalidate.mark_stale = true;
+  ASSERT_EQ(store_->Delete(invalidate), DeleteStatus::kDeleted);
+  ReadOptions meta;
+  meta.kind = ReadKind::kMeta;
+  meta.flash_park = &ticket_;
+  const ReadResult winner = store_->Read(key, meta);
+  ASSERT_EQ(winner.status, ReadStatus::kHit);
+  EXPECT_TRUE(winner.stale);
+  EXPECT_EQ(winner.lease, LeaseVerdict::kWin);
+  clock_.AdvanceSeconds(3);   // idle past ext_item_age 2, within the 5 s lease
+  ASSERT_EQ(MoveIdle(), 1u);
+  ReadResult r = store_->Read(key, meta);
+  ASSERT_TRUE(r.parked);
+  RunFetches();
+  r = store_->Read(key, meta);
+  ASSERT_EQ(r.status, ReadStatus::kHit);
+  EXPECT_FALSE(r.parked);
+  EXPECT_TRUE(r.on_flash);
+  EXPECT_EQ(std::string(r.value), ValueOf(0));
+  EXPECT_TRUE(r.stale);
+  EXPECT_EQ(r.lease, LeaseVerdict::kHeld);
+  EXPECT_EQ(r.cas, winner.cas);
+}
+
+// memcached's extwrite line for each value that moves (watch evictions):
+// about the item as it was in RAM, with the page bucket it went to.
+TEST_F(ItemStoreFlashTest, EachMoveIsReportedWithItsBucket) {
+  events_.SetWanted(StoreEventSink::Bit(StoreEventKind::kFlashWrite));
+  tunables_.low_ttl.store(60);
+  Set(0);
+  const std::string key = KeyOf(1);
+  const std::string value = ValueOf(1);
+  StoreRequest short_lived;
+  short_lived.key = key;
+  short_lived.value = value;
+  short_lived.exptime = 30;
+  ASSERT_EQ(store_->Store(short_lived).status, StoreStatus::kStored);
+  ASSERT_EQ(Read(KeyOf(0)).status, ReadStatus::kHit);
+  clock_.AdvanceSeconds(5);
+  ASSERT_EQ(MoveIdle(), 2u);
+  ASSERT_EQ(events_.events.size(), 2u);
+  for (size_t n = 0; n < 2; ++n) {
+    const StoreEvent& e = events_.events[n];
+    const bool first = events_.keys[n] == KeyOf(0);
+    EXPECT_TRUE(first || events_.keys[n] == KeyOf(1)) << events_.keys[n];
+    EXPECT_EQ(e.kind, StoreEventKind::kFlashWrite);
+    EXPECT_EQ(e.fetched, first);
+    EXPECT_EQ(e.bucket, first ? 0u : kFlashBucketLowTtl);
+    EXPECT_EQ(e.ttl_s, first ? -1 : 25);
+    EXPECT_EQ(e.idle_s, 5);
+    EXPECT_EQ(e.value_len, kValueLen);
+  }
+}
+
+// memcached's compaction lines (watch sysevents): compact_start, then a
+// read_start and read_end for each write buffer's worth of the page (16 of
+// 64 KiB in a 1 MiB page), whose counts add up to the pass's, then compact_end.
+TEST_F(ItemStoreFlashTest, ACompactionIsReportedAWriteBufferAtATime) {
+  Fill(2000);
+  const int i = FirstOnFlash(2000);
+  ASSERT_GE(i, 0);
+  const FlashLocator at = fetcher_.fetches.back().where;
+  RunFetches();
+  for (int k = 0; k < 2000; k += 2) {
+    DeleteRequest del;
+    const std::string key = KeyOf(k);
+    del.key = key;
+    store_->Delete(del);
+  }
+  events_.SetWanted(~uint32_t{0});
+  const FlashStats before = flash_->Stats();
+  ASSERT_GT(store_->CompactFlashPage({at.page, at.generation, false, 64u << 10}), 0u);
+  const FlashStats after = flash_->Stats();
+  std::vector<StoreEventKind> kinds;
+  for (const StoreEvent& e : events_.events) {
+    if (e.kind != StoreEventKind::kEviction) kinds.push_back(e.kind);
+  }
+  ASSERT_EQ(kinds.size(), 2u + 2 * 16);
+  EXPECT_EQ(kinds.front(), StoreEventKind::kCompactStart);
+  EXPECT_EQ(kinds.back(), StoreEventKind::kCompactEnd);
+  const std::vector<StoreEvent> starts = events_.Of(StoreEventKind::kCompactReadStart);
+  const std::vector<StoreEvent> ends = events_.Of(StoreEventKind::kCompactReadEnd);
+  ASSERT_EQ(starts.size(), 16u);
+  ASSERT_EQ(ends.size(), 16u);
+  uint64_t rescues = 0, skipped = 0;
+  for (size_t n = 0; n < 16; ++n) {
+    EXPECT_EQ(kinds[1 + 2 * n], StoreEventKind::kCompactReadStart);
+    EXPECT_EQ(kinds[2 + 2 * n], StoreEventKind::kCompactReadEnd);
+    EXPECT_EQ(starts[n].page, at.page);
+    EXPECT_EQ(starts[n].offset, n * (64u << 10));
+    EXPECT_LE(ends[n].offset, 64u << 10);
+    EXPECT_FALSE(ends[n].long_form);
+    rescues += ends[n].rescues;
+    skipped += ends[n].skipped;
+  }
+  EXPECT_EQ(events_.Of(StoreEventKind::kCompactStart)[0].page_version, at.generation);
+  EXPECT_EQ(rescues, after.compact_rescues - before.compact_rescues);
+  EXPECT_EQ(skipped, after.compact_skipped - before.compact_skipped);
+  EXPECT_GT(rescues, 0u);
+  EXPECT_GT(skipped, 0u);
 }
 
 // ext_low_ttl: a value whose item expires within it moves to the low-TTL

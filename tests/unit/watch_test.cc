@@ -82,12 +82,76 @@ TEST(WatchTest, FormatsTheStampedeStream) {
   EXPECT_EQ(woken.view(), "type=reader_woken key=hot token=43 waited_ms=17 cfd=8");
 }
 
+// memcached's extstore lines (logger.c: LOGGER_EXTSTORE_WRITE, LOGGER_COMPACT_*),
+// 1.6.18's and 1.6.45's compact_read_end.
+TEST(WatchTest, FormatsTheFlashTierLines) {
+  struct Case {
+    StoreEventKind kind;
+    bool long_form;
+    uint32_t want_kind;
+    std::string want;
+  };
+  const Case cases[] = {
+      {StoreEventKind::kFlashWrite, false, kWatchEvictions,
+       "type=extwrite key=a%20b fetch=yes ttl=-1 la=7 clsid=12 bucket=3"},
+      {StoreEventKind::kCompactFragInfo, false, kWatchSysEvents, "type=compact_fraginfo ratio=0.67 bytes=5629499"},
+      {StoreEventKind::kCompactStart, false, kWatchSysEvents, "type=compact_start id=4 version=9"},
+      {StoreEventKind::kCompactReadStart, false, kWatchSysEvents, "type=compact_read_start id=4 offset=2097152"},
+      {StoreEventKind::kCompactReadEnd, false, kWatchSysEvents,
+       "type=compact_read_end id=4 offset=2097152 rescues=5 lost=1 skipped=2"},
+      {StoreEventKind::kCompactReadEnd, true, kWatchSysEvents,
+       "type=compact_read_end id=4 offset=2097152 rescues=5 rescues_realloc=0 lost=1 lost_oom=0 skipped=2"},
+      {StoreEventKind::kCompactEnd, false, kWatchSysEvents, "type=compact_end id=4"},
+  };
+  for (const Case& c : cases) {
+    StoreEvent e;
+    e.kind = c.kind;
+    e.key = "a b";
+    e.fetched = true;
+    e.ttl_s = -1;
+    e.idle_s = 7;
+    e.slab_class = 12;
+    e.bucket = 3;
+    e.page = 4;
+    e.page_version = 9;
+    e.offset = 2097152;
+    e.rescues = 5;
+    e.lost = 1;
+    e.skipped = 2;
+    e.long_form = c.long_form;
+    e.frag_ratio = 0.671;
+    e.frag_bytes = 5629499;
+    LogLine line;
+    EXPECT_EQ(FormatStoreEvent(&line, e), c.want_kind) << c.want;
+    EXPECT_EQ(line.view(), c.want);
+  }
+}
+
 class RecordingLog final : public WatchLog {
  public:
   explicit RecordingLog(uint32_t kinds) { SetWatched(kinds); }
   void Write(uint32_t, std::string_view body) override { lines.emplace_back(body); }
   std::vector<std::string> lines;
 };
+
+// `watch sysevents` asks the store for the compaction events, `watch
+// evictions` for evictions and moves to flash.
+TEST(WatchTest, TheWatchedKindsPickTheStoreEvents) {
+  RecordingLog recording(kWatchSysEvents | kWatchEvictions);
+  StoreEventLog log(&recording);
+  log.Sync(kWatchSysEvents);
+  for (StoreEventKind k : {StoreEventKind::kCompactFragInfo, StoreEventKind::kCompactStart,
+                           StoreEventKind::kCompactReadStart, StoreEventKind::kCompactReadEnd,
+                           StoreEventKind::kCompactEnd}) {
+    EXPECT_TRUE(log.Wants(k)) << static_cast<int>(k);
+  }
+  EXPECT_FALSE(log.Wants(StoreEventKind::kFlashWrite));
+  EXPECT_FALSE(log.Wants(StoreEventKind::kEviction));
+  log.Sync(kWatchEvictions);
+  EXPECT_TRUE(log.Wants(StoreEventKind::kFlashWrite));
+  EXPECT_TRUE(log.Wants(StoreEventKind::kEviction));
+  EXPECT_FALSE(log.Wants(StoreEventKind::kCompactStart));
+}
 
 // memcached's do_store_item looks the key up first: a store logs that
 // lookup's item_get (to fetchers) before its item_store (watcher.t 22-23,
