@@ -234,9 +234,8 @@ bool Connection::ExecuteRequests() {
   // runs alone: if the lease it waited for is still held, once more without
   // parking (a miss); if that lease died, it takes it over or waits for the
   // new one.
-  const WaitTicket ticket = parking_ != nullptr
-                                ? parking_->NextTicket()
-                                : ParkedRequest::FirstTicket(worker_->id(), id_);
+  WaitTicket ticket = parking_ != nullptr ? parking_->NextTicket() : ParkedRequest::FirstTicket(worker_->id(), id_);
+  ticket.recache_counter = &flash_recache_counter_;
   const bool expired = parking_ != nullptr && parking_->expired();
   const int max_requests = expired ? 1 : worker_->config().reqs_per_event;
   const WarmPass* warm = warming_ != nullptr ? warming_->Pass() : nullptr;

@@ -148,7 +148,8 @@ class Connection final : private Transport::Owner {
   // Formatted when asked (`stats conns`, watch connevents); the local end is
   // getsockname's then.
   const ClientAddress peer_;
-  // The small members fill the 4 bytes after peer_ (a 224 B Connection, not 256).
+  // The small members fill the 4 bytes after peer_ (a Connection is 240 B, in
+  // jemalloc's 256 B class: a member more would take it to 320).
   CloseReason close_reason_ = CloseReason::kNormal;   // watch connevents
   bool peer_closed_ = false;      // EOF read: finish what is buffered, then close
   std::atomic<ConnState> state_{ConnState::kNewCmd};
@@ -163,6 +164,7 @@ class Connection final : private Transport::Owner {
   uint64_t swallow_ = 0;          // input bytes still to discard
   std::atomic<int64_t> last_cmd_s_;
   int64_t stalled_since_s_ = 0;   // output at the bound and no write since; 0 = not stalled
+  uint64_t flash_recache_counter_ = 0;   // -o ext_path: WaitTicket::recache_counter
 };
 
 }  // namespace herdless

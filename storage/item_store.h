@@ -55,6 +55,7 @@ struct FlashFetch {
   std::string key;
   FlashLocator where;
   uint32_t value_len = 0;
+  bool recache = false;   // the read that asked for it is the one in ext_recache_rate to recache
   FlashReadResult result = FlashReadResult::kMiss;   // the fetcher's outcome
   std::string value;                                 // kOk: the verified value
 };

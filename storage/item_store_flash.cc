@@ -250,6 +250,7 @@ void ItemStore::Impl::FetchFromFlashLocked(Shard& shard, uint64_t* slot, std::st
   fetch.key.assign(key);
   fetch.where = StubLocator(stub);
   fetch.value_len = StubValueLength(stub);
+  fetch.recache = RecacheTurnLocked(shard, *slot, ticket);
   if (batch != nullptr) {
     batch->push_back(std::move(fetch));
   } else {
@@ -354,7 +355,25 @@ bool ItemStore::Impl::FetchNowFitsLocked(Shard& shard, const Found& f, std::stri
   fetch->key.assign(key);
   fetch->where = StubLocator(stub);
   fetch->value_len = StubValueLength(stub);
+  fetch->recache = RecacheTurnLocked(shard, *f.slot, park);
   return true;
+}
+
+// memcached's recache_or_free: an item read before, lately (ITEM_FETCHED and
+// ITEM_ACTIVE: here, read before this read; its time within
+// ITEM_UPDATE_INTERVAL), comes back to RAM one such read in ext_recache_rate,
+// counted per connection (c->recache_counter, from 0: a connection's first
+// such read recaches); the others are served from the fetched copy. Decided
+// as the read asks for the value, on its connection's thread.
+bool ItemStore::Impl::RecacheTurnLocked(Shard& shard, uint64_t slot, const WaitTicket* reader) {
+  constexpr int64_t kRecentReadS = 60;
+  const uint32_t recache_rate = flash_tunables().recache_rate.load(std::memory_order_relaxed);
+  if (recache_rate == 0 || !Has(slot, kItemFetched) || Now().now_s - ItemAt(slot).last_access() >= kRecentReadS) {
+    return false;
+  }
+  uint64_t* counter = reader != nullptr && reader->recache_counter != nullptr ? reader->recache_counter
+                                                                              : &shard.recache_counter;
+  return (*counter)++ % recache_rate == 0;
 }
 
 bool ItemStore::Impl::FetchCachedNow(FlashFetch* fetch, uint32_t own_readers) {
@@ -420,15 +439,7 @@ bool ItemStore::Impl::FinishFetchLocked(ShardLock& lock, Shard& shard, const Fou
     UnlinkLocked(shard, f.slot);
     return kAnswered;
   }
-  // memcached's recache_or_free: an item read before, lately (ITEM_FETCHED,
-  // its time within ITEM_UPDATE_INTERVAL), comes back to RAM one such read in
-  // ext_recache_rate; the others are served from the fetched copy.
-  constexpr int64_t kRecentReadS = 60;
-  const uint32_t recache_rate = flash_tunables().recache_rate.load(std::memory_order_relaxed);
-  const bool recache = recache_rate != 0 && Has(*f.slot, kItemFetched) &&
-                       t.now_s - stub.last_access() < kRecentReadS &&
-                       shard.recache_counter++ % recache_rate == 0;
-  if (recache) {
+  if (done.recache) {   // RecacheTurnLocked
     bool placed = false;
     if (!RecacheLocked(lock, shard, f, t, attempt, done.value, &placed)) return kRetry;
     if (placed) return kAnswered;

@@ -384,6 +384,9 @@ class ItemStore::Impl {
   bool FetchNowFitsLocked(Shard& shard, const Found& f, std::string_view key, const WaitTicket* park,
                           FlashFetch* fetch);
   bool FetchCachedNow(FlashFetch* fetch, uint32_t own_readers);
+  // Whether the read of the stub at `slot` by `reader` is the one to bring
+  // its value back to RAM (FlashFetch::recache); counts it if it may be.
+  bool RecacheTurnLocked(Shard& shard, uint64_t slot, const WaitTicket* reader);
   // One fetch of a batch ended: settled under its key's lock, its parked
   // readers woken (into *woken), its value kept for them and `own_readers`.
   void FinishOneFetch(FlashFetch& done, uint32_t own_readers, std::vector<WaitTicket>* woken);
@@ -510,7 +513,7 @@ struct ItemStore::Impl::Shard {
   // (store_internal::FetchedValue), by key.
   std::unordered_map<std::string, store_internal::FetchedValue, StringKeyHash, std::equal_to<>> fetched;
   int64_t fetched_swept_s = 0;
-  uint32_t recache_counter = 0;    // memcached's: reads that may recache, counted
+  uint64_t recache_counter = 0;    // reads that may recache, counted (for tickets without a counter)
 };
 
 // Hashes a slot's item (the index rehashes buckets as it grows).

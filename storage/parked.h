@@ -23,6 +23,10 @@ struct WaitTicket {
   uint32_t worker = 0;
   uint64_t conn_id = 0;
   uint64_t seq = 0;
+  // The connection's count of flash reads that could recache (memcached's
+  // per-connection recache_counter; nullptr: the store shard's). Used only
+  // by the read this ticket comes with, on the connection's own thread.
+  uint64_t* recache_counter = nullptr;
 };
 
 // Told when a parked reader's key changed in a way that ends its wait. Called

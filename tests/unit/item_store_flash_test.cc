@@ -596,6 +596,37 @@ TEST_F(ItemStoreFlashTest, ReadsBeforeTheMoveDoNotCountForRecache) {
   EXPECT_EQ(store_->Stats().recache_from_extstore, 1u);
 }
 
+// memcached counts the reads that may recache per connection (from 0: a
+// connection's first such read recaches): the ticket's counter, when it has one.
+TEST_F(ItemStoreFlashTest, RecacheReadsAreCountedPerConnection) {
+  tunables_.recache_rate.store(3);
+  Set(0);
+  Set(1);
+  clock_.AdvanceSeconds(5);
+  ASSERT_EQ(MoveIdle(), 2u);
+  EXPECT_EQ(ValueRead(0), ValueOf(0));   // first reads on flash: not yet eligible
+  EXPECT_EQ(ValueRead(1), ValueOf(1));
+  uint64_t first_conn = 0, busy_conn = 4;
+  const auto read_as = [&](int i, uint64_t* counter) {
+    WaitTicket ticket{0, 7, 1};
+    ticket.recache_counter = counter;
+    ReadOptions opts;
+    opts.flash_park = &ticket;
+    ReadResult r = store_->Read(KeyOf(i), opts);
+    if (r.parked) {
+      RunFetches();
+      r = store_->Read(KeyOf(i), opts);
+    }
+    return r.status == ReadStatus::kHit ? std::string(r.value) : "<miss>";
+  };
+  EXPECT_EQ(read_as(1, &busy_conn), ValueOf(1));   // its 5th such read: 4 % 3 != 0
+  EXPECT_EQ(busy_conn, 5u);
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 0u);
+  EXPECT_EQ(read_as(0, &first_conn), ValueOf(0));   // its first: recached
+  EXPECT_EQ(first_conn, 1u);
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 1u);
+}
+
 // memcached 1.6.45's header item keeps ITEM_FETCHED (ITEM_PRESERVE_FLAGS):
 // under -o compat=1.6.45 a value read in RAM lately is recached on its first
 // read from flash.
