@@ -8,8 +8,9 @@
 // This file names the kinds, parses the command's arguments, and formats
 // each event's body (what follows "gid=<n> "): memcached's item_get,
 // item_store, deleted, eviction, conn_new and conn_close lines, its flash
-// tier's extwrite and compaction lines, and herdless's stampede stream (docs/operations.md). Keys are URI-encoded. Pure code: the
-// buffers, threads and sockets are the daemon's.
+// tier's extwrite and compaction lines, and herdless's stampede stream
+// (docs/operations.md). Keys are URI-encoded. Pure code: the buffers,
+// threads and sockets are the daemon's.
 #ifndef HERDLESS_PROTOCOL_WATCH_H_
 #define HERDLESS_PROTOCOL_WATCH_H_
 

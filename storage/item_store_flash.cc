@@ -250,7 +250,7 @@ void ItemStore::Impl::FetchFromFlashLocked(Shard& shard, uint64_t* slot, std::st
   fetch.key.assign(key);
   fetch.where = StubLocator(stub);
   fetch.value_len = StubValueLength(stub);
-  fetch.recache = RecacheTurnLocked(shard, *slot, ticket);
+  fetch.recache = MayRecacheLocked(*slot) && TakeRecacheTurn(ticket);
   if (batch != nullptr) {
     batch->push_back(std::move(fetch));
   } else {
@@ -329,7 +329,7 @@ size_t ItemStore::Impl::ParkOnFlash(const std::vector<std::string_view>& keys, c
       if (!tried_now && FetchNowFitsLocked(shard, f, key, &ticket, &now)) {
         lock.unlock();
         tried_now = true;
-        if (!FetchCachedNow(&now, 1)) continue;   // not cached: look again, and park
+        if (!FetchCachedNow(&now, 1, &ticket)) continue;   // not cached: look again, and park
         fetched_here.push_back(key);
         break;
       }
@@ -355,7 +355,7 @@ bool ItemStore::Impl::FetchNowFitsLocked(Shard& shard, const Found& f, std::stri
   fetch->key.assign(key);
   fetch->where = StubLocator(stub);
   fetch->value_len = StubValueLength(stub);
-  fetch->recache = RecacheTurnLocked(shard, *f.slot, park);
+  fetch->recache = MayRecacheLocked(*f.slot);   // counted only if FetchCachedNow reads it
   return true;
 }
 
@@ -365,20 +365,25 @@ bool ItemStore::Impl::FetchNowFitsLocked(Shard& shard, const Found& f, std::stri
 // counted per connection (c->recache_counter, from 0: a connection's first
 // such read recaches); the others are served from the fetched copy. Decided
 // as the read asks for the value, on its connection's thread.
-bool ItemStore::Impl::RecacheTurnLocked(Shard& shard, uint64_t slot, const WaitTicket* reader) {
+bool ItemStore::Impl::MayRecacheLocked(uint64_t slot) {
   constexpr int64_t kRecentReadS = 60;
-  const uint32_t recache_rate = flash_tunables().recache_rate.load(std::memory_order_relaxed);
-  if (recache_rate == 0 || !Has(slot, kItemFetched) || Now().now_s - ItemAt(slot).last_access() >= kRecentReadS) {
-    return false;
-  }
-  uint64_t* counter = reader != nullptr && reader->recache_counter != nullptr ? reader->recache_counter
-                                                                              : &shard.recache_counter;
-  return (*counter)++ % recache_rate == 0;
+  return flash_tunables().recache_rate.load(std::memory_order_relaxed) != 0 && Has(slot, kItemFetched) &&
+         Now().now_s - ItemAt(slot).last_access() < kRecentReadS;
 }
 
-bool ItemStore::Impl::FetchCachedNow(FlashFetch* fetch, uint32_t own_readers) {
+bool ItemStore::Impl::TakeRecacheTurn(const WaitTicket* reader) {
+  const uint32_t recache_rate = flash_tunables().recache_rate.load(std::memory_order_relaxed);
+  if (recache_rate == 0) return false;
+  const uint64_t n = reader != nullptr && reader->recache_counter != nullptr
+                         ? (*reader->recache_counter)++
+                         : recache_counter_.fetch_add(1, std::memory_order_relaxed);
+  return n % recache_rate == 0;
+}
+
+bool ItemStore::Impl::FetchCachedNow(FlashFetch* fetch, uint32_t own_readers, const WaitTicket* reader) {
   fetch->result = config_.flash->Read(fetch->where, fetch->key, fetch->value_len, &fetch->value, /*nowait=*/true);
-  if (fetch->result == FlashReadResult::kWouldBlock) return false;
+  if (fetch->result == FlashReadResult::kWouldBlock) return false;   // the read parks and counts then
+  fetch->recache = fetch->recache && TakeRecacheTurn(reader);
   std::vector<WaitTicket> woken;
   FinishOneFetch(*fetch, own_readers, &woken);
   for (const WaitTicket& w : woken) config_.wake_sink->Wake(w);   // readers that parked meanwhile

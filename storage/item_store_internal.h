@@ -380,13 +380,15 @@ class ItemStore::Impl {
   // StoreConfig::flash_reads_cached: a read of the stub `f` found may fetch
   // its value at once (*fetch: what to read). FetchCachedNow reads it from
   // the page cache and finishes it as FinishFlashReads would, kept for
-  // `own_readers` more reads; false (nothing done) when it is not cached.
+  // `own_readers` more reads (`reader`'s); false (nothing done) when it is not cached.
   bool FetchNowFitsLocked(Shard& shard, const Found& f, std::string_view key, const WaitTicket* park,
                           FlashFetch* fetch);
-  bool FetchCachedNow(FlashFetch* fetch, uint32_t own_readers);
-  // Whether the read of the stub at `slot` by `reader` is the one to bring
-  // its value back to RAM (FlashFetch::recache); counts it if it may be.
-  bool RecacheTurnLocked(Shard& shard, uint64_t slot, const WaitTicket* reader);
+  bool FetchCachedNow(FlashFetch* fetch, uint32_t own_readers, const WaitTicket* reader);
+  // Recaching (FlashFetch::recache): whether a read of the stub at `slot` may
+  // bring its value back to RAM, and, counting one such read by `reader`,
+  // whether it is the one in ext_recache_rate that does.
+  bool MayRecacheLocked(uint64_t slot);
+  bool TakeRecacheTurn(const WaitTicket* reader);
   // One fetch of a batch ended: settled under its key's lock, its parked
   // readers woken (into *woken), its value kept for them and `own_readers`.
   void FinishOneFetch(FlashFetch& done, uint32_t own_readers, std::vector<WaitTicket>* woken);
@@ -431,6 +433,7 @@ class ItemStore::Impl {
   std::atomic<int64_t> flush_swept_{0};     // the deadline ReclaimExpired already applied
   std::atomic<uint64_t> crawler_passes_{0};
   int64_t fraginfo_logged_us_ = 0;          // CompactFlash's last compact_fraginfo (the writer's thread only)
+  std::atomic<uint64_t> recache_counter_{0};  // reads that may recache, of readers without a counter
   // Size histogram (TrackSizes): 32-byte buckets; a shard counts its items
   // into it while its track_sizes is set (both changed under its lock).
   mutable std::mutex sizes_mu_;             // serialises TrackSizes
@@ -513,7 +516,6 @@ struct ItemStore::Impl::Shard {
   // (store_internal::FetchedValue), by key.
   std::unordered_map<std::string, store_internal::FetchedValue, StringKeyHash, std::equal_to<>> fetched;
   int64_t fetched_swept_s = 0;
-  uint64_t recache_counter = 0;    // reads that may recache, counted (for tickets without a counter)
 };
 
 // Hashes a slot's item (the index rehashes buckets as it grows).

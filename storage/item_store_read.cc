@@ -87,7 +87,7 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
         FetchNowFitsLocked(shard, f, key, opts.flash_park, &now)) {
       lock.unlock();
       tried_now = true;
-      FetchCachedNow(&now, 1);   // either way, look again: the value waits for this read, or it parks
+      FetchCachedNow(&now, 1, opts.flash_park);   // either way, look again: the value waits for this read, or it parks
       continue;
     }
     if (on_flash && (!VisibleTo(f, opts) || (opts.value_wanted && ReadStubLocked(shard, f, key, opts, &r)))) return r;

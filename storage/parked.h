@@ -24,7 +24,7 @@ struct WaitTicket {
   uint64_t conn_id = 0;
   uint64_t seq = 0;
   // The connection's count of flash reads that could recache (memcached's
-  // per-connection recache_counter; nullptr: the store shard's). Used only
+  // per-connection recache_counter; nullptr: one count for the store). Used only
   // by the read this ticket comes with, on the connection's own thread.
   uint64_t* recache_counter = nullptr;
 };

@@ -1,7 +1,8 @@
 // StoreEventSink: what the store reports as it happens, for whoever watches
-// it (the daemon's `watch` streams: evictions, memcached's flash tier system
-// events, and herdless's stampede stream). The store calls OnEvent under a shard lock, on the thread that
-// caused the event: an implementation must be quick, must never block and
+// it (the daemon's `watch` streams: evictions, the flash tier's moves and
+// compactions, and herdless's stampede stream). The store calls OnEvent
+// under a shard lock (or none: the flash writer's compaction lines), on the
+// thread that caused the event: an implementation must be quick, must never block and
 // must not call the store. Wants() is one relaxed load, so while nobody
 // watches an event site costs a load and a branch. Knows no wire format.
 #ifndef HERDLESS_STORAGE_STORE_EVENTS_H_

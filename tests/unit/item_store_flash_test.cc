@@ -459,6 +459,26 @@ TEST_F(ItemStoreFlashCachedTest, AMultiKeyReadOfCachedValuesDoesNotPark) {
 // device answers within the read that may not wait: RWF_NOWAIT starts the
 // readahead, and this VM's disk can complete it before the read returns. Either
 // way every value reads back as stored; parks come in one batch.
+// A read done at once counts once towards its connection's recaches.
+TEST_F(ItemStoreFlashCachedTest, AReadDoneAtOnceCountsOnceForRecache) {
+  tunables_.recache_rate.store(2);
+  Fill(2000);
+  const std::vector<std::string> keys = OnFlash(1);
+  ASSERT_EQ(keys.size(), 1u);
+  WaitTicket ticket{0, 7, 1};
+  uint64_t conn_count = 0;
+  ticket.recache_counter = &conn_count;
+  ReadOptions opts;
+  opts.flash_park = &ticket;
+  ASSERT_EQ(store_->Read(keys[0], opts).status, ReadStatus::kHit);   // first read on flash: not counted
+  EXPECT_EQ(conn_count, 0u);
+  const ReadResult r = store_->Read(keys[0], opts);   // read before, lately: counted, and its turn
+  ASSERT_EQ(r.status, ReadStatus::kHit);
+  EXPECT_FALSE(r.parked);
+  EXPECT_EQ(conn_count, 1u);
+  EXPECT_EQ(store_->Stats().recache_from_extstore, 1u);
+}
+
 TEST_F(ItemStoreFlashCachedTest, AValueOnlyTheDeviceHasReadsBackParkedOrNot) {
   Fill(2000);
   std::vector<std::string> keys = OnFlash(6);
