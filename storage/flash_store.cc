@@ -239,6 +239,7 @@ bool FlashStore::OpenPageLocked(Stream& stream) {
 }
 
 void FlashStore::FreeLocked(Page* page) {
+  ++stats_.page_reclaims;
   stats_.objects_used -= page->live_objects;
   stats_.bytes_used -= page->live_bytes;
   page->generation = 0;
@@ -360,10 +361,7 @@ void FlashStore::Release(const FlashLocator& where, size_t key_len, uint32_t val
   --page.live_objects;
   stats_.bytes_used -= bytes;
   --stats_.objects_used;
-  if (page.full && page.live_objects == 0) {
-    ++stats_.page_reclaims;
-    FreeLocked(&page);
-  }
+  if (page.full && page.live_objects == 0) FreeLocked(&page);
 }
 
 uint32_t FlashStore::free_pages() const {

@@ -157,6 +157,8 @@ class FlashStore {
   const FlashPageHeader& KeptHeaderLocked(uint32_t page);
   bool OpenPageLocked(Stream& stream);   // takes a free page or evicts the oldest full one
   bool FlushLocked(Stream& stream);
+  // The page is free again. Counted in page_reclaims however it came to be
+  // (emptied, or evicted: memcached's _free_page counts both).
   void FreeLocked(Page* page);
 
   const ExtstoreSettings settings_;
