@@ -189,6 +189,11 @@ LineVerdict ParseRetrieval(const CommandLine& l, Command command, Request* out) 
 }
 
 // delete <key> [0] [noreply]: the legacy hold time is accepted only as "0".
+// memcached's proxy (1.6.45 --enable-proxy) forwards a client's noreply as
+// "noreplY", so that the server answers and the proxy still learns the
+// outcome; 1.6.45 ignores delete's extra words, 1.6.18 refuses the line, which
+// would make every `delete <key> noreply` through the proxy an error. herdless
+// takes the word where noreply may stand, and answers.
 LineVerdict ParseDelete(const CommandLine& l, Request* out) {
   if (l.count < 2 || (l.count > 4 && !l.latest)) return Error(kUnknown);
   out->command = Command::kDelete;
@@ -197,8 +202,9 @@ LineVerdict ParseDelete(const CommandLine& l, Request* out) {
   } else if (l.count > 2) {
     const bool hold_is_zero = l.token[2] == "0";
     out->noreply = TrailingNoreply(l);
-    const bool valid = (l.count == 3 && (hold_is_zero || out->noreply)) ||
-                       (l.count == 4 && hold_is_zero && out->noreply);
+    const bool last_is_noreply = out->noreply || l.token[l.count - 1] == "noreplY";
+    const bool valid = (l.count == 3 && (hold_is_zero || last_is_noreply)) ||
+                       (l.count == 4 && hold_is_zero && last_is_noreply);
     if (!valid) {
       return Error("CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]",
                    out->noreply);

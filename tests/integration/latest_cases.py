@@ -256,6 +256,31 @@ def cases():
                        args=("-o", "hot_lru_pct=30,warm_lru_pct=45,hot_max_factor=0.5,"
                              "warm_max_factor=3,temporary_ttl=90"),
                        only=LRU_SETTINGS - {"lru_segmented"}))   # memcached's starts at yes
+
+    # What memcached 1.6.45's proxy (--enable-proxy, routelib, route_direct) sends a backend, as
+    # it wrote it (recorded between the proxy and a server): a `version` check per connection,
+    # a client's multi-get split into one get per key, its noreply turned into "noreplY" (the
+    # backend must answer, the proxy drops the reply), a meta `q` blanked out. docs/deployment.md.
+    add("proxy_backend_classic", [
+        b"version\r\n", b"set a 0 0 1 noreplY\r\n1\r\n", b"get a\r\n",
+        b"set b 5 100 2\r\nhi\r\nset c 0 0 1 noreplY\r\n3\r\nget a\r\nget b\r\nget c\r\nget zz\r\n",
+        b"gets a\r\ngets b\r\n", b"gat 100 a\r\n", b"gats 0 a\r\ngats 0 b\r\n",
+        b"incr a 10 noreplY\r\n", b"decr a 1\r\n", b"touch b 10 noreplY\r\n", b"delete c\r\n",
+        b"cas a 0 0 1 1 noreplY\r\nx\r\n", b"add b 0 0 1\r\nx\r\n", b"prepend b 0 0 1\r\nx\r\n",
+        b"get b\r\n"], same_in_1618=True)
+    add("proxy_backend_meta", [
+        b"version\r\n", b"ms a 2 T0\r\n10\r\n", b"mg a v c t f s k O123  \r\n", b"mg zz v  \r\n",
+        b"mg zz v k   O9\r\n", b"mg hot v c N30 R10 T60\r\n", b"mg hot v c N30 R10 T60\r\n",
+        SYNC, b"ms hot 2 T60 C{cas2}\r\nhi\r\n", b"mg hot v c t\r\n", b"md hot I   T30\r\n",
+        b"mg hot v c\r\n", b"mg hot v c\r\n", b"ms hot 2   I\r\nho\r\n", b"md hot  \r\n",
+        b"mg hot v\r\n", b"ma n N0 J7 v\r\n", b"ma n   D5\r\n", b"ma n v MD\r\n",
+        b"mg YWJj b v k\r\n", b"ms YWJj 1 b\r\nz\r\n", b"mg YWJj b v k\r\n"], same_in_1618=True)
+    # A client's `delete <key> noreply` reaches the backend as `delete <key> noreplY`: 1.6.45
+    # answers it, 1.6.18 refuses the line (CLIENT_ERROR, which also makes the proxy drop its
+    # backend connection). herdless answers, by default too.
+    add("proxy_backend_delete_noreply", [
+        b"set a 0 0 1\r\n1\r\nset b 0 0 1\r\n2\r\n", b"delete a noreplY\r\n", b"delete a noreplY\r\n",
+        b"delete b 0 noreplY\r\n", b"get a b\r\n"])
     return c
 
 

@@ -181,7 +181,7 @@ def check_stampede(r, proxy):
     finally:
         c.close()
     total = sum(x.recomputes for x in rounds)
-    harness.log("through twemproxy: %d expiries, %d recomputes (%.2f per expiry), %d stale values, %d gets"
+    harness.log("through the proxy: %d expiries, %d recomputes (%.2f per expiry), %d stale values, %d gets"
                 % (ROUNDS, total, total / ROUNDS, sum(x.stale for x in rounds), sum(x.gets for x in rounds)))
 
 

@@ -497,6 +497,19 @@ TEST_F(TextParserTest, DeleteAcceptsLegacyZeroAndNoreply) {
   EXPECT_TRUE(req_->noreply);
 }
 
+// memcached's proxy forwards `delete k noreply` as `delete k noreplY` and wants the reply.
+TEST_F(TextParserTest, DeleteTakesTheProxysNoreplyMarkerAndAnswers) {
+  ASSERT_EQ(Parse("delete k noreplY\r\n").status, ParseStatus::kRequest);
+  EXPECT_EQ(req_->key, "k");
+  EXPECT_FALSE(req_->noreply);
+  ASSERT_EQ(Parse("delete k 0 noreplY\r\n").status, ParseStatus::kRequest);
+  EXPECT_FALSE(req_->noreply);
+  const std::string usage = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
+  EXPECT_EQ(ErrorOf("delete k 5 noreplY\r\n"), usage);
+  EXPECT_EQ(ErrorOf("delete k noreplY 0\r\n"), usage);
+  EXPECT_EQ(ErrorOf("delete k NOREPLY\r\n"), usage);
+}
+
 TEST_F(TextParserTest, DeleteRejectsOtherArguments) {
   const std::string usage = "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]";
   EXPECT_EQ(ErrorOf("delete k 5\r\n"), usage);
