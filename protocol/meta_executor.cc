@@ -26,7 +26,7 @@ using Flag = MetaFlags::Flag;
 // Return-flag writers shared by every command.
 
 // The key as memcached writes it: raw, or re-encoded in base64 when `binary`.
-void AppendKey(std::string_view key, bool binary, ReplyBuffer* out) {
+void AppendKey(std::string_view key, bool binary, ReplyLine* out) {
   if (!binary) {
     out->Append(key);
     return;
@@ -38,36 +38,29 @@ void AppendKey(std::string_view key, bool binary, ReplyBuffer* out) {
 // memcached's META_KEY: " k<key>", or the key in base64 followed by " b".
 // Hits (mg, me) follow how the item was stored (memcached's ITEM_KEY_BINARY);
 // every other reply follows the request.
-void AppendKeyFlag(std::string_view key, bool binary, ReplyBuffer* out) {
+void AppendKeyFlag(std::string_view key, bool binary, ReplyLine* out) {
   out->Append(" k");
   AppendKey(key, binary, out);
   if (binary) out->Append(" b");
 }
 
-void AppendKeyFlag(const Request& req, ReplyBuffer* out) {
+void AppendKeyFlag(const Request& req, ReplyLine* out) {
   AppendKeyFlag(req.key, req.key_was_base64, out);
 }
 
 // The opaque comes back as the client sent it, flag letter included.
-void AppendOpaqueFlag(const Flag& flag, ReplyBuffer* out) {
+void AppendOpaqueFlag(const Flag& flag, ReplyLine* out) {
   out->Append(" O");
   out->Append(flag.token);
 }
 
-void AppendNumberFlag(char name, uint64_t value, ReplyBuffer* out) {
-  const char head[2] = {' ', name};
-  out->Append(std::string_view(head, 2));
-  out->AppendNumber(value);
-}
+void AppendNumberFlag(char name, uint64_t value, ReplyLine* out) { out->AppendFlag(name, value); }
 
 // `t`: remaining seconds, or -1 for an item that never expires.
-void AppendTtlFlag(int64_t ttl, ReplyBuffer* out) {
-  out->Append(" t");
-  out->AppendSignedNumber(ttl);
-}
+void AppendTtlFlag(int64_t ttl, ReplyLine* out) { out->AppendSignedFlag('t', ttl); }
 
 // The flags every reply echoes, hit or miss: O and k, in request order.
-void AppendOpaqueAndKey(const Request& req, ReplyBuffer* out) {
+void AppendOpaqueAndKey(const Request& req, ReplyLine* out) {
   const MetaFlags& flags = req.meta;
   for (int i = 0; i < flags.count; ++i) {
     if (flags.list[i].name == 'O') {
@@ -78,7 +71,6 @@ void AppendOpaqueAndKey(const Request& req, ReplyBuffer* out) {
   }
 }
 
-void EndLine(ReplyBuffer* out) { out->Append("\r\n"); }
 
 // ---------------------------------------------------------------------------
 // TTL as seen at a position in the flag list.
@@ -113,6 +105,7 @@ class TtlWalk {
 
 // Index of the last flag that changes the TTL: T always, N only on a created item.
 int LastTtlChange(const MetaFlags& flags, bool created) {
+  if (!flags.Has('T') && !(created && flags.Has('N'))) return -1;
   int last = -1;
   for (int i = 0; i < flags.count; ++i) {
     char name = flags.list[i].name;
@@ -134,13 +127,14 @@ int FlagIndex(const MetaFlags& flags, char name) {
 
 // A reply that echoes only O and k: EN, NF, EX and md's HD.
 void AppendCodeLine(std::string_view code, const Request& req, ReplyBuffer* out) {
-  out->Append(code);
-  AppendOpaqueAndKey(req, out);
-  EndLine(out);
+  ReplyLine line(out);
+  line.Append(code);
+  AppendOpaqueAndKey(req, &line);
+  line.End();
 }
 
 // The code of a success: "VA <bytes>" when the value follows (v), else "HD".
-void AppendSuccessCode(bool with_value, size_t value_length, ReplyBuffer* out) {
+void AppendSuccessCode(bool with_value, size_t value_length, ReplyLine* out) {
   if (with_value) {
     out->Append("VA ");
     out->AppendNumber(value_length);
@@ -173,7 +167,7 @@ ReadOptions MetaReadOptions(const MetaFlags& flags, const MetaArgs& args) {
 
 // A hit's return flags in request order, then the lease hints.
 void AppendGetFlags(const ItemStore& store, const Request& req, const ReadResult& r,
-                    ReplyBuffer* out) {
+                    ReplyLine* out) {
   const MetaFlags& flags = req.meta;
   const MetaArgs& args = req.meta_args;
   TtlWalk ttl(store, r.created ? -1 : r.ttl_before, r.ttl_after,
@@ -207,9 +201,11 @@ void AppendGetFlags(const ItemStore& store, const Request& req, const ReadResult
 }
 
 void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-                ReplyBuffer* out, WarmGate* warm, ProcessOutcome* outcome, const WaitTicket* park) {
+                ReplyBuffer* out, WarmGate* warm, ProcessOutcome* outcome, const WaitTicket* park,
+                uint64_t key_hash) {
   const MetaFlags& flags = req.meta;
   ReadOptions opts = MetaReadOptions(flags, req.meta_args);
+  opts.key_hash = key_hash;
   if (warm != nullptr) warm->Apply(&opts);
   opts.flash_park = outcome != nullptr ? park : nullptr;
   opts.value_wanted = flags.Has('v');   // without v, a value on flash stays there
@@ -236,9 +232,10 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   // the client's copy is current (1.6.18 ignores C on mg).
   const bool current = req.latest && flags.Has('C') && r.cas == req.meta_args.C;
   const bool with_value = flags.Has('v') && !current;
-  AppendSuccessCode(with_value, r.value.size(), out);
-  AppendGetFlags(*store, req, r, out);
-  EndLine(out);
+  ReplyLine line(out);
+  AppendSuccessCode(with_value, r.value.size(), &line);
+  AppendGetFlags(*store, req, r, &line);
+  line.End();
   if (with_value) {
     out->AppendItemBytes(std::move(r.item), r.value);
     out->Append("\r\n");
@@ -298,7 +295,7 @@ bool MetaStoreRequest(const Request& req, StoreRequest* sr) {
   return true;
 }
 
-void AppendSetFlags(const Request& req, const StoreResult& result, ReplyBuffer* out) {
+void AppendSetFlags(const Request& req, const StoreResult& result, ReplyLine* out) {
   const bool stored = result.status == StoreStatus::kStored;
   const MetaFlags& flags = req.meta;
   for (int i = 0; i < flags.count; ++i) {
@@ -317,12 +314,13 @@ void AppendSetFlags(const Request& req, const StoreResult& result, ReplyBuffer* 
 }
 
 void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-                ReplyBuffer* out) {
+                ReplyBuffer* out, uint64_t key_hash) {
   StoreRequest sr;
   if (!MetaStoreRequest(req, &sr)) {
     out->Append("CLIENT_ERROR invalid mode for ms M token\r\n");
     return;
   }
+  sr.key_hash = key_hash;
   // memcached fails the allocation before reading the data, so an item that
   // cannot fit is not a set command. The parser has already swallowed a value
   // declared over the limit.
@@ -344,9 +342,10 @@ void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   CountStore(stats, result.status, /*compare=*/sr.mode == StoreMode::kCas);
 
   if (result.status == StoreStatus::kStored && req.meta.Has('q')) return;   // q hides only HD
-  out->Append(StoreCode(result.status));
-  AppendSetFlags(req, result, out);
-  EndLine(out);
+  ReplyLine line(out);
+  line.Append(StoreCode(result.status));
+  AppendSetFlags(req, result, &line);
+  line.End();
 }
 
 // ---------------------------------------------------------------------------
@@ -440,7 +439,8 @@ void AppendArithmeticReply(const ItemStore& store, const Request& req, const Ari
   std::string_view digits(number, number_end - number);
 
   const bool with_value = flags.Has('v');
-  AppendSuccessCode(with_value, digits.size(), out);
+  ReplyLine line(out);
+  AppendSuccessCode(with_value, digits.size(), &line);
   // `t` before `T` on an existing item reports the TTL it had (memcached).
   TtlWalk ttl(store, r.created ? -1 : r.ttl_before, r.ttl, LastTtlChange(flags, r.created));
   for (int i = 0; i < flags.count; ++i) {
@@ -448,17 +448,17 @@ void AppendArithmeticReply(const ItemStore& store, const Request& req, const Ari
     switch (flag.name) {
       case 'T': ttl.Change(i, args.T); break;
       case 'N': if (r.created) ttl.Change(i, args.N); break;
-      case 'c': AppendNumberFlag('c', r.cas, out); break;
-      case 't': AppendTtlFlag(ttl.current(), out); break;
-      case 'O': AppendOpaqueFlag(flag, out); break;
-      case 'k': AppendKeyFlag(req, out); break;
+      case 'c': AppendNumberFlag('c', r.cas, &line); break;
+      case 't': AppendTtlFlag(ttl.current(), &line); break;
+      case 'O': AppendOpaqueFlag(flag, &line); break;
+      case 'k': AppendKeyFlag(req, &line); break;
       default: break;
     }
   }
-  EndLine(out);
+  line.End();
   if (with_value) {
-    out->Append(digits);
-    EndLine(out);
+    line.Append(digits);
+    line.End();
   }
 }
 
@@ -512,17 +512,18 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
     out->Append("EN\r\n");
     return;
   }
-  out->Append("ME ");
-  AppendKey(req.key, r.binary_key, out);
+  ReplyLine line(out);
+  line.Append("ME ");
+  AppendKey(req.key, r.binary_key, &line);
   // 1.6.18 prints exp as (now - exptime), minus the remaining TTL; 1.6.24+
   // (-o compat=1.6.45) the remaining TTL.
-  out->Append(" exp=");
-  out->AppendSignedNumber(r.ttl_before == -1 ? -1 : req.latest ? r.ttl_before : -r.ttl_before);
-  out->Append(" la=");
-  out->AppendNumber(static_cast<uint64_t>(r.seconds_since_access));
-  out->Append(" cas=");
-  out->AppendNumber(r.cas);
-  out->Append(r.fetched_before ? " fetch=yes" : " fetch=no");
+  line.Append(" exp=");
+  line.AppendSignedNumber(r.ttl_before == -1 ? -1 : req.latest ? r.ttl_before : -r.ttl_before);
+  line.Append(" la=");
+  line.AppendNumber(static_cast<uint64_t>(r.seconds_since_access));
+  line.Append(" cas=");
+  line.AppendNumber(r.cas);
+  line.Append(r.fetched_before ? " fetch=yes" : " fetch=no");
   // memcached's size and slab class for the same item (storage/item.h), so
   // `me` prints the line memcached prints.
   const uint64_t total = MemcachedItemSize(req.key.size(), r.value_size(), r.client_flags);
@@ -530,25 +531,26 @@ void ExecuteDebug(ItemStore* store, ThreadStats* stats, const Request& req, Repl
   // bytes, for the value): cls is that item's class, size the value's total.
   constexpr size_t kFlashHeaderValueLen = 12 - 2;
   const bool on_flash = r.value_len_on_flash != 0;
-  out->Append(" cls=");
-  out->AppendNumber(MemcachedSlabClass(
+  line.Append(" cls=");
+  line.AppendNumber(MemcachedSlabClass(
       on_flash ? MemcachedItemSize(req.key.size(), kFlashHeaderValueLen, r.client_flags) : total));
-  out->Append(" size=");
-  out->AppendNumber(total);
-  EndLine(out);
+  line.Append(" size=");
+  line.AppendNumber(total);
+  line.End();
 }
 
 }  // namespace
 
 void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out,
-                 const WatchContext* watch, WarmGate* warm, ProcessOutcome* outcome, const WaitTicket* park) {
+                 const WatchContext* watch, WarmGate* warm, ProcessOutcome* outcome, const WaitTicket* park,
+                 uint64_t key_hash) {
   static const WatchContext kNobody;
   const WatchContext& w = watch != nullptr ? *watch : kNobody;
   switch (req.command) {
     case Command::kMetaGet:
-      ExecuteGet(store, stats, w, req, out, outcome != nullptr ? warm : nullptr, outcome, park);
+      ExecuteGet(store, stats, w, req, out, outcome != nullptr ? warm : nullptr, outcome, park, key_hash);
       break;
-    case Command::kMetaSet: ExecuteSet(store, stats, w, req, out); break;
+    case Command::kMetaSet: ExecuteSet(store, stats, w, req, out, key_hash); break;
     case Command::kMetaDelete: ExecuteDelete(store, stats, w, req, out); break;
     case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, w, req, out); break;
     case Command::kMetaDebug: ExecuteDebug(store, stats, req, out); break;

@@ -16,10 +16,12 @@ namespace herdless {
 // `watch`, when given, logs mg's fetch and ms's store (protocol/watch.h).
 // `warm`, when given, may divert an mg that wins a miss's lease to the peer
 // (protocol/warm.h), into `outcome`. `park`, with `outcome`: an mg of a value
-// on flash (-o ext_path) parks on it until it is fetched.
+// on flash (-o ext_path) parks on it until it is fetched. `key_hash`: the hash
+// ItemStore::Prefetch returned for req.key (mg and ms use it), 0 = not known.
 void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out,
                  const WatchContext* watch = nullptr, WarmGate* warm = nullptr,
-                 ProcessOutcome* outcome = nullptr, const WaitTicket* park = nullptr);
+                 ProcessOutcome* outcome = nullptr, const WaitTicket* park = nullptr,
+                 uint64_t key_hash = 0);
 
 }  // namespace herdless
 

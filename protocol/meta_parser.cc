@@ -149,18 +149,20 @@ FlagToken ParseFlagToken(unsigned char c, std::string_view t, bool allow_y, Requ
 // are herdless's, for mg only. Returns the error, or an empty view.
 std::string_view ParseMetaFlags(const CommandLine& line, int first, bool allow_y,
                                 Request* out) {
-  bool seen[128] = {};
   bool has_error = false;
   std::string_view error = kBadFormat;
+  MetaFlags& flags = out->meta;
   for (int i = first; i < line.count; ++i) {
     const std::string_view t = line.token[i];
     const auto c = static_cast<unsigned char>(t[0]);
-    if (c >= 127 || seen[c]) return "CLIENT_ERROR duplicate flag";
-    seen[c] = true;
+    // Every flag that gets past ParseFlagToken is a letter ('A'..'z', a bit of
+    // `present`); any other byte stops there, so it is never seen twice.
+    if (c >= 127 || (c >= 'A' && c <= 'z' && flags.Has(static_cast<char>(c)))) {
+      return "CLIENT_ERROR duplicate flag";
+    }
     const FlagToken verdict = ParseFlagToken(c, t, allow_y, out, &error);
     if (verdict == FlagToken::kInvalid) return "CLIENT_ERROR invalid flag";
     if (verdict == FlagToken::kBad) has_error = true;
-    MetaFlags& flags = out->meta;
     flags.list[flags.count++] = MetaFlags::Flag{static_cast<char>(c), t.substr(1)};
     flags.present |= MetaFlags::Bit(static_cast<char>(c));
   }

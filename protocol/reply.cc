@@ -159,6 +159,63 @@ void ReplyBuffer::AppendSignedNumber(int64_t v) {
   Append(std::string_view(buf, end - buf));
 }
 
+void ReplyLine::Append(std::string_view s) {
+  if (s.size() > kCapacity - used_) {
+    Flush();
+    if (s.size() > kCapacity) {
+      out_->Append(s);
+      return;
+    }
+  }
+  std::memcpy(line_ + used_, s.data(), s.size());
+  used_ += s.size();
+}
+
+void ReplyLine::AppendNumber(uint64_t v) {
+  static_assert(kNumberRoom >= kMaxUint64Digits + 3);
+  if (kNumberRoom > kCapacity - used_) Flush();
+  used_ = static_cast<size_t>(FormatUint64(v, line_ + used_) - line_);
+}
+
+void ReplyLine::AppendSignedNumber(int64_t v) {
+  if (kNumberRoom > kCapacity - used_) Flush();
+  uint64_t magnitude = static_cast<uint64_t>(v);
+  if (v < 0) {
+    line_[used_++] = '-';
+    magnitude = 0 - magnitude;   // well defined for INT64_MIN too
+  }
+  used_ = static_cast<size_t>(FormatUint64(magnitude, line_ + used_) - line_);
+}
+
+void ReplyLine::AppendFlag(char name, uint64_t v) {
+  if (kNumberRoom > kCapacity - used_) Flush();
+  line_[used_] = ' ';
+  line_[used_ + 1] = name;
+  used_ = static_cast<size_t>(FormatUint64(v, line_ + used_ + 2) - line_);
+}
+
+void ReplyLine::AppendSignedFlag(char name, int64_t v) {
+  if (kNumberRoom > kCapacity - used_) Flush();
+  line_[used_++] = ' ';
+  line_[used_++] = name;
+  uint64_t magnitude = static_cast<uint64_t>(v);
+  if (v < 0) {
+    line_[used_++] = '-';
+    magnitude = 0 - magnitude;
+  }
+  used_ = static_cast<size_t>(FormatUint64(magnitude, line_ + used_) - line_);
+}
+
+void ReplyLine::End() {
+  Append("\r\n");
+  Flush();
+}
+
+void ReplyLine::Flush() {
+  out_->Append(std::string_view(line_, used_));
+  used_ = 0;
+}
+
 void ReplyBuffer::AppendItemBytes(ItemRef item, std::string_view bytes) {
   if (bytes.empty()) return;   // nothing to send: `item` releases its reference
   if (bytes.size() <= kCopyValuesUpTo) {

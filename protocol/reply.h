@@ -120,6 +120,37 @@ class ReplyBuffer {
   bool leading_empty_message_ = false;
 };
 
+// One reply line gathered on the stack and handed to a ReplyBuffer in one
+// Append: a meta reply is a code, flags and numbers in a dozen short pieces,
+// and each ReplyBuffer::Append is a call and a memcpy of its own. A line
+// longer than the stack buffer (none is: each meta flag comes once) goes out
+// in parts. What is gathered is written by End() or, at the latest, by the
+// destructor, so nothing is lost on an early return.
+class ReplyLine {
+ public:
+  explicit ReplyLine(ReplyBuffer* out) : out_(out) {}
+  ~ReplyLine() { Flush(); }
+  ReplyLine(const ReplyLine&) = delete;
+  ReplyLine& operator=(const ReplyLine&) = delete;
+
+  void Append(std::string_view s);
+  void AppendNumber(uint64_t v);        // decimal
+  void AppendSignedNumber(int64_t v);
+  // A meta return flag with a number: " <name><v>".
+  void AppendFlag(char name, uint64_t v);
+  void AppendSignedFlag(char name, int64_t v);
+  // "\r\n", then everything gathered to the ReplyBuffer.
+  void End();
+
+ private:
+  static constexpr size_t kCapacity = 512;
+  static constexpr size_t kNumberRoom = 23;   // " <name>", "-" and 20 digits
+  void Flush();
+  ReplyBuffer* out_;
+  size_t used_ = 0;
+  char line_[kCapacity];
+};
+
 }  // namespace herdless
 
 #endif  // HERDLESS_PROTOCOL_REPLY_H_

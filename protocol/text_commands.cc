@@ -230,6 +230,7 @@ void Update(const TextContext& c, const Request& req, ReplyBuffer* out) {
   StoreRequest sr;
   sr.mode = mode;
   sr.key = req.key;
+  sr.key_hash = c.key_hash;
   sr.value = req.value;
   sr.client_flags = req.client_flags;
   sr.exptime = req.exptime;
@@ -511,7 +512,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kMetaArithmetic:
     case Command::kMetaNoop:
     case Command::kMetaDebug:
-      ExecuteMeta(c.store, c.stats, req, out, &c.watch, c.warm, outcome, c.park);
+      ExecuteMeta(c.store, c.stats, req, out, &c.watch, c.warm, outcome, c.park, c.key_hash);
       if (req.command == Command::kMetaNoop) c.batch_output = out->pending_bytes();
       return;
     case Command::kLeaseGet:

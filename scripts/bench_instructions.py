@@ -11,21 +11,28 @@ with start-up, fill and handshakes cancelled out. Kernel work (the loopback
 TCP path) is not counted: both servers make the same system calls a request.
 
     scripts/bench_instructions.py [--tls] [--herdless BIN] [--ratio S:G] [--pipeline N]
-                                  [--baseline BIN] [--herdless-args ARGS] [--base-args ARGS]
+                                  [--baseline BIN] [--herdless-args ARGS] [--base-args ARGS] [--meta]
 
 --ratio and --pipeline are memtier's (default 1:10, 1); --baseline compares
 against another herdless build (e.g. an older commit's) instead of memcached.
+--meta sends the meta protocol instead (memtier has none): the same ten
+connections at once, each its N requests in batches of --pipeline, `ms k:<n>
+100 T0` and `mg k:<n> v f t` in the --ratio, random keys of the 1000, every
+batch ended by `mn` (sent to both servers alike) and read up to its `MN`.
 
 Needs valgrind and memtier_benchmark ($MEMTIER or PATH). Slow: about a minute
 a server with --tls.
 """
 import argparse
 import os
+import random
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench  # noqa: E402  free_port, wait_listening, make_certs
@@ -67,8 +74,11 @@ def run_once(binary, requests, tool, outdir, tls, load, extra=()):
         quiet = dict(check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         subprocess.run(base + ["-p", str(plain), "-c", "1", "--ratio=1:0", "--key-pattern=P:P",
                                "--requests=allkeys"], **quiet)
-        subprocess.run(base + ["-p", str(port), "-c", str(CONNS), f"--requests={requests}"] +
-                       load + client_tls, **quiet)
+        if callable(load):
+            load(port, requests)
+        else:
+            subprocess.run(base + ["-p", str(port), "-c", str(CONNS), f"--requests={requests}"] +
+                           load + client_tls, **quiet)
     finally:
         proc.terminate()
         proc.wait()
@@ -77,6 +87,41 @@ def run_once(binary, requests, tool, outdir, tls, load, extra=()):
     if not match:
         raise RuntimeError(f"no totals in {out}")
     return int(match.group(1))
+
+
+def meta_load(ratio, pipeline):
+    """The --meta load: a function of (port, requests a connection)."""
+    sets, gets = (int(x) for x in ratio.split(":"))
+    value = b"x" * 100
+
+    def connection(port, requests, seed):
+        rng = random.Random(seed)
+        with socket.create_connection(("127.0.0.1", port), timeout=120) as sock:
+            done = 0
+            while done < requests:
+                batch = []
+                for _ in range(min(pipeline, requests - done)):
+                    key = b"k:%d" % rng.randint(1, 1000)
+                    if rng.randrange(sets + gets) < sets:
+                        batch.append(b"ms %s 100 T0\r\n%s\r\n" % (key, value))
+                    else:
+                        batch.append(b"mg %s v f t\r\n" % key)
+                done += len(batch)
+                sock.sendall(b"".join(batch) + b"mn\r\n")
+                reply = b""
+                while not (reply.endswith(b"\r\nMN\r\n") or reply == b"MN\r\n"):
+                    chunk = sock.recv(1 << 16)
+                    if not chunk:
+                        raise RuntimeError("the server closed the connection")
+                    reply += chunk
+
+    def run(port, requests):
+        threads = [threading.Thread(target=connection, args=(port, requests, i)) for i in range(CONNS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    return run
 
 
 def per_request(binary, tool, outdir, tls, load, extra=()):
@@ -96,6 +141,7 @@ def main():
     ap.add_argument("--baseline", help="another herdless binary to compare with instead of memcached")
     ap.add_argument("--herdless-args", default="", help="more flags for herdless, e.g. '-o io=uring'")
     ap.add_argument("--base-args", default="", help="more flags for the other server")
+    ap.add_argument("--meta", action="store_true", help="the meta protocol (ms/mg) instead of memtier's load")
     args = ap.parse_args()
     tool = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
     if not tool or not shutil.which("valgrind"):
@@ -103,7 +149,8 @@ def main():
     outdir = tempfile.mkdtemp(prefix="bench-instr-")
     os.chmod(outdir, 0o1777)
     tls = bench.make_certs(tempfile.mkdtemp(prefix="bench-certs-")) if args.tls else None
-    load = [f"--ratio={args.ratio}", f"--pipeline={args.pipeline}"]
+    load = meta_load(args.ratio, args.pipeline) if args.meta else \
+        [f"--ratio={args.ratio}", f"--pipeline={args.pipeline}"]
     other = ("baseline", os.path.abspath(args.baseline)) if args.baseline else ("memcached", args.memcached)
     results = {}
     extra = {other[0]: args.base_args.split(), "herdless": args.herdless_args.split()}
@@ -111,7 +158,8 @@ def main():
         results[name] = per_request(binary, tool, outdir, tls, load, extra[name])
         print(f"{name:9s} {results[name]:9.0f} instructions a request (user space)", flush=True)
     print(f"ratio herdless/{other[0]}: {results['herdless'] / results[other[0]]:.3f}"
-          f" (--ratio {args.ratio} --pipeline {args.pipeline}{', TLS' if tls else ''}); profiles in {outdir}")
+          f" (--ratio {args.ratio} --pipeline {args.pipeline}{', TLS' if tls else ''}{', meta' if args.meta else ''});"
+          f" profiles in {outdir}")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ namespace store_internal {
 constexpr int kMaxRoomAttempts = 64;   // evictions tried for one new item
 
 inline uint64_t HashKey(std::string_view key) { return XXH3_64bits(key.data(), key.size()); }
+// `known`: the hash ItemStore::Prefetch returned for this key, 0 = not known.
+inline uint64_t HashKey(std::string_view key, uint64_t known) { return known != 0 ? known : HashKey(key); }
 
 inline bool Has(uint64_t slot_value, uint8_t bits) { return (slot::State(slot_value) & bits) != 0; }
 

@@ -65,7 +65,7 @@ int32_t ItemStore::Impl::PlaceholderExptime(int64_t now_us) const {
 }
 
 ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) {
-  const uint64_t hash = opts.key_hash != 0 ? opts.key_hash : HashKey(key);
+  const uint64_t hash = HashKey(key, opts.key_hash);
   Shard& shard = ShardFor(hash);
   const double u = (opts.kind != ReadKind::kClassic && opts.lease.xfetch_beta > 0)
                        ? config_.random->UniformOpenClosed()

@@ -40,7 +40,7 @@ StoreResult ItemStore::Impl::Store(const StoreRequest& req) {
   if (pool_->used() > pool_->limit() && config_.evictions) EvictSegment(/*compact=*/false);
 
   const int32_t exptime = req.stale_copy ? ExpiredTick(req.stale_for_s) : ToExpiryTick(req.exptime);
-  const uint64_t hash = HashKey(req.key);
+  const uint64_t hash = HashKey(req.key, req.key_hash);
   Shard& shard = ShardFor(hash);
   // memcached counts a store's per-class stats in the new item's class.
   StoreStats::Class& counts = shard.counters.classes[MemcachedSlabClass(
@@ -212,7 +212,7 @@ uint64_t ItemStore::Impl::ReplaceLocked(Shard& shard, uint64_t hash, const Found
 // a miss.
 StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
   StoreResult res;
-  const uint64_t hash = HashKey(req.key);
+  const uint64_t hash = HashKey(req.key, req.key_hash);
   Shard& shard = ShardFor(hash);
   const bool append = req.mode == StoreMode::kAppend;
   LockedAttempts(shard, hash, req.key, [&](ShardLock& lock, const Found& f, const Times& t, int attempt) {

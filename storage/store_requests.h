@@ -137,6 +137,8 @@ struct StoreRequest {
   // draw, a refresh-ahead window) counts as absent, so the add stores and
   // ends the lease instead of leaving the stale value to the others.
   bool classic_lease_add = false;
+  // The key's hash as ItemStore::Prefetch returned it (ReadOptions::key_hash). 0 = not known.
+  uint64_t key_hash = 0;
 };
 
 // Why a lookup found no live item: nothing there, or an expired or flushed

@@ -97,6 +97,27 @@ TEST_F(ItemStoreTest, SetThenGetReturnsValueFlagsAndCas) {
   EXPECT_EQ(r.lease, LeaseVerdict::kNone);
 }
 
+// The executor hands the store the hash Prefetch returned for a pipelined request's key
+// (ReadOptions::key_hash, StoreRequest::key_hash): it must reach the item the key's own hash does.
+TEST_F(ItemStoreTest, PrefetchedHashReachesTheSameItem) {
+  for (const std::string& key : {std::string("a"), std::string("user:1234"), std::string(250, 'k')}) {
+    StoreRequest req;
+    req.key = key;
+    req.value = "v1";
+    req.key_hash = store_->Prefetch(key);
+    ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored) << key;
+    EXPECT_EQ(Read(key).value, "v1") << key;   // hashed by the store
+    ReadOptions opts;
+    opts.key_hash = store_->Prefetch(key);
+    EXPECT_EQ(store_->Read(key, opts).value, "v1") << key;
+    req.mode = StoreMode::kAppend;
+    req.value = "+";
+    ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored) << key;
+    EXPECT_EQ(Read(key).value, "v1+") << key;
+  }
+  EXPECT_EQ(Read("user:1235").status, ReadStatus::kMiss);
+}
+
 TEST_F(ItemStoreTest, EveryStoreGetsANewCas) {
   const uint64_t a = Put("k", "1").cas;
   const uint64_t b = Put("k", "2").cas;

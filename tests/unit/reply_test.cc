@@ -117,6 +117,59 @@ TEST(ReplyBufferTest, AppendSignedNumberWritesSign) {
   }
 }
 
+// A line gathered in a ReplyLine reads as the same pieces appended one by one, whatever its
+// length: short, just over the stack buffer, a piece longer than it, numbers at its edge.
+TEST(ReplyLineTest, GathersTheSamePiecesAsSeparateAppends) {
+  for (size_t filler = 0; filler < 1100; filler += filler < 400 ? 100 : 1) {
+    ReplyBuffer gathered, direct;
+    {
+      ReplyLine line(&gathered);
+      line.Append("VA ");
+      line.AppendNumber(100);
+      line.Append(" k");
+      line.Append(std::string(filler, 'k'));
+      line.Append(" c");
+      line.AppendNumber(std::numeric_limits<uint64_t>::max());
+      line.Append(" t");
+      line.AppendSignedNumber(std::numeric_limits<int64_t>::min());
+      line.AppendSignedNumber(-1);
+      line.AppendFlag('s', 100);
+      line.AppendSignedFlag('t', -1);
+      line.AppendSignedFlag('t', std::numeric_limits<int64_t>::min());
+      line.AppendFlag('c', std::numeric_limits<uint64_t>::max());
+      line.End();
+    }
+    direct.Append("VA ");
+    direct.AppendNumber(100);
+    direct.Append(" k");
+    direct.Append(std::string(filler, 'k'));
+    direct.Append(" c");
+    direct.AppendNumber(std::numeric_limits<uint64_t>::max());
+    direct.Append(" t");
+    direct.AppendSignedNumber(std::numeric_limits<int64_t>::min());
+    direct.AppendSignedNumber(-1);
+    direct.Append(" s100 t-1 t");
+    direct.AppendSignedNumber(std::numeric_limits<int64_t>::min());
+    direct.Append(" c");
+    direct.AppendNumber(std::numeric_limits<uint64_t>::max());
+    direct.Append("\r\n");
+    EXPECT_EQ(Pending(gathered), Pending(direct)) << filler;
+  }
+}
+
+TEST(ReplyLineTest, WritesOnlyAtItsEndOrWhenDestroyed) {
+  ReplyBuffer buf;
+  {
+    ReplyLine line(&buf);
+    line.Append("HD");
+    EXPECT_TRUE(buf.empty());
+    line.End();
+    EXPECT_EQ(Pending(buf), "HD\r\n");
+    line.Append("EN");
+  }
+  EXPECT_EQ(Pending(buf), "HD\r\nEN");
+}
+
 TEST(ReplyBufferTest, ItemBytesAreSentInPlaceBetweenCopies) {
   Item* item = MakeItem("key", Large("hello"));
   ReplyBuffer buf;
