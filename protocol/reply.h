@@ -122,10 +122,11 @@ class ReplyBuffer {
 
 // One reply line gathered on the stack and handed to a ReplyBuffer in one
 // Append: a meta reply is a code, flags and numbers in a dozen short pieces,
-// and each ReplyBuffer::Append is a call and a memcpy of its own. A line
-// longer than the stack buffer (none is: each meta flag comes once) goes out
-// in parts. What is gathered is written by End() or, at the latest, by the
-// destructor, so nothing is lost on an early return.
+// and each ReplyBuffer::Append is a call and a memcpy of its own. The longest
+// meta line (a 250-byte key in base64 with every flag, each once) is under 600
+// bytes; a longer one would go out in parts. What is gathered is written by
+// End() or, at the latest, by the destructor, so nothing is lost on an early
+// return.
 class ReplyLine {
  public:
   explicit ReplyLine(ReplyBuffer* out) : out_(out) {}
@@ -143,7 +144,7 @@ class ReplyLine {
   void End();
 
  private:
-  static constexpr size_t kCapacity = 512;
+  static constexpr size_t kCapacity = 768;
   static constexpr size_t kNumberRoom = 23;   // " <name>", "-" and 20 digits
   void Flush();
   ReplyBuffer* out_;

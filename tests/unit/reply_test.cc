@@ -118,9 +118,9 @@ TEST(ReplyBufferTest, AppendSignedNumberWritesSign) {
 }
 
 // A line gathered in a ReplyLine reads as the same pieces appended one by one, whatever its
-// length: short, just over the stack buffer, a piece longer than it, numbers at its edge.
+// length: short, just over the stack buffer (768), a piece longer than it, numbers at its edge.
 TEST(ReplyLineTest, GathersTheSamePiecesAsSeparateAppends) {
-  for (size_t filler = 0; filler < 1100; filler += filler < 400 ? 100 : 1) {
+  for (size_t filler = 0; filler < 1700; filler += filler < 600 ? 100 : 1) {
     ReplyBuffer gathered, direct;
     {
       ReplyLine line(&gathered);
