@@ -214,6 +214,15 @@ char* FormatUint64(uint64_t v, char* out) {
   return end;
 }
 
+char* FormatInt64(int64_t v, char* out) {
+  uint64_t magnitude = static_cast<uint64_t>(v);
+  if (v < 0) {
+    *out++ = '-';
+    magnitude = 0 - magnitude;   // well defined for INT64_MIN too
+  }
+  return FormatUint64(magnitude, out);
+}
+
 char* FormatReadRate(double reads_per_s, char* out) {
   // Two decimals, rounded; at most 20 integer digits (rates are far below).
   const double v = reads_per_s > 0 ? reads_per_s : 0;

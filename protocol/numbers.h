@@ -68,6 +68,8 @@ inline constexpr int kMaxUint64Digits = 20;
 // Writes v in decimal at out (no terminator); returns one past the last digit.
 // out must have room for kMaxUint64Digits bytes.
 char* FormatUint64(uint64_t v, char* out);
+// The same for a signed number: a '-' and its magnitude (room for kMaxUint64Digits + 1).
+char* FormatInt64(int64_t v, char* out);
 
 // A key's read rate as herdless shows it (mg r, lru_crawler metadump): reads
 // per second with two decimals ("0.00" for a key without an estimate).

@@ -148,15 +148,8 @@ void ReplyBuffer::AppendNumber(uint64_t v) {
 }
 
 void ReplyBuffer::AppendSignedNumber(int64_t v) {
-  char buf[24];
-  char* p = buf;
-  uint64_t magnitude = static_cast<uint64_t>(v);
-  if (v < 0) {
-    *p++ = '-';
-    magnitude = 0 - magnitude;   // well defined for INT64_MIN too
-  }
-  char* end = FormatUint64(magnitude, p);
-  Append(std::string_view(buf, end - buf));
+  char buf[kMaxUint64Digits + 1];
+  Append(std::string_view(buf, FormatInt64(v, buf) - buf));
 }
 
 void ReplyLine::Append(std::string_view s) {
@@ -179,12 +172,7 @@ void ReplyLine::AppendNumber(uint64_t v) {
 
 void ReplyLine::AppendSignedNumber(int64_t v) {
   if (kNumberRoom > kCapacity - used_) Flush();
-  uint64_t magnitude = static_cast<uint64_t>(v);
-  if (v < 0) {
-    line_[used_++] = '-';
-    magnitude = 0 - magnitude;   // well defined for INT64_MIN too
-  }
-  used_ = static_cast<size_t>(FormatUint64(magnitude, line_ + used_) - line_);
+  used_ = static_cast<size_t>(FormatInt64(v, line_ + used_) - line_);
 }
 
 void ReplyLine::AppendFlag(char name, uint64_t v) {
@@ -196,14 +184,9 @@ void ReplyLine::AppendFlag(char name, uint64_t v) {
 
 void ReplyLine::AppendSignedFlag(char name, int64_t v) {
   if (kNumberRoom > kCapacity - used_) Flush();
-  line_[used_++] = ' ';
-  line_[used_++] = name;
-  uint64_t magnitude = static_cast<uint64_t>(v);
-  if (v < 0) {
-    line_[used_++] = '-';
-    magnitude = 0 - magnitude;
-  }
-  used_ = static_cast<size_t>(FormatUint64(magnitude, line_ + used_) - line_);
+  line_[used_] = ' ';
+  line_[used_ + 1] = name;
+  used_ = static_cast<size_t>(FormatInt64(v, line_ + used_ + 2) - line_);
 }
 
 void ReplyLine::End() {

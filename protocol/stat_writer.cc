@@ -35,13 +35,7 @@ void StatWriter::Add(std::string_view name, uint64_t value) {
 
 void StatWriter::AddSigned(std::string_view name, int64_t value) {
   char buf[kMaxUint64Digits + 1];
-  char* p = buf;
-  uint64_t magnitude = static_cast<uint64_t>(value);
-  if (value < 0) {
-    *p++ = '-';
-    magnitude = 0 - magnitude;
-  }
-  Add(name, std::string_view(buf, FormatUint64(magnitude, p) - buf));
+  Add(name, std::string_view(buf, FormatInt64(value, buf) - buf));
 }
 
 void StatWriter::AddFixed(std::string_view name, double value, int decimals) {

@@ -252,12 +252,8 @@ void ItemStore::Impl::TouchHit(Hit* h, int32_t touch_exptime, const Times& t) {
 // the grant when this reader wins.
 void ItemStore::Impl::DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const ReadOptions& opts,
                                         const Times& t, double u, ReadResult* r) {
-  // Most meta reads: a fresh value, no lease out or owed, no rule asked for. DecideRead
-  // could only answer kNone (r's default), so it is not asked.
-  if (!stale && !Has(*h.slot, kItemTokenSent | kItemNeedsValue) && !opts.lease.has_recache &&
-      !opts.lease.refresh_ahead && !(opts.lease.xfetch_beta > 0)) {
-    return;
-  }
+  // Most meta reads: r keeps its default, no lease (kNone).
+  if (!LeaseDecisionNeeded(stale, Has(*h.slot, kItemTokenSent), Has(*h.slot, kItemNeedsValue), opts.lease)) return;
   // Which TTL the decision judges: before or after this read's touch.
   const bool judge_new_ttl = opts.judge_touched_ttl || !opts.has_touch || h.touch_later;
   LeaseView view;

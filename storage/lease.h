@@ -105,6 +105,13 @@ int64_t RefreshWindowUs(const LeaseSettings& s, double reads_per_s, double delta
 LeaseDecision DecideRead(const LeaseSettings& s, const LeaseView& v, const LeaseAsk& ask,
                          int64_t now_us, double u);
 
+// False when DecideRead can only answer kNone, whatever the rest of the view:
+// a fresh value with no lease out or owed, and no recache, refresh-ahead or
+// XFetch asked for (most meta reads). Lets a caller skip building the view.
+inline bool LeaseDecisionNeeded(bool stale, bool token_sent, bool needs_value, const LeaseAsk& ask) {
+  return stale || token_sent || needs_value || ask.has_recache || ask.refresh_ahead || ask.xfetch_beta > 0;
+}
+
 // Exponentially smoothed recompute time: new = old ? (old*3 + sample)/4 : sample.
 uint16_t SmoothDelta(uint16_t old_ms, int64_t sample_ms);
 

@@ -70,6 +70,42 @@ TEST_F(DecideReadTest, PlainFreshItemGetsNoHint) {
   EXPECT_EQ(Decide().verdict, LeaseVerdict::kNone);
 }
 
+// The store skips DecideRead when LeaseDecisionNeeded is false: over a grid of views, asks and
+// draws, DecideRead then always answers kNone; and each of the six conditions alone does give a
+// hint somewhere in the grid (so none of them could be dropped).
+TEST_F(DecideReadTest, NoDecisionNeededMeansNoHint) {
+  bool hinted_alone[6] = {};
+  for (int bits = 0; bits < 64; ++bits) {
+    view_.stale = bits & 1;
+    view_.token_sent = bits & 2;
+    view_.needs_value = bits & 4;
+    ask_.has_recache = bits & 8;
+    ask_.recache_below_s = 1000;
+    ask_.refresh_ahead = bits & 16;
+    ask_.xfetch_beta = (bits & 32) ? 1000.0 : 0;
+    // Never, an eighth of a second left, 100 s left.
+    for (int32_t exptime : {int32_t{0}, static_cast<int32_t>(100 * kTicksPerSecond + 1),
+                            static_cast<int32_t>(200 * kTicksPerSecond)}) {
+      for (double reads_per_s : {0.0, 1000.0}) {
+        for (double u : {1e-9, 0.5, 1.0}) {
+          view_.exptime = exptime;
+          view_.reads_per_s = reads_per_s;
+          view_.ttl_s = 60;
+          view_.lease_granted_ms = now_ms_ - 10;   // live, if a token is out
+          const LeaseDecision d = Decide(u);
+          if (!LeaseDecisionNeeded(view_.stale, view_.token_sent, view_.needs_value, ask_)) {
+            EXPECT_EQ(d.verdict, LeaseVerdict::kNone) << bits;
+            EXPECT_FALSE(d.by_xfetch || d.by_refresh || d.regrant) << bits;
+          } else if (__builtin_popcount(bits) == 1 && d.verdict != LeaseVerdict::kNone) {
+            hinted_alone[__builtin_ctz(bits)] = true;
+          }
+        }
+      }
+    }
+  }
+  for (int i = 0; i < 6; ++i) EXPECT_TRUE(hinted_alone[i]) << "condition " << i;
+}
+
 TEST_F(DecideReadTest, StaleItemWinsWithoutAsking) {
   view_.stale = true;
   const LeaseDecision d = Decide();

@@ -237,6 +237,17 @@ TEST(NumbersTest, FormatUint64WritesDecimalAndReturnsEnd) {
   }
 }
 
+TEST(NumbersTest, FormatInt64WritesSignAndMagnitude) {
+  const int64_t cases[] = {0, 1, -1, 9, -10, 99, -100, 12345, -4294967296, INT64_MAX, INT64_MIN,
+                           INT64_MIN + 1};
+  for (int64_t v : cases) {
+    char buf[kMaxUint64Digits + 2];
+    buf[kMaxUint64Digits + 1] = 'X';
+    EXPECT_EQ(std::string(buf, FormatInt64(v, buf)), std::to_string(v));
+    EXPECT_EQ(buf[kMaxUint64Digits + 1], 'X') << "writes no terminator past the digits";
+  }
+}
+
 TEST(NumbersTest, FormatReadRateHasTwoDecimalsRounded) {
   const struct {
     double rate;
