@@ -352,12 +352,13 @@ void ExecuteSet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
 // md
 
 void ExecuteDelete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-                   ReplyBuffer* out) {
+                   ReplyBuffer* out, uint64_t key_hash) {
   const MetaFlags& flags = req.meta;
   const MetaArgs& args = req.meta_args;
 
   DeleteRequest dr;
   dr.key = req.key;
+  dr.key_hash = key_hash;
   dr.compare_cas = flags.Has('C') ? args.C : 0;
   dr.compare_zero_cas = flags.Has('C');   // memcached's md compares C0 too (ma and ms's MA/MP take it as any)
   dr.mark_stale = flags.Has('I');
@@ -463,12 +464,13 @@ void AppendArithmeticReply(const ItemStore& store, const Request& req, const Ari
 }
 
 void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
-                       const Request& req, ReplyBuffer* out) {
+                       const Request& req, ReplyBuffer* out, uint64_t key_hash) {
   ArithRequest ar;
   if (!MetaArithRequest(req, &ar)) {
     out->Append("CLIENT_ERROR invalid mode for ma M token\r\n");
     return;
   }
+  ar.key_hash = key_hash;
   const ArithResult r = store->Arithmetic(ar);
   watch.Lookup(req.key, r.found);
   // memcached's ma stores the new number without a TTL and sets N's after: its line says ttl=0.
@@ -551,8 +553,8 @@ void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, Reply
       ExecuteGet(store, stats, w, req, out, outcome != nullptr ? warm : nullptr, outcome, park, key_hash);
       break;
     case Command::kMetaSet: ExecuteSet(store, stats, w, req, out, key_hash); break;
-    case Command::kMetaDelete: ExecuteDelete(store, stats, w, req, out); break;
-    case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, w, req, out); break;
+    case Command::kMetaDelete: ExecuteDelete(store, stats, w, req, out, key_hash); break;
+    case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, w, req, out, key_hash); break;
     case Command::kMetaDebug: ExecuteDebug(store, stats, req, out); break;
     case Command::kMetaNoop: out->Append("MN\r\n"); break;
     default: break;   // not a meta command: the executor never sends one here

@@ -17,7 +17,8 @@ namespace herdless {
 // `warm`, when given, may divert an mg that wins a miss's lease to the peer
 // (protocol/warm.h), into `outcome`. `park`, with `outcome`: an mg of a value
 // on flash (-o ext_path) parks on it until it is fetched. `key_hash`: the hash
-// ItemStore::Prefetch returned for req.key (mg and ms use it), 0 = not known.
+// ItemStore::Prefetch returned for req.key (every command given one key uses it),
+// 0 = not known.
 void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, ReplyBuffer* out,
                  const WatchContext* watch = nullptr, WarmGate* warm = nullptr,
                  ProcessOutcome* outcome = nullptr, const WaitTicket* park = nullptr,

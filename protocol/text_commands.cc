@@ -267,11 +267,11 @@ void Update(const TextContext& c, const Request& req, ReplyBuffer* out) {
 // delete / incr / decr / touch
 
 void Delete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, PrefixStats* prefixes,
-            const Request& req, ReplyBuffer* out) {
+            const Request& req, uint64_t key_hash, ReplyBuffer* out) {
   if (prefixes->enabled()) prefixes->RecordDelete(req.key);
   DeleteRequest::Removed removed;
-  const bool deleted =
-      store->Delete(DeleteRequest{.key = req.key, .removed = &removed}) == DeleteStatus::kDeleted;
+  const bool deleted = store->Delete(DeleteRequest{.key = req.key, .removed = &removed, .key_hash = key_hash}) ==
+                       DeleteStatus::kDeleted;
   watch.Lookup(req.key, removed);
   if (deleted) {
     watch.Delete(req.key, /*meta=*/false, removed);
@@ -284,10 +284,11 @@ void Delete(ItemStore* store, ThreadStats* stats, const WatchContext& watch, Pre
 }
 
 void Arithmetic(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-                ReplyBuffer* out) {
+                uint64_t key_hash, ReplyBuffer* out) {
   const bool incr = req.command == Command::kIncr;
   ArithRequest ar;
   ar.key = req.key;
+  ar.key_hash = key_hash;
   ar.incr = incr;
   ar.delta = req.delta;
   const ArithResult r = store->Arithmetic(ar);
@@ -319,9 +320,9 @@ void Arithmetic(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
 }
 
 void Touch(ItemStore* store, ThreadStats* stats, const WatchContext& watch, const Request& req,
-           ReplyBuffer* out) {
+           uint64_t key_hash, ReplyBuffer* out) {
   FoundItem found;
-  const bool touched = store->Touch(req.key, req.exptime, &found);
+  const bool touched = store->Touch(req.key, req.exptime, &found, key_hash);
   watch.Lookup(req.key, found);
   CountRead(stats, /*touch=*/true, touched);
   Reply(req, out, touched ? "TOUCHED\r\n" : "NOT_FOUND\r\n");
@@ -463,14 +464,14 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       Update(c, req, out);
       return;
     case Command::kDelete:
-      Delete(c.store, c.stats, c.watch, &c.server->prefix_stats(), req, out);
+      Delete(c.store, c.stats, c.watch, &c.server->prefix_stats(), req, c.key_hash, out);
       return;
     case Command::kIncr:
     case Command::kDecr:
-      Arithmetic(c.store, c.stats, c.watch, req, out);
+      Arithmetic(c.store, c.stats, c.watch, req, c.key_hash, out);
       return;
     case Command::kTouch:
-      Touch(c.store, c.stats, c.watch, req, out);
+      Touch(c.store, c.stats, c.watch, req, c.key_hash, out);
       return;
     case Command::kFlushAll:
       FlushAll(c.store, c.stats, c.server->Settings(), req, out);

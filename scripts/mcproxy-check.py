@@ -28,6 +28,7 @@ fail there: the comparison). Exit status 1 when a check fails.
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 
@@ -166,6 +167,7 @@ def main():
                 r.failures.append("%s: %r" % (name, e))
                 harness.log("FAIL: the %s check raised %r" % (name, e))
         proxy.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
     harness.run("mcproxy-check", body)
 

@@ -467,11 +467,11 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
   }
   return r;
 }
-bool ItemStore::Touch(std::string_view key, int64_t exptime, FoundItem* found) {
-  if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Touch(key, exptime, found);
+bool ItemStore::Touch(std::string_view key, int64_t exptime, FoundItem* found, uint64_t key_hash) {
+  if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Touch(key, exptime, found, key_hash);
   foreign_->Changed(key);
   const int64_t capped = CapExptime(exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
-  return impl_->Touch(key, capped, found);
+  return impl_->Touch(key, capped, found, key_hash);
 }
 void ItemStore::FlushAll(int64_t delay_s, bool client) {
   impl_->FlushAll(delay_s);

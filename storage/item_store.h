@@ -167,8 +167,9 @@ class ItemStore {
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);
   // touch: new exptime on an existing item. Returns false on a miss.
-  // `found`, when not null, is filled in from the live item touched.
-  bool Touch(std::string_view key, int64_t exptime, FoundItem* found = nullptr);
+  // `found`, when not null, is filled in from the live item touched;
+  // `key_hash` as ReadOptions::key_hash.
+  bool Touch(std::string_view key, int64_t exptime, FoundItem* found = nullptr, uint64_t key_hash = 0);
 
   // flush_all: delay_s <= 0 drops every item now; otherwise every item stored
   // or touched before now + delay_s is dropped once that moment passes.

@@ -156,7 +156,7 @@ class ItemStore::Impl {
   StoreResult Store(const StoreRequest& req);
   DeleteStatus Delete(const DeleteRequest& req);
   ArithResult Arithmetic(const ArithRequest& req);
-  bool Touch(std::string_view key, int64_t exptime, FoundItem* found);
+  bool Touch(std::string_view key, int64_t exptime, FoundItem* found, uint64_t key_hash);
   void FlushAll(int64_t delay_s);
   size_t ReclaimExpired(size_t budget);
   size_t Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope);

@@ -284,7 +284,7 @@ StoreResult ItemStore::Impl::StoreConcat(const StoreRequest& req) {
 // Delete, Touch, Arithmetic.
 
 DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
-  const uint64_t hash = HashKey(req.key);
+  const uint64_t hash = HashKey(req.key, req.key_hash);
   Shard& shard = ShardFor(hash);
   const int32_t new_exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
   DeleteStatus answer{};
@@ -379,8 +379,8 @@ ItemStore::Impl::Placement ItemStore::Impl::EmptyValueLocked(ShardLock& lock, in
   return Placement::kWritten;
 }
 
-bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime, FoundItem* found) {
-  const uint64_t hash = HashKey(key);
+bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime, FoundItem* found, uint64_t key_hash) {
+  const uint64_t hash = HashKey(key, key_hash);
   Shard& shard = ShardFor(hash);
   const int32_t new_exptime = ToExpiryTick(exptime);
   bool answer{};
@@ -413,7 +413,7 @@ bool ItemStore::Impl::Touch(std::string_view key, int64_t exptime, FoundItem* fo
 
 ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
   ArithResult res;
-  const uint64_t hash = HashKey(req.key);
+  const uint64_t hash = HashKey(req.key, req.key_hash);
   Shard& shard = ShardFor(hash);
   const int32_t ttl_exptime = req.has_ttl ? ToExpiryTick(req.exptime) : 0;
   const int32_t create_exptime = req.create_on_miss ? ToExpiryTick(req.create_exptime) : 0;

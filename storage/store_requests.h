@@ -187,6 +187,7 @@ struct DeleteRequest {
   // watcher's item_get and `watch deletions` lines).
   using Removed = FoundItem;
   Removed* removed = nullptr;
+  uint64_t key_hash = 0;          // as StoreRequest::key_hash
 };
 
 // kNoMemory: only an empty_value delete, when its empty item found no room.
@@ -203,6 +204,7 @@ struct ArithRequest {
   bool has_ttl = false;           // a new exptime on success
   int64_t exptime = 0;
   uint64_t new_cas = 0;           // the new value's CAS instead of the counter's (0 = counter)
+  uint64_t key_hash = 0;          // as StoreRequest::key_hash
 };
 
 enum class ArithStatus : uint8_t { kOk, kNotFound, kNonNumeric, kExists, kNoMemory };

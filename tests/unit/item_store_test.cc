@@ -98,22 +98,34 @@ TEST_F(ItemStoreTest, SetThenGetReturnsValueFlagsAndCas) {
 }
 
 // The executor hands the store the hash Prefetch returned for a pipelined request's key
-// (ReadOptions::key_hash, StoreRequest::key_hash): it must reach the item the key's own hash does.
+// (ReadOptions::key_hash, StoreRequest::key_hash, DeleteRequest::key_hash, ArithRequest::key_hash,
+// Touch's): it must reach the item the key's own hash does.
 TEST_F(ItemStoreTest, PrefetchedHashReachesTheSameItem) {
   for (const std::string& key : {std::string("a"), std::string("user:1234"), std::string(250, 'k')}) {
+    const uint64_t hash = store_->Prefetch(key);
     StoreRequest req;
     req.key = key;
-    req.value = "v1";
-    req.key_hash = store_->Prefetch(key);
+    req.value = "41";
+    req.key_hash = hash;
     ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored) << key;
-    EXPECT_EQ(Read(key).value, "v1") << key;   // hashed by the store
+    EXPECT_EQ(Read(key).value, "41") << key;   // hashed by the store
     ReadOptions opts;
-    opts.key_hash = store_->Prefetch(key);
-    EXPECT_EQ(store_->Read(key, opts).value, "v1") << key;
+    opts.key_hash = hash;
+    EXPECT_EQ(store_->Read(key, opts).value, "41") << key;
     req.mode = StoreMode::kAppend;
-    req.value = "+";
+    req.value = "0";
     ASSERT_EQ(store_->Store(req).status, StoreStatus::kStored) << key;
-    EXPECT_EQ(Read(key).value, "v1+") << key;
+    EXPECT_EQ(Read(key).value, "410") << key;
+    ArithRequest ar;
+    ar.key = key;
+    ar.key_hash = hash;
+    const ArithResult sum = store_->Arithmetic(ar);
+    EXPECT_EQ(sum.status, ArithStatus::kOk) << key;
+    EXPECT_EQ(sum.value, 411u) << key;
+    EXPECT_TRUE(store_->Touch(key, 100, nullptr, hash)) << key;
+    EXPECT_EQ(Read(key).ttl_before, 100) << key;
+    EXPECT_EQ(store_->Delete(DeleteRequest{.key = key, .key_hash = hash}), DeleteStatus::kDeleted) << key;
+    EXPECT_EQ(Read(key).status, ReadStatus::kMiss) << key;
   }
   EXPECT_EQ(Read("user:1235").status, ReadStatus::kMiss);
 }
