@@ -27,22 +27,31 @@ struct ReplyQueue;   // a ReplyBuffer's owed pieces and chunks (reply.cc)
 // One worker's spare ReplyQueues: a buffer takes one with its first reply and
 // gives it back when it goes idle, so idle connections hold none and a busy
 // one does not allocate its arrays each request. Keeps at most max_free
-// (their arrays trimmed to a few pieces). One thread only.
+// (their arrays trimmed to a few pieces); the first max_chunked of them keep
+// one empty chunk as well, so that a connection's next reply takes no block
+// either (a request at a time gave a block back and took one again each time).
+// One thread only.
 class ReplyQueueCache {
  public:
-  explicit ReplyQueueCache(size_t max_free = 256) : max_free_(max_free) {}
+  explicit ReplyQueueCache(size_t max_free = 256, size_t max_chunked = 64)
+      : max_free_(max_free), max_chunked_(max_chunked) {}
   ~ReplyQueueCache();
   ReplyQueueCache(const ReplyQueueCache&) = delete;
   ReplyQueueCache& operator=(const ReplyQueueCache&) = delete;
 
-  // An empty queue, from `cache` or (null) the heap.
+  // An empty queue (perhaps with an empty chunk), from `cache` or (null) the heap.
   static ReplyQueue* Take(ReplyQueueCache* cache);
-  // `queue` is empty; kept, or freed when the cache is null or full.
-  static void Give(ReplyQueueCache* cache, ReplyQueue* queue);
+  // `queue` owes nothing; kept, or freed when the cache is null or full. Its
+  // chunk, if any and not kept with it, goes to `blocks`.
+  static void Give(ReplyQueueCache* cache, ReplyQueue* queue, BlockCache* blocks);
   size_t free_queues() const { return free_.size(); }
+  size_t chunked_queues() const;   // spares holding a chunk
 
  private:
   const size_t max_free_;
+  const size_t max_chunked_;
+  // A stack: a spare keeps its chunk only when pushed below max_chunked_, and
+  // its place never changes while it is here, so at most max_chunked_ do.
   std::vector<ReplyQueue*> free_;
 };
 
@@ -89,14 +98,15 @@ class ReplyBuffer {
   // Every segment holds at least one byte: nothing pending is nothing owed.
   bool empty() const { return pending_ == 0; }
   size_t pending_bytes() const { return pending_; }
-  void Clear();
+  void Clear();   // drops every owed byte and every chunk
   // Chunks from `blocks`, the queue from `queues` (both outlive this buffer;
   // null: the heap). Set before use.
   void set_caches(BlockCache* blocks, ReplyQueueCache* queues) {
     blocks_ = blocks;
     queues_ = queues;
   }
-  // Nothing owed: gives every chunk and the queue back.
+  // Nothing owed: gives the queue back (with its emptied chunk, which the
+  // spare may keep) and every other chunk.
   void ReleaseIdle();
 
  private:
@@ -105,6 +115,7 @@ class ReplyBuffer {
   char* ReserveNewSegment(size_t n);
   void CloseTail();
   void DropOldestChunk();    // its bytes are no longer referenced by a segment
+  void Reset(bool keep_chunk);   // Clear; keep_chunk: the newest standard chunk stays, emptied
   void CompactSegments();
   void NoteMessageEnd();
 

@@ -102,6 +102,42 @@ TEST(BlockCacheTest, ReplyBufferHoldsAQueueOnlyWhileItOwesBytes) {
   EXPECT_EQ(std::string(static_cast<const char*>(iov[0].iov_base), iov[0].iov_len), "again");
 }
 
+// A spare queue keeps its emptied chunk, so a connection's next reply takes
+// no block; only the first max_chunked spares do (a stack: their places never
+// change), and the rest give their chunk to the BlockCache.
+TEST(BlockCacheTest, SpareQueuesKeepAChunkUpToTheirBound) {
+  BlockCache blocks;
+  ReplyQueueCache queues(/*max_free=*/4, /*max_chunked=*/2);
+  ReplyBuffer out[4];
+  for (ReplyBuffer& b : out) {
+    b.set_caches(&blocks, &queues);
+    b.Append("STORED\r\n");   // each takes a new queue and a new block
+  }
+  for (ReplyBuffer& b : out) {
+    b.Consume(b.pending_bytes());
+    b.ReleaseIdle();
+  }
+  EXPECT_EQ(queues.free_queues(), 4u);
+  EXPECT_EQ(queues.chunked_queues(), 2u);
+  EXPECT_EQ(blocks.free_blocks(), 2u);
+  // Taken back in reverse: the two chunkless spares first, which take the
+  // cached blocks; then the two chunked ones, which take none.
+  for (int i = 3; i >= 0; --i) out[i].Append("END\r\n");
+  EXPECT_EQ(blocks.free_blocks(), 0u);
+  EXPECT_EQ(queues.free_queues(), 0u);
+  for (ReplyBuffer& b : out) {
+    struct iovec iov[2];
+    ASSERT_EQ(b.FillIovecs(iov, 2), 1);
+    EXPECT_EQ(std::string(static_cast<const char*>(iov[0].iov_base), iov[0].iov_len), "END\r\n");
+  }
+  // A spare whose last reply had an oversized chunk of its own keeps no chunk.
+  out[0].Consume(out[0].pending_bytes());
+  out[0].Append(std::string(2 * BlockCache::kBlockSize, 'v'));
+  out[0].Consume(out[0].pending_bytes());
+  out[0].ReleaseIdle();
+  EXPECT_EQ(queues.chunked_queues(), 0u);
+}
+
 TEST(BlockCacheTest, InputBufferHoldsABlockOnlyWhileItHoldsBytes) {
   BlockCache cache;
   InputBuffer in(1 << 20, &cache);
