@@ -33,10 +33,6 @@ namespace {
 
 using namespace binary;
 
-void Put32(char* p, uint32_t v) {
-  for (int i = 3; i >= 0; --i, v >>= 8) p[i] = static_cast<char>(v);
-}
-
 // An error reply: memcached's write_bin_error, never silenced.
 void Error(ReplyBuffer* out, uint8_t opcode, uint32_t opaque, uint16_t status,
            std::string_view message = {}) {
@@ -126,8 +122,7 @@ bool BinaryExecutor::RefuseUnauthenticated(std::string_view rest, ReplyBuffer* o
   const uint8_t opcode = static_cast<uint8_t>(rest[1]);
   uint32_t opaque;
   std::memcpy(&opaque, rest.data() + 12, sizeof(opaque));
-  const auto* h = reinterpret_cast<const unsigned char*>(rest.data());
-  const uint32_t bodylen = uint32_t{h[8]} << 24 | uint32_t{h[9]} << 16 | uint32_t{h[10]} << 8 | h[11];
+  const uint32_t bodylen = LoadBig32(rest.data() + 8);
   const bool sasl = opcode == kSaslListMechs || opcode == kSaslAuth || opcode == kSaslStep;
   if ((sasl || opcode == kVersion) && bodylen <= kMaxAuthPayload) return false;
   Error(out, opcode, opaque, kAuthError);
@@ -270,13 +265,14 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
   }
   const uint32_t value_len = with_value ? static_cast<uint32_t>(r.value.size()) : 0;
   const uint16_t keylen = with_key ? req.keylen : 0;
-  char flags[4];
-  Put32(flags, r.client_flags);
-  AppendBinaryHeader(out, req.opcode, kSuccess, sizeof(flags), keylen,
-                     static_cast<uint32_t>(sizeof(flags) + keylen + value_len), req.opaque,
+  // The header, the flags (the extras) and the key go out in one append.
+  constexpr uint8_t kFlagsSize = 4;
+  char head[kHeaderSize + kFlagsSize + kMaxKeyLength];
+  FormatBinaryHeader(head, req.opcode, kSuccess, kFlagsSize, keylen, kFlagsSize + keylen + value_len, req.opaque,
                      settings.cas_enabled ? r.cas : 0);
-  out->Append(std::string_view(flags, sizeof(flags)));
-  if (with_key) out->Append(req.key);
+  StoreBig32(head + kHeaderSize, r.client_flags);
+  std::memcpy(head + kHeaderSize + kFlagsSize, req.key.data(), keylen);
+  out->Append(std::string_view(head, kHeaderSize + kFlagsSize + keylen));
   if (value_len > 0) out->AppendItemBytes(std::move(r.item), r.value);
 }
 
@@ -403,8 +399,7 @@ void BinaryExecutor::Arithmetic(const BinaryRequest& req, ReplyBuffer* out) {
     case ArithStatus::kOk: {
       if (!r.created) CountArithmetic(stats_, incr, /*hit=*/true);
       char value[8];
-      Put32(value, static_cast<uint32_t>(r.value >> 32));
-      Put32(value + 4, static_cast<uint32_t>(r.value));
+      StoreBig64(value, r.value);
       Success(out, req, server_->Settings().cas_enabled ? r.cas : 0,
               std::string_view(value, sizeof(value)));
       return;

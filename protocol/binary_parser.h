@@ -62,6 +62,7 @@ struct BinaryParseResult {
 // over limits.max_value_length: then kRequest with value_too_large, `swallow`
 // the value's length. Other requests consume header, extras and key only:
 // memcached reads whatever body they declare beyond those as the next request.
+// *out holds the request on kRequest; otherwise it may be partly written.
 BinaryParseResult ParseBinaryRequest(const char* buf, size_t len, const ParserLimits& limits,
                                      BinaryRequest* out);
 

@@ -4,32 +4,23 @@
 
 namespace herdless {
 
-namespace {
-
-void Store16(char* p, uint16_t v) {
-  p[0] = static_cast<char>(v >> 8);
-  p[1] = static_cast<char>(v);
+void FormatBinaryHeader(char* h, uint8_t opcode, uint16_t status, uint8_t extlen, uint16_t keylen,
+                        uint32_t bodylen, uint32_t opaque, uint64_t cas) {
+  h[0] = static_cast<char>(binary::kResponseMagic);
+  h[1] = static_cast<char>(opcode);
+  binary::StoreBig16(h + 2, keylen);
+  h[4] = static_cast<char>(extlen);
+  h[5] = 0;   // data type: raw bytes
+  binary::StoreBig16(h + 6, status);
+  binary::StoreBig32(h + 8, bodylen);
+  std::memcpy(h + 12, &opaque, sizeof(opaque));
+  binary::StoreBig64(h + 16, cas);
 }
-
-void Store32(char* p, uint32_t v) {
-  for (int i = 3; i >= 0; --i, v >>= 8) p[i] = static_cast<char>(v);
-}
-
-}  // namespace
 
 void AppendBinaryHeader(ReplyBuffer* out, uint8_t opcode, uint16_t status, uint8_t extlen,
                         uint16_t keylen, uint32_t bodylen, uint32_t opaque, uint64_t cas) {
   char h[binary::kHeaderSize];
-  h[0] = static_cast<char>(binary::kResponseMagic);
-  h[1] = static_cast<char>(opcode);
-  Store16(h + 2, keylen);
-  h[4] = static_cast<char>(extlen);
-  h[5] = 0;   // data type: raw bytes
-  Store16(h + 6, status);
-  Store32(h + 8, bodylen);
-  std::memcpy(h + 12, &opaque, sizeof(opaque));
-  Store32(h + 16, static_cast<uint32_t>(cas >> 32));
-  Store32(h + 20, static_cast<uint32_t>(cas));
+  FormatBinaryHeader(h, opcode, status, extlen, keylen, bodylen, opaque, cas);
   out->Append(std::string_view(h, sizeof(h)));
 }
 

@@ -45,13 +45,42 @@ enum Status : uint16_t {
 // Incr/Decr's expiration that means "do not create a missing counter".
 inline constexpr uint32_t kNoAutoCreate = 0xffffffff;
 
+// The wire's numbers are big-endian. (Written byte by byte, which the
+// compiler turns into one swap and one load or store.)
+inline uint16_t LoadBig16(const char* p) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  return static_cast<uint16_t>((b[0] << 8) | b[1]);
+}
+inline uint32_t LoadBig32(const char* p) {
+  const auto* b = reinterpret_cast<const unsigned char*>(p);
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+}
+inline uint64_t LoadBig64(const char* p) { return (uint64_t{LoadBig32(p)} << 32) | LoadBig32(p + 4); }
+inline void StoreBig16(char* p, uint16_t v) {
+  p[0] = static_cast<char>(v >> 8);
+  p[1] = static_cast<char>(v);
+}
+inline void StoreBig32(char* p, uint32_t v) {
+  p[0] = static_cast<char>(v >> 24);
+  p[1] = static_cast<char>(v >> 16);
+  p[2] = static_cast<char>(v >> 8);
+  p[3] = static_cast<char>(v);
+}
+inline void StoreBig64(char* p, uint64_t v) {
+  StoreBig32(p, static_cast<uint32_t>(v >> 32));
+  StoreBig32(p + 4, static_cast<uint32_t>(v));
+}
+
 }  // namespace binary
 
 // The message memcached sends with an error status ("Not found", ...).
 std::string_view BinaryStatusMessage(uint16_t status);
 
-// Appends a response header (memcached's add_bin_header): magic 0x81, the
-// opcode, key/extras/body lengths, status, the raw opaque and the CAS.
+// Writes a response header (memcached's add_bin_header) into h[0..24): magic
+// 0x81, the opcode, key/extras/body lengths, status, the raw opaque and the CAS.
+void FormatBinaryHeader(char* h, uint8_t opcode, uint16_t status, uint8_t extlen, uint16_t keylen,
+                        uint32_t bodylen, uint32_t opaque, uint64_t cas);
+// Appends that header.
 void AppendBinaryHeader(ReplyBuffer* out, uint8_t opcode, uint16_t status, uint8_t extlen,
                         uint16_t keylen, uint32_t bodylen, uint32_t opaque, uint64_t cas);
 

@@ -11,7 +11,8 @@ with start-up, fill and handshakes cancelled out. Kernel work (the loopback
 TCP path) is not counted: both servers make the same system calls a request.
 
     scripts/bench_instructions.py [--tls] [--herdless BIN] [--ratio S:G] [--pipeline N]
-                                  [--baseline BIN] [--herdless-args ARGS] [--base-args ARGS] [--meta]
+                                  [--baseline BIN] [--herdless-args ARGS] [--base-args ARGS]
+                                  [--meta | --binary]
 
 --ratio and --pipeline are memtier's (default 1:10, 1); --baseline compares
 against another herdless build (e.g. an older commit's) instead of memcached.
@@ -19,6 +20,7 @@ against another herdless build (e.g. an older commit's) instead of memcached.
 connections at once, each its N requests in batches of --pipeline, `ms k:<n>
 100 T0` and `mg k:<n> v f t` in the --ratio, random keys of the 1000, every
 batch ended by `mn` (sent to both servers alike) and read up to its `MN`.
+--binary: memtier's load in the binary protocol (memcache_binary).
 
 Needs valgrind and memtier_benchmark ($MEMTIER or PATH). Slow: about a minute
 a server with --tls.
@@ -40,7 +42,7 @@ import bench  # noqa: E402  free_port, wait_listening, make_certs
 CONNS = 10
 
 
-def run_once(binary, requests, tool, outdir, tls, load, extra=()):
+def run_once(binary, requests, tool, outdir, tls, load, extra=(), protocol="memcache_text"):
     port = bench.free_port()
     out = os.path.join(outdir, f"callgrind.{os.path.basename(binary)}.{requests}")
     server = [binary, "-t", "1", "-m", "64", "-p", str(port),
@@ -69,7 +71,7 @@ def run_once(binary, requests, tool, outdir, tls, load, extra=()):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         bench.wait_listening(port, proc, timeout=120)
-        base = [tool, "-s", "127.0.0.1", "--protocol=memcache_text", "-t", "1", "--key-prefix=k:",
+        base = [tool, "-s", "127.0.0.1", f"--protocol={protocol}", "-t", "1", "--key-prefix=k:",
                 "--key-minimum=1", "--key-maximum=1000", "--hide-histogram", "--data-size=100"]
         quiet = dict(check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         subprocess.run(base + ["-p", str(plain), "-c", "1", "--ratio=1:0", "--key-pattern=P:P",
@@ -124,10 +126,10 @@ def meta_load(ratio, pipeline):
     return run
 
 
-def per_request(binary, tool, outdir, tls, load, extra=()):
+def per_request(binary, tool, outdir, tls, load, extra=(), protocol="memcache_text"):
     small, large = 1000, 4000
-    a = run_once(binary, small, tool, outdir, tls, load, extra)
-    b = run_once(binary, large, tool, outdir, tls, load, extra)
+    a = run_once(binary, small, tool, outdir, tls, load, extra, protocol)
+    b = run_once(binary, large, tool, outdir, tls, load, extra, protocol)
     return (b - a) / ((large - small) * CONNS)
 
 
@@ -141,8 +143,11 @@ def main():
     ap.add_argument("--baseline", help="another herdless binary to compare with instead of memcached")
     ap.add_argument("--herdless-args", default="", help="more flags for herdless, e.g. '-o io=uring'")
     ap.add_argument("--base-args", default="", help="more flags for the other server")
-    ap.add_argument("--meta", action="store_true", help="the meta protocol (ms/mg) instead of memtier's load")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--meta", action="store_true", help="the meta protocol (ms/mg) instead of memtier's load")
+    mode.add_argument("--binary", action="store_true", help="memtier's load in the binary protocol")
     args = ap.parse_args()
+    protocol = "memcache_binary" if args.binary else "memcache_text"
     tool = os.environ.get("MEMTIER") or shutil.which("memtier_benchmark")
     if not tool or not shutil.which("valgrind"):
         sys.exit("needs memtier_benchmark ($MEMTIER) and valgrind")
@@ -155,10 +160,10 @@ def main():
     results = {}
     extra = {other[0]: args.base_args.split(), "herdless": args.herdless_args.split()}
     for name, binary in (other, ("herdless", os.path.abspath(args.herdless))):
-        results[name] = per_request(binary, tool, outdir, tls, load, extra[name])
+        results[name] = per_request(binary, tool, outdir, tls, load, extra[name], protocol)
         print(f"{name:9s} {results[name]:9.0f} instructions a request (user space)", flush=True)
     print(f"ratio herdless/{other[0]}: {results['herdless'] / results[other[0]]:.3f}"
-          f" (--ratio {args.ratio} --pipeline {args.pipeline}{', TLS' if tls else ''}{', meta' if args.meta else ''});"
+          f" (--ratio {args.ratio} --pipeline {args.pipeline}{', TLS' if tls else ''}{', meta' if args.meta else ''}{', binary' if args.binary else ''});"
           f" profiles in {outdir}")
 
 

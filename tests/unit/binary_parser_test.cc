@@ -29,6 +29,33 @@ Parsed Parse(const std::string& in) {
   return p;
 }
 
+// The wire's numbers are big-endian: each width, read back as written and
+// laid out most significant byte first.
+TEST(BinaryParserTest, BigEndianNumbers) {
+  struct Case {
+    uint64_t v;
+    const char* bytes;   // the 8-byte form
+  };
+  const Case cases[] = {
+      {0, "\x00\x00\x00\x00\x00\x00\x00\x00"},
+      {0x0102030405060708ull, "\x01\x02\x03\x04\x05\x06\x07\x08"},
+      {0xfffefdfcfbfaf9f8ull, "\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8"},
+      {UINT64_MAX, "\xff\xff\xff\xff\xff\xff\xff\xff"},
+  };
+  for (const Case& c : cases) {
+    char b[8];
+    binary::StoreBig64(b, c.v);
+    EXPECT_EQ(std::string(b, 8), std::string(c.bytes, 8)) << c.v;
+    EXPECT_EQ(binary::LoadBig64(b), c.v);
+    binary::StoreBig32(b, static_cast<uint32_t>(c.v));
+    EXPECT_EQ(std::string(b, 4), std::string(c.bytes + 4, 4)) << c.v;
+    EXPECT_EQ(binary::LoadBig32(b), static_cast<uint32_t>(c.v));
+    binary::StoreBig16(b, static_cast<uint16_t>(c.v));
+    EXPECT_EQ(std::string(b, 2), std::string(c.bytes + 6, 2)) << c.v;
+    EXPECT_EQ(binary::LoadBig16(b), static_cast<uint16_t>(c.v));
+  }
+}
+
 TEST(BinaryParserTest, NeedsTheWholeHeaderExtrasAndKey) {
   const std::string get = Packet(kGet, "key");
   for (size_t n = 0; n < get.size(); ++n) {
