@@ -26,6 +26,7 @@ Needs valgrind and memtier_benchmark ($MEMTIER or PATH). Slow: about a minute
 a server with --tls.
 """
 import argparse
+import glob
 import os
 import random
 import re
@@ -60,7 +61,7 @@ def run_once(binary, requests, tool, outdir, tls, load, extra=(), protocol="memc
     else:
         plain = port
         server += ["-l", "127.0.0.1"]
-    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}"] + server
+    argv = ["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={out}"] + server
     if os.geteuid() == 0:
         # Run the whole process as nobody: a server that drops privileges itself
         # could not write its profile to the file valgrind opened as root. setpriv
@@ -84,11 +85,16 @@ def run_once(binary, requests, tool, outdir, tls, load, extra=(), protocol="memc
     finally:
         proc.terminate()
         proc.wait()
-    with open(out) as f:
-        match = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
-    if not match:
-        raise RuntimeError(f"no totals in {out}")
-    return int(match.group(1))
+    totals = []
+    for path in glob.glob(out + "-*"):   # a profile per thread: OUT-01, OUT-02, ...
+        with open(path) as f:
+            match = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
+        if not match:
+            raise RuntimeError(f"no totals in {path}")
+        totals.append(int(match.group(1)))
+    if not totals:
+        raise RuntimeError(f"no profile {out}-*")
+    return sum(totals), max(totals)
 
 
 def meta_load(ratio, pipeline):
@@ -130,7 +136,7 @@ def per_request(binary, tool, outdir, tls, load, extra=(), protocol="memcache_te
     small, large = 1000, 4000
     a = run_once(binary, small, tool, outdir, tls, load, extra, protocol)
     b = run_once(binary, large, tool, outdir, tls, load, extra, protocol)
-    return (b - a) / ((large - small) * CONNS)
+    return tuple((y - x) / ((large - small) * CONNS) for x, y in zip(a, b))
 
 
 def main():
@@ -161,8 +167,10 @@ def main():
     extra = {other[0]: args.base_args.split(), "herdless": args.herdless_args.split()}
     for name, binary in (other, ("herdless", os.path.abspath(args.herdless))):
         results[name] = per_request(binary, tool, outdir, tls, load, extra[name], protocol)
-        print(f"{name:9s} {results[name]:9.0f} instructions a request (user space)", flush=True)
-    print(f"ratio herdless/{other[0]}: {results['herdless'] / results[other[0]]:.3f}"
+        print(f"{name:9s} {results[name][0]:9.0f} instructions a request (user space),"
+              f" {results[name][1]:.0f} of them in its busiest thread", flush=True)
+    print(f"busiest threads (the worker): {results['herdless'][1] / results[other[0]][1]:.3f}")
+    print(f"ratio herdless/{other[0]}: {results['herdless'][0] / results[other[0]][0]:.3f}"
           f" (--ratio {args.ratio} --pipeline {args.pipeline}{', TLS' if tls else ''}{', meta' if args.meta else ''}{', binary' if args.binary else ''});"
           f" profiles in {outdir}")
 
