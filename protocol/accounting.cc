@@ -8,6 +8,7 @@ ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int
   opts.kind = ReadKind::kClassic;
   opts.flash_park = park;   // -o ext_path: a value on flash is fetched while the reader waits
   opts.value_wanted = with_value;
+  opts.details = false;   // a classic reply has no TTL, access time nor frequency in it
   if (touch) {
     opts.has_touch = true;
     opts.touch_exptime = exptime;

@@ -7,6 +7,7 @@
 #include "storage/item_store.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "storage/item_store_internal.h"
 
@@ -39,7 +40,7 @@ struct ItemStore::Impl::Hit {
   bool touch_later = false;     // see AccessLocked
   int32_t exptime_before = 0;
   int64_t since_access_s = 0;   // before this read, at least 0
-  int64_t ttl_before_s = 0;     // the TTL the estimate kept before any touch
+  uint8_t ttl_code_before = 0;  // the TTL the estimate kept before any touch (ReadRate::TtlCode)
   ReadRateState rate;           // the estimate as this read leaves it
 };
 
@@ -72,7 +73,7 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
                        : 1.0;
   const int32_t touch_exptime = opts.has_touch ? ToExpiryTick(opts.touch_exptime) : 0;
   ReadResult r;
-  FlashFetch now;
+  std::optional<FlashFetch> now;   // a value on flash read at once: made only then
   bool tried_now = false;
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
@@ -84,10 +85,10 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
     // read at once if cached, or parks, or misses.
     const bool on_flash = config_.flash != nullptr && f.slot != nullptr && ItemAt(*f.slot).is_flash_stub();
     if (on_flash && opts.value_wanted && !tried_now && VisibleTo(f, opts) &&
-        FetchNowFitsLocked(shard, f, key, opts.flash_park, &now)) {
+        FetchNowFitsLocked(shard, f, key, opts.flash_park, &now.emplace())) {
       lock.unlock();
       tried_now = true;
-      FetchCachedNow(&now, 1, opts.flash_park);   // either way, look again: the value waits for this read, or it parks
+      FetchCachedNow(&*now, 1, opts.flash_park);   // either way, look again: the value waits for this read, or it parks
       continue;
     }
     if (on_flash && (!VisibleTo(f, opts) || (opts.value_wanted && ReadStubLocked(shard, f, key, opts, &r)))) return r;
@@ -190,7 +191,7 @@ void ItemStore::Impl::HitLocked(Shard& shard, uint64_t* slot, const Found& found
   if (hit.touch_later && !stale && !hit.stub && r->lease != LeaseVerdict::kWin) {
     TouchHit(&hit, touch_exptime, t);
     if (hit.rate.present()) hit.item.set_read_rate(hit.rate);   // the TTL code only: counts unchanged
-    r->ttl_after = TtlAt(hit.item.exptime(), t.now_tick);
+    if (opts.details) r->ttl_after = TtlAt(hit.item.exptime(), t.now_tick);
   }
   FillHit(hit, stale, r);
   // A classic-mode winner is answered with a miss: it does not see the stale value.
@@ -216,18 +217,21 @@ ItemStore::Impl::Hit ItemStore::Impl::AccessLocked(Shard& shard, uint64_t* slot,
   h.exptime_before = h.item.exptime();
   h.since_access_s = std::max<int64_t>(0, t.now_s - h.item.last_access());
   h.rate = h.item.read_rate();
-  h.ttl_before_s = ReadRate::TtlOfCode(h.rate.ttl_code());
+  h.ttl_code_before = h.rate.ttl_code();
   r->reads_per_s = h.rate.present() ? ReadRate::PerSecond(h.rate.count, h.since_access_s) : 0;
-  r->ttl_before = TtlAt(h.exptime_before, t.now_tick);
   if (opts.has_touch && !h.touch_later) TouchHit(&h, touch_exptime, t);
-  r->ttl_after = TtlAt(h.item.exptime(), t.now_tick);
-  r->fetched_before = Has(*slot, kItemFetched);
-  r->seconds_since_access = t.now_s - h.item.last_access();
+  if (opts.details) {
+    r->ttl_before = TtlAt(h.exptime_before, t.now_tick);
+    r->ttl_after = TtlAt(h.item.exptime(), t.now_tick);
+    r->fetched_before = Has(*slot, kItemFetched);
+    r->seconds_since_access = t.now_s - h.item.last_access();
+    r->frequency = slot::Freq(*slot);
+    r->recompute_ms = h.item.delta_ms();
+  }
   if (!h.stub) {
     StoreStats::Class& c = shard.counters.classes[SlabClassOf(h.item)];
     (opts.has_touch ? c.touch_hits : c.get_hits)++;
   }
-  r->frequency = slot::Freq(*slot);
   if (opts.bump) {
     if (h.rate.present()) {
       h.rate.count = ReadRate::AfterRead(h.rate.count, h.since_access_s, NextRandom(&shard.random));
@@ -265,7 +269,7 @@ void ItemStore::Impl::DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const 
   view.delta_ms = h.item.delta_ms();
   view.delta_spread = shard.recompute_spread;
   view.reads_per_s = r->reads_per_s;
-  view.ttl_s = judge_new_ttl ? ReadRate::TtlOfCode(h.rate.ttl_code()) : h.ttl_before_s;
+  view.ttl_s = ReadRate::TtlOfCode(judge_new_ttl ? h.rate.ttl_code() : h.ttl_code_before);
   LeaseDecision d = DecideRead(config_.lease, view, opts.lease, t.now_us, u);
   if (d.verdict == LeaseVerdict::kHeld && opts.held_lease != 0 && h.item.cas() == opts.held_lease) {
     d.verdict = LeaseVerdict::kWin;   // its own live lease, given back (no new grant)
@@ -332,7 +336,6 @@ void ItemStore::Impl::FillHit(const Hit& h, bool stale, ReadResult* r) const {
   r->value = h.item.value();
   r->client_flags = h.item.client_flags();
   r->cas = h.item.cas();
-  r->recompute_ms = h.item.delta_ms();
   r->stale = stale;
   r->placeholder = Has(*h.slot, kItemPlaceholder);
   r->no_value = h.stub;

@@ -57,6 +57,10 @@ struct ReadOptions {
   // The key's hash as ItemStore::Prefetch returned it (the executor prefetched
   // this key while the request before it ran): not computed again. 0 = not known.
   uint64_t key_hash = 0;
+  // false: a hit's ReadResult leaves ttl_before, ttl_after, fetched_before,
+  // seconds_since_access, frequency and recompute_ms at their defaults (a
+  // classic get answers none of them; meta flags and `me` do).
+  bool details = true;
 };
 
 enum class ReadStatus : uint8_t { kMiss, kHit };

@@ -130,6 +130,44 @@ TEST_F(ItemStoreTest, PrefetchedHashReachesTheSameItem) {
   EXPECT_EQ(Read("user:1235").status, ReadStatus::kMiss);
 }
 
+// ReadOptions::details = false (a classic get): the same hit, counted and
+// bumped alike, without the TTLs, access time, frequency and recompute time.
+TEST_F(ItemStoreTest, ReadWithoutDetailsLeavesThemAtTheirDefaults) {
+  StoreRequest req;
+  req.key = "k";
+  req.value = "v";
+  req.client_flags = 7;
+  req.exptime = 60;
+  const uint64_t cas = store_->Store(req).cas;
+  clock_.AdvanceSeconds(5);
+  ReadOptions plain;
+  plain.details = false;
+  const ReadResult a = store_->Read("k", plain);
+  ASSERT_EQ(a.status, ReadStatus::kHit);
+  EXPECT_EQ(a.value, "v");
+  EXPECT_EQ(a.client_flags, 7u);
+  EXPECT_EQ(a.cas, cas);
+  const ReadResult defaults;
+  EXPECT_EQ(a.ttl_before, defaults.ttl_before);
+  EXPECT_EQ(a.ttl_after, defaults.ttl_after);
+  EXPECT_EQ(a.fetched_before, defaults.fetched_before);
+  EXPECT_EQ(a.seconds_since_access, defaults.seconds_since_access);
+  EXPECT_EQ(a.frequency, defaults.frequency);
+  EXPECT_EQ(a.recompute_ms, defaults.recompute_ms);
+  // The read without details was a read all the same: fetched, bumped, counted.
+  clock_.AdvanceSeconds(2);
+  const ReadResult b = store_->Read("k", ReadOptions());
+  EXPECT_EQ(b.ttl_before, 53);
+  EXPECT_EQ(b.ttl_after, 53);
+  EXPECT_TRUE(b.fetched_before);
+  EXPECT_EQ(b.seconds_since_access, 2);
+  EXPECT_EQ(b.frequency, 1);
+  uint64_t get_hits = 0;
+  const StoreStats stats = store_->Stats();
+  for (const StoreStats::Class& c : stats.classes) get_hits += c.get_hits;
+  EXPECT_EQ(get_hits, 2u);
+}
+
 TEST_F(ItemStoreTest, EveryStoreGetsANewCas) {
   const uint64_t a = Put("k", "1").cas;
   const uint64_t b = Put("k", "2").cas;
