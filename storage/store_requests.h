@@ -57,9 +57,10 @@ struct ReadOptions {
   // The key's hash as ItemStore::Prefetch returned it (the executor prefetched
   // this key while the request before it ran): not computed again. 0 = not known.
   uint64_t key_hash = 0;
-  // false: a hit's ReadResult leaves ttl_before, ttl_after, fetched_before,
-  // seconds_since_access, frequency and recompute_ms at their defaults (a
-  // classic get answers none of them; meta flags and `me` do).
+  // false: a hit on an item already there leaves ReadResult's ttl_before,
+  // ttl_after, fetched_before, seconds_since_access, frequency and
+  // recompute_ms at their defaults (a classic get answers none of them; meta
+  // flags and `me` do). A stub this read creates fills its TTLs either way.
   bool details = true;
 };
 
