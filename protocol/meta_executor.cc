@@ -54,11 +54,6 @@ void AppendOpaqueFlag(const Flag& flag, ReplyLine* out) {
   out->Append(flag.token);
 }
 
-void AppendNumberFlag(char name, uint64_t value, ReplyLine* out) { out->AppendFlag(name, value); }
-
-// `t`: remaining seconds, or -1 for an item that never expires.
-void AppendTtlFlag(int64_t ttl, ReplyLine* out) { out->AppendSignedFlag('t', ttl); }
-
 // The flags every reply echoes, hit or miss: O and k, in request order.
 void AppendOpaqueAndKey(const Request& req, ReplyLine* out) {
   const MetaFlags& flags = req.meta;
@@ -89,7 +84,7 @@ class TtlWalk {
   void Change(int index, int64_t exptime) {
     current_ = index == last_change_ ? final_ : TtlOf(exptime);
   }
-  int64_t current() const { return current_; }
+  int64_t current() const { return current_; }   // `t`: remaining seconds, -1 = never expires
 
  private:
   int64_t TtlOf(int64_t exptime) const {
@@ -177,11 +172,11 @@ void AppendGetFlags(const ItemStore& store, const Request& req, const ReadResult
     switch (flag.name) {
       case 'T': ttl.Change(i, args.T); break;
       case 'N': if (r.created) ttl.Change(i, args.N); break;
-      case 's': AppendNumberFlag('s', r.value_size(), out); break;
-      case 't': AppendTtlFlag(ttl.current(), out); break;
-      case 'c': AppendNumberFlag('c', r.cas, out); break;
-      case 'f': AppendNumberFlag('f', r.client_flags, out); break;
-      case 'l': AppendNumberFlag('l', static_cast<uint64_t>(r.seconds_since_access), out); break;
+      case 's': out->AppendFlag('s', r.value_size()); break;
+      case 't': out->AppendSignedFlag('t', ttl.current()); break;
+      case 'c': out->AppendFlag('c', r.cas); break;
+      case 'f': out->AppendFlag('f', r.client_flags); break;
+      case 'l': out->AppendFlag('l', static_cast<uint64_t>(r.seconds_since_access)); break;
       case 'h': out->Append(r.fetched_before ? " h1" : " h0"); break;
       case 'r': {   // herdless: the read rate before this read
         char rate[2 + kMaxRateChars] = {' ', 'r'};
@@ -303,10 +298,10 @@ void AppendSetFlags(const Request& req, const StoreResult& result, ReplyLine* ou
     switch (flag.name) {
       case 'O': AppendOpaqueFlag(flag, out); break;
       case 'k': AppendKeyFlag(req, out); break;
-      case 'c': AppendNumberFlag('c', stored ? result.cas : 0, out); break;
+      case 'c': out->AppendFlag('c', stored ? result.cas : 0); break;
       // memcached 1.6.20+: the item's final size (append/prepend included).
       case 's':
-        AppendNumberFlag('s', stored ? result.stored_size : req.value.size(), out);
+        out->AppendFlag('s', stored ? result.stored_size : req.value.size());
         break;
       default: break;
     }
@@ -449,8 +444,8 @@ void AppendArithmeticReply(const ItemStore& store, const Request& req, const Ari
     switch (flag.name) {
       case 'T': ttl.Change(i, args.T); break;
       case 'N': if (r.created) ttl.Change(i, args.N); break;
-      case 'c': AppendNumberFlag('c', r.cas, &line); break;
-      case 't': AppendTtlFlag(ttl.current(), &line); break;
+      case 'c': line.AppendFlag('c', r.cas); break;
+      case 't': line.AppendSignedFlag('t', ttl.current()); break;
       case 'O': AppendOpaqueFlag(flag, &line); break;
       case 'k': AppendKeyFlag(req, &line); break;
       default: break;
