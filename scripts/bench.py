@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import resource
+import re
 import shlex
 import shutil
 import socket
@@ -163,6 +164,26 @@ class Server:
         prefix = ["taskset", "-c", cpus] if cpus else []
         self.proc = subprocess.Popen(prefix + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_listening(self.plain_port, self.proc)
+        self.check()
+
+    def check(self):
+        """Raises unless this server's process is alive and is the one answering on its port:
+        a server that died, or another one on the same port, would have been measured silently
+        (its CPU read as a dead process's zeros, the other server's ops/s as its own)."""
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
+        with socket.create_connection(("127.0.0.1", self.plain_port), timeout=10) as sock:
+            sock.sendall(b"stats\r\n")
+            reply = b""
+            while not reply.endswith(b"END\r\n"):
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+        pid = re.search(rb"^STAT pid (\d+)\r$", reply, re.M)
+        if not pid or int(pid.group(1)) != self.proc.pid:
+            raise RuntimeError(f"port {self.plain_port} is answered by pid "
+                               f"{pid.group(1).decode() if pid else '?'}, not {self.name}'s {self.proc.pid}")
 
     def stop(self):
         self.proc.terminate()
@@ -307,6 +328,7 @@ def main():
                     memtier_run(tool, srv.plain_port, preset_args, 0, args.conns, load_cpus, fill=True)
             for r in range(args.rounds):
                 for srv in servers.values():
+                    srv.check()
                     cpu0 = cpu_split(srv.proc.pid)
                     steal0 = stolen_seconds()
                     if tool:
@@ -315,6 +337,7 @@ def main():
                     else:
                         res = memcaslap_run(srv.port, preset_args, args.seconds, args.conns, load_cpus)
                     cpu1 = cpu_split(srv.proc.pid)
+                    srv.check()
                     ops_total = res["count"] or res["ops"] * args.seconds
                     mops = ops_total / 1e6 if ops_total else float("inf")
                     res["user_per_mop"] = (cpu1[0] - cpu0[0]) / mops
