@@ -307,15 +307,15 @@ void ItemStore::Impl::DropLeaseLocked(Shard& shard, uint64_t s) {
 // ---------------------------------------------------------------------------
 // Lookup with lazy expiry and delayed flush.
 
-// Finds the key, removing it first when it is flushed or expired beyond the
-// stale grace. Stubs (placeholders, items created on a miss still waiting
-// for their value) never linger as stale values.
-ItemStore::Impl::Found ItemStore::Impl::LookupLocked(Shard& shard, std::string_view key, uint64_t hash,
-                                                     const Times& t) {
+// A lookup (LookupLocked, inline in item_store_internal.h, answers a live
+// item) removes the key first when it is flushed or expired beyond the stale
+// grace. Stubs (placeholders, items created on a miss still waiting for their
+// value) never linger as stale values.
+ItemStore::Impl::Found ItemStore::Impl::LookupRestLocked(Shard& shard, uint64_t* slot, uint64_t hash,
+                                                         const Times& t) {
   const int64_t now_s = t.now_s;
   Found f;
   f.hash = hash;
-  uint64_t* slot = shard.index.Find(hash, [&](uint64_t s) { return ItemAt(s).key() == key; });
   if (slot == nullptr) {
     f.carried_rate = RecalledRateLocked(shard, hash, now_s);
     return f;
@@ -350,7 +350,7 @@ ItemStore::Impl::Found ItemStore::Impl::LookupLocked(Shard& shard, std::string_v
     f.presence = Found::kExpiredInGrace;
     return f;
   }
-  f.slot = slot;
+  f.slot = slot;   // live (LookupLocked answers those itself)
   f.presence = Has(*slot, kItemPlaceholder) ? Found::kPlaceholder : Found::kLive;
   return f;
 }

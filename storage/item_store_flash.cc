@@ -317,7 +317,6 @@ size_t ItemStore::Impl::ParkOnFlash(const std::vector<std::string_view>& keys, c
   for (std::string_view key : keys) {
     const uint64_t hash = HashKey(key);
     Shard& shard = ShardFor(hash);
-    FlashFetch now;
     for (bool tried_now = false;;) {
       ShardLock lock(this, shard);
       const Found f = LookupLocked(shard, key, hash, Now());
@@ -326,10 +325,10 @@ size_t ItemStore::Impl::ParkOnFlash(const std::vector<std::string_view>& keys, c
         if (std::find(fetched_here.begin(), fetched_here.end(), key) != fetched_here.end()) v->readers++;
         break;
       }
-      if (!tried_now && FetchNowFitsLocked(shard, f, key, &ticket, &now)) {
-        lock.unlock();
+      if (const FetchNow now = tried_now ? FetchNow::kNotTried : TryFetchNowLocked(lock, shard, f, key, &ticket);
+          now != FetchNow::kNotTried) {
         tried_now = true;
-        if (!FetchCachedNow(&now, 1, &ticket)) continue;   // not cached: look again, and park
+        if (now == FetchNow::kNotCached) continue;   // look again, and park
         fetched_here.push_back(key);
         break;
       }
@@ -357,6 +356,14 @@ bool ItemStore::Impl::FetchNowFitsLocked(Shard& shard, const Found& f, std::stri
   fetch->value_len = StubValueLength(stub);
   fetch->recache = MayRecacheLocked(*f.slot);   // counted only if FetchCachedNow reads it
   return true;
+}
+
+ItemStore::Impl::FetchNow ItemStore::Impl::TryFetchNowLocked(ShardLock& lock, Shard& shard, const Found& f,
+                                                             std::string_view key, const WaitTicket* park) {
+  FlashFetch fetch;
+  if (!FetchNowFitsLocked(shard, f, key, park, &fetch)) return FetchNow::kNotTried;
+  lock.unlock();
+  return FetchCachedNow(&fetch, 1, park) ? FetchNow::kFetched : FetchNow::kNotCached;
 }
 
 // memcached's recache_or_free: an item read before, lately (ITEM_FETCHED and

@@ -213,7 +213,11 @@ class ItemStore::Impl {
   inline bool IsForeign(ItemView item) const;
   inline ItemView ItemAt(uint64_t slot) const;
   inline Segment* SegmentOf(uint64_t slot) const;
-  Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
+  // The key's item as an operation sees it (item_store.cc says how). Inline
+  // for the common case, a live item; LookupRestLocked the others (`slot`:
+  // what the index found, or nullptr).
+  inline Found LookupLocked(Shard& shard, std::string_view key, uint64_t hash, const Times& t);
+  Found LookupRestLocked(Shard& shard, uint64_t* slot, uint64_t hash, const Times& t);
   // A write's attempts on one key (item_store_write.cc): the key's shard
   // locked and the key looked up, then op(lock, found, times, attempt),
   // which returns true once it has answered (into its caller's result), or
@@ -339,8 +343,10 @@ class ItemStore::Impl {
 
   // Read rates (item_store_rates.cc; storage/read_rate.h). A key read twice
   // within one second gets an estimate (from its next store when the item
-  // has no room).
-  void TrackIfHotLocked(Shard& shard, uint64_t* slot, uint64_t hash, const Times& t);
+  // has no room). TrackIfHotLocked, inline: a read of an item without an
+  // estimate; StartTrackingLocked the rare start, out of line.
+  HERDLESS_STEP void TrackIfHotLocked(Shard& shard, uint64_t* slot, uint64_t hash, const Times& t);
+  void StartTrackingLocked(Shard& shard, ItemView item, uint64_t hash, const Times& t);
   // The remembered estimate of a key whose item has no room for one, as of
   // the item's last access; none if not remembered.
   ReadRateState RememberedAsOfLocked(Shard& shard, uint64_t hash, ItemView item);
@@ -386,6 +392,12 @@ class ItemStore::Impl {
   bool FetchNowFitsLocked(Shard& shard, const Found& f, std::string_view key, const WaitTicket* park,
                           FlashFetch* fetch);
   bool FetchCachedNow(FlashFetch* fetch, uint32_t own_readers, const WaitTicket* reader);
+  // Both, for one reader: kNotTried (it does not fit; `lock` still held), or the lock given up
+  // and the value read (kFetched) or found not cached (kNotCached). Out of line, so that the
+  // fetch record is no part of a RAM hit's frame.
+  enum class FetchNow : uint8_t { kNotTried, kNotCached, kFetched };
+  FetchNow TryFetchNowLocked(ShardLock& lock, Shard& shard, const Found& f, std::string_view key,
+                             const WaitTicket* park);
   // Recaching (FlashFetch::recache): whether a read of the stub at `slot` may
   // bring its value back to RAM, and, counting one such read by `reader`,
   // whether it is the one in ext_recache_rate that does.
@@ -619,6 +631,37 @@ void ItemStore::Impl::CountRateLocked(Shard& shard, ReadRateState rate, int sign
     shard.rated_items--;
     if (rate.hot()) shard.hot_items--;
   }
+}
+
+ItemStore::Impl::Found ItemStore::Impl::LookupLocked(Shard& shard, std::string_view key, uint64_t hash,
+                                                     const Times& t) {
+  uint64_t* slot = shard.index.Find(hash, [&](uint64_t s) { return ItemAt(s).key() == key; });
+  if (slot != nullptr) {
+    const ItemView item = ItemAt(*slot);
+    if (!IsFlushed(item, t.now_s) && !store_internal::IsExpiredAt(item, t.now_tick)) {
+      Found f;
+      f.hash = hash;
+      f.slot = slot;
+      f.presence = store_internal::Has(*slot, kItemPlaceholder) ? Found::kPlaceholder : Found::kLive;
+      return f;
+    }
+  }
+  return LookupRestLocked(shard, slot, hash, t);
+}
+
+// The key's reads are counted in the shard's remembered rates while its item
+// has no room for an estimate (StartTrackingLocked says why).
+void ItemStore::Impl::TrackIfHotLocked(Shard& shard, uint64_t* slot, uint64_t hash, const Times& t) {
+  const ItemView item = ItemAt(*slot);
+  if (item.read_rate().present() || !store_internal::Has(*slot, kItemFetched)) return;
+  Shard::RememberedRate& remembered = shard.remembered_rates[hash % Shard::kRememberedRates];
+  if (!item.CanHoldReadRate() && remembered.hash == hash && remembered.count != 0) {
+    remembered.count = ReadRate::AfterRead(remembered.count, std::max<int64_t>(0, t.now_s - remembered.at_s),
+                                           store_internal::NextRandom(&shard.random));
+    remembered.at_s = t.now_s;
+    return;
+  }
+  if (item.last_access() == t.now_s) StartTrackingLocked(shard, item, hash, t);
 }
 
 template <typename Op>

@@ -59,21 +59,10 @@ void ItemStore::Impl::MoveAccessTimeLocked(Shard& shard, ItemView item, int64_t 
 // a store followed by one read does not count) gets an estimate, starting
 // from that earlier read. Keys read less often than that never pay for one.
 // When the item has no room for it, the estimate is kept in the shard's
-// remembered rates, and counts the key's reads there, until the key's next
-// item (its next store) takes it: copying the item here would make a hit
-// allocate.
-void ItemStore::Impl::TrackIfHotLocked(Shard& shard, uint64_t* slot, uint64_t hash, const Times& t) {
-  const int64_t now_s = t.now_s;
-  const ItemView item = ItemAt(*slot);
-  if (item.read_rate().present() || !Has(*slot, kItemFetched)) return;
-  Shard::RememberedRate& remembered = shard.remembered_rates[hash % Shard::kRememberedRates];
-  if (!item.CanHoldReadRate() && remembered.hash == hash && remembered.count != 0) {
-    remembered.count = ReadRate::AfterRead(remembered.count, std::max<int64_t>(0, now_s - remembered.at_s),
-                                           NextRandom(&shard.random));
-    remembered.at_s = now_s;
-    return;
-  }
-  if (item.last_access() != now_s) return;
+// remembered rates, and counts the key's reads there (TrackIfHotLocked), until
+// the key's next item (its next store) takes it: copying the item here would
+// make a hit allocate.
+void ItemStore::Impl::StartTrackingLocked(Shard& shard, ItemView item, uint64_t hash, const Times& t) {
   ReadRateState rate;
   rate.count = ReadRate::Encode(ReadRate::kTrackedAfterReads);
   rate.set_ttl_code(ReadRate::TtlCode(TtlAt(item.exptime(), t.now_tick)));
@@ -82,7 +71,7 @@ void ItemStore::Impl::TrackIfHotLocked(Shard& shard, uint64_t* slot, uint64_t ha
     return;
   }
   rate.count = ReadRate::Encode(ReadRate::kTrackedAfterReads + 1);   // this read too
-  RememberRateLocked(shard, hash, rate, now_s);
+  RememberRateLocked(shard, hash, rate, t.now_s);
 }
 
 ReadRateState ItemStore::Impl::RememberedAsOfLocked(Shard& shard, uint64_t hash, ItemView item) {

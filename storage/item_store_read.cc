@@ -7,7 +7,6 @@
 #include "storage/item_store.h"
 
 #include <algorithm>
-#include <optional>
 
 #include "storage/item_store_internal.h"
 
@@ -73,8 +72,7 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
                        : 1.0;
   const int32_t touch_exptime = opts.has_touch ? ToExpiryTick(opts.touch_exptime) : 0;
   ReadResult r;
-  std::optional<FlashFetch> now;   // a value on flash read at once: made only then
-  bool tried_now = false;
+  bool tried_now = false;   // a value on flash read at once (TryFetchNowLocked), once
   for (int attempt = 0;; attempt++) {
     const Times t = Now();
     ShardLock lock(this, shard);
@@ -85,11 +83,9 @@ ReadResult ItemStore::Impl::Read(std::string_view key, const ReadOptions& opts) 
     // read at once if cached, or parks, or misses.
     const bool on_flash = config_.flash != nullptr && f.slot != nullptr && ItemAt(*f.slot).is_flash_stub();
     if (on_flash && opts.value_wanted && !tried_now && VisibleTo(f, opts) &&
-        FetchNowFitsLocked(shard, f, key, opts.flash_park, &now.emplace())) {
-      lock.unlock();
+        TryFetchNowLocked(lock, shard, f, key, opts.flash_park) != FetchNow::kNotTried) {
       tried_now = true;
-      FetchCachedNow(&*now, 1, opts.flash_park);   // either way, look again: the value waits for this read, or it parks
-      continue;
+      continue;   // either way, look again: the value waits for this read, or it parks
     }
     if (on_flash && (!VisibleTo(f, opts) || (opts.value_wanted && ReadStubLocked(shard, f, key, opts, &r)))) return r;
     if (VisibleTo(f, opts)) {
