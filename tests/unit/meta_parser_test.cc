@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <memory>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "protocol/key.h"
 #include "protocol/text_parser.h"
@@ -432,6 +434,43 @@ TEST(CommandLineTest, StopsAfter23Tokens) {
   SplitCommandLine(line, &l);
   EXPECT_EQ(l.count, CommandLine::kMaxTokens);
   EXPECT_EQ(l.token[22], "t22");
+}
+
+// SplitCommandLine finds a word's end eight bytes at a time (FindSpace): over
+// random lines of every length up to 300, with runs of spaces, tabs and high
+// bytes, and more than 23 words, it splits as a plain byte loop does, and
+// reads nothing past the line (each in a buffer of its own size, for ASan).
+TEST(CommandLineTest, SplitsAsAByteLoopDoes) {
+  const auto reference = [](std::string_view line, std::vector<std::string_view>* tokens) {
+    size_t i = 0;
+    while (tokens->size() < static_cast<size_t>(CommandLine::kMaxTokens)) {
+      while (i < line.size() && line[i] == ' ') ++i;
+      if (i == line.size()) break;
+      const size_t start = i;
+      while (i < line.size() && line[i] != ' ') ++i;
+      tokens->push_back(line.substr(start, i - start));
+    }
+  };
+  std::mt19937 rng(24);
+  const std::string alphabet = "  a:\t\x80!\xa0\x1f";
+  for (int round = 0; round < 20000; ++round) {
+    const size_t length = rng() % 301;
+    std::unique_ptr<char[]> buffer(new char[length == 0 ? 1 : length]);
+    const int space_share = static_cast<int>(rng() % 8);
+    for (size_t i = 0; i < length; ++i) {
+      buffer[i] = static_cast<int>(rng() % 8) < space_share ? ' ' : alphabet[rng() % alphabet.size()];
+    }
+    const std::string_view line(buffer.get(), length);
+    std::vector<std::string_view> want;
+    reference(line, &want);
+    CommandLine l;
+    SplitCommandLine(line, &l);
+    ASSERT_EQ(l.count, static_cast<int>(want.size())) << "round " << round;
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(l.token[i].data(), want[i].data()) << "round " << round << " token " << i;
+      ASSERT_EQ(l.token[i].size(), want[i].size()) << "round " << round << " token " << i;
+    }
+  }
 }
 
 // FindSpace and FindSpaceOrControl read eight bytes at a time: the first
