@@ -28,8 +28,8 @@ certificate made here with `openssl req`), memtier_benchmark with --tls
 import argparse
 import json
 import os
-import resource
 import re
+import resource
 import shlex
 import shutil
 import socket
