@@ -350,7 +350,9 @@ ItemStore::Impl::Found ItemStore::Impl::LookupRestLocked(Shard& shard, uint64_t*
     f.presence = Found::kExpiredInGrace;
     return f;
   }
-  f.slot = slot;   // live (LookupLocked answers those itself)
+  // Live after all: LookupLocked answers a live item itself, but `flush_all`
+  // on another thread may have moved the flush deadline since it looked.
+  f.slot = slot;
   f.presence = Has(*slot, kItemPlaceholder) ? Found::kPlaceholder : Found::kLive;
   return f;
 }
