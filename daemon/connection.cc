@@ -283,11 +283,11 @@ ProcessOutcome Connection::RunExecutor(int max_requests, const WaitTicket* park,
     wire_ = binary ? Wire::kBinary : Wire::kText;
   }
   if (wire_ == Wire::kBinary) {
-    worker_->binary_executor().set_client_fd(fd_);
+    worker_->binary_executor().set_client_fd(fd_, peer_closed_);
     return worker_->binary_executor().Process(input_.view(), &output_, config.max_output,
                                               max_requests, park, &binary_session_, warm);
   }
-  worker_->executor().set_client_fd(fd_);
+  worker_->executor().set_client_fd(fd_, /*datagram=*/false, peer_closed_);
   return worker_->executor().Process(input_.view(), &output_, config.max_output, max_requests,
                                      park, warm);
 }

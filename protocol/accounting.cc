@@ -3,7 +3,7 @@
 namespace herdless {
 
 ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int64_t exptime,
-                               const WaitTicket* park, bool with_value) {
+                               const WaitTicket* park, bool with_value, bool client_gone) {
   ReadOptions opts;
   opts.kind = ReadKind::kClassic;
   opts.flash_park = park;   // -o ext_path: a value on flash is fetched while the reader waits
@@ -13,7 +13,7 @@ ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int
     opts.has_touch = true;
     opts.touch_exptime = exptime;
   }
-  if (with_value && settings.classic_stampede != ClassicStampedeMode::kOff) {
+  if (with_value && !client_gone && settings.classic_stampede != ClassicStampedeMode::kOff) {
     opts.kind = ReadKind::kClassicLease;
     opts.lease.xfetch_beta = settings.xfetch_beta;
     opts.lease.refresh_ahead = settings.refresh_ahead;

@@ -25,8 +25,12 @@ namespace herdless {
 // mode a read of a key with no value whose lease is held parks on `park` (the
 // caller passes nullptr where a reply could be left half written: multi-key
 // gets). A read without a value (binary Touch) ignores the modes, as `touch`.
+// `client_gone`: the client has closed its end (EOF). It cannot store a value
+// on this connection, so it is never chosen to recompute: its reads are plain
+// classic reads (a parked reader whose client left must not take over a dead
+// lease, or the live readers parked with it wait another lease_timeout).
 ReadOptions ClassicReadOptions(const ProtocolSettings& settings, bool touch, int64_t exptime,
-                               const WaitTicket* park, bool with_value = true);
+                               const WaitTicket* park, bool with_value = true, bool client_gone = false);
 // Counts a classic read as memcached does (cmd_get/get_hits/get_misses, or
 // cmd_touch/touch_hits/touch_misses for a touch, plus get_expired/get_flushed)
 // and returns whether the client is given the value.

@@ -241,7 +241,7 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
   const bool with_key = req.command == kGetK || req.command == kGatK;
   const bool with_value = req.command != kTouch;
   const ProtocolSettings& settings = server_->Settings();
-  ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, park_, with_value);
+  ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, park_, with_value, client_gone_);
   const bool warm = warming_ && opts.kind == ReadKind::kClassicLease;
   if (warm) warm_.Apply(&opts);
   ReadResult r = store_->Read(req.key, opts);

@@ -46,8 +46,12 @@ class BinaryExecutor {
                  const AuthFile* sasl_pwdb = nullptr);
 
   // The descriptor of the connection whose requests Process() runs next
-  // (the cfd of `watch` lines).
-  void set_client_fd(int fd) { watch_.fd = fd; }
+  // (the cfd of `watch` lines), and whether its client has closed its end
+  // (EOF read: it is never chosen to recompute, ClassicReadOptions).
+  void set_client_fd(int fd, bool gone = false) {
+    watch_.fd = fd;
+    client_gone_ = gone;
+  }
 
   // request_loop.h's loop over binary requests, as Executor::Process.
   // `session` is the connection's SASL state (required with -S); `warm`
@@ -77,6 +81,7 @@ class BinaryExecutor {
   ParserLimits limits_;
   const AuthFile* const sasl_pwdb_;
   const WaitTicket* park_ = nullptr;   // set for the duration of Process()
+  bool client_gone_ = false;           // set_client_fd
   WarmGate warm_;
   bool warming_ = false;               // this Process() has a WarmPass
   BinarySession* session_ = nullptr;   // likewise

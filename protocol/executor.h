@@ -37,11 +37,14 @@ class Executor {
                          const WaitTicket* park = nullptr, const WarmPass* warm = nullptr);
 
   // The descriptor of the connection whose requests Process() runs next
-  // (the cfd of `watch` lines), and whether it is a UDP socket: a datagram
-  // cannot carry a stream, so metadump and watch are refused there.
-  void set_client_fd(int fd, bool datagram = false) {
+  // (the cfd of `watch` lines), whether it is a UDP socket (a datagram
+  // cannot carry a stream, so metadump and watch are refused there), and
+  // whether its client has closed its end (EOF read: it is never chosen to
+  // recompute, ClassicReadOptions).
+  void set_client_fd(int fd, bool datagram = false, bool gone = false) {
     context_.watch.fd = fd;
     context_.datagram = datagram;
+    context_.client_gone = gone;
   }
 
   // Executes one parsed request (exposed for tests).

@@ -100,7 +100,8 @@ void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, Proces
   if (!single && c.park != nullptr && store->config().flash != nullptr && ParkOnFlash(store, req.keys, *c.park, outcome)) {
     return;
   }
-  ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, single ? c.park : nullptr);
+  ReadOptions opts = ClassicReadOptions(settings, touch, req.exptime, single ? c.park : nullptr,
+                                        /*with_value=*/true, c.client_gone);
   if (single) opts.key_hash = c.key_hash;
   WarmGate* warm = single && opts.kind == ReadKind::kClassicLease ? c.warm : nullptr;
   if (warm != nullptr) warm->Apply(&opts);

@@ -33,6 +33,7 @@ struct TextContext {
   // (a dump or watch after an mn is accepted). Moved by the mn itself.
   mutable size_t batch_output = 0;
   bool datagram = false;              // a UDP client: no streams
+  bool client_gone = false;           // the client closed its end (ClassicReadOptions)
   // The hash of the request's key when the executor prefetched it
   // (ItemStore::Prefetch) while the request before it ran; 0 = not known.
   uint64_t key_hash = 0;

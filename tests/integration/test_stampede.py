@@ -8,6 +8,8 @@
   connection sets it; none is answered before.
 - classic wait mode with a dead holder: after lease_timeout exactly one parked reader takes the
   lease over (a miss), the rest keep waiting and get the value it stores.
+- classic wait mode with parked readers whose clients left: none of them takes the dead lease
+  over; the live reader parked behind them does, after one lease timeout.
 - binary clients in stale and wait mode: a binary Get is a classic read (the winner gets Not
   found, the others the stale value, or wait for the Set); so is GAT/GATK, which touches only a
   fresh value it returns; Touch stays memcached's.
@@ -235,6 +237,32 @@ def wait_mode_with_a_crashed_holder(res):
             c.close()
 
 
+def wait_mode_with_parked_readers_that_left(res):
+    """Parked readers whose clients closed (timed out) never take over a dead lease: the one
+    live reader parked with them does, after one lease timeout, not after one each."""
+    n = 5
+    with harness.start_herdless(["-t", "2", "-o", "classic_stampede=wait,lease_timeout=1"]) as d:
+        control = harness.Conn(d.port, timeout=TIMEOUT)
+        holder = harness.Conn(d.port, timeout=TIMEOUT)
+        res.equal(holder.call(b"get hot\r\n"), b"END\r\n", "left: the holder wins, and hangs")
+        gone = open_conns(d.port, n)
+        for c in gone:
+            c.send(b"get hot\r\n")
+        res.equal(wait_parked(control, n), n, "left: the readers that will leave are parked")
+        live = harness.Conn(d.port, timeout=TIMEOUT)
+        live.send(b"get hot\r\n")
+        res.equal(wait_parked(control, n + 1), n + 1, "left: the live reader is parked behind them")
+        for c in gone:
+            c.close()
+        res.equal(read_get(live), None, "left: the live reader takes the dead lease over (a miss)")
+        res.equal(live.call(b"set hot 0 30 5\r\nfresh\r\n"), b"STORED\r\n", "left: and stores")
+        s = harness.stats(control)
+        res.equal((s["lease_grants"], s["lease_timeouts"]), ("2", "1"),
+                  "left: one takeover: the readers that left took none")
+        for c in [control, holder, live]:
+            c.close()
+
+
 def wait_mode_woken_by_a_delayed_flush(res):
     n = 20
     with harness.start_herdless(["-t", "4", "-o", "classic_stampede=wait,lease_timeout=60"]) as d:
@@ -412,6 +440,7 @@ def body(res):
     lease_get_with_a_crashed_holder(res)
     wait_mode_parked_readers_woken_by_another_worker(res)
     wait_mode_with_a_crashed_holder(res)
+    wait_mode_with_parked_readers_that_left(res)
     wait_mode_woken_by_a_delayed_flush(res)
     binary_clients_in_the_classic_modes(res)
     binary_gat_in_the_classic_modes(res)

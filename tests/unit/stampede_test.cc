@@ -460,6 +460,41 @@ TEST_F(WaitModeTest, AfterTheLeaseTimesOutTheNextReaderTakesItOver) {
   EXPECT_NE(outcome_.park_token, first);
 }
 
+// A client that closed its end (EOF) while parked cannot store: when its wait
+// times out on a dead lease it gets a miss without taking the lease over, so
+// a live reader does (the half-closed client still gets its reply).
+TEST_F(WaitModeTest, AParkedReaderWhoseClientLeftNeverTakesTheLeaseOver) {
+  Run("get k\r\n");   // a holder that never stores
+  const WaitTicket t = Ticket(7);
+  Run("get k\r\n", &t);
+  ASSERT_TRUE(outcome_.parked);
+  clock_.AdvanceMicros(5500000);   // past lease_timeout: the lease is dead
+  executor_->set_client_fd(7, /*datagram=*/false, /*gone=*/true);
+  EXPECT_EQ(Run("get k\r\n"), "END\r\n");   // its wait timed out: a miss...
+  EXPECT_FALSE(outcome_.parked);
+  EXPECT_EQ(store_->Stats().lease_timeouts, 0u);   // ...without the lease
+  EXPECT_EQ(store_->Stats().lease_grants, 1u);
+  executor_->set_client_fd(8);
+  EXPECT_EQ(Run("get k\r\n"), "END\r\n");   // a live reader takes it over
+  EXPECT_EQ(store_->Stats().lease_timeouts, 1u);
+  EXPECT_EQ(store_->Stats().lease_grants, 2u);
+}
+
+TEST_F(WaitModeTest, AClientThatLeftIsNeverChosenToRecompute) {
+  config_.stale_grace_s = 30;
+  Reset();
+  Run("set k 0 10 3\r\nold\r\n");
+  clock_.AdvanceSeconds(11);   // stale
+  executor_->set_client_fd(7, /*datagram=*/false, /*gone=*/true);
+  EXPECT_EQ(Run("get k\r\n"), "END\r\n");   // as a classic read: no stale value, no lease
+  EXPECT_EQ(Run("get nothing\r\n"), "END\r\n");
+  EXPECT_EQ(store_->Stats().lease_grants, 0u);
+  executor_->set_client_fd(8);
+  EXPECT_EQ(Run("get k\r\n"), "END\r\n");   // the next live reader wins
+  EXPECT_EQ(store_->Stats().lease_grants, 1u);
+  EXPECT_EQ(Run("get k\r\n"), "VALUE k 0 3\r\nold\r\nEND\r\n");   // the others: the stale value
+}
+
 // --- the store's waiter registry ---------------------------------------------------
 
 class WaitersTest : public StampedeTest {
