@@ -3,8 +3,9 @@
 # functions <= 80), then a release build + `make check` (unit + integration tests) + a check that
 # the release tarball carries every file of the checkout, then an
 # ASan/UBSan build (no jemalloc) running the same tests against the instrumented daemon plus
-# a 20 s soak; a ThreadSanitizer build running the unit tests, the concurrency, stampede,
-# snapshot and TLS tests and a 20 s soak; then every libFuzzer target for 15 s (scripts/fuzz.sh; scripts/soak.sh and
+# the two 20 s soaks (tests/integration/soak.py, soak_stampede.py); a ThreadSanitizer build
+# running the unit tests, the concurrency, stampede, snapshot and TLS tests and the two
+# soaks; then every libFuzzer target for 15 s (scripts/fuzz.sh; scripts/soak.sh and
 # scripts/fuzz.sh run longer). Stops at the first failing stage. The last line is always
 # "N passed, N failed", counting test programs (the size check, unit_tests, each
 # tests/integration/test_*.py, each soak, each fuzz target) per build.
@@ -182,6 +183,8 @@ echo "== sanitizer build (build/asan: address,undefined, no jemalloc)"
 check_in build/asan asan "${ASAN_ENV[@]}"
 run_counted "asan: soak, 20 s" "${ASAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/asan/herdless" \
   "$PYTHON" tests/integration/soak.py 20 || stage_failed "asan soak"
+run_counted "asan: stampede soak, 20 s" "${ASAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/asan/herdless" \
+  "$PYTHON" tests/integration/soak_stampede.py 20 || stage_failed "asan stampede soak"
 # The io_uring path under ASan: the hostile clients and the transports (about 30 s).
 run_integration "asan: test_hostile.py test_transports.py on -o io=uring" "${ASAN_ENV[@]}" \
   HERDLESS_IO=uring HERDLESS_BIN="$REPO_ROOT/build/asan/herdless" HERDLESS_SRCDIR="$REPO_ROOT" \
@@ -199,6 +202,8 @@ run_integration "tsan: ${TSAN_INTEGRATION[*]}" "${TSAN_ENV[@]}" \
   sh tests/integration/run_all.sh "${TSAN_INTEGRATION[@]}" || stage_failed "tsan integration tests"
 run_counted "tsan: soak, 20 s" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
   "$PYTHON" tests/integration/soak.py 20 || stage_failed "tsan soak"
+run_counted "tsan: stampede soak, 20 s" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
+  "$PYTHON" tests/integration/soak_stampede.py 20 || stage_failed "tsan stampede soak"
 
 echo "== fuzzing (build/fuzz: libFuzzer + ASan/UBSan, 15 s per target)"
 fuzz_out="$(mktemp)"

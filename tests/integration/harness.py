@@ -569,6 +569,16 @@ def stat(conn, name):
     return stat_values(conn, name)[name]
 
 
+def run_threads(threads, seconds):
+    """Starts the threads and waits for them, each at most `seconds` (a load's length) plus a
+    margin; True when every one finished."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(seconds + TIMEOUT * 6)
+    return not any(t.is_alive() for t in threads)
+
+
 def wait_for(predicate, seconds=None, what=None):
     """Calls predicate() every 50 ms until it returns something true, for at most `seconds`
     (default 2 * TIMEOUT): for what a daemon does asynchronously, never to time it. Returns that

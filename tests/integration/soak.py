@@ -151,11 +151,7 @@ def body(r, seconds):
     deadline = time.monotonic() + seconds
     threads = [threading.Thread(target=worker, args=(daemon.port, i, deadline, ledger))
                for i in range(CONNECTIONS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(seconds + harness.TIMEOUT * 6)
-    r.check(not any(t.is_alive() for t in threads), "every soak connection finished")
+    r.check(harness.run_threads(threads, seconds), "every soak connection finished")
     with harness.Conn(daemon.port) as c:
         stats = harness.stat_values(c, "evictions", "reclaimed", "expired_unfetched", "curr_items")
     counts = ledger.counts
