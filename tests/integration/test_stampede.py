@@ -239,9 +239,12 @@ def wait_mode_with_a_crashed_holder(res):
 
 def wait_mode_with_parked_readers_that_left(res):
     """Parked readers whose clients closed (timed out) never take over a dead lease: the one
-    live reader parked with them does, after one lease timeout, not after one each."""
+    live reader parked with them does, after one lease timeout, not after one each. The
+    readers' waits end a few seconds after the lease dies, long after their closes are read."""
     n = 5
-    with harness.start_herdless(["-t", "2", "-o", "classic_stampede=wait,lease_timeout=1"]) as d:
+    wait_ms = 8000 if harness.SANITIZED else 3000
+    with harness.start_herdless(["-t", "2", "-o", "classic_stampede=wait,lease_timeout=1,"
+                                 "wait_timeout_ms=%d" % wait_ms]) as d:
         control = harness.Conn(d.port, timeout=TIMEOUT)
         holder = harness.Conn(d.port, timeout=TIMEOUT)
         res.equal(holder.call(b"get hot\r\n"), b"END\r\n", "left: the holder wins, and hangs")
@@ -257,8 +260,10 @@ def wait_mode_with_parked_readers_that_left(res):
         res.equal(read_get(live), None, "left: the live reader takes the dead lease over (a miss)")
         res.equal(live.call(b"set hot 0 30 5\r\nfresh\r\n"), b"STORED\r\n", "left: and stores")
         s = harness.stats(control)
-        res.equal((s["lease_grants"], s["lease_timeouts"]), ("2", "1"),
-                  "left: one takeover: the readers that left took none")
+        # (the dead lease's placeholder may have expired by then: the live reader's lease is a
+        # takeover or a new one, either way the only lease after the holder's)
+        res.equal(s["lease_grants"], "2", "left: one lease after the dead one: the readers that "
+                  "left took none")
         for c in [control, holder, live]:
             c.close()
 
