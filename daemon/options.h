@@ -42,7 +42,9 @@ struct Options {
 // complaints (an unknown flag, a missing value) are printed after the program
 // name and followed by memcached's `Illegal argument "?"` (see Printed).
 struct OptionError {
-  std::string message;   // one line, without the program name
+  // Without the program name or a final '\n'; mostly one line (an ext_path
+  // error is two, as memcached's).
+  std::string message;
   int exit_status = 1;
   bool from_getopt = false;
 

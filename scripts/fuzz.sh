@@ -13,6 +13,7 @@
 #   peer      tests/fuzz/peer_reply_fuzzer.cc seeds tests/fuzz/corpus/peer (warm peers' replies)
 #   flash     tests/fuzz/flash_page_fuzzer.cc seeds tests/fuzz/corpus/flash (the flash page reader)
 #   ring      tests/fuzz/ring_config_fuzzer.cc seeds tests/fuzz/corpus/ring (nutcracker YAML, -o ring)
+#   options   tests/fuzz/options_fuzzer.cc seeds tests/fuzz/corpus/options (the command line, -o keys)
 # (The parser target reads every command family; the seeds and dictionary steer each run to
 # one. The executor target picks the protocol from the stream's first byte, as a connection
 # does, so "mixed" runs binary and text streams, each mutated into the other's bytes.) Every run also replays tests/fuzz/corpus/parser and tests/fuzz/corpus/regressions.
@@ -27,7 +28,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 seconds="${1:-300}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor binary mixed cgroup auth snapshot peer flash ring)
+[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor binary mixed cgroup auth snapshot peer flash ring options)
 
 FUZZ_DIR="$REPO_ROOT/build/fuzz"
 SEEDS="$REPO_ROOT/tests/fuzz"
@@ -38,6 +39,11 @@ CXXFLAGS=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined
 mapfile -t LIB_SOURCES < <(
   sed -n '/^lib\(storage\|protocol\)_a_SOURCES/,/^$/p' "$REPO_ROOT/Makefile.am" |
     tr ' \t\\' '\n\n\n' | grep '\.cc$')
+
+# The command line's parser and the daemon files its value readers live in (-o warm_peer's
+# list, -o metrics' address; they bring libevent and the log along).
+OPTIONS_SOURCES=(daemon/options.cc daemon/option_table.cc daemon/extstore_options.cc
+                 daemon/lru_options.cc daemon/warm_peer.cc daemon/metrics_server.cc daemon/log.cc)
 
 # Compiles one source into build/fuzz/obj unless its object is newer than it and every header.
 compile() {
@@ -52,8 +58,10 @@ compile() {
 build_fuzzers() {
   command -v "$CXX" >/dev/null || die "no $CXX (Debian package clang)"
   mkdir -p "$FUZZ_DIR/obj" "$FUZZ_DIR/corpus" "$FUZZ_DIR/crashes"
-  # The library code needs config.h only for HERDLESS_JEMALLOC, which stays off here.
-  [ -f "$FUZZ_DIR/config.h" ] || echo "/* fuzz build: system allocator */" >"$FUZZ_DIR/config.h"
+  # The library code reads config.h only for HERDLESS_JEMALLOC, which stays off here; the
+  # command line's for HERDLESS_TLS, on so that the ssl_* options are parsed too.
+  local config=$'/* fuzz build: system allocator, TLS options */\n#define HERDLESS_TLS 1'
+  [ "$(cat "$FUZZ_DIR/config.h" 2>/dev/null)" = "$config" ] || printf '%s\n' "$config" >"$FUZZ_DIR/config.h"
   export -f compile quietly die
   export CXX FUZZ_DIR REPO_ROOT
   export CXXFLAGS_LIST="${CXXFLAGS[*]}"
@@ -61,7 +69,8 @@ build_fuzzers() {
   for src in "${LIB_SOURCES[@]}" tests/fuzz/parser_fuzzer.cc tests/fuzz/executor_fuzzer.cc \
              tests/fuzz/binary_fuzzer.cc daemon/cpu_limit.cc tests/fuzz/cgroup_fuzzer.cc \
              tests/fuzz/auth_fuzzer.cc tests/fuzz/snapshot_fuzzer.cc tests/fuzz/peer_reply_fuzzer.cc \
-             tests/fuzz/flash_page_fuzzer.cc tests/fuzz/ring_config_fuzzer.cc; do
+             tests/fuzz/flash_page_fuzzer.cc tests/fuzz/ring_config_fuzzer.cc \
+             "${OPTIONS_SOURCES[@]}" tests/fuzz/options_fuzzer.cc; do
     echo "$src"
   done | xargs -P "$JOBS" -I{} bash -c 'CXXFLAGS=($CXXFLAGS_LIST); compile "$1"' _ {} ||
     die "compiling the fuzz targets failed"
@@ -70,16 +79,21 @@ build_fuzzers() {
   local libs=() name
   for src in "${LIB_SOURCES[@]}"; do libs+=("$FUZZ_DIR/obj/${src//\//_}.o"); done
   for name in parser_fuzzer executor_fuzzer binary_fuzzer cgroup_fuzzer auth_fuzzer snapshot_fuzzer \
-              peer_reply_fuzzer flash_page_fuzzer ring_config_fuzzer; do
+              peer_reply_fuzzer flash_page_fuzzer ring_config_fuzzer options_fuzzer; do
     local main="$FUZZ_DIR/obj/tests_fuzz_$name.cc.o" bin="$FUZZ_DIR/$name"
     local objs=("${libs[@]}")
     # The cgroup parsers are the daemon's, alone: no protocol or storage code.
     [ "$name" = cgroup_fuzzer ] && objs=("$FUZZ_DIR/obj/daemon_cpu_limit.cc.o")
+    local extra_libs=""
+    if [ "$name" = options_fuzzer ]; then
+      for src in "${OPTIONS_SOURCES[@]}"; do objs+=("$FUZZ_DIR/obj/${src//\//_}.o"); done
+      extra_libs="$(pkg-config --libs libevent)"
+    fi
     local stale=0 o
     for o in "$main" "${objs[@]}"; do [ "$o" -nt "$bin" ] && stale=1; done
     [ -x "$bin" ] && [ $stale -eq 0 ] && continue
     # shellcheck disable=SC2086
-    quietly "$CXX" "${CXXFLAGS[@]}" -fsanitize=fuzzer "$main" "${objs[@]}" $xxhash -lpthread \
+    quietly "$CXX" "${CXXFLAGS[@]}" -fsanitize=fuzzer "$main" "${objs[@]}" $xxhash $extra_libs -lpthread \
       -o "$bin" || die "linking $name failed"
   done
   cat "$SEEDS"/classic.dict "$SEEDS"/meta.dict "$SEEDS"/lease.dict "$SEEDS"/binary.dict \
@@ -99,7 +113,8 @@ run_target() {
     peer) bin="$FUZZ_DIR/peer_reply_fuzzer"; dict="" ;;
     flash) bin="$FUZZ_DIR/flash_page_fuzzer"; dict="" ;;
     ring) bin="$FUZZ_DIR/ring_config_fuzzer"; dict="" ;;
-    *) die "unknown fuzz target $name (classic meta lease executor binary mixed cgroup auth snapshot peer flash ring)" ;;
+    options) bin="$FUZZ_DIR/options_fuzzer"; dict="" ;;
+    *) die "unknown fuzz target $name (classic meta lease executor binary mixed cgroup auth snapshot peer flash ring options)" ;;
   esac
   local work="$FUZZ_DIR/corpus/$name" log="$FUZZ_DIR/$name.log"
   mkdir -p "$work"
