@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "daemon/log.h"
+#include "storage/change_journal.h"
 #include "storage/item_store.h"
 #include "storage/snapshot.h"
 
@@ -25,6 +26,19 @@ constexpr int kWriterNice = 10;
 double Megabytes(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
 
 unsigned long long U(uint64_t v) { return static_cast<unsigned long long>(v); }
+
+// This boot's id: a run that did not stop in another boot may have lost its
+// journal's last pages with the machine.
+std::string BootId() {
+  char id[64] = {};
+  FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f == nullptr) return "";
+  const size_t n = std::fread(id, 1, sizeof(id) - 1, f);
+  std::fclose(f);
+  std::string s(id, n);
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
 
 }  // namespace
 
@@ -42,11 +56,45 @@ Snapshotter::Snapshotter(ItemStore* store, std::string path, uint32_t interval_s
 Snapshotter::~Snapshotter() { StopPeriodic(); }
 
 void Snapshotter::Load() {
+  OpenJournal();
   SnapshotLoadOptions options;
   options.threads = load_threads_;
   options.max_age_s = max_age_s_;
   options.old_means_nothing = old_means_nothing_;
+  options.changes = journal_.get();
   const SnapshotLoadResult r = LoadSnapshot(store_, path_, options);
+  Report(r);
+  if (journal_ != nullptr) {
+    journal_->MarkRunning();
+    store_->SetChangeJournal(journal_.get());
+  }
+}
+
+void Snapshotter::OpenJournal() {
+  const std::string path = path_ + ".changes";
+  std::string error;
+  journal_ = ChangeJournal::Open(path, BootId(), &error);
+  if (journal_ == nullptr) {
+    Log(LogLevel::kWarning,
+        "snapshot: no change journal (%s): after a crash, keys changed since the last snapshot "
+        "come back as it holds them", error.c_str());
+    return;
+  }
+  switch (journal_->found()) {
+    case ChangeJournal::Found::kNone:
+      Log(LogLevel::kNotice, "snapshot: started the change journal %s", path.c_str());
+      break;
+    case ChangeJournal::Found::kJournal:
+      break;
+    case ChangeJournal::Found::kLost:
+      Log(LogLevel::kWarning,
+          "snapshot: the last run did not stop, in an earlier boot (a power loss?): its change "
+          "journal %s may have lost pages, so no key of the snapshot is restored", path.c_str());
+      break;
+  }
+}
+
+void Snapshotter::Report(const SnapshotLoadResult& r) {
   using Status = SnapshotLoadResult::Status;
   switch (r.status) {
     case Status::kMissing:
@@ -76,10 +124,11 @@ void Snapshotter::Load() {
     case Status::kLoaded:
       Log(LogLevel::kNotice,
           "snapshot: loaded %llu items (%llu of them stale) from %s (%.1f MB, written %lld s ago) "
-          "in %.2f s; skipped %llu expired, %llu over -I, %llu beyond -m",
+          "in %.2f s; skipped %llu changed since, %llu expired, %llu over -I, %llu beyond -m",
           U(r.loaded), U(r.stale), path_.c_str(), Megabytes(r.file_bytes),
           static_cast<long long>(store_->config().clock->UnixSeconds() - r.header.written_unix),
-          r.seconds, U(r.skipped_expired), U(r.skipped_too_large), U(r.skipped_no_memory));
+          r.seconds, U(r.skipped_changed), U(r.skipped_expired), U(r.skipped_too_large),
+          U(r.skipped_no_memory));
       if (r.skipped_no_memory > 0) {
         Log(LogLevel::kWarning,
             "snapshot: %llu items did not fit in -m %llu (the snapshot was written with -m %llu): "
@@ -104,6 +153,7 @@ void Snapshotter::Load() {
   figures_.load_skipped_expired = r.skipped_expired;
   figures_.load_skipped_too_large = r.skipped_too_large;
   figures_.load_skipped_no_memory = r.skipped_no_memory;
+  figures_.load_skipped_changed = r.skipped_changed;
   figures_.load_ms = static_cast<uint64_t>(r.seconds * 1000);
 }
 
@@ -143,7 +193,13 @@ void Snapshotter::Periodic() {
   }
 }
 
-bool Snapshotter::WriteFinal() { return Write("stop", /*flash_stubs=*/true); }
+bool Snapshotter::WriteFinal() {
+  const bool ok = Write("stop", /*flash_stubs=*/true);
+  // Exact: nothing changed since it began. (After a failed write the journal
+  // still covers every change since the file on disk began.)
+  if (ok && journal_ != nullptr) journal_->MarkStopped();
+  return ok;
+}
 
 bool Snapshotter::Write(const char* why, bool flash_stubs) {
   {
@@ -153,6 +209,7 @@ bool Snapshotter::Write(const char* why, bool flash_stubs) {
   SnapshotWriteOptions options;
   options.cancel = &cancel_;
   options.flash_stubs = flash_stubs;
+  options.changes = journal_.get();
   const SnapshotWriteResult r = WriteSnapshot(store_, path_, options);
   std::lock_guard<std::mutex> lock(mu_);
   figures_.in_progress = false;

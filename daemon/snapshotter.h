@@ -6,14 +6,18 @@
 // write. At an orderly stop the server calls StopPeriodic() (a write in
 // progress is cancelled), stops its workers, then WriteFinal(), which alone
 // records the values on flash (-o ext_path: a restart keeps the files only if
-// they are as that write left them). Every outcome is logged and counted for `stats` (snapshot_*). The file format and the
-// write itself are storage/snapshot.h's. Thread-safe.
+// they are as that write left them). Every change made meanwhile is noted in
+// <file>.changes, so that a start after a crash leaves out the keys changed
+// since the file on disk began. Every outcome is logged and counted for
+// `stats` (snapshot_*). The file format and the write itself are
+// storage/snapshot.h's. Thread-safe.
 #ifndef HERDLESS_DAEMON_SNAPSHOTTER_H_
 #define HERDLESS_DAEMON_SNAPSHOTTER_H_
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -22,7 +26,9 @@
 
 namespace herdless {
 
+class ChangeJournal;
 class ItemStore;
+struct SnapshotLoadResult;
 
 class Snapshotter {
  public:
@@ -43,6 +49,11 @@ class Snapshotter {
   SnapshotFigures Figures() const;
 
  private:
+  // Load's steps: the change journal (<file>.changes, storage/change_journal.h)
+  // opened first, so that keys changed since the file began stay out; the
+  // load's outcome logged and counted.
+  void OpenJournal();
+  void Report(const SnapshotLoadResult& r);
   void Periodic();
   // flash_stubs: the stop's write (SnapshotWriteOptions::flash_stubs).
   bool Write(const char* why, bool flash_stubs = false);
@@ -59,6 +70,7 @@ class Snapshotter {
   bool stop_ = false;
   SnapshotFigures figures_;
   std::atomic<bool> cancel_{false};
+  std::unique_ptr<ChangeJournal> journal_;   // null if it could not be opened
   std::thread thread_;
 };
 

@@ -14,6 +14,7 @@
 #   flash     tests/fuzz/flash_page_fuzzer.cc seeds tests/fuzz/corpus/flash (the flash page reader)
 #   ring      tests/fuzz/ring_config_fuzzer.cc seeds tests/fuzz/corpus/ring (nutcracker YAML, -o ring)
 #   options   tests/fuzz/options_fuzzer.cc seeds tests/fuzz/corpus/options (the command line, -o keys)
+#   journal   tests/fuzz/journal_fuzzer.cc seeds tests/fuzz/corpus/journal (-e's <file>.changes)
 # (The parser target reads every command family; the seeds and dictionary steer each run to
 # one. The executor target picks the protocol from the stream's first byte, as a connection
 # does, so "mixed" runs binary and text streams, each mutated into the other's bytes.) Every run also replays tests/fuzz/corpus/parser and tests/fuzz/corpus/regressions.
@@ -28,7 +29,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 seconds="${1:-300}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor binary mixed cgroup auth snapshot peer flash ring options)
+[ ${#targets[@]} -gt 0 ] || targets=(classic meta lease executor binary mixed cgroup auth snapshot peer flash ring options journal)
 
 FUZZ_DIR="$REPO_ROOT/build/fuzz"
 SEEDS="$REPO_ROOT/tests/fuzz"
@@ -70,7 +71,7 @@ build_fuzzers() {
              tests/fuzz/binary_fuzzer.cc daemon/cpu_limit.cc tests/fuzz/cgroup_fuzzer.cc \
              tests/fuzz/auth_fuzzer.cc tests/fuzz/snapshot_fuzzer.cc tests/fuzz/peer_reply_fuzzer.cc \
              tests/fuzz/flash_page_fuzzer.cc tests/fuzz/ring_config_fuzzer.cc \
-             "${OPTIONS_SOURCES[@]}" tests/fuzz/options_fuzzer.cc; do
+             "${OPTIONS_SOURCES[@]}" tests/fuzz/options_fuzzer.cc tests/fuzz/journal_fuzzer.cc; do
     echo "$src"
   done | xargs -P "$JOBS" -I{} bash -c 'CXXFLAGS=($CXXFLAGS_LIST); compile "$1"' _ {} ||
     die "compiling the fuzz targets failed"
@@ -79,7 +80,7 @@ build_fuzzers() {
   local libs=() name
   for src in "${LIB_SOURCES[@]}"; do libs+=("$FUZZ_DIR/obj/${src//\//_}.o"); done
   for name in parser_fuzzer executor_fuzzer binary_fuzzer cgroup_fuzzer auth_fuzzer snapshot_fuzzer \
-              peer_reply_fuzzer flash_page_fuzzer ring_config_fuzzer options_fuzzer; do
+              peer_reply_fuzzer flash_page_fuzzer ring_config_fuzzer options_fuzzer journal_fuzzer; do
     local main="$FUZZ_DIR/obj/tests_fuzz_$name.cc.o" bin="$FUZZ_DIR/$name"
     local objs=("${libs[@]}")
     # The cgroup parsers are the daemon's, alone: no protocol or storage code.
@@ -114,7 +115,8 @@ run_target() {
     flash) bin="$FUZZ_DIR/flash_page_fuzzer"; dict="" ;;
     ring) bin="$FUZZ_DIR/ring_config_fuzzer"; dict="" ;;
     options) bin="$FUZZ_DIR/options_fuzzer"; dict="" ;;
-    *) die "unknown fuzz target $name (classic meta lease executor binary mixed cgroup auth snapshot peer flash ring options)" ;;
+    journal) bin="$FUZZ_DIR/journal_fuzzer"; dict="" ;;
+    *) die "unknown fuzz target $name (classic meta lease executor binary mixed cgroup auth snapshot peer flash ring options journal)" ;;
   esac
   local work="$FUZZ_DIR/corpus/$name" log="$FUZZ_DIR/$name.log"
   mkdir -p "$work"

@@ -18,6 +18,7 @@
 // ShardLock hands them to the wake sink once the lock is released.
 #include "storage/item_store.h"
 
+#include "storage/change_journal.h"
 #include "storage/holdoff.h"
 #include "storage/peer_copies.h"
 
@@ -383,21 +384,27 @@ uint64_t ItemStore::Impl::Prefetch(std::string_view key) {
 uint64_t ItemStore::Prefetch(std::string_view key) const { return impl_->Prefetch(key); }
 
 // A foreign key (StoreConfig::foreign) lives at most its ttl_s, and each
-// change of it is reported, before it is made.
+// change of it is reported, before it is made. Each change of any key is
+// noted in the change journal (SetChangeJournal), after it is made.
 ReadResult ItemStore::Read(std::string_view key, const ReadOptions& opts) {
-  if (foreign_ == nullptr) return impl_->Read(key, opts);
-  return ReadWithRing(key, opts);
+  if (foreign_ == nullptr && changes_ == nullptr) return impl_->Read(key, opts);
+  return ReadObserved(key, opts);
 }
-[[gnu::noinline]] ReadResult ItemStore::ReadWithRing(std::string_view key, const ReadOptions& opts) {
-  if (!foreign_->Foreign(key)) return impl_->Read(key, opts);
-  ReadOptions capped = opts;
-  if (opts.has_touch) {
-    foreign_->Changed(key);
-    capped.touch_exptime = CapExptime(opts.touch_exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
+[[gnu::noinline]] ReadResult ItemStore::ReadObserved(std::string_view key, const ReadOptions& opts) {
+  ReadResult r;
+  if (foreign_ == nullptr || !foreign_->Foreign(key)) {
+    r = impl_->Read(key, opts);
+  } else {
+    ReadOptions capped = opts;
+    if (opts.has_touch) {
+      foreign_->Changed(key);
+      capped.touch_exptime = CapExptime(opts.touch_exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
+    }
+    capped.create_exptime = CapExptime(opts.create_exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
+    r = impl_->Read(key, capped);
+    if (r.status == ReadStatus::kHit && !r.no_value) foreign_->Hit();
   }
-  capped.create_exptime = CapExptime(opts.create_exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
-  ReadResult r = impl_->Read(key, capped);
-  if (r.status == ReadStatus::kHit && !r.no_value) foreign_->Hit();
+  if (changes_ != nullptr && opts.has_touch) changes_->Noted(key);
   return r;
 }
 StoreResult ItemStore::Store(const StoreRequest& req) {
@@ -416,6 +423,7 @@ StoreResult ItemStore::Store(const StoreRequest& req) {
   if (peer_copies_ != nullptr && !req.warm_fill && changed && peer_copies_->Changed(req.key)) {
     HoldOff(req.key, int64_t{impl_->config().forwarded_holdoff_ms} * 1000);
   }
+  if (changes_ != nullptr && changed) changes_->Noted(req.key);
   return r;
 }
 DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
@@ -427,7 +435,10 @@ DeleteStatus ItemStore::Delete(const DeleteRequest& req) {
     HoldOff(req.key, hold_ms * 1000);
   }
   if (req.client && foreign_ != nullptr && foreign_->Foreign(req.key)) foreign_->Changed(req.key);
-  return impl_->Delete(req);
+  const DeleteStatus status = impl_->Delete(req);
+  // Also when the key was not here: the snapshot on disk may still hold it.
+  if (changes_ != nullptr) changes_->Noted(req.key);
+  return status;
 }
 void ItemStore::HoldOff(std::string_view key, int64_t for_us) {
   if (holdoff_ == nullptr || for_us <= 0) return;
@@ -467,16 +478,24 @@ ArithResult ItemStore::Arithmetic(const ArithRequest& req) {
   if (peer_copies_ != nullptr && r.status == ArithStatus::kOk && peer_copies_->Changed(req.key)) {
     HoldOff(req.key, int64_t{impl_->config().forwarded_holdoff_ms} * 1000);
   }
+  if (changes_ != nullptr && r.status == ArithStatus::kOk) changes_->Noted(req.key);
   return r;
 }
 bool ItemStore::Touch(std::string_view key, int64_t exptime, FoundItem* found, uint64_t key_hash) {
-  if (foreign_ == nullptr || !foreign_->Foreign(key)) return impl_->Touch(key, exptime, found, key_hash);
-  foreign_->Changed(key);
-  const int64_t capped = CapExptime(exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
-  return impl_->Touch(key, capped, found, key_hash);
+  bool touched;
+  if (foreign_ == nullptr || !foreign_->Foreign(key)) {
+    touched = impl_->Touch(key, exptime, found, key_hash);
+  } else {
+    foreign_->Changed(key);
+    const int64_t capped = CapExptime(exptime, foreign_->ttl_s(), impl_->config().clock->UnixSeconds());
+    touched = impl_->Touch(key, capped, found, key_hash);
+  }
+  if (changes_ != nullptr && touched) changes_->Noted(key);
+  return touched;
 }
 void ItemStore::FlushAll(int64_t delay_s, bool client) {
   impl_->FlushAll(delay_s);
+  if (changes_ != nullptr) changes_->NotedAll();
   if (client && peer_copies_ != nullptr) peer_copies_->Flushed();
 }
 size_t ItemStore::ReclaimExpired(size_t budget) { return impl_->ReclaimExpired(budget); }

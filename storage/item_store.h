@@ -45,6 +45,7 @@ namespace herdless {
 
 class DeleteHoldoff;
 class PeerCopies;
+class ChangeJournal;
 class Segment;
 
 // -o ext_path: a value the flash tier is to read back for readers parked on
@@ -310,19 +311,25 @@ class ItemStore {
   void RefuseWarmFills(std::string_view key, int64_t seconds);
   void RefuseAllWarmFills(int64_t seconds);
 
+  // -e: every change from now on (a store, delete, touch, incr/decr, flush)
+  // is noted in `journal` (storage/change_journal.h), which must outlive the
+  // store. Set before the store serves, once.
+  void SetChangeJournal(ChangeJournal* journal) { changes_ = journal; }
+
  private:
   // The store itself: its shards, memory, queues and the helpers the
   // operations share (storage/item_store_internal.h), made once with the store.
   class Impl;
   std::unique_ptr<Impl> impl_;
   void HoldOff(std::string_view key, int64_t for_us);
-  // Read with a ring (-o ring), whose foreign keys are capped: out of line,
-  // so that a read without one is a plain tail call.
-  ReadResult ReadWithRing(std::string_view key, const ReadOptions& opts);
+  // Read with a ring (-o ring), whose foreign keys are capped, or a change
+  // journal: out of line, so that a read without either is a plain tail call.
+  ReadResult ReadObserved(std::string_view key, const ReadOptions& opts);
 
   std::unique_ptr<DeleteHoldoff> holdoff_;   // with delete_holdoff_ms or peer_copies
   ForeignKeys* const foreign_;
   PeerCopies* const peer_copies_;
+  ChangeJournal* changes_ = nullptr;
 };
 
 }  // namespace herdless

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <thread>
 
+#include "storage/change_journal.h"
 #include "storage/item_store.h"
 
 namespace herdless {
@@ -224,6 +225,9 @@ SnapshotWriteResult WriteSnapshot(ItemStore* store, const std::string& path,
   header.block_target = static_cast<uint32_t>(options.block_bytes);
   out.WriteRaw(EncodeHeader(header));
 
+  // From here on every change goes to the journal's other bitmap; the one
+  // this file makes unneeded is cleared once it is in place.
+  if (options.changes != nullptr) options.changes->Begin();
   SnapshotWalk walk(store, &out, options);
   const bool walked = !out.failed() && walk.Run();
   bool ok = walked;
@@ -272,6 +276,7 @@ SnapshotWriteResult WriteSnapshot(ItemStore* store, const std::string& path,
       close(dir);
     }
   }
+  if (options.changes != nullptr) options.changes->Commit();
   result.ok = true;
   result.items = walk.items();
   result.bytes = out.bytes();
@@ -743,6 +748,10 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
   const bool flash_kept = flash != nullptr &&
                           flash->AcceptRestart(reader.end().flash_identity, reader.end().flash_next_generation);
   result.error = RestoreBlocks(reader, options.threads, [&](const Record& r) {
+    if (options.changes != nullptr && options.changes->MayHaveChanged(r.key)) {
+      result.skipped_changed++;
+      return;
+    }
     if (r.flash_stub && !flash_kept) {
       result.skipped_flash++;
       return;

@@ -43,6 +43,7 @@
 
 namespace herdless {
 
+class ChangeJournal;
 class ItemStore;
 
 namespace snapshot_format {
@@ -264,6 +265,8 @@ struct SnapshotWriteOptions {
   // written as stubs, and the flash files synced and identified, so that a
   // restart reopens them. Only once nothing else writes to the store.
   bool flash_stubs = false;
+  // -e's change journal: Begin() before the walk, Commit() once the file is in place.
+  ChangeJournal* changes = nullptr;
 };
 
 struct SnapshotWriteResult {
@@ -296,6 +299,9 @@ struct SnapshotLoadOptions {
   // old_means_nothing, restores nothing (kOld). 0 = any age.
   int64_t max_age_s = 0;
   bool old_means_nothing = false;
+  // The change journal: a key that may have changed since the file began
+  // (after it, or in a run that crashed) is left out.
+  const ChangeJournal* changes = nullptr;
 };
 
 struct SnapshotLoadResult {
@@ -320,6 +326,7 @@ struct SnapshotLoadResult {
   uint64_t stale = 0;               // restored as stale (expired within the grace, or invalidated)
   uint64_t flash_values = 0;        // of `loaded`, values on the reopened flash tier
   uint64_t skipped_flash = 0;       // values on flash not restored: the files changed, or the record's page
+  uint64_t skipped_changed = 0;     // keys that may have changed since the file began (the journal)
   double seconds = 0;
 };
 

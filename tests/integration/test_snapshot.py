@@ -7,6 +7,11 @@
   restored one.
 - `-o snapshot_interval=1`, then `kill -9`: every item stored before the last periodic
   snapshot comes back; `stats` counts the writes.
+- The change journal (<file>.changes): after a `kill -9`, no key replaced, deleted,
+  invalidated, counted or touched since the snapshot on disk began comes back, the others
+  do; after a flush_all nothing does; after a clean stop everything does; a run that did not
+  stop in another boot (its journal's boot id changed by the test, as a power loss would
+  leave it) restores nothing.
 - Bad files (cut at every tenth of its length, a flipped byte in the header, a record and
   a checksum, empty, random bytes, another -m or -I): herdless logs why, moves the file to
   <file>.bad, starts empty and serves. A directory at the path and an unwritable directory:
@@ -243,11 +248,87 @@ def periodic_then_kill9(res):
         res.equal(s["snapshot_last_items"], len(items), "periodic: snapshot_last_items")
         res.check(s["snapshot_last_duration_ms"] is not None, "periodic: snapshot_last_duration_ms")
         res.equal(c.call(b"set after 0 0 1\r\nz\r\n"), b"STORED\r\n", "periodic: a later set")
+        # Changed after the last write began: they must not come back as they were.
+        replaced, deleted = [k for k in items if items[k][2] == 0][:2]
+        res.equal(c.call(b"set %s 0 0 3\r\nnew\r\n" % replaced), b"STORED\r\n", "periodic: a replace")
+        res.equal(c.call(b"delete %s\r\n" % deleted), b"DELETED\r\n", "periodic: a delete")
     d.kill_hard()
     d = harness.start_herdless(args)
     with harness.Conn(d.port, timeout=WAIT) as c:
+        # Left out, or its new value when a write that began after the set ended before the kill.
+        now = read_all(c, [replaced])[replaced]
+        res.check(now is None or now[0] == b"new", "after kill -9: the replaced key never has its old value",
+                  now)
+        res.equal(c.call(b"mg %s v\r\n" % deleted), b"EN\r\n", "after kill -9: the deleted key stays deleted")
+        del before[replaced], before[deleted]
         check_restored(res, "after kill -9", c, before, items, read_at)
     d.stop()
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def crash_leaves_out_changes(res):
+    state = make_state_dir()
+    path = os.path.join(state, "snapshot")
+    args = ["-v", "-m", "64", "-e", path]
+    keys = [b"j%d" % i for i in range(2000)]
+    replaced, deleted, invalidated, counted, touched = (keys[0:100], keys[100:200], keys[200:220],
+                                                        keys[220:240], keys[240:260])
+    unchanged = keys[260:]
+    old = {k: (b"7" if k in counted else b"old-" + k, 0, 0) for k in keys}
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(fill(c, old), len(keys), "journal: filled")
+    d.stop_with(signal.SIGTERM, WAIT)   # the stop's snapshot: exact
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(harness.stat(c, b"snapshot_loaded_items"), len(keys), "journal: the stop's snapshot loads whole")
+        replies = [c.call(b"set %s 0 0 3\r\nnew\r\n" % k) for k in replaced]
+        replies += [c.call(b"delete %s\r\n" % k) for k in deleted]
+        replies += [c.call(b"md %s I\r\n" % k) for k in invalidated]
+        replies += [c.call(b"incr %s 1\r\n" % k) for k in counted]
+        replies += [c.call(b"touch %s 5000\r\n" % k) for k in touched]
+        res.equal(sorted(set(replies)), [b"8\r\n", b"DELETED\r\n", b"HD\r\n", b"STORED\r\n", b"TOUCHED\r\n"],
+                  "journal: the changes made")
+    d.kill_hard()
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        got = read_all(c, keys)
+        back = [k for k in keys[:260] if got[k] is not None]
+        res.equal(back, [], "journal: after kill -9, no key changed since the snapshot comes back")
+        wrong = [k for k in unchanged if got[k] is not None and got[k][0] != old[k][0]]
+        res.equal(wrong, [], "journal: every unchanged key that comes back has its value")
+        kept = sum(1 for k in unchanged if got[k] is not None)
+        res.check(kept >= 0.99 * len(unchanged), "journal: the unchanged keys come back",
+                  "%d of %d" % (kept, len(unchanged)))
+        skipped = harness.stat(c, b"snapshot_load_skipped_changed")
+        res.check(260 <= skipped <= 260 + len(unchanged) - kept, "journal: snapshot_load_skipped_changed",
+                  skipped)
+        res.equal(c.call(b"flush_all\r\n"), b"OK\r\n", "journal: flush_all")
+    d.kill_hard()
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(harness.stat(c, b"snapshot_loaded_items"), 0, "journal: after flush_all and kill -9, nothing")
+        res.equal(c.call(b"set clean 0 0 1\r\nc\r\n"), b"STORED\r\n", "journal: a set before a clean stop")
+    d.stop_with(signal.SIGTERM, WAIT)
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        s = harness.stat_values(c, "snapshot_loaded_items", "snapshot_load_skipped_changed")
+        res.equal((s["snapshot_loaded_items"], s["snapshot_load_skipped_changed"]), (1, 0),
+                  "journal: after a clean stop, the stop's snapshot whole")
+        res.equal(c.call(b"get clean\r\n", b"END\r\n"), b"VALUE clean 0 1\r\nc\r\nEND\r\n",
+                  "journal: its value")
+    d.kill_hard()
+    # As a power loss leaves it: a run that did not stop, in another boot.
+    with open(path + ".changes", "r+b") as f:
+        f.seek(32)
+        f.write(b"00000000-0000-4000-8000-000000000000\0")
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        s = harness.stat_values(c, "snapshot_loaded_items", "snapshot_load_skipped_changed")
+        res.equal((s["snapshot_loaded_items"], s["snapshot_load_skipped_changed"]), (0, 1),
+                  "journal: a run that did not stop in another boot: nothing restored")
+    status, log = d.stop_with(signal.SIGTERM, WAIT)
+    res.check("did not stop, in an earlier boot" in log, "journal: the lost journal is logged", log[-2000:])
     shutil.rmtree(state, ignore_errors=True)
 
 
@@ -452,6 +533,7 @@ def body(res):
     rates_survive(res)
     roundtrip(res)
     periodic_then_kill9(res)
+    crash_leaves_out_changes(res)
     bad_files(res)
     stale_warm_up(res)
 
