@@ -65,6 +65,8 @@ void Snapshotter::Load() {
   const SnapshotLoadResult r = LoadSnapshot(store_, path_, options);
   Report(r);
   if (journal_ != nullptr) {
+    // CAS values the last run handed out after its file was written (a crash) stay unused.
+    if (journal_->CasCeiling() > 0) store_->AdvanceCasPast(journal_->CasCeiling() - 1);
     journal_->MarkRunning();
     store_->SetChangeJournal(journal_.get());
   }

@@ -17,7 +17,7 @@ namespace {
 
 // The header: magic, version, the bitmaps' size, whether the last run
 // stopped cleanly, each bitmap's "every key changed" flag, the boot the last
-// run started in. The bitmaps follow at kHeaderSize.
+// run started in, the CAS ceiling. The bitmaps follow at kHeaderSize.
 constexpr char kMagic[8] = {'H', 'R', 'D', 'L', 'C', 'H', 'G', '1'};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kVersionAt = 8;
@@ -26,6 +26,7 @@ constexpr size_t kCleanAt = 16;
 constexpr size_t kAllAt = 20;      // two uint32_t
 constexpr size_t kBootIdAt = 32;
 constexpr size_t kBootIdSize = 48;
+constexpr size_t kCasCeilingAt = 80;
 
 constexpr size_t kBitmapBytes = size_t{1} << (ChangeJournal::kBitsLog2 - 3);
 constexpr size_t kFileSize = ChangeJournal::kHeaderSize + 2 * kBitmapBytes;
@@ -134,6 +135,17 @@ bool ChangeJournal::MayHaveChanged(std::string_view key) const {
     if ((std::atomic_ref<uint64_t>(Bitmap(i)[bit / 64]).load(std::memory_order_relaxed) & mask) != 0) return true;
   }
   return false;
+}
+
+void ChangeJournal::ReserveCas(uint64_t ceiling) {
+  std::atomic_ref<uint64_t> at(*reinterpret_cast<uint64_t*>(map_ + kCasCeilingAt));
+  uint64_t now = at.load(std::memory_order_relaxed);
+  while (now < ceiling && !at.compare_exchange_weak(now, ceiling, std::memory_order_relaxed)) {
+  }
+}
+
+uint64_t ChangeJournal::CasCeiling() const {
+  return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(map_ + kCasCeilingAt)).load(std::memory_order_relaxed);
 }
 
 void ChangeJournal::Begin() { current_.store(1 - current_.load(std::memory_order_relaxed), std::memory_order_seq_cst); }

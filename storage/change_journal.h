@@ -51,6 +51,12 @@ class ChangeJournal {
   // Whether `key` may have changed since the snapshot on disk began.
   bool MayHaveChanged(std::string_view key) const;
 
+  // The CAS ceiling: no CAS at or above it has been handed out. The store
+  // raises it ahead of its counter; a start after a crash resumes the counter
+  // above it, so that no CAS, and no lease token, is handed out twice.
+  void ReserveCas(uint64_t ceiling);
+  uint64_t CasCeiling() const;
+
   // A snapshot write: Begin before its walk, Commit once its file replaced the old one.
   void Begin();
   void Commit();

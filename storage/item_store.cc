@@ -493,6 +493,10 @@ bool ItemStore::Touch(std::string_view key, int64_t exptime, FoundItem* found, u
   if (changes_ != nullptr && touched) changes_->Noted(key);
   return touched;
 }
+void ItemStore::SetChangeJournal(ChangeJournal* journal) {
+  changes_ = journal;
+  impl_->SetCasJournal(journal);
+}
 void ItemStore::FlushAll(int64_t delay_s, bool client) {
   impl_->FlushAll(delay_s);
   if (changes_ != nullptr) changes_->NotedAll();

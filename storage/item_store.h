@@ -313,8 +313,9 @@ class ItemStore {
 
   // -e: every change from now on (a store, delete, touch, incr/decr, flush)
   // is noted in `journal` (storage/change_journal.h), which must outlive the
-  // store. Set before the store serves, once.
-  void SetChangeJournal(ChangeJournal* journal) { changes_ = journal; }
+  // store, and its CAS ceiling kept above every CAS handed out. Set before
+  // the store serves, once.
+  void SetChangeJournal(ChangeJournal* journal);
 
  private:
   // The store itself: its shards, memory, queues and the helpers the

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "storage/change_journal.h"
 #include "storage/item_store_internal.h"
 
 namespace herdless {
@@ -235,6 +236,13 @@ void ItemStore::Impl::ReserveItems(size_t items) {
     shards_[i].index.Reserve(per_shard);
   }
 }
+
+void ItemStore::Impl::SetCasJournal(ChangeJournal* journal) {
+  cas_journal_ = journal;
+  if (journal != nullptr) ReserveCasAhead(next_cas_.load(std::memory_order_relaxed));
+}
+
+void ItemStore::Impl::ReserveCasAhead(uint64_t from) { cas_journal_->ReserveCas(from + 2 * kCasReserveBlock); }
 
 void ItemStore::Impl::AdvanceCasPast(uint64_t cas) {
   // CAS values at or above the counter's wrap point never come from it.

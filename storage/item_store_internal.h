@@ -175,6 +175,11 @@ class ItemStore::Impl {
   void ReserveItems(size_t items);
   uint64_t CasCounter() const { return next_cas_.load(std::memory_order_relaxed); }
   void AdvanceCasPast(uint64_t cas);
+  // -e's change journal keeps a ceiling above every CAS handed out, so that a
+  // start after a crash hands none out again (a lease token included).
+  static constexpr uint64_t kCasReserveBlock = uint64_t{1} << 16;
+  void SetCasJournal(ChangeJournal* journal);
+  void ReserveCasAhead(uint64_t from);
   std::vector<double> RecomputeSpreads() const;
   void RestoreRecomputeSpreads(const std::vector<double>& saved);
   int64_t ToUnixTime(int64_t store_s) const;
@@ -441,6 +446,7 @@ class ItemStore::Impl {
   std::unique_ptr<S3Fifo> queues_;
   std::unique_ptr<Hasher> hasher_;
   std::atomic<uint64_t> next_cas_{2};   // CAS 0 and 1 are lease tokens' special values
+  ChangeJournal* cas_journal_ = nullptr;  // SetCasJournal's
   std::atomic<uint64_t> evicted_segments_{0};
   std::atomic<size_t> reclaim_cursor_{0};   // shard the expiry crawler visits next
   std::atomic<int64_t> flush_deadline_{0};  // pending delayed flush (store seconds), 0 = none
@@ -603,9 +609,11 @@ ItemStore::Impl::Times ItemStore::Impl::Now() const {
 }
 
 // The counter stays below kNarrowCasLimit (items store it in 6 bytes): after
-// 2^48 stores it starts again from 2.
+// 2^48 stores it starts again from 2. With a change journal, every
+// kCasReserveBlock values its ceiling is raised two blocks ahead.
 uint64_t ItemStore::Impl::NextCas() {
   const uint64_t c = next_cas_.fetch_add(1, std::memory_order_relaxed);
+  if ((c & (kCasReserveBlock - 1)) == 0 && cas_journal_ != nullptr) [[unlikely]] ReserveCasAhead(c);
   return c < kNarrowCasLimit ? c : 2 + (c - 2) % (kNarrowCasLimit - 2);
 }
 

@@ -9,9 +9,9 @@
   snapshot comes back; `stats` counts the writes.
 - The change journal (<file>.changes): after a `kill -9`, no key replaced, deleted,
   invalidated, counted or touched since the snapshot on disk began comes back, the others
-  do; after a flush_all nothing does; after a clean stop everything does; a run that did not
-  stop in another boot (its journal's boot id changed by the test, as a power loss would
-  leave it) restores nothing.
+  do, and no CAS is handed out twice; after a flush_all nothing does; after a clean stop
+  everything does; a run that did not stop in another boot (its journal's boot id changed
+  by the test, as a power loss would leave it) restores nothing.
 - Bad files (cut at every tenth of its length, a flipped byte in the header, a record and
   a checksum, empty, random bytes, another -m or -I): herdless logs why, moves the file to
   <file>.bad, starts empty and serves. A directory at the path and an unwritable directory:
@@ -258,12 +258,18 @@ def periodic_then_kill9(res):
         # Left out, or its new value when a write that began after the set ended before the kill.
         now = read_all(c, [replaced])[replaced]
         res.check(now is None or now[0] == b"new", "after kill -9: the replaced key never has its old value",
-                  now)
+                  repr(now))
         res.equal(c.call(b"mg %s v\r\n" % deleted), b"EN\r\n", "after kill -9: the deleted key stays deleted")
         del before[replaced], before[deleted]
         check_restored(res, "after kill -9", c, before, items, read_at)
     d.stop()
     shutil.rmtree(state, ignore_errors=True)
+
+
+def gets_cas(c, key):
+    """Stores `key` and returns the CAS it got."""
+    c.call(b"set %s 0 0 1\r\nx\r\n" % key)
+    return int(c.call(b"gets %s\r\n" % key, b"END\r\n").split(b"\r\n")[0].split()[4])
 
 
 def crash_leaves_out_changes(res):
@@ -289,9 +295,13 @@ def crash_leaves_out_changes(res):
         replies += [c.call(b"touch %s 5000\r\n" % k) for k in touched]
         res.equal(sorted(set(replies)), [b"8\r\n", b"DELETED\r\n", b"HD\r\n", b"STORED\r\n", b"TOUCHED\r\n"],
                   "journal: the changes made")
+        last_cas = gets_cas(c, b"casprobe")
     d.kill_hard()
     d = harness.start_herdless(args)
     with harness.Conn(d.port, timeout=WAIT) as c:
+        first_cas = gets_cas(c, b"casprobe")
+        res.check(first_cas > last_cas, "journal: after kill -9, no CAS is handed out again",
+                  "last before: %d, first after: %d" % (last_cas, first_cas))
         got = read_all(c, keys)
         back = [k for k in keys[:260] if got[k] is not None]
         res.equal(back, [], "journal: after kill -9, no key changed since the snapshot comes back")
@@ -302,7 +312,7 @@ def crash_leaves_out_changes(res):
                   "%d of %d" % (kept, len(unchanged)))
         skipped = harness.stat(c, b"snapshot_load_skipped_changed")
         res.check(260 <= skipped <= 260 + len(unchanged) - kept, "journal: snapshot_load_skipped_changed",
-                  skipped)
+                  str(skipped))
         res.equal(c.call(b"flush_all\r\n"), b"OK\r\n", "journal: flush_all")
     d.kill_hard()
     d = harness.start_herdless(args)
