@@ -28,6 +28,7 @@ class ChangeJournalTest : public ::testing::Test {
     dir_ = mkdtemp(dir);
     path_ = dir_ + "/snapshot.changes";
     snapshot_ = dir_ + "/snapshot";
+    clock_.AdvanceSeconds(100);
   }
   ~ChangeJournalTest() override {
     for (const std::string& p : {path_, snapshot_, snapshot_ + ".tmp"}) unlink(p.c_str());
@@ -41,9 +42,20 @@ class ChangeJournalTest : public ::testing::Test {
     return j;
   }
 
+  // A store's settings, on this fixture's clock (at store time 100).
+  StoreConfig Config() {
+    StoreConfig config;
+    config.memory_limit = 16 << 20;
+    config.clock = &clock_;
+    config.random = &random_;
+    return config;
+  }
+
   std::string dir_;
   std::string path_;
   std::string snapshot_;
+  ManualClock clock_;
+  DefaultRandom random_{1};
 };
 
 TEST_F(ChangeJournalTest, ANewJournalMarksOnlyWhatChanged) {
@@ -158,12 +170,7 @@ TEST_F(ChangeJournalTest, AnotherFileIsStartedOver) {
 // out again by a start after a crash: the ceiling, raised ahead of the
 // counter, persists in the journal.
 TEST_F(ChangeJournalTest, AStartAfterACrashHandsOutNoCasTwice) {
-  StoreConfig config;
-  config.memory_limit = 16 << 20;
-  ManualClock clock;
-  DefaultRandom random(1);
-  config.clock = &clock;
-  config.random = &random;
+  const StoreConfig config = Config();
   auto put = [](ItemStore* s) {
     StoreRequest req;
     req.key = "k";
@@ -188,13 +195,7 @@ TEST_F(ChangeJournalTest, AStartAfterACrashHandsOutNoCasTwice) {
 // The store notes its changes; a snapshot begins and commits; the load
 // leaves out what changed after the file began.
 TEST_F(ChangeJournalTest, ALoadAfterACrashLeavesOutTheKeysChangedSinceTheSnapshot) {
-  StoreConfig config;
-  config.memory_limit = 16 << 20;
-  ManualClock clock;
-  DefaultRandom random(1);
-  config.clock = &clock;
-  config.random = &random;
-  clock.AdvanceSeconds(100);
+  const StoreConfig config = Config();
   auto j = Open();
   ItemStore a(config);
   a.SetChangeJournal(j.get());
