@@ -27,6 +27,7 @@ constexpr size_t kAllAt = 20;      // two uint32_t
 constexpr size_t kBootIdAt = 32;
 constexpr size_t kBootIdSize = 48;
 constexpr size_t kCasCeilingAt = 80;
+constexpr uint64_t kLostCasValues = uint64_t{1} << 32;
 
 constexpr size_t kBitmapBytes = size_t{1} << (ChangeJournal::kBitsLog2 - 3);
 constexpr size_t kFileSize = ChangeJournal::kHeaderSize + 2 * kBitmapBytes;
@@ -93,11 +94,14 @@ std::unique_ptr<ChangeJournal> ChangeJournal::Open(const std::string& path, std:
   }
   if (found == Found::kLost) {
     // What that run changed last may never have reached the disk: every
-    // key, until two snapshots of this run have been committed.
+    // key, until two snapshots of this run have been committed; and its
+    // last CAS ceilings: the counter skips more values than a run hands
+    // out between two writebacks of the page cache (seconds).
     journal->NotedAll();
     journal->current_.store(1, std::memory_order_relaxed);
     journal->NotedAll();
     journal->current_.store(0, std::memory_order_relaxed);
+    journal->ReserveCas(journal->CasCeiling() + kLostCasValues);
   }
   return journal;
 }
