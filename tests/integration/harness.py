@@ -54,6 +54,7 @@ def _ephemeral_low():
 
 
 _port_random = random.SystemRandom()
+_ports_given = set()
 
 
 def free_port():
@@ -61,16 +62,22 @@ def free_port():
 
     Drawn at random below the kernel's ephemeral range: a port the kernel picked (bind to 0)
     could be handed out again, between the probe and the server's bind, as the local port of
-    any connection another test opens; ports below that range are never picked for those."""
+    any connection another test opens; ports below that range are never picked for those.
+    Never the same port twice in a process: a test that draws several before it starts their
+    server (nutcracker's pools) would otherwise get a repeat now and then (about 1 in 450
+    for ten ports), which the server then fails to bind."""
     high = min(_ephemeral_low(), 65536)
     low = max(1024, high - 20000)
     while True:
         port = _port_random.randrange(low, high)
+        if port in _ports_given:
+            continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
+            _ports_given.add(port)
             return port
 
 
@@ -436,9 +443,21 @@ class Transcript:
         return "\n".join(diff)
 
 
+_scratch_dirs = []
+
+
+def scratch_dir(prefix):
+    """A new temporary directory, removed with everything in it when the test process exits."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    _scratch_dirs.append(d)
+    return d
+
+
 def _kill_all():
     for d in list(_running):
         d._kill()
+    for d in _scratch_dirs:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 atexit.register(_kill_all)

@@ -39,7 +39,6 @@ Counts and replies only, no timings.
 
 import os
 import socket
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -327,7 +326,7 @@ def warm_switches(res):
 
 
 def returning_node(res):
-    directory = tempfile.mkdtemp(prefix="herdless-return-")
+    directory = harness.scratch_dir("herdless-return-")
     os.chmod(directory, 0o777)
     path = os.path.join(directory, "snap")
 
@@ -370,7 +369,7 @@ JOIN_KEYS = 600
 def join_loads(res, new_node_args, label):
     """Database loads when a third node joins two memcached nodes behind nutcracker, and the
     keys that moved to it."""
-    workdir = tempfile.mkdtemp(prefix="herdless-join-")
+    workdir = harness.scratch_dir("herdless-join-")
     old = [harness.start_memcached(["-m", "16"]) for _ in range(2)]
     keys = scaleout.key_names("join:", JOIN_KEYS)
     proxy = test_twemproxy.start_nutcracker(old, workdir)
@@ -476,7 +475,7 @@ def held_keys(node):
 
 def ring_ownership(res):
     """Each key lands, through a live nutcracker, on the node herdless's `ring owner` names."""
-    workdir = tempfile.mkdtemp(prefix="herdless-ring-")
+    workdir = harness.scratch_dir("herdless-ring-")
     nodes = [harness.start_memcached(["-m", "64"]) for _ in range(3)]
     listen = [harness.free_port() for _ in RING_POOLS]
     conf = os.path.join(workdir, "nutcracker.yml")
@@ -484,8 +483,7 @@ def ring_ownership(res):
         f.write(ring_yaml(nodes, listen))
     os.chmod(workdir, 0o755)
     os.chmod(conf, 0o644)
-    argv = ["/usr/sbin/nutcracker", "-c", conf, "-s", str(harness.free_port()), "-a", "127.0.0.1",
-            "-o", os.path.join(workdir, "nutcracker.log")]
+    argv = ["/usr/sbin/nutcracker", "-c", conf, "-s", str(harness.free_port()), "-a", "127.0.0.1"]   # its log: the harness's
     proxy = harness.Process("nutcracker", argv, listen[-1]).start()
     keys = {}
     for (hash_name, count, _, _, tag), port in zip(RING_POOLS, listen):
@@ -555,7 +553,7 @@ def returning_ring_node(res):
     copies of the keys the others changed: a read gives the new value (warmed from the
     node that has it) or a miss, never the old value; untouched keys come back from the
     snapshot."""
-    workdir = tempfile.mkdtemp(prefix="herdless-return-ring-")
+    workdir = harness.scratch_dir("herdless-return-ring-")
     os.chmod(workdir, 0o777)
     ports = [harness.free_port() for _ in range(3)]
     ring = os.path.join(workdir, "ring.yml")
@@ -574,8 +572,7 @@ def returning_ring_node(res):
                                        "classic_stampede=wait,ring=%s,ring_self=node%d" % (ring, i + 1),
                                        "-o", "warm_timeout_ms=%d" % PEER_TIMEOUT_MS] + list(extra))
     nodes = [node(0), node(1), node(2, "-e", snap)]
-    argv = ["/usr/sbin/nutcracker", "-c", ring, "-s", str(harness.free_port()), "-a", "127.0.0.1",
-            "-o", os.path.join(workdir, "nutcracker.log")]
+    argv = ["/usr/sbin/nutcracker", "-c", ring, "-s", str(harness.free_port()), "-a", "127.0.0.1"]   # its log: the harness's
     proxy = harness.Process("nutcracker", argv, proxy_port).start()
     keys = scaleout.key_names("ret:", 300)
     c = test_twemproxy.client(proxy_port)
@@ -692,7 +689,7 @@ def owned_keys(c, port, count):
 def default_hit_ratio(res):
     """-o ring, default warm_min_hit_ratio: warm-up ends where the previous owner misses,
     goes on where it hits."""
-    workdir = tempfile.mkdtemp(prefix="herdless-hit-ratio-")
+    workdir = harness.scratch_dir("herdless-hit-ratio-")
     os.chmod(workdir, 0o755)
     mc = harness.start_memcached(["-m", "16"])
     port = harness.free_port()

@@ -55,7 +55,7 @@ def start_nutcracker(nodes, workdir):
         for i, node in enumerate(nodes):
             f.write("   - 127.0.0.1:%d:1 node%d\n" % (node.port, i + 1))
     argv = [shutil.which("nutcracker") or "/usr/sbin/nutcracker", "-c", conf, "-s", str(stats_port),
-            "-a", "127.0.0.1", "-o", os.path.join(workdir, "nutcracker.log"), "-v", "4"]
+            "-a", "127.0.0.1", "-v", "4"]   # its log: the harness's (shown when it fails)
     return harness.Process("nutcracker", argv, port).start()
 
 
