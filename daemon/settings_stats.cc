@@ -167,10 +167,14 @@ std::vector<Printed> PrintOrder() {
 }  // namespace
 
 void WriteSettingsStats(ServerInfo& server, const ItemStore& store, StatWriter* w) {
-  static const std::vector<Printed> kOrder = PrintOrder();
   const SettingsView view{server.Settings(), store.memory_limit(), store.tracking_sizes(),
                           server.Verbosity(), server.prefix_stats().delimiter(),
                           server.prefix_stats().enabled(), server.operators()};
+  WriteSettingLines(view, w);
+}
+
+void WriteSettingLines(const SettingsView& view, StatWriter* w) {
+  static const std::vector<Printed> kOrder = PrintOrder();
   for (const Printed& p : kOrder) {
     if (p.tls && !view.settings.tls.available) continue;
     if (p.line->fixed != nullptr) {

@@ -12,11 +12,14 @@
 namespace herdless {
 
 class ItemStore;
+struct SettingsView;
 
 // Writes every setting of `server` (its options, verbosity, operator switches
 // and prefix stats) and `store` (its memory limit and size tracking) to `w`,
 // without the end marker.
 void WriteSettingsStats(ServerInfo& server, const ItemStore& store, StatWriter* w);
+// The same lines from a view of them (daemon/option_table.h).
+void WriteSettingLines(const SettingsView& view, StatWriter* w);
 
 }  // namespace herdless
 

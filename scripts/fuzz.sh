@@ -41,10 +41,11 @@ mapfile -t LIB_SOURCES < <(
   sed -n '/^lib\(storage\|protocol\)_a_SOURCES/,/^$/p' "$REPO_ROOT/Makefile.am" |
     tr ' \t\\' '\n\n\n' | grep '\.cc$')
 
-# The command line's parser and the daemon files its value readers live in (-o warm_peer's
-# list, -o metrics' address; they bring libevent and the log along).
+# The command line's parser, its `stats settings` lines and the daemon files its value readers
+# live in (-o warm_peer's list, -o metrics' address; they bring libevent and the log along).
 OPTIONS_SOURCES=(daemon/options.cc daemon/option_table.cc daemon/extstore_options.cc
-                 daemon/lru_options.cc daemon/warm_peer.cc daemon/metrics_server.cc daemon/log.cc)
+                 daemon/lru_options.cc daemon/settings_stats.cc daemon/warm_peer.cc
+                 daemon/metrics_server.cc daemon/log.cc)
 
 # Compiles one source into build/fuzz/obj unless its object is newer than it and every header.
 compile() {

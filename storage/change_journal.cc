@@ -97,10 +97,8 @@ std::unique_ptr<ChangeJournal> ChangeJournal::Open(const std::string& path, std:
     // key, until two snapshots of this run have been committed; and its
     // last CAS ceilings: the counter skips more values than a run hands
     // out between two writebacks of the page cache (seconds).
-    journal->NotedAll();
-    journal->current_.store(1, std::memory_order_relaxed);
-    journal->NotedAll();
-    journal->current_.store(0, std::memory_order_relaxed);
+    journal->AllFlag(0).store(1, std::memory_order_relaxed);
+    journal->AllFlag(1).store(1, std::memory_order_relaxed);
     journal->ReserveCas(journal->CasCeiling() + kLostCasValues);
   }
   return journal;

@@ -4,7 +4,7 @@
 // argv[0], one argument per line. Checked: no crash or undefined behaviour; a
 // refused line has a message and memcached's exit status; an
 // accepted one has a listener; the same arguments parse the same way twice
-// (every `stats settings` line of the rows alike).
+// (every `stats settings` line alike).
 //
 // `-o ring=<file>` is the one option that reads a file (the YAML has a target
 // of its own, ring_config_fuzzer.cc): inputs naming a path with '/' in an
@@ -18,6 +18,7 @@
 
 #include "daemon/option_table.h"
 #include "daemon/options.h"
+#include "daemon/settings_stats.h"
 #include "protocol/stat_writer.h"
 
 namespace {
@@ -41,21 +42,14 @@ Outcome Parse(std::vector<std::string> args) {
   return o;
 }
 
-// Every `stats settings` line the option rows write for these options.
+// Every `stats settings` line for these options, as the daemon writes them.
 herdless::StatPairs SettingLines(const Options& options) {
   herdless::OperatorSettings operators;
   const herdless::SettingsView view{options.protocol, options.protocol.max_bytes, false, 0, ':', false,
                                     operators};
   herdless::StatPairs pairs;
   herdless::StatWriter w(&pairs);
-  for (auto rows : {herdless::FlagRows(), herdless::SuboptionRows(), herdless::ExtstoreRows(),
-                    herdless::LruRows()}) {
-    for (const herdless::OptionRow& row : rows) {
-      if (row.setting.name != nullptr && row.setting.write != nullptr) {
-        row.setting.write(view, row.setting.name, &w);
-      }
-    }
-  }
+  herdless::WriteSettingLines(view, &w);
   return pairs;
 }
 
