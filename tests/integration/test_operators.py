@@ -21,7 +21,6 @@
   item of a class, memcached's lines (its COLD LRU only) among them.
 """
 
-import os
 import re
 import socket
 import subprocess
@@ -191,11 +190,20 @@ def test_dump_under_writes(results, hl):
 
 
 def replies(port, commands):
+    """Each command's reply line. A crawl that memcached's LRU maintainer keeps BUSY with its own
+    crawl (on a slow machine it can start one right after start) is asked again, as metadump is."""
     out = []
     with Conn(port) as c:
         for cmd in commands:
-            c.send(cmd)
-            out.append(c.recv_until(b"\r\n", at_line_start=False))
+            deadline = time.monotonic() + 30
+            while True:
+                c.send(cmd)
+                reply = c.recv_until(b"\r\n", at_line_start=False)
+                if (not cmd.startswith(b"lru_crawler crawl ") or not reply.startswith(b"BUSY")
+                        or time.monotonic() > deadline):
+                    break
+                time.sleep(0.05)
+            out.append(reply)
     return out
 
 
