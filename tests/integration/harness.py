@@ -454,10 +454,21 @@ def scratch_dir(prefix):
 
 
 def _kill_all():
+    """At exit: ends the daemons no test stopped (their files removed too) and the scratch
+    directories. A sanitizer report in such a daemon's log still fails the test file."""
+    complained = False
     for d in list(_running):
+        log("%s left running at exit: %s" % (d.name, " ".join(map(str, d.argv_without_port))))
         d._kill()
+        text = d.log_text()
+        if sanitizer_complained(text):
+            log("%s reported a sanitizer error; log:\n%s" % (d.name, text))
+            complained = True
+        d._remove_files()
     for d in _scratch_dirs:
         shutil.rmtree(d, ignore_errors=True)
+    if complained:
+        os._exit(1)
 
 
 atexit.register(_kill_all)
@@ -570,6 +581,21 @@ def stats(conn, group=b""):
         if len(f) == 3 and f[0] == b"STAT":
             out[f[1].decode("utf-8", "replace")] = f[2].decode("utf-8", "replace")
     return out
+
+
+def metadump(conn, classes=b"all"):
+    """`lru_crawler metadump <classes>`'s lines (without END), as dicts of field -> value (keys
+    URL-encoded). memcached answers BUSY while its LRU maintainer's own crawl runs (right after
+    start, then about a minute apart): the dump is asked again until it starts."""
+    for _ in range(200):
+        conn.send(b"lru_crawler metadump " + classes + b"\r\n")
+        first = conn.recv_line()
+        if not first.startswith(b"BUSY"):
+            break
+        time.sleep(0.05)
+    data = first if first == b"END\r\n" else first + conn.recv_until(b"END\r\n")
+    lines = data[:-len(b"END\r\n")].split(b"\n")
+    return [dict(f.split(b"=", 1) for f in line.split(b" ")) for line in lines if line]
 
 
 def stat_values(conn, *names):

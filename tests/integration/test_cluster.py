@@ -468,9 +468,7 @@ def held_keys(node):
     """The keys a node holds (lru_crawler metadump all, keys URL-encoded): on herdless the
     dump walks the whole index; memcached's crawler can pass an item that moves meanwhile."""
     with harness.Conn(node.port) as c:
-        dump = c.call(b"lru_crawler metadump all\r\n", b"END\r\n")
-    return {urllib.parse.unquote(line.split(b" ")[0][4:].decode())
-            for line in dump.split(b"\n") if line.startswith(b"key=")}
+        return {urllib.parse.unquote(line[b"key"].decode()) for line in harness.metadump(c)}
 
 
 def ring_ownership(res):

@@ -287,11 +287,7 @@ def binary_get(port, key):
 
 def metadump_classes(conn):
     """{key: cls} from lru_crawler metadump all."""
-    out = {}
-    for line in conn.call(b"lru_crawler metadump all\r\n", b"END\r\n").split(b"\n")[:-2]:
-        fields = dict(f.split(b"=", 1) for f in line.split())
-        out[fields[b"key"]] = fields[b"cls"]
-    return out
+    return {line[b"key"]: line[b"cls"] for line in harness.metadump(conn)}
 
 
 def flash_names(conn):

@@ -49,7 +49,7 @@ def read_back(c, keys=KEYS, size=4000):
 
 def remove(*paths):
     for p in paths:
-        for q in (p, p + ".bad", p + ".tmp"):
+        for q in (p, p + ".bad", p + ".tmp", p + ".changes"):
             if os.path.exists(q):
                 os.remove(q)
 

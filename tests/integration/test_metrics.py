@@ -208,7 +208,7 @@ def check_setup(results):
     values, _, _ = samples(fetch(tls_port)[2])
     results.equal(values.get("memcached_up"), 1.0, "-Z: the endpoint serves")
     d.stop()
-    with Conn(harness.start_herdless().port) as c:
+    with harness.start_herdless() as d, Conn(d.port) as c:
         results.equal(harness.stats(c, "settings").get("metrics"), "NULL", "off by default")
 
 

@@ -36,20 +36,6 @@ KEYS = 10000
 SLOW = harness.SANITIZED
 
 
-def metadump(conn, classes=b"all"):
-    """The dump's lines (without END), as dicts of field -> value. memcached answers BUSY while
-    its LRU maintainer's own crawl runs: the dump is asked again until it starts."""
-    for _ in range(200):
-        conn.send(b"lru_crawler metadump " + classes + b"\r\n")
-        first = conn.recv_line()
-        if not first.startswith(b"BUSY"):
-            break
-        time.sleep(0.05)
-    data = first if first == b"END\r\n" else first + conn.recv_until(b"END\r\n")
-    lines = data[:-len(b"END\r\n")].split(b"\n")
-    return [dict(f.split(b"=", 1) for f in line.split(b" ")) for line in lines if line]
-
-
 def tool(daemon, mode, timeout=120):
     r = subprocess.run(["perl", MEMCACHED_TOOL, "127.0.0.1:%d" % daemon.port, mode],
                        capture_output=True, timeout=timeout)
@@ -80,7 +66,7 @@ def test_memcached_tool(results, hl, mc):
         for _ in range(20):
             c.recv_until(b"END\r\n")
         c.call(b"set %ABC 0 0 1\r\nx\r\n")
-        dump = {l[b"key"]: l for l in metadump(c)}
+        dump = {l[b"key"]: l for l in harness.metadump(c)}
     hot, cold = dump.get(b"%25ABC", {}), dump.get(b"key00000", {})
     results.check(list(hot)[-1:] == [b"rate"] and float(hot[b"rate"]) > 0,
                   "a key read often has rate= last in its metadump line", repr(hot))
@@ -135,7 +121,7 @@ def test_format_against_memcached(results, hl, mc):
             c.call(b"get plain\r\n", b"END\r\n")
             # a binary key, through meta's base64 (b): herdless URI-encodes its bytes too
             c.call(b"ms AAEC/w== 1 b T0\r\nz\r\n")
-            lines = metadump(c)
+            lines = harness.metadump(c)
             dumps.append({l[b"key"]: l for l in lines})
     mc_dump, hl_dump = dumps
     results.equal(sorted(hl_dump), sorted(mc_dump), "the dump lists the same encoded keys")
@@ -177,7 +163,7 @@ def test_dump_under_writes(results, hl):
         t.start()
     time.sleep(0.3)
     with Conn(hl.port, timeout=60) as c:
-        lines = metadump(c)
+        lines = harness.metadump(c)
     stop.set()
     for t in threads:
         t.join()
@@ -484,7 +470,7 @@ def test_detail_and_cachedump(results):
             small = min(classes)
             dumped, count = cachedump(c, small)
             limited, limited_count = cachedump(c, small, 7)
-            meta = {l[b"key"]: l for l in metadump(c, b"%d" % small)}
+            meta = {l[b"key"]: l for l in harness.metadump(c, b"%d" % small)}
             dumps.append((classes, dumped, count, limited_count, meta))
     (h_classes, h_dump, h_count, h_limited, h_meta), (m_classes, m_dump, _, _, _) = dumps
     results.equal(h_classes, m_classes, "cachedump classes: the same as memcached's for the same items")

@@ -34,7 +34,6 @@ import tempfile
 import time
 
 import harness
-from test_operators import metadump
 
 WAIT = harness.TIMEOUT * 6
 N_ITEMS = 200000
@@ -519,7 +518,7 @@ def rates_survive(res):
         # before (1/16 of a read a second).
         res.check(after is not None and before * 0.3 <= after <= before + 0.07,
                   "rates: the estimate comes back (before %s, after %s)" % (before, after))
-        dumped = {line[b"key"]: line for line in metadump(c)}
+        dumped = {line[b"key"]: line for line in harness.metadump(c)}
         res.check(b"rate" in dumped.get(b"hot", {}), "rates: metadump shows rate= after the restart",
                   dumped.get(b"hot"))
         res.check(b"rate" not in dumped.get(b"cold", {b"rate": b""}), "rates: the cold key has no rate=")

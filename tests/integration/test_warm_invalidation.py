@@ -23,7 +23,6 @@ Counts and replies only; the sleeps wait out a hold-off or a TTL, nothing is tim
 """
 
 import os
-import tempfile
 import time
 
 import harness
@@ -158,7 +157,7 @@ def stopped_warm_up(res):
 
 
 def ring_previous_owner(res):
-    workdir = tempfile.mkdtemp(prefix="herdless-invalidate-ring-")
+    workdir = harness.scratch_dir("herdless-invalidate-ring-")
     os.chmod(workdir, 0o755)
     ports = [harness.free_port() for _ in range(3)]
     ring = os.path.join(workdir, "ring.yml")
