@@ -583,16 +583,23 @@ def stats(conn, group=b""):
     return out
 
 
+def call_past_busy(conn, command, seconds=30):
+    """Sends an `lru_crawler` crawl or dump command and returns its first reply line, sending it
+    again while that is BUSY: memcached's LRU maintainer runs crawls of its own (right after
+    start, then about a minute apart), and a crawl or dump asked for meanwhile is BUSY."""
+    deadline = time.monotonic() + seconds
+    while True:
+        conn.send(command)
+        first = conn.recv_line()
+        if not first.startswith(b"BUSY") or time.monotonic() > deadline:
+            return first
+        time.sleep(0.05)
+
+
 def metadump(conn, classes=b"all"):
     """`lru_crawler metadump <classes>`'s lines (without END), as dicts of field -> value (keys
-    URL-encoded). memcached answers BUSY while its LRU maintainer's own crawl runs (right after
-    start, then about a minute apart): the dump is asked again until it starts."""
-    for _ in range(200):
-        conn.send(b"lru_crawler metadump " + classes + b"\r\n")
-        first = conn.recv_line()
-        if not first.startswith(b"BUSY"):
-            break
-        time.sleep(0.05)
+    URL-encoded); asked again while BUSY (call_past_busy)."""
+    first = call_past_busy(conn, b"lru_crawler metadump " + classes + b"\r\n")
     data = first if first == b"END\r\n" else first + conn.recv_until(b"END\r\n")
     lines = data[:-len(b"END\r\n")].split(b"\n")
     return [dict(f.split(b"=", 1) for f in line.split(b" ")) for line in lines if line]
