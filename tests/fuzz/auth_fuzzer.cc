@@ -9,8 +9,10 @@
 //     must put itself back together from what it was parsed into.
 //   - exchange mode: the rest is a client's byte stream before authentication,
 //     fed whole and chunk by chunk, the way a connection feeds it (append,
-//     process, drop what was consumed) against a fixed file. Checked: every
-//     reply line is one of memcached's five; nothing is consumed past the
+//     process, drop what was consumed) against a fixed file, as 1.6.18 or
+//     (byte 0 from 128) 1.6.45 answers it (-o compat=1.6.45). Checked: every
+//     reply line is one of memcached's (five, and 1.6.45's "auth token too
+//     long"); nothing is consumed past the
 //     input; authentication only ever follows a STORED reply; the chunked run
 //     answers exactly as the whole run, unless it hung up earlier on a line
 //     of over kMaxAuthLine bytes whose newline had not arrived yet (then it
@@ -18,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -27,14 +30,17 @@
 namespace herdless {
 namespace {
 
-void CheckReplies(std::string_view replies) {
+void CheckReplies(std::string_view replies, bool latest) {
   static constexpr std::string_view kReplies[] = {
       "STORED\r\n", "CLIENT_ERROR unauthenticated\r\n", "CLIENT_ERROR authentication failure\r\n",
       "CLIENT_ERROR bad command line termination\r\n",
-      "CLIENT_ERROR bad authentication token format\r\n"};
+      "CLIENT_ERROR bad authentication token format\r\n",
+      "CLIENT_ERROR auth token too long\r\n"};   // 1.6.45's only
+  const size_t known_count = latest ? std::size(kReplies) : std::size(kReplies) - 1;
   while (!replies.empty()) {
     bool known = false;
-    for (std::string_view r : kReplies) {
+    for (size_t i = 0; i < known_count; ++i) {
+      const std::string_view r = kReplies[i];
       if (replies.substr(0, r.size()) == r) {
         replies.remove_prefix(r.size());
         known = true;
@@ -53,7 +59,7 @@ struct Run {
 };
 
 // Feeds `stream` in pieces of `chunk` bytes (0 = whole).
-Run Feed(const AuthFile& auth, std::string_view stream, size_t chunk) {
+Run Feed(const AuthFile& auth, std::string_view stream, size_t chunk, bool latest) {
   Run run;
   ThreadStats stats;
   ReplyBuffer out;
@@ -64,7 +70,7 @@ Run Feed(const AuthFile& auth, std::string_view stream, size_t chunk) {
     const size_t take = chunk == 0 ? stream.size() - fed : std::min(chunk, stream.size() - fed);
     buffer.append(stream.substr(fed, take));
     fed += take;
-    AuthOutcome o = ProcessAsciiAuth(buffer, auth, &out, &stats, SIZE_MAX, 1 << 30);
+    AuthOutcome o = ProcessAsciiAuth(buffer, auth, &out, &stats, SIZE_MAX, 1 << 30, latest);
     if (o.consumed > buffer.size()) std::abort();
     buffer.erase(0, o.consumed);
     run.authenticated = o.authenticated;
@@ -73,7 +79,7 @@ Run Feed(const AuthFile& auth, std::string_view stream, size_t chunk) {
   }
   run.consumed = fed - buffer.size();
   run.replies = Drain(&out);
-  CheckReplies(run.replies);
+  CheckReplies(run.replies, latest);
   if (run.authenticated && run.replies.size() < 8) std::abort();
   if (run.authenticated && run.replies.substr(run.replies.size() - 8) != "STORED\r\n") std::abort();
   if (stats.auth_errors.Get() > stats.auth_cmds.Get()) std::abort();
@@ -134,8 +140,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return a;
   }();
   const size_t chunk = 1 + data[0] % 37;
-  const Run whole = Feed(*auth, rest, 0);
-  const Run pieces = Feed(*auth, rest, chunk);
+  const bool latest = data[0] >= 128;
+  const Run whole = Feed(*auth, rest, 0, latest);
+  const Run pieces = Feed(*auth, rest, chunk, latest);
   if (pieces.closed && !(whole.closed && whole.replies == pieces.replies)) {
     // The chunked run may hang up on a line before its newline arrived (the
     // whole run answers that line, and may hang up later for another reason).
