@@ -12,11 +12,11 @@
 //     process, drop what was consumed) against a fixed file, as 1.6.18 or
 //     (byte 0 from 128) 1.6.45 answers it (-o compat=1.6.45). Checked: every
 //     reply line is one of memcached's (five, and 1.6.45's "auth token too
-//     long"); nothing is consumed past the
-//     input; authentication only ever follows a STORED reply; the chunked run
-//     answers exactly as the whole run, unless it hung up earlier on a line
-//     of over kMaxAuthLine bytes whose newline had not arrived yet (then it
-//     answered a prefix of the whole run's replies).
+//     long"); nothing is consumed past the input; authentication only ever
+//     follows a STORED reply; the chunked run answers exactly as the whole
+//     run, unless it hung up earlier on a line of over kMaxAuthLine bytes
+//     whose newline had not arrived yet (then it answered a prefix of the
+//     whole run's replies).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
