@@ -41,6 +41,8 @@ Differences that come from memcached, not herdless (docs/reliability.md):
   end into the memory after the item, so a digit there makes it a number (after a long run);
   herdless answers non-numeric, as memcached does on a fresh server.
 - `l` (seconds since the last access) differs by one when a second boundary falls between them;
+  so do `t` (the TTL left) and an `R<n>` flag's win on an item with n seconds left (memcached
+  `HD W`, herdless `HD`, or the other way): each server's second begins at another moment;
 - a storage command refused for a bad word whose data (no newline in its first 2048 bytes) is
   then read as a command line: memcached closes the connection and drops the queued
   `CLIENT_ERROR`; herdless sends it, then closes.
