@@ -34,8 +34,8 @@ Differences that come from memcached, not herdless (docs/reliability.md):
   length, padded with spaces) unless another thread holds a reference to it at that moment (its
   LRU maintainer, crawler), when it writes a new item of the exact length; herdless always pads.
   Later `get`s, `h` and the length differ. A new item is unread, so after any incr, decr or ma
-  that met such a reference, `h` says 0 in memcached and 1 in herdless (seed 8096: alike with
-  memcached's `-o no_lru_maintainer`).
+  that met such a reference, `h` on an item read before says 0 in memcached and 1 in herdless
+  (seed 8096: alike with memcached's `-o no_lru_maintainer`).
 - `flush_all <delay>`: memcached's cut-off takes effect a second before the delay ends
   (`flush_all 1` at once), and a later delayed flush moves it, showing again items an earlier
   one hid; herdless removes the items when the delay ends. Neither generator sends a delay.
