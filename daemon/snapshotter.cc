@@ -57,6 +57,10 @@ Snapshotter::~Snapshotter() { StopPeriodic(); }
 
 void Snapshotter::Load() {
   OpenJournal();
+  if (journal_ == nullptr) {
+    RemoveUnjournaled();
+    return;
+  }
   SnapshotLoadOptions options;
   options.threads = load_threads_;
   options.max_age_s = max_age_s_;
@@ -64,12 +68,10 @@ void Snapshotter::Load() {
   options.changes = journal_.get();
   const SnapshotLoadResult r = LoadSnapshot(store_, path_, options);
   Report(r);
-  if (journal_ != nullptr) {
-    // CAS values the last run handed out after its file was written (a crash) stay unused.
-    if (journal_->CasCeiling() > 0) store_->AdvanceCasPast(journal_->CasCeiling() - 1);
-    journal_->MarkRunning();
-    store_->SetChangeJournal(journal_.get());
-  }
+  // CAS values the last run handed out after its file was written (a crash) stay unused.
+  if (journal_->CasCeiling() > 0) store_->AdvanceCasPast(journal_->CasCeiling() - 1);
+  journal_->MarkRunning();
+  store_->SetChangeJournal(journal_.get());
 }
 
 void Snapshotter::OpenJournal() {
@@ -78,8 +80,9 @@ void Snapshotter::OpenJournal() {
   journal_ = ChangeJournal::Open(path, BootId(), &error);
   if (journal_ == nullptr) {
     Log(LogLevel::kWarning,
-        "snapshot: no change journal (%s): after a crash, keys changed since the last snapshot "
-        "come back as it holds them", error.c_str());
+        "snapshot: no change journal (%s): nothing would tell which keys a crash left changed, "
+        "so no snapshot is restored or written periodically; the orderly stop writes one",
+        error.c_str());
     return;
   }
   switch (journal_->found()) {
@@ -93,6 +96,16 @@ void Snapshotter::OpenJournal() {
           "snapshot: the last run did not stop, in an earlier boot (a power loss?): its change "
           "journal %s may have lost pages, so no key of the snapshot is restored", path.c_str());
       break;
+  }
+}
+
+void Snapshotter::RemoveUnjournaled() {
+  if (unlink(path_.c_str()) == 0) {
+    Log(LogLevel::kWarning, "snapshot: removed %s without restoring it", path_.c_str());
+  } else if (errno != ENOENT) {
+    Log(LogLevel::kWarning,
+        "snapshot: could not remove %s (%s): a later start with its journal would restore it "
+        "although this run changes the cache", path_.c_str(), std::strerror(errno));
   }
 }
 
@@ -160,7 +173,8 @@ void Snapshotter::Report(const SnapshotLoadResult& r) {
 }
 
 void Snapshotter::StartPeriodic() {
-  if (interval_s_ == 0 || thread_.joinable()) return;
+  // Without the journal a periodic file would be restored after a crash as it is.
+  if (interval_s_ == 0 || journal_ == nullptr || thread_.joinable()) return;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = false;

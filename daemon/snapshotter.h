@@ -41,7 +41,7 @@ class Snapshotter {
   Snapshotter& operator=(const Snapshotter&) = delete;
 
   void Load();
-  void StartPeriodic();   // no-op without an interval
+  void StartPeriodic();   // no-op without an interval or a change journal
   void StopPeriodic();
   // The last write, once nothing else changes the store. False if it failed.
   bool WriteFinal();
@@ -53,6 +53,12 @@ class Snapshotter {
   // opened first, so that keys changed since the file began stay out; the
   // load's outcome logged and counted.
   void OpenJournal();
+  // Without the journal nothing tells which keys changed since the file
+  // began (its last run may have crashed), nor later which ones this run
+  // changes: the file is neither restored nor left for a later start (as
+  // memcached removes its memory file's metadata once read), and no periodic
+  // write makes one that a crash would leave. The orderly stop's write is exact.
+  void RemoveUnjournaled();
   void Report(const SnapshotLoadResult& r);
   void Periodic();
   // flash_stubs: the stop's write (SnapshotWriteOptions::flash_stubs).

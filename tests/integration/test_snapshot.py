@@ -11,12 +11,13 @@
   invalidated, counted or touched since the snapshot on disk began comes back, the others
   do, and no CAS is handed out twice; after a flush_all nothing does; after a clean stop
   everything does; a run that did not stop in another boot (its journal's boot id changed
-  by the test, as a power loss would leave it) restores nothing.
+  by the test, as a power loss would leave it) restores nothing. A journal that cannot be
+  opened: the file is neither restored nor kept, no periodic write is made, the stop's is.
 - Bad files (cut at every tenth of its length, a flipped byte in the header, a record and
   a checksum, empty, random bytes, another -m or -I): herdless logs why, moves the file to
-  <file>.bad, starts empty and serves. A directory at the path and an unwritable directory:
-  it starts, serves, logs and counts the failed writes (`snapshot_failures`), the previous
-  file untouched.
+  <file>.bad, starts empty and serves. A directory at the path: it starts, serves, logs and counts
+  the failed writes (`snapshot_failures`). An unwritable directory (no journal can be made
+  there): it starts empty, serves, logs why, the previous file untouched.
 - Warm-up: a key that expired while herdless was down, within stale_grace, comes back
   stale: of 200 concurrent readers exactly one gets the lease (W), none a miss.
 - Read rates: a hot key's estimate (`mg r`, metadump's `rate=`) comes back, decayed over
@@ -341,6 +342,40 @@ def crash_leaves_out_changes(res):
     shutil.rmtree(state, ignore_errors=True)
 
 
+def journal_unopenable(res):
+    """A journal that cannot be opened (a directory in its place): the snapshot is neither
+    restored nor kept, no periodic write is made, the orderly stop's is, and a start with
+    its journal back restores that one."""
+    state = make_state_dir()
+    path = os.path.join(state, "snapshot")
+    args = ["-v", "-m", "64", "-e", path, "-o", "snapshot_interval=1"]
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(fill(c, {b"before%d" % i: (b"v", 0, 0) for i in range(100)}), 100, "no journal: filled")
+    d.stop_with(signal.SIGTERM, WAIT)
+    os.unlink(path + ".changes")
+    os.mkdir(path + ".changes")
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(harness.stat(c, b"snapshot_loaded_items"), 0, "no journal: nothing restored")
+        res.equal(c.call(b"get before1\r\n"), b"END\r\n", "no journal: a key of the file is a miss")
+        res.check(not os.path.exists(path), "no journal: the file removed")
+        res.equal(c.call(b"set after 0 0 1\r\na\r\n"), b"STORED\r\n", "no journal: a set")
+        time.sleep(2.5)   # more than two of -o snapshot_interval=1
+        res.equal(harness.stat(c, b"snapshot_writes"), 0, "no journal: no periodic write")
+    _, log = d.stop_with(signal.SIGTERM, WAIT)
+    res.check("no change journal" in log and "removed %s without restoring it" % path in log,
+              "no journal: the log says why", log[-2000:])
+    os.rmdir(path + ".changes")
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(harness.stat(c, b"snapshot_loaded_items"), 1, "no journal: the stop's snapshot restored")
+        res.equal(c.call(b"get after\r\n", b"END\r\n"), b"VALUE after 0 1\r\na\r\nEND\r\n",
+                  "no journal: its value")
+    d.stop_with(signal.SIGTERM, WAIT)
+    shutil.rmtree(state, ignore_errors=True)
+
+
 def serves(res, label, d):
     with harness.Conn(d.port) as c:
         res.equal(c.call(b"set x 0 0 2\r\nok\r\n"), b"STORED\r\n", label + ": serves sets")
@@ -413,8 +448,9 @@ def bad_files(res):
               "a directory: the failed write is logged", log[-1500:])
     os.rmdir(path)
 
-    # An unwritable directory holding a good snapshot: loaded, then every write fails
-    # and the file stays as it was.
+    # An unwritable directory holding a good snapshot: its change journal cannot be made
+    # there, so the file is not restored (nothing would tell what a crash of this run
+    # changed) and cannot be removed; no periodic write; the stop's write fails.
     locked = os.path.join(state, "locked")
     os.mkdir(locked)
     locked_path = os.path.join(locked, "snapshot")
@@ -423,14 +459,13 @@ def bad_files(res):
     os.chmod(locked_path, 0o644)
     os.chmod(locked, 0o555)
     d = harness.start_herdless(["-v", "-m", "64", "-e", locked_path, "-o", "snapshot_interval=1"])
-    with harness.Conn(d.port) as c:
-        harness.wait_for(lambda: harness.stat(c, b"snapshot_failures") >= 2, WAIT,
-                         what="a failed write")
-        s = serves(res, "unwritable directory", d)
-        res.equal(s["snapshot_loaded_items"], 3000, "unwritable directory: the snapshot loaded")
-        res.equal(s["snapshot_writes"], 0, "unwritable directory: no write succeeded")
+    s = serves(res, "unwritable directory", d)
+    res.equal((s["curr_items"], s["snapshot_loaded_items"]), (1, 0),
+              "unwritable directory: without its journal, the snapshot is not restored")
     _, log = d.stop_with(signal.SIGTERM, WAIT)
-    res.check("Permission denied" in log, "unwritable directory: the log says why", log[-1500:])
+    for said in ("no change journal", "could not remove", "snapshot (stop) failed", "Permission denied"):
+        res.check(said in log, "unwritable directory: the log says " + said, log[-2000:])
+    res.check("snapshot (periodic)" not in log, "unwritable directory: no periodic write", log[-2000:])
     with open(locked_path, "rb") as f:
         res.check(f.read() == good, "unwritable directory: the previous snapshot is kept")
     os.chmod(locked, 0o755)
@@ -543,6 +578,7 @@ def body(res):
     roundtrip(res)
     periodic_then_kill9(res)
     crash_leaves_out_changes(res)
+    journal_unopenable(res)
     bad_files(res)
     stale_warm_up(res)
 
