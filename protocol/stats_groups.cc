@@ -107,11 +107,26 @@ void MaintenanceStats(const StoreStats& ss, ServerInfo* server, const ServerSnap
   w->Add("log_watchers", snap.log_watchers);
 }
 
-// memcached's storage_stats (-o ext_path), after the logger's lines.
-void ExtstoreStats(const FlashStore& flash, StatWriter* w) {
+// memcached 1.6.45's extstore_memory_pressure: the share of memory held by
+// what cannot move to flash, the items of the slab classes whose chunks are
+// smaller than ext_item_size (memcached counts those classes' 1 MB pages
+// against all of its pages; herdless the classes' bytes against -m).
+double FlashMemoryPressure(const StoreStats& ss, uint64_t memory_limit, uint32_t item_size) {
+  uint64_t held = 0;
+  for (int k = 1; k <= kMemcachedClasses && MemcachedChunkSize(k) < item_size; k++) held += ss.classes[k].bytes;
+  return memory_limit == 0 ? 0 : 100.0 * static_cast<double>(held) / static_cast<double>(memory_limit);
+}
+
+// memcached's storage_stats (-o ext_path), after the logger's lines; 1.6.45's
+// adds the memory pressure and the rescues into its cold and old buckets,
+// which herdless does not have (ext_path refuses them): 0.
+void ExtstoreStats(const FlashStore& flash, const StoreStats& ss, uint64_t memory_limit,
+                   uint32_t item_size, bool latest, StatWriter* w) {
   const FlashStats f = flash.Stats();
+  if (latest) w->AddFixed("extstore_memory_pressure", FlashMemoryPressure(ss, memory_limit, item_size), 2);
   w->Add("extstore_compact_lost", f.compact_lost);
   w->Add("extstore_compact_rescues", f.compact_rescues);
+  if (latest) Zeros(w, {"extstore_compact_resc_cold", "extstore_compact_resc_old"});
   w->Add("extstore_compact_skipped", f.compact_skipped);
   w->Add("extstore_page_allocs", f.page_allocs);
   w->Add("extstore_page_evictions", f.page_evictions);
@@ -131,14 +146,20 @@ void ExtstoreStats(const FlashStore& flash, StatWriter* w) {
   w->Add("extstore_io_queue", f.io_queue);
 }
 
-// memcached's `stats extstore`: four lines per page.
-void ExtstorePageStats(const FlashStore& flash, StatWriter* w) {
+// memcached's `stats extstore`: four lines per page, as its
+// extstore_get_page_data fills them: a page still being written shows zeros
+// in 1.6.18 and its version and bytes in 1.6.45; only a written page holding
+// values shows its bucket. Every page's free bucket is the default one.
+void ExtstorePageStats(const FlashStore& flash, bool latest, StatWriter* w) {
   const std::vector<FlashPageData> pages = flash.PageData();
   for (size_t i = 0; i < pages.size(); i++) {
+    const FlashPageData& p = pages[i];
+    const bool shown = !p.open || latest;
+    const bool bucket_shown = !p.open && p.objects > 0 && p.low_ttl;
     const std::string n = std::to_string(i);
-    w->Add(n + ":version", pages[i].version);
-    w->Add(n + ":bytes", pages[i].bytes_used);
-    w->Add(n + ":bucket", uint64_t{pages[i].bucket});
+    w->Add(n + ":version", shown ? p.version : 0);
+    w->Add(n + ":bytes", shown ? p.bytes_used : 0);
+    w->Add(n + ":bucket", uint64_t{bucket_shown ? kFlashBucketLowTtl : 0u});
     w->Add(n + ":free_bucket", uint64_t{0});
   }
 }
@@ -206,7 +227,10 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   w->Add("threads", snap.threads);
   w->Add("conn_yields", t.conn_yields);
   MaintenanceStats(ss, server, snap, w);
-  if (flash != nullptr) ExtstoreStats(*flash, w);
+  if (flash != nullptr) {
+    ExtstoreStats(*flash, ss, store->memory_limit(),
+                  server->operators().flash.item_size.load(std::memory_order_relaxed), settings.latest(), w);
+  }
   if (settings.tls.enabled) {
     if (settings.tls.session_cache) w->Add("ssl_new_sessions", snap.ssl_new_sessions);
     w->Add("ssl_handshake_errors", t.ssl_handshake_errors);
@@ -352,7 +376,7 @@ bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view grou
     SizesStats(store, w);
   } else if (group == "extstore") {
     // memcached built with extstore: one line group per page with ext_path, none without.
-    if (store->config().flash != nullptr) ExtstorePageStats(*store->config().flash, w);
+    if (store->config().flash != nullptr) ExtstorePageStats(*store->config().flash, server->Settings().latest(), w);
   } else if ((group == "sizes_disable" || group == "sizes_enable") && !server->Settings().latest()) {
     // 1.6.45 has neither (ERROR), as -o compat=1.6.45.
     // memcached writes these two without an end marker.

@@ -80,7 +80,7 @@ std::unique_ptr<FlashStore> FlashStore::Open(const ExtstoreSettings& settings, s
   std::unique_ptr<FlashStore> store = OpenFiles(settings, /*empty=*/true, error);
   if (store == nullptr) return nullptr;
   std::lock_guard<std::mutex> lock(store->mu_);
-  if (store->OpenPageLocked(store->streams_[kDefault])) store->stats_.page_allocs = 0;   // memcached's start: one page open
+  store->OpenFirstPageLocked();
   return store;
 }
 
@@ -179,7 +179,13 @@ void FlashStore::FinishRestart() {
   }
   restart_ = Restart::kNone;
   kept_headers_.clear();
-  if (OpenPageLocked(streams_[kDefault])) stats_.page_allocs = 0;
+  OpenFirstPageLocked();
+}
+
+void FlashStore::OpenFirstPageLocked() {
+  // memcached 1.6.18 leaves its first page out of the free list (pages_used 1
+  // before any write); 1.6.45 does not.
+  if (!settings_.as_1645 && OpenPageLocked(streams_[kDefault])) stats_.page_allocs = 0;
 }
 
 std::unique_ptr<FlashStore> FlashStore::OpenFiles(const ExtstoreSettings& settings, bool empty,
@@ -442,7 +448,8 @@ std::vector<FlashPageData> FlashStore::PageData() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<FlashPageData> out;
   for (const Page& p : pages_) {
-    out.push_back({p.generation, p.live_bytes, p.generation != 0 && p.low_ttl ? kFlashBucketLowTtl : 0u});
+    const bool used = p.generation != 0;
+    out.push_back({p.generation, p.live_bytes, used && p.low_ttl, used && !p.full, p.live_objects});
   }
   return out;
 }

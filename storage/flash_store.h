@@ -38,7 +38,9 @@ constexpr uint32_t kFlashBucketLowTtl = 3;
 struct FlashPageData {
   uint64_t version = 0;   // the page's generation, 0 = free
   uint64_t bytes_used = 0;
-  uint32_t bucket = 0;    // 0, or kFlashBucketLowTtl
+  bool low_ttl = false;   // written by the low-TTL stream
+  bool open = false;      // still being written (memcached's active page)
+  uint64_t objects = 0;   // live values
 };
 
 enum class FlashReadResult : uint8_t {
@@ -156,6 +158,7 @@ class FlashStore {
   // A kept page's header, read once per page during a restart (generation 0 if it does not decode).
   const FlashPageHeader& KeptHeaderLocked(uint32_t page);
   bool OpenPageLocked(Stream& stream);   // takes a free page or evicts the oldest full one
+  void OpenFirstPageLocked();            // at start, as memcached 1.6.18 (not 1.6.45) has one
   bool FlushLocked(Stream& stream);
   // The page is free again. Counted in page_reclaims however it came to be
   // (emptied, or evicted: memcached's _free_page counts both).

@@ -178,32 +178,99 @@ def check_sizes_1645_refuses(results):
         os.remove(path)
 
 
+def extstore_pages(conn):
+    """`stats extstore` as {page: {field: value}}."""
+    pages = {}
+    for name, value in harness.stats(conn, b"extstore").items():
+        page, field = name.split(":")
+        pages.setdefault(int(page), {})[field] = int(value)
+    return pages
+
+
 def check_low_ttl(results):
     """ext_low_ttl: values whose TTL ends within it fill pages of their own, shown with memcached's
-    bucket 3 in stats extstore; values without a TTL go to bucket 0's."""
-    path = flash_file("lowttl")
-    ours = harness.start_herdless(["-m", "8", "-o", FLASH_OPTS + ",ext_low_ttl=60,ext_path=%s:16m" % path])
+    bucket 3 in stats extstore once written; values without a TTL go to bucket 0's. A page still
+    being written shows zeros (1.6.18) or its version and bytes but no bucket (1.6.45), as
+    memcached's extstore_get_page_data fills them."""
+    per_kind = 600   # 4000-byte values: a 2 MB page and some
+    for compat in ([], ["-o", "compat=1.6.45"]):
+        path = flash_file("lowttl")
+        ours = harness.start_herdless(["-m", "8", "-o", FLASH_OPTS + ",ext_low_ttl=60,ext_path=%s:16m" % path]
+                                      + compat)
+        label = " ".join(compat) or "default"
+        try:
+            with harness.Conn(ours.port) as c:
+                for i in range(2 * per_kind):
+                    v = value_of(i)
+                    c.send(b"set k%d 0 %d %d noreply\r\n%s\r\n" % (i, 30 if i % 2 == 0 else 0, len(v), v))
+                results.check(wait_written(c, 2 * per_kind) >= 2 * per_kind,
+                              "%s: %d values moved to flash" % (label, 2 * per_kind))
+                pages = extstore_pages(c).values()
+                used = int(harness.stats(c)["extstore_pages_used"])
+                shown = [p for p in pages if p["version"] != 0]
+                results.equal(sorted({p["bucket"] for p in shown}), [0, 3],
+                              "%s: written pages of both kinds, the low-TTL ones in bucket 3" % label)
+                # One page of each kind is still being written.
+                results.equal(len(shown), used if compat else used - 2,
+                              "%s: pages showing a version, of %d in use" % (label, used))
+                results.equal([get_value(c, b"k%d" % i) for i in range(0, 2 * per_kind, 97)],
+                              [value_of(i) for i in range(0, 2 * per_kind, 97)], "%s: both read back" % label)
+        finally:
+            ours.stop()
+            if os.path.exists(path):
+                os.remove(path)
+
+
+# memcached 1.6.45's extstore lines right after `-o ext_path=<file>:256m` (four free pages; its
+# first page is in the free list, where 1.6.18 leaves it out and counts it used), recorded from
+# memcached 1.6.45 on 2026-12-06: `stats` (its extstore_* lines) and `stats extstore`.
+START_1645 = [
+    "extstore_memory_pressure 0.00", "extstore_compact_lost 0", "extstore_compact_rescues 0",
+    "extstore_compact_resc_cold 0", "extstore_compact_resc_old 0", "extstore_compact_skipped 0",
+    "extstore_page_allocs 0", "extstore_page_evictions 0", "extstore_page_reclaims 0",
+    "extstore_pages_free 4", "extstore_pages_used 0", "extstore_objects_evicted 0",
+    "extstore_objects_read 0", "extstore_objects_written 0", "extstore_objects_used 0",
+    "extstore_bytes_evicted 0", "extstore_bytes_written 0", "extstore_bytes_read 0",
+    "extstore_bytes_used 0", "extstore_bytes_fragmented 0", "extstore_limit_maxbytes 268435456",
+    "extstore_io_queue 0",
+] + ["%d:%s 0" % (page, field) for page in range(4) for field in ("version", "bytes", "bucket", "free_bucket")]
+
+
+def start_lines(port):
+    """The extstore_* lines of `stats` and the lines of `stats extstore`, without "STAT "."""
+    with harness.Conn(port) as c:
+        lines = c.call(b"stats\r\n", b"END\r\n").decode().splitlines()
+        lines = [ln[5:] for ln in lines if ln.startswith("STAT extstore_")]
+        return lines + [ln[5:] for ln in c.call(b"stats extstore\r\n", b"END\r\n").decode().splitlines()
+                        if ln.startswith("STAT ")]
+
+
+def compare_start_stats(results):
+    """Before anything is written: the extstore lines as Debian's memcached 1.6.18 prints them
+    (live), and as 1.6.45 does (recorded) under -o compat=1.6.45; then 1.6.45's memory pressure
+    (the share of memory in classes whose items stay in RAM) grows with small items."""
+    theirs, ours, ours_1645 = (flash_file(tag) for tag in ("start-memcached", "start-herdless", "start-1645"))
+    ref = harness.start_memcached(["-o", "ext_path=%s:256m" % theirs])
+    mine = harness.start_herdless(["-o", "ext_path=%s:256m" % ours])
+    latest = harness.start_herdless(["-o", "ext_path=%s:256m,compat=1.6.45" % ours_1645])
     try:
-        with harness.Conn(ours.port) as c:
-            for i in range(6):
-                v = value_of(i)
-                ttl = 30 if i % 2 == 0 else 0
-                results.equal(c.call(b"set k%d 0 %d %d\r\n%s\r\n" % (i, ttl, len(v), v)), b"STORED\r\n",
-                              "set k%d" % i)
-            results.check(wait_written(c, 6) >= 6, "6 values moved to flash")
-            pages = harness.stats(c, b"extstore")
-            used = {}
-            for name, value in pages.items():
-                page, field = name.split(":")
-                used.setdefault(page, {})[field] = value
-            buckets = sorted(p["bucket"] for p in used.values() if p["version"] != "0")
-            results.equal(buckets, ["0", "3"], "one page per bucket: the default and the low-TTL one")
-            results.equal([get_value(c, b"k%d" % i) for i in range(6)], [value_of(i) for i in range(6)],
-                          "both read back")
+        want = start_lines(ref.port)
+        results.check(len(want) == 19 + 16, "memcached 1.6.18: 19 extstore_* lines, 4 pages", repr(want))
+        results.equal(start_lines(mine.port), want, "at start, memcached 1.6.18's extstore lines")
+        results.equal(start_lines(latest.port), START_1645, "at start, memcached 1.6.45's extstore lines")
+        with harness.Conn(latest.port) as c:
+            for i in range(2000):
+                c.send(b"set small%d 0 0 100 noreply\r\n%s\r\n" % (i, b"s" * 100))
+            results.equal(c.call(b"mn\r\n"), b"MN\r\n", "2000 small items stored")
+            pressure = harness.stats(c)["extstore_memory_pressure"]
+            results.check(re.fullmatch(r"\d+\.\d\d", pressure) and float(pressure) > 0,
+                          "1.6.45: extstore_memory_pressure above 0 with small items", pressure)
     finally:
-        ours.stop()
-        if os.path.exists(path):
-            os.remove(path)
+        for daemon in (ref, mine, latest):
+            daemon.stop()
+        for path in (theirs, ours, ours_1645):
+            if os.path.exists(path):
+                os.remove(path)
 
 
 def compare_messages(results):
@@ -567,6 +634,7 @@ def body(results):
     compare_settings(results)
     compare_messages(results)
     compare_extstore_command(results)
+    compare_start_stats(results)
     check_command_applies(results)
     check_low_ttl(results)
     check_sizes_1645_refuses(results)

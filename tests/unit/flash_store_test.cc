@@ -420,8 +420,8 @@ TEST_F(FlashStoreTest, LowTtlValuesFillPagesOfTheirOwn) {
   }
   const uint32_t first = short_lived.front().page;
   for (const FlashLocator& at : plain) EXPECT_NE(at.page, first);
-  EXPECT_EQ(store->PageData()[first].bucket, kFlashBucketLowTtl);
-  EXPECT_EQ(store->PageData()[plain[0].page].bucket, 0u);
+  EXPECT_TRUE(store->PageData()[first].low_ttl);
+  EXPECT_FALSE(store->PageData()[plain[0].page].low_ttl);
   // Both streams read back, from their buffers and the file.
   std::string value;
   ASSERT_EQ(store->Read(plain[3], "p3", ValueOf(3).size(), &value), FlashReadResult::kOk);
@@ -452,7 +452,7 @@ TEST_F(FlashStoreTest, AKeptLowTtlPageIsLowTtlAgainAfterTheRestart) {
     for (int i = 0; i < 3; ++i) {
       ASSERT_TRUE(store->Write("s" + std::to_string(i), i, ValueOf(i), &short_lived[i], /*low_ttl=*/true));
     }
-    ASSERT_EQ(store->PageData()[short_lived[0].page].bucket, kFlashBucketLowTtl);
+    ASSERT_TRUE(store->PageData()[short_lived[0].page].low_ttl);
     stopped = SyncAndStop(std::move(store));
   }
   auto store = OpenKept();
@@ -461,8 +461,8 @@ TEST_F(FlashStoreTest, AKeptLowTtlPageIsLowTtlAgainAfterTheRestart) {
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Adopt(plain[i], 2, ValueOf(i).size()));
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Adopt(short_lived[i], 2, ValueOf(i).size()));
   store->FinishRestart();
-  EXPECT_EQ(store->PageData()[short_lived[0].page].bucket, kFlashBucketLowTtl);
-  EXPECT_EQ(store->PageData()[plain[0].page].bucket, 0u);
+  EXPECT_TRUE(store->PageData()[short_lived[0].page].low_ttl);
+  EXPECT_FALSE(store->PageData()[plain[0].page].low_ttl);
   // The low-TTL page mostly dead (the plain one full of live values): still
   // no compaction candidate. (Taken for a plain page, it would be one.)
   store->Release(short_lived[1], 2, ValueOf(1).size());

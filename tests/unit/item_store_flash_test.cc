@@ -798,7 +798,7 @@ TEST_F(ItemStoreFlashTest, ShortLivedValuesMoveToLowTtlPages) {
   ASSERT_EQ(moved, 10u);
   uint64_t low_bytes = 0, other_bytes = 0;
   for (const FlashPageData& p : flash_->PageData()) {
-    (p.bucket == kFlashBucketLowTtl ? low_bytes : other_bytes) += p.bytes_used;
+    (p.low_ttl ? low_bytes : other_bytes) += p.bytes_used;
   }
   EXPECT_GT(low_bytes, 5 * kValueLen);
   EXPECT_LT(low_bytes, 6 * kValueLen);
