@@ -420,6 +420,13 @@ constexpr OptionRow kSuboptions[] = {
        return p.Number(0, 1 << 30, &p.settings.idle_timeout, "seconds, 0 = no timeout");
      },
      .setting = {"idle_timeout", Signed<&P::idle_timeout>}},
+    {.name = "track_sizes",
+     .help = "enable dynamic reports for 'stats sizes' command.",
+     .apply = [](OptionParse& p) {
+       if (p.has_value) return p.Fail("-o track_sizes takes no value");
+       p.settings.track_sizes = true;
+       return true;
+     }},
     {.name = "stalled_client_timeout",
      .help = "close a client that reads none of the replies it is\n"
              "owed for this long once they reach the output bound\n"
@@ -764,7 +771,7 @@ constexpr std::string_view kIgnoredSuboptions[] = {
     "hash_algorithm", "lru_crawler_sleep",
     "lru_crawler_tocrawl",
     "watcher_logbuf_size", "worker_logbuf_size", "slab_sizes",
-    "track_sizes", "no_inline_ascii_resp", "inline_ascii_resp", "modern",
+    "no_inline_ascii_resp", "inline_ascii_resp", "modern",
     "no_chunked_items", "drop_privileges", "no_drop_privileges",
     "resp_obj_mem_limit", "read_buf_mem_limit",
 };

@@ -335,6 +335,7 @@ int Server::Run() {
   // -o ext_path: after -u, as memcached; with -e its files are kept for the snapshot's values.
   store_ = MakeStoreWithFlashTier(store_config, p.ext, &flash_tier_, !p.memory_file.empty());
   if (store_ == nullptr) return EXIT_FAILURE;
+  if (p.track_sizes) store_->TrackSizes(true);   // before a snapshot's items are counted
   const WorkerPlan plan = PlanWorkers(p);
   if (!p.memory_file.empty()) {
     // Before the first accept: clients that connect meanwhile wait in the

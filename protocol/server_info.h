@@ -87,6 +87,7 @@ struct ProtocolSettings {
                                    // once the daemon started, the path it runs (1 or 2)
   bool exact_threads = false;      // -o exact_threads: run -t workers even beyond
                                    // the CPUs the process may use
+  bool track_sizes = false;        // -o track_sizes: `stats sizes` counts from the start
   uint64_t item_size_max = 1u << 20;
   // -o slab_chunk_max, in bytes (given in bytes under compat=1.6.18, in
   // kilobytes under 1.6.45): shown only, herdless has no slab chunks.

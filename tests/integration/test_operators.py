@@ -16,6 +16,7 @@
   connevents; the stampede stream (lease granted, timed out, fulfilled); a watcher that never
   reads keeps the server's memory bounded and its lost lines are counted (log_watcher_skipped).
 - -X refuses metadump and stats cachedump, -W refuses watch, with memcached's errors.
+- -o track_sizes: `stats sizes` counts from the start (also under -o compat=1.6.45).
 - stats detail (per-prefix counters, -D) and stats cachedump: the same replies as memcached's
   for the same commands (dumps as sets of lines), errors byte for byte; cachedump lists every
   item of a class, memcached's lines (its COLD LRU only) among them.
@@ -385,6 +386,28 @@ def test_disabled(results):
     results.equal(got, want, "-X and -W refuse as memcached's")
 
 
+def test_track_sizes(results):
+    """-o track_sizes counts from the start as memcached's does, under both compat settings (1.6.45
+    has no `stats sizes_enable`); the buckets are each server's own item sizes (herdless's items
+    are smaller), so one bucket a distinct size is what is compared with memcached."""
+    def sizes(daemon):
+        with harness.Conn(daemon.port) as c:
+            for key, size in ((b"a", 100), (b"b", 3000), (b"c", 100)):
+                c.call(b"set %s 0 0 %d\r\n%s\r\n" % (key, size, b"x" * size))
+            lines = c.call(b"stats sizes\r\n", b"END\r\n").split(b"\r\n")
+            setting = harness.stats(c, b"settings")["track_sizes"]
+        return setting, [ln.split()[2].decode() for ln in lines if ln.startswith(b"STAT ")]
+
+    with harness.start_memcached(["-o", "track_sizes"]) as m:
+        want = sizes(m)
+    results.equal(want, ("yes", ["2", "1"]), "memcached -o track_sizes: two buckets")
+    for extra in ([], ["-o", "compat=1.6.45"]):
+        with harness.start_herdless(["-o", "track_sizes"] + extra) as d:
+            results.equal(sizes(d), want, "-o track_sizes %s: counts from the start" % " ".join(extra))
+    with harness.start_herdless([]) as d:
+        results.equal(sizes(d), ("no", ["disabled"]), "without -o track_sizes: nothing counted")
+
+
 def whole_reply(conn, command, end=b"END\r\n"):
     conn.send(command)
     return conn.recv_until(end, at_line_start=False)
@@ -690,6 +713,7 @@ def body(results):
     test_reclaimed_on_reuse(results)
     test_reclaimed_like_memcached(results)
     test_disabled(results)
+    test_track_sizes(results)
     test_detail_and_cachedump(results)
     test_watch_stampede(results)
     test_watcher_never_reads(results)
