@@ -47,7 +47,8 @@ void SnapshotStats(const SnapshotFigures& f, StatWriter* w) {
 }
 
 // server_stats' first lines: the process and its connections.
-void ProcessStats(const ServerSnapshot& snap, std::string_view version, StatWriter* w) {
+void ProcessStats(const ServerSnapshot& snap, std::string_view version, bool maxconns_fast,
+                  StatWriter* w) {
   w->AddSigned("pid", snap.pid);
   w->AddSigned("uptime", snap.uptime);
   w->AddSigned("time", snap.time);
@@ -59,7 +60,7 @@ void ProcessStats(const ServerSnapshot& snap, std::string_view version, StatWrit
   w->Add("max_connections", snap.max_connections);
   w->Add("curr_connections", snap.curr_connections);
   w->Add("total_connections", snap.total_connections);
-  w->Add("rejected_connections", snap.rejected_connections);
+  if (maxconns_fast) w->Add("rejected_connections", snap.rejected_connections);
   w->Add("connection_structures", snap.connection_structures);
   // memcached's response-object and read-buffer pools: herdless has neither
   // (replies point into items, buffers belong to connections).
@@ -165,21 +166,23 @@ void ExtstorePageStats(const FlashStore& flash, bool latest, StatWriter* w) {
 }
 
 // The engine's totals (memcached's threadlocal and slab stats, then
-// do_item_stats_totals).
-void ItemTotalsStats(const StoreStats& ss, StatWriter* w) {
+// do_item_stats_totals, whose LRU maintainer's lines only with it).
+void ItemTotalsStats(const StoreStats& ss, bool lru_maintainer, StatWriter* w) {
   w->Add("bytes", ss.bytes);
   w->Add("curr_items", ss.curr_items);
   w->Add("total_items", ss.total_items);
   w->Add("slab_global_page_pool", uint64_t{0});
   w->Add("expired_unfetched", ss.expired_unfetched);
   w->Add("evicted_unfetched", ss.evicted_unfetched);
-  w->Add("evicted_active", ss.evicted_active);
+  if (lru_maintainer) w->Add("evicted_active", ss.evicted_active);
   w->Add("evictions", ss.evictions);
   w->Add("reclaimed", ss.reclaimed);
   w->Add("crawler_reclaimed", ss.crawler_reclaimed);
   w->Add("crawler_items_checked", ss.crawler_items_checked);
-  Zeros(w, {"lrutail_reflocked", "moves_to_cold", "moves_to_warm", "moves_within_lru",
-            "direct_reclaims", "lru_bumps_dropped"});
+  Zeros(w, {"lrutail_reflocked"});
+  if (lru_maintainer) {
+    Zeros(w, {"moves_to_cold", "moves_to_warm", "moves_within_lru", "direct_reclaims", "lru_bumps_dropped"});
+  }
 }
 
 // herdless's stampede counters.
@@ -208,7 +211,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
   const ThreadStatsTotals& t = snap.totals;
 #define HERDLESS_ADD_TOTAL(name) w->Add(#name, t.name);
 
-  ProcessStats(snap, ServerVersion(server->Settings()), w);
+  ProcessStats(snap, ServerVersion(server->Settings()), settings.machinery.maxconns_fast, w);
   const FlashStore* flash = store->config().flash;
   HERDLESS_GET_COMMAND_STATS(HERDLESS_ADD_TOTAL)
   if (flash != nullptr) {
@@ -238,7 +241,7 @@ void GeneralStats(ItemStore* store, ServerInfo* server, StatWriter* w) {
     w->AddSigned("time_since_server_cert_refresh", snap.time - snap.ssl_cert_refresh_time);
   }
   Zeros(w, {"unexpected_napi_ids", "round_robin_fallback"});
-  ItemTotalsStats(ss, w);
+  ItemTotalsStats(ss, settings.machinery.lru_maintainer, w);
   LeaseStats(ss, w);
   HERDLESS_WAIT_STATS(HERDLESS_ADD_TOTAL)
   if (settings.warm_enabled()) {
@@ -270,7 +273,9 @@ void AddClassStat(StatWriter* w, std::string_view prefix, int cls, std::string_v
   w->Add(std::string_view(key, static_cast<size_t>(n)), value);
 }
 
-void ItemsStats(ItemStore* store, StatWriter* w) {
+// memcached's item_stats; the LRU maintainer's lines only with it (and the
+// temporary LRU's count only with temp_lru).
+void ItemsStats(ItemStore* store, bool lru_maintainer, bool temp_lru, StatWriter* w) {
   const StoreStats ss = store->Stats();
   uint64_t ages[kMemcachedClasses + 1];
   store->ClassAges(ages);
@@ -279,13 +284,16 @@ void ItemsStats(ItemStore* store, StatWriter* w) {
     if (c.items == 0) continue;
     auto add = [&](std::string_view name, uint64_t v) { AddClassStat(w, "items:", k, name, v); };
     add("number", c.items);
-    // No segmented LRU (lru_segmented no): every item counts as cold, as memcached's
-    // without segmentation.
-    add("number_hot", 0);
-    add("number_warm", 0);
-    add("number_cold", c.items);
-    add("age_hot", 0);
-    add("age_warm", 0);
+    if (lru_maintainer) {
+      // No segmented LRU (lru_segmented no): every item counts as cold, as memcached's
+      // without segmentation, and none as temporary.
+      add("number_hot", 0);
+      add("number_warm", 0);
+      add("number_cold", c.items);
+      if (temp_lru) add("number_temp", 0);
+      add("age_hot", 0);
+      add("age_warm", 0);
+    }
     add("age", ages[k]);
     add("mem_requested", c.mem_requested);
     add("evicted", c.evicted);
@@ -296,10 +304,11 @@ void ItemsStats(ItemStore* store, StatWriter* w) {
     add("reclaimed", c.reclaimed);
     add("expired_unfetched", c.expired_unfetched);
     add("evicted_unfetched", c.evicted_unfetched);
-    add("evicted_active", c.evicted_active);
+    if (lru_maintainer) add("evicted_active", c.evicted_active);
     add("crawler_reclaimed", c.crawler_reclaimed);
     add("crawler_items_checked", c.crawler_items_checked);
     add("lrutail_reflocked", 0);
+    if (!lru_maintainer) continue;
     add("moves_to_cold", 0);
     add("moves_to_warm", 0);
     add("moves_within_lru", 0);
@@ -369,7 +378,8 @@ bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view grou
   } else if (group == "settings") {
     server->WriteSettings(*store, w);
   } else if (group == "items") {
-    ItemsStats(store, w);
+    ItemsStats(store, server->Settings().machinery.lru_maintainer,
+               server->operators().temp_lru.load(std::memory_order_relaxed), w);
   } else if (group == "slabs") {
     SlabsStats(store, w);
   } else if (group == "sizes") {

@@ -588,6 +588,24 @@ def compare_stat_names(ref_names, our_names, label, strict, results):
     return ok
 
 
+def machinery_stat_names(servers, results):
+    """memcached prints its LRU maintainer's lines (in `stats` and `stats items`) only with the
+    maintainer, `number_temp` only with the temporary LRU, `rejected_connections` only with
+    maxconns_fast: under each flag that turns one off or on, the names are memcached's exactly,
+    in order, but for herdless's own (the names it adds to memcached's by default)."""
+    ref, ours = servers.pair(())
+    own = set(stat_names(ours.port, b"stats\r\n")) - set(stat_names(ref.port, b"stats\r\n"))
+    for args in (("-o", "no_lru_maintainer"), ("-o", "temporary_ttl=30"), ("-o", "no_modern")):
+        ref, ours = servers.pair(args)
+        for daemon in (ref, ours):
+            with harness.Conn(daemon.port) as c:
+                c.call(b"set machinery 0 0 5\r\nhello\r\n")
+        for command in (b"stats\r\n", b"stats items\r\n"):
+            got = [n for n in stat_names(ours.port, command) if n not in own]
+            results.equal(got, stat_names(ref.port, command),
+                          "%s with %s: memcached's names" % (command.strip().decode(), " ".join(args)))
+
+
 # ---------------------------------------------------------------- main
 
 def body(results):
@@ -608,6 +626,9 @@ def body(results):
                 mismatched.append(label)
             else:
                 matched += 1  # reported above, not counted as a mismatch
+
+    if not harness.COMPARE_ONLY or "stats" in harness.COMPARE_ONLY:
+        machinery_stat_names(servers, results)
 
     servers.stop(results)
     harness.log("compare: %d cases ran, %d matched%s" % (
