@@ -1,12 +1,18 @@
-// memcached's LRU -o keys (memcached.c's hot_lru_pct .. temporary_ttl), as
-// rows of the option table: the same names, readings (atoi, atof) and error
-// messages. herdless has no segmented or temporary LRU: the values start what
-// `stats settings` shows and `lru tune|temp_ttl` change (docs/operations.md).
+// memcached's -o keys for its LRU, crawler, slab mover, hash table and logger
+// (memcached.c's hot_lru_pct .. temporary_ttl, lru_crawler_sleep, hashpower,
+// ...), as rows of the option table: the same names, readings (atoi, atof,
+// safe_strtoul) and error messages, so that a value memcached refuses at start
+// is refused here too. herdless has no segmented or temporary LRU, slab mover,
+// memcached hash table or log buffers: those values start what `stats settings`
+// shows and `lru tune|temp_ttl`, `slabs automove` change, or change nothing
+// (docs/operations.md); the crawler's sleep and item count are herdless's too.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "daemon/option_table.h"
+#include "protocol/numbers.h"
 
 namespace herdless {
 
@@ -27,6 +33,22 @@ bool Factor(OptionParse& p, double* out) {
   *out = std::atof(std::string(p.value).c_str());
   if (*out <= 0) return p.Fail(std::string(p.name) + " must be > 0");
   return p.NoteIgnored();
+}
+
+// memcached's "Missing numeric argument for <name>" keys.
+bool MissingNumeric(OptionParse& p) {
+  return p.Fail("Missing numeric argument for " + std::string(p.name));
+}
+
+// safe_strtoul's reading, else memcached's "could not parse argument to <name>".
+bool Parsed32(OptionParse& p, uint32_t* out) {
+  if (!p.has_value) return Missing(p);
+  if (!ParseUint32(p.value, out)) return p.Fail("could not parse argument to " + std::string(p.name));
+  return true;
+}
+
+std::string WindowRange(const ProtocolSettings& s) {
+  return s.latest() ? "slab_automove_window must be > 2 and < 1800" : "slab_automove_window must be > 2";
 }
 
 constexpr OptionRow kLruRows[] = {
@@ -50,6 +72,90 @@ constexpr OptionRow kLruRows[] = {
        return p.NoteIgnored();
      },
      .ignored = true},
+    {.name = "lru_crawler_sleep",
+     .help = "microseconds to sleep between items\ndefault is 100.",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value) return p.Fail("Missing lru_crawler_sleep value");
+       const int us = std::atoi(std::string(p.value).c_str());
+       if (us > 1000000 || us < 0) return p.Fail("LRU crawler sleep must be between 0 and 1 second");
+       p.settings.machinery.lru_crawler_sleep = static_cast<uint32_t>(us);
+       return true;
+     }},
+    {.name = "lru_crawler_tocrawl",
+     .help = "max items to crawl per slab per run\ndefault is 0 (unlimited)",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value) return p.Fail("Missing lru_crawler_tocrawl value");
+       if (!ParseUint32(p.value, &p.settings.machinery.lru_crawler_tocrawl)) {
+         return p.Fail("lru_crawler_tocrawl takes a numeric 32bit value");
+       }
+       return true;
+     }},
+    {.name = "slab_automove_ratio",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value) return Missing(p);
+       const double ratio = std::atof(std::string(p.value).c_str());
+       if (ratio <= 0 || ratio > 1) return p.Fail("slab_automove_ratio must be > 0 and < 1");
+       p.settings.machinery.slab_automove_ratio = ratio;
+       return p.NoteIgnored();
+     },
+     .ignored = true},
+    {.name = "slab_automove_window",   // 1.6.45's upper bound: once -o compat is known
+     .apply = [](OptionParse& p) {
+       if (!p.has_value) return Missing(p);
+       const int window = std::atoi(std::string(p.value).c_str());
+       if (window < 3) return p.Fail(WindowRange(p.settings));
+       p.settings.machinery.slab_automove_window = window;
+       return p.NoteIgnored();
+     },
+     .ignored = true},
+    {.name = "hashpower",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value) return MissingNumeric(p);
+       const int power = std::atoi(std::string(p.value).c_str());
+       if (power < 12) return p.Fail("Initial hashtable multiplier of " + std::to_string(power) + " is too low");
+       if (power > 32) {
+         return p.Fail("Initial hashtable multiplier of " + std::to_string(power) +
+                       " is too high\nChoose a value based on \"STAT hash_power_level\" from a running instance");
+       }
+       return p.NoteIgnored();
+     },
+     .ignored = true},
+    {.name = "tail_repair_time",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value) return MissingNumeric(p);
+       if (std::atoi(std::string(p.value).c_str()) < 10) {
+         return p.Fail("Cannot set tail_repair_time to less than 10 seconds");
+       }
+       return p.NoteIgnored();
+     },
+     .ignored = true},
+    {.name = "hash_algorithm",
+     .apply = [](OptionParse& p) {
+       if (!p.has_value) return Missing(p);
+       if (p.value != "jenkins" && p.value != "murmur3" && p.value != "xxh3") {
+         return p.Fail("Unknown hash_algorithm option (jenkins, murmur3, xxh3)");
+       }
+       return p.NoteIgnored();
+     },
+     .ignored = true},
+    {.name = "watcher_logbuf_size",
+     .apply = [](OptionParse& p) {
+       uint32_t kb = 0;
+       return Parsed32(p, &kb) && p.NoteIgnored();
+     },
+     .ignored = true},
+    {.name = "worker_logbuf_size",
+     .apply = [](OptionParse& p) {
+       uint32_t kb = 0;
+       return Parsed32(p, &kb) && p.NoteIgnored();
+     },
+     .ignored = true},
+    {.name = "read_buf_mem_limit",
+     .apply = [](OptionParse& p) {
+       uint32_t mb = 0;
+       return Parsed32(p, &mb) && p.NoteIgnored();
+     },
+     .ignored = true},
 };
 
 }  // namespace
@@ -63,6 +169,10 @@ bool CheckLruOptions(OptionParse* p) {
     return p->Fail("hot_lru_pct + warm_lru_pct cannot be more than 80% combined");
   }
   if (m.temp_lru && !m.lru_maintainer) return p->Fail("temporary_ttl requires lru_maintainer to be enabled");
+  if (p->settings.latest() && m.slab_automove_window > 1800) {
+    p->exit_status = 1;   // memcached refuses it as it reads the flag
+    return p->Fail(WindowRange(p->settings));
+  }
   return true;
 }
 

@@ -767,13 +767,10 @@ constexpr OptionRow kSuboptions[] = {
 // maxconns_fast, slab_automove, their no_ forms and no_modern set the crawler's
 // start and what `stats settings` shows: OptionParse::ApplySuboption.)
 constexpr std::string_view kIgnoredSuboptions[] = {
-    "hashpower", "no_hashexpand", "slab_automove_ratio", "slab_automove_window", "tail_repair_time",
-    "hash_algorithm", "lru_crawler_sleep",
-    "lru_crawler_tocrawl",
-    "watcher_logbuf_size", "worker_logbuf_size", "slab_sizes",
+    "no_hashexpand", "slab_sizes",
     "no_inline_ascii_resp", "inline_ascii_resp", "modern",
     "no_chunked_items", "drop_privileges", "no_drop_privileges",
-    "resp_obj_mem_limit", "read_buf_mem_limit",
+    "resp_obj_mem_limit",
 };
 
 }  // namespace

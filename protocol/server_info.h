@@ -68,6 +68,10 @@ struct MachinerySettings {
   uint32_t warm_lru_pct = 40;
   double hot_max_factor = 0.2;
   double warm_max_factor = 2.0;
+  uint32_t lru_crawler_sleep = 100;   // -o lru_crawler_sleep, lru_crawler_tocrawl
+  uint32_t lru_crawler_tocrawl = 0;
+  double slab_automove_ratio = 0.8;   // -o slab_automove_ratio, slab_automove_window
+  int slab_automove_window = 0;       // 0 = not given: 30, or 10 under -o compat=1.6.45
 };
 
 // Settings the protocol obeys and `stats settings` shows (memcached's names).
@@ -171,13 +175,20 @@ struct OperatorSettings {
   FlashTunables flash;
 
   // What the options start the run-time settings at: the crawler (-o lru_crawler,
-  // no_modern), -o slab_automove_freeratio, 1.6.45's window (10), and memcached's
-  // other -o switches (MachinerySettings).
+  // no_modern), -o slab_automove_freeratio, the window (1.6.45's default is 10),
+  // and memcached's other -o switches and values (MachinerySettings).
   void StartWith(const ProtocolSettings& s) {
     const MachinerySettings& m = s.machinery;
     lru_crawler.store(s.lru_crawler_at_start, std::memory_order_relaxed);
     slab_automove_freeratio.store(s.ext.slab_automove_freeratio, std::memory_order_relaxed);
-    if (s.latest()) slab_automove_window.store(10, std::memory_order_relaxed);
+    if (m.slab_automove_window != 0) {
+      slab_automove_window.store(static_cast<uint32_t>(m.slab_automove_window), std::memory_order_relaxed);
+    } else if (s.latest()) {
+      slab_automove_window.store(10, std::memory_order_relaxed);
+    }
+    lru_crawler_sleep.store(m.lru_crawler_sleep, std::memory_order_relaxed);
+    lru_crawler_tocrawl.store(m.lru_crawler_tocrawl, std::memory_order_relaxed);
+    slab_automove_ratio.store(m.slab_automove_ratio, std::memory_order_relaxed);
     slab_automove.store(m.slab_automove, std::memory_order_relaxed);
     temp_lru.store(m.temp_lru, std::memory_order_relaxed);
     temporary_ttl.store(m.temporary_ttl, std::memory_order_relaxed);

@@ -37,6 +37,16 @@ REFUSED = [
     ["-Z", "-p", "0"],
     ["-o", "ext_page_size=2,ext_path={tmp}/ext:64m"],   # extstore_init: 1
     ["-o", "ext_path=/nonexistent/ext:64m"],
+    # memcached's tuning keys that herdless keeps or ignores, with values memcached refuses
+    ["-o", "hashpower=5"], ["-o", "hashpower=40"], ["-o", "hashpower"],
+    ["-o", "tail_repair_time=3"], ["-o", "tail_repair_time"],
+    ["-o", "slab_automove_window=2"], ["-o", "slab_automove_window"],
+    ["-o", "slab_automove_ratio=2"], ["-o", "slab_automove_ratio=0"],
+    ["-o", "lru_crawler_sleep=2000000"], ["-o", "lru_crawler_sleep=-1"], ["-o", "lru_crawler_sleep"],
+    ["-o", "lru_crawler_tocrawl=x"], ["-o", "lru_crawler_tocrawl=-1"], ["-o", "lru_crawler_tocrawl"],
+    ["-o", "watcher_logbuf_size=x"], ["-o", "worker_logbuf_size"],
+    ["-o", "hash_algorithm=foo"], ["-o", "hash_algorithm"],
+    ["-o", "read_buf_mem_limit=x"], ["-o", "read_buf_mem_limit"],
 ]
 
 # Refused with memcached's exit status (1, from authfile_load) but herdless's own words: it names

@@ -16,7 +16,8 @@
   connevents; the stampede stream (lease granted, timed out, fulfilled); a watcher that never
   reads keeps the server's memory bounded and its lost lines are counted (log_watcher_skipped).
 - -X refuses metadump and stats cachedump, -W refuses watch, with memcached's errors.
-- -o track_sizes: `stats sizes` counts from the start (also under -o compat=1.6.45).
+- -o track_sizes: `stats sizes` counts from the start (also under -o compat=1.6.45); the -o
+  keys of the crawler and slab mover start the values `stats settings` shows, as memcached's.
 - stats detail (per-prefix counters, -D) and stats cachedump: the same replies as memcached's
   for the same commands (dumps as sets of lines), errors byte for byte; cachedump lists every
   item of a class, memcached's lines (its COLD LRU only) among them.
@@ -386,6 +387,20 @@ def test_disabled(results):
     results.equal(got, want, "-X and -W refuse as memcached's")
 
 
+def test_start_values(results):
+    """memcached's -o keys for what the crawler and slab mover commands change start the values
+    `stats settings` shows, as memcached's do."""
+    args = ["-o", "lru_crawler_sleep=50,lru_crawler_tocrawl=10,slab_automove_ratio=0.5,slab_automove_window=5"]
+    names = ("lru_crawler_sleep", "lru_crawler_tocrawl", "slab_automove_ratio", "slab_automove_window")
+    shown = []
+    for start in (harness.start_memcached, harness.start_herdless):
+        with start(args) as d, Conn(d.port) as c:
+            settings = harness.stats(c, b"settings")
+            shown.append([settings[n] for n in names])
+    results.equal(shown[1], shown[0], "the -o values in stats settings, as memcached's")
+    results.equal(shown[0], ["50", "10", "0.50", "5"], "memcached shows the values given")
+
+
 def test_track_sizes(results):
     """-o track_sizes counts from the start as memcached's does, under both compat settings (1.6.45
     has no `stats sizes_enable`); the buckets are each server's own item sizes (herdless's items
@@ -714,6 +729,7 @@ def body(results):
     test_reclaimed_like_memcached(results)
     test_disabled(results)
     test_track_sizes(results)
+    test_start_values(results)
     test_detail_and_cachedump(results)
     test_watch_stampede(results)
     test_watcher_never_reads(results)
