@@ -40,11 +40,13 @@ bool MissingNumeric(OptionParse& p) {
   return p.Fail("Missing numeric argument for " + std::string(p.name));
 }
 
-// safe_strtoul's reading, else memcached's "could not parse argument to <name>".
-bool Parsed32(OptionParse& p, uint32_t* out) {
+// A value safe_strtoul reads, else memcached's "could not parse argument to <name>";
+// then ignored (memcached's log buffer sizes, its read buffer limit).
+bool ParsedAndIgnored(OptionParse& p) {
+  uint32_t value = 0;
   if (!p.has_value) return Missing(p);
-  if (!ParseUint32(p.value, out)) return p.Fail("could not parse argument to " + std::string(p.name));
-  return true;
+  if (!ParseUint32(p.value, &value)) return p.Fail("could not parse argument to " + std::string(p.name));
+  return p.NoteIgnored();
 }
 
 std::string WindowRange(const ProtocolSettings& s) {
@@ -138,24 +140,9 @@ constexpr OptionRow kLruRows[] = {
        return p.NoteIgnored();
      },
      .ignored = true},
-    {.name = "watcher_logbuf_size",
-     .apply = [](OptionParse& p) {
-       uint32_t kb = 0;
-       return Parsed32(p, &kb) && p.NoteIgnored();
-     },
-     .ignored = true},
-    {.name = "worker_logbuf_size",
-     .apply = [](OptionParse& p) {
-       uint32_t kb = 0;
-       return Parsed32(p, &kb) && p.NoteIgnored();
-     },
-     .ignored = true},
-    {.name = "read_buf_mem_limit",
-     .apply = [](OptionParse& p) {
-       uint32_t mb = 0;
-       return Parsed32(p, &mb) && p.NoteIgnored();
-     },
-     .ignored = true},
+    {.name = "watcher_logbuf_size", .apply = ParsedAndIgnored, .ignored = true},
+    {.name = "worker_logbuf_size", .apply = ParsedAndIgnored, .ignored = true},
+    {.name = "read_buf_mem_limit", .apply = ParsedAndIgnored, .ignored = true},
 };
 
 }  // namespace
