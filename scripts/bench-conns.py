@@ -18,7 +18,6 @@ server's need one each). Servers are pinned to cpu 0, memtier to cpu 1.
 import argparse
 import os
 import resource
-import select
 import shutil
 import socket
 import statistics

@@ -13,7 +13,6 @@ deterministic); COMPARE_ONLY=<substring> runs only the matching cases.
 
 import difflib
 import re
-import sys
 import time
 
 import harness

@@ -16,7 +16,6 @@ Every wait is bounded (Prometheus' first scrape of the final counts: at most 30 
 import json
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import threading

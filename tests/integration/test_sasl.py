@@ -10,7 +10,6 @@ saslpasswd2, when sasl2-bin is installed).
 
 import os
 import shutil
-import socket
 import struct
 import subprocess
 import tempfile

@@ -15,7 +15,6 @@ import socket
 import ssl
 import struct
 import subprocess
-import threading
 import time
 
 import certs
