@@ -6,6 +6,7 @@
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 
 #include "daemon/metrics_server.h"
 #include "daemon/tls.h"
@@ -402,13 +403,28 @@ constexpr OptionRow kFlags[] = {
     {.flag = 'o', .name = "extended", .arg = Arg::kRequired,
      .help = "comma separated list of extended options",
      .apply = [](OptionParse& p) { return p.ApplySuboptions(p.value); }},
+    // memcached's allocator and NAPI flags: refused where memcached refuses them.
     {.flag = 'f', .name = "slab-growth-factor", .arg = Arg::kRequired, .value = "<num>",
-     .apply = NoteIgnored, .ignored = true},
+     .apply = [](OptionParse& p) {
+       if (std::atof(std::string(p.value).c_str()) <= 1.0) return p.Fail("Factor must be greater than 1");
+       return p.NoteIgnored();
+     },
+     .ignored = true},
     {.flag = 'n', .name = "slab-min-size", .arg = Arg::kRequired, .value = "<bytes>",
-     .apply = NoteIgnored, .ignored = true},
+     .apply = [](OptionParse& p) {
+       if (std::atoi(std::string(p.value).c_str()) == 0) return p.Fail("Chunk size must be greater than 0");
+       return p.NoteIgnored();
+     },
+     .ignored = true},
     {.flag = 'L', .name = "enable-largepages", .apply = NoteIgnored, .ignored = true},
     {.flag = 'N', .name = "napi-ids", .arg = Arg::kRequired, .value = "<num>",
-     .apply = NoteIgnored, .ignored = true},
+     .apply = [](OptionParse& p) {
+       if (std::atoi(std::string(p.value).c_str()) <= 0) {
+         return p.Fail("Maximum number of NAPI IDs must be greater than 0");
+       }
+       return p.NoteIgnored();
+     },
+     .ignored = true},
 };
 
 // The -o keys: memcached's idle_timeout, herdless's own, memcached's ssl_*.
