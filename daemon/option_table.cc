@@ -4,6 +4,8 @@
 
 #include "config.h"
 
+#include <sysexits.h>
+
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -316,8 +318,9 @@ constexpr OptionRow kFlags[] = {
        p.protocol_given = true;
        int protocol;
        if (!p.Word(kBindingProtocols, &protocol)) {
+         p.exit_status = EX_USAGE;   // memcached exits so at once
          return p.Fail("Invalid value for binding protocol: " + std::string(p.value) +
-                       " -- should be one of auto, binary, or ascii");
+                       "\n -- should be one of auto, binary, or ascii");
        }
        p.settings.binding_protocol = static_cast<BindingProtocol>(protocol);
        return true;

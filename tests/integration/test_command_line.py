@@ -48,6 +48,7 @@ REFUSED = [
     ["-o", "hash_algorithm=foo"], ["-o", "hash_algorithm"],
     ["-o", "read_buf_mem_limit=x"], ["-o", "read_buf_mem_limit"],
     ["-f", "1"], ["-f", "abc"], ["-n", "0"], ["-N", "0"],
+    ["-B", "foo"],                            # EX_USAGE at once
 ]
 
 # Refused with memcached's exit status (1, from authfile_load) but herdless's own words: it names

@@ -634,7 +634,7 @@ TEST(OptionsTest, BindingProtocol) {
   EXPECT_EQ(Parse({"--protocol=binary"}).options.protocol.binding_protocol,
             BindingProtocol::kBinary);
   EXPECT_EQ(Parse({"-B", "Binary"}).error,
-            "Invalid value for binding protocol: Binary -- should be one of auto, binary, or ascii");
+            "Invalid value for binding protocol: Binary\n -- should be one of auto, binary, or ascii");
 }
 
 TEST(OptionsTest, ReparsingStartsFromDefaults) {
