@@ -17,7 +17,7 @@ import harness
 
 # Command lines both servers must refuse. Deliberate differences (herdless refuses a value
 # memcached reads with atoi, e.g. `-p abc`, `-m -5`, or a stray argument) are not listed here:
-# docs/operations.md names them.
+# docs/operations.md ("A new node, or moving from memcached") names them.
 REFUSED = [
     ["-z"],                                   # unknown flag
     ["-X", "-Q"],
