@@ -12,6 +12,7 @@
 
 #include "daemon/metrics_server.h"
 #include "daemon/tls.h"
+#include "protocol/numbers.h"
 
 namespace herdless {
 
@@ -444,6 +445,14 @@ constexpr OptionRow kSuboptions[] = {
      .apply = [](OptionParse& p) {
        if (p.has_value) return p.Fail("-o track_sizes takes no value");
        p.settings.track_sizes = true;
+       return true;
+     }},
+    {.name = "sock_cookie_id",   // memcached 1.6.45
+     .help = "attributes an ID to a socket for ip filtering/firewalls",
+     .apply = [](OptionParse& p) {
+       // As 1.6.45's (void)safe_strtoul: a value it cannot read leaves no mark.
+       uint32_t id = 0;
+       if (ParseUint32(p.value, &id)) p.settings.sock_cookie_id = id;
        return true;
      }},
     {.name = "stalled_client_timeout",

@@ -83,13 +83,18 @@ void LogWorkerPlan(const WorkerPlan& plan, int num_threads) {
       plan.quota_cpus > 0 ? " CPUs" : "", num_threads);
 }
 
-// Opens one listening socket (TCP) or bound datagram socket (UDP) for `ai`.
+// Opens one listening socket (TCP) or bound datagram socket (UDP) for `ai`,
+// marked with `cookie_id` (-o sock_cookie_id: SO_MARK, for firewall rules; as
+// memcached 1.6.45, a mark the kernel refuses is logged and the socket kept).
 // Returns -1 with errno set on failure.
-int OpenListener(const struct addrinfo* ai, int backlog) {
+int OpenListener(const struct addrinfo* ai, int backlog, uint32_t cookie_id) {
   const bool udp = ai->ai_socktype == SOCK_DGRAM;
   int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
   if (fd < 0) return -1;
   int on = 1;
+  if (cookie_id != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &cookie_id, sizeof(cookie_id)) != 0) {
+    Log(LogLevel::kWarning, "setsockopt(SO_MARK %u): %s", cookie_id, std::strerror(errno));
+  }
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
   if (udp) {
     // Room for replies of many datagrams (memcached's maximize_sndbuf; the
@@ -228,7 +233,7 @@ bool Server::Bind(bool udp, FILE* port_file, std::string* error) {
     int bound = 0;
     int last_errno = 0;
     for (struct addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-      int fd = OpenListener(ai, p.backlog);
+      int fd = OpenListener(ai, p.backlog, p.sock_cookie_id);
       if (fd < 0) {
         last_errno = errno;
         if (errno == EADDRINUSE) break;   // fatal, as in memcached

@@ -92,6 +92,7 @@ struct ProtocolSettings {
   bool exact_threads = false;      // -o exact_threads: run -t workers even beyond
                                    // the CPUs the process may use
   bool track_sizes = false;        // -o track_sizes: `stats sizes` counts from the start
+  uint32_t sock_cookie_id = 0;     // -o sock_cookie_id: the listeners' SO_MARK, 0 = none
   uint64_t item_size_max = 1u << 20;
   // -o slab_chunk_max, in bytes (given in bytes under compat=1.6.18, in
   // kilobytes under 1.6.45): shown only, herdless has no slab chunks.

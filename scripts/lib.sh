@@ -12,7 +12,7 @@ DEPS=(build-essential autoconf automake libtool pkg-config libevent-dev
       netcat-openbsd clang systemd groff-base nutcracker libssl-dev openssl
       libsasl2-modules sasl2-bin prometheus python3-memcache python3-binary-memcached
       libcache-memcached-fast-perl libcache-memcached-perl php-memcache ruby ruby-dalli nginx
-      liburing-dev)
+      liburing-dev iproute2)
 
 die() {
   echo "error: $*" >&2

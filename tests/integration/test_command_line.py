@@ -3,6 +3,8 @@ same stderr, byte for byte (memcached exits 1 for a flag getopt or its loop cann
 getopt's words after the program name and `Illegal argument "?"`; EX_USAGE (64) for the checks
 after the last flag). Both servers get the same argv[0] (a symlink named `memcached`).
 
+-o sock_cookie_id marks the listener (ss shows its fwmark).
+
 -d -P, as an init script starts memcached: the command returns 0 at once, the pid file names the
 daemon, which serves values of every size on every connection (on the io_uring path too: its
 rings are made before the fork), and SIGTERM ends it and removes the pid file.
@@ -128,8 +130,31 @@ def _connect(port):
         return None
 
 
+def listener_marks(port):
+    """The fwmark `ss -tlne` shows for the TCP listener on `port` ("" for none)."""
+    out = subprocess.run(["ss", "-tlneH", "sport = :%d" % port], capture_output=True, text=True).stdout
+    return " ".join(w for w in out.split() if w.startswith("fwmark:"))
+
+
+def sock_cookie_id(r):
+    """-o sock_cookie_id (memcached 1.6.45): the listener carries the mark (as root, which may
+    set one; otherwise the refusal is logged and the server serves)."""
+    d = harness.start_herdless(["-o", "sock_cookie_id=77"])
+    with harness.Conn(d.port) as c:
+        r.equal(c.call(b"set k 0 0 1\r\nv\r\n"), b"STORED\r\n", "sock_cookie_id: serves")
+    marks = listener_marks(d.port)
+    if os.geteuid() == 0:
+        r.equal(marks, "fwmark:0x4d", "sock_cookie_id=77: the listener's SO_MARK")
+    _, log = d.stop_with(signal.SIGTERM)
+    if os.geteuid() != 0:
+        r.check("SO_MARK 77" in log, "sock_cookie_id: the refused mark is logged", log[-1000:])
+    with harness.start_herdless() as d:
+        r.equal(listener_marks(d.port), "", "no sock_cookie_id: no mark")
+
+
 def body(r):
     daemonized(r)
+    sock_cookie_id(r)
     with tempfile.TemporaryDirectory() as tmp:
         # getopt prints argv[0]: give both the same one.
         ours = os.path.join(tmp, "herdless", "memcached")
