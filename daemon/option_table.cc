@@ -8,7 +8,6 @@
 
 #include <climits>
 #include <cstdio>
-#include <cstdlib>
 
 #include "daemon/metrics_server.h"
 #include "daemon/tls.h"
@@ -128,8 +127,6 @@ bool Name(OptionParse& p, std::string* field, const char* what) {
   *field = std::string(p.value);
   return true;
 }
-
-bool NoteIgnored(OptionParse& p) { return p.NoteIgnored(); }
 
 // -p and -U: -1 asks the kernel for a port.
 bool Port(OptionParse& p, int max, int* port, const char* what) {
@@ -407,28 +404,6 @@ constexpr OptionRow kFlags[] = {
     {.flag = 'o', .name = "extended", .arg = Arg::kRequired,
      .help = "comma separated list of extended options",
      .apply = [](OptionParse& p) { return p.ApplySuboptions(p.value); }},
-    // memcached's allocator and NAPI flags: refused where memcached refuses them.
-    {.flag = 'f', .name = "slab-growth-factor", .arg = Arg::kRequired, .value = "<num>",
-     .apply = [](OptionParse& p) {
-       if (std::atof(std::string(p.value).c_str()) <= 1.0) return p.Fail("Factor must be greater than 1");
-       return p.NoteIgnored();
-     },
-     .ignored = true},
-    {.flag = 'n', .name = "slab-min-size", .arg = Arg::kRequired, .value = "<bytes>",
-     .apply = [](OptionParse& p) {
-       if (std::atoi(std::string(p.value).c_str()) == 0) return p.Fail("Chunk size must be greater than 0");
-       return p.NoteIgnored();
-     },
-     .ignored = true},
-    {.flag = 'L', .name = "enable-largepages", .apply = NoteIgnored, .ignored = true},
-    {.flag = 'N', .name = "napi-ids", .arg = Arg::kRequired, .value = "<num>",
-     .apply = [](OptionParse& p) {
-       if (std::atoi(std::string(p.value).c_str()) <= 0) {
-         return p.Fail("Maximum number of NAPI IDs must be greater than 0");
-       }
-       return p.NoteIgnored();
-     },
-     .ignored = true},
 };
 
 // The -o keys: memcached's idle_timeout, herdless's own, memcached's ssl_*.
@@ -440,13 +415,6 @@ constexpr OptionRow kSuboptions[] = {
        return p.Number(0, 1 << 30, &p.settings.idle_timeout, "seconds, 0 = no timeout");
      },
      .setting = {"idle_timeout", Signed<&P::idle_timeout>}},
-    {.name = "track_sizes",
-     .help = "enable dynamic reports for 'stats sizes' command.",
-     .apply = [](OptionParse& p) {
-       if (p.has_value) return p.Fail("-o track_sizes takes no value");
-       p.settings.track_sizes = true;
-       return true;
-     }},
     {.name = "sock_cookie_id",   // memcached 1.6.45
      .help = "attributes an ID to a socket for ip filtering/firewalls",
      .apply = [](OptionParse& p) {
@@ -803,12 +771,19 @@ constexpr std::string_view kIgnoredSuboptions[] = {
 
 }  // namespace
 
-std::span<const OptionRow> FlagRows() { return kFlags; }
+std::span<const OptionRow> FlagRows() {
+  static const std::vector<OptionRow> rows = [] {
+    std::vector<OptionRow> all(std::begin(kFlags), std::end(kFlags));
+    for (const OptionRow& row : TuningFlagRows()) all.push_back(row);
+    return all;
+  }();
+  return rows;
+}
 std::span<const OptionRow> SuboptionRows() {
   static const std::vector<OptionRow> rows = [] {
     std::vector<OptionRow> all(std::begin(kSuboptions), std::end(kSuboptions));
     for (const OptionRow& row : ExtstoreRows()) all.push_back(row);
-    for (const OptionRow& row : LruRows()) all.push_back(row);
+    for (const OptionRow& row : TuningKeyRows()) all.push_back(row);
     return all;
   }();
   return rows;

@@ -143,10 +143,12 @@ std::span<const std::string_view> IgnoredSuboptions();
 std::span<const OptionRow> ExtstoreRows();
 // memcached's extstore checks once every option is known (with ext_path only).
 bool CheckExtstoreOptions(OptionParse* p);
-// memcached's LRU -o keys (lru_options.cc: hot_lru_pct .. temporary_ttl), and its
-// checks of them once every option is known.
-std::span<const OptionRow> LruRows();
-bool CheckLruOptions(OptionParse* p);
+// memcached's tuning flags (-f -n -L -N; FlagRows ends with them) and -o keys
+// (hot_lru_pct .. temporary_ttl, lru_crawler_sleep, hashpower, ...), in
+// tuning_options.cc, and its checks of them once every option is known.
+std::span<const OptionRow> TuningFlagRows();
+std::span<const OptionRow> TuningKeyRows();
+bool CheckTuningOptions(OptionParse* p);
 
 // -o wait_timeout_ms follows lease_timeout unless given; when leases never
 // time out, a parked reader still waits no longer than the default lease.

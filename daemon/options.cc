@@ -521,7 +521,7 @@ bool ParseOptions(int argc, char** argv, Options* options, OptionError* error) {
   bool ok = ApplyArguments(argc, argv, &parse);
   if (ok && options->action == Options::Action::kRun) {
     parse.exit_status = EX_USAGE;   // memcached exits so from its checks after getopt
-    ok = CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) && CheckLruOptions(&parse) &&
+    ok = CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) && CheckTuningOptions(&parse) &&
          CheckAuthentication(&parse) && CheckExtstoreOptions(&parse) &&
          CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse);
   }

@@ -22,6 +22,7 @@
 
 #include "daemon/client_address.h"
 #include "daemon/cpu_limit.h"
+#include "daemon/listen_socket.h"
 #include "daemon/log.h"
 #include "daemon/service_notify.h"
 #include "daemon/metrics_server.h"
@@ -48,7 +49,6 @@ constexpr int kMaintenanceTickMs = 100;
 constexpr int kTicksPerIdleSweep = 1000 / kMaintenanceTickMs;   // workers sweep once a second
 constexpr size_t kMaxOutputPerConnection = 4u << 20;
 constexpr size_t kInputSlack = 1u << 20;      // room beyond one max item for long get lines
-constexpr int kUdpSendBuffer = 64 << 20;
 
 // How many workers to run for -t. A worker never blocks (a waiting reader is
 // parked, not slept), so workers beyond the CPUs this process may run on add
@@ -81,41 +81,6 @@ void LogWorkerPlan(const WorkerPlan& plan, int num_threads) {
       plan.workers, num_threads, plan.affinity_cpus,
       plan.quota_cpus > 0 ? std::to_string(plan.quota_cpus).c_str() : "none",
       plan.quota_cpus > 0 ? " CPUs" : "", num_threads);
-}
-
-// Opens one listening socket (TCP) or bound datagram socket (UDP) for `ai`,
-// marked with `cookie_id` (-o sock_cookie_id: SO_MARK, for firewall rules; as
-// memcached 1.6.45, a mark the kernel refuses is logged and the socket kept).
-// Returns -1 with errno set on failure.
-int OpenListener(const struct addrinfo* ai, int backlog, uint32_t cookie_id) {
-  const bool udp = ai->ai_socktype == SOCK_DGRAM;
-  int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
-  if (fd < 0) return -1;
-  int on = 1;
-  if (cookie_id != 0 && setsockopt(fd, SOL_SOCKET, SO_MARK, &cookie_id, sizeof(cookie_id)) != 0) {
-    Log(LogLevel::kWarning, "setsockopt(SO_MARK %u): %s", cookie_id, std::strerror(errno));
-  }
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-  if (udp) {
-    // Room for replies of many datagrams (memcached's maximize_sndbuf; the
-    // kernel caps it at net.core.wmem_max).
-    int size = kUdpSendBuffer;
-    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
-  } else {
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));   // inherited by accepted sockets
-  }
-  if (ai->ai_family == AF_INET6) {
-    // Lets "::" and "0.0.0.0" both bind, as memcached does.
-    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on, sizeof(on));
-  }
-  if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || (!udp && listen(fd, backlog) != 0)) {
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return -1;
-  }
-  return fd;
 }
 
 double Seconds(const struct timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }

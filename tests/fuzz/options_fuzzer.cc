@@ -1,6 +1,6 @@
 // libFuzzer target for daemon/options.cc, the command line (ParseOptions and
 // every flag's and -o key's value reader in daemon/option_table.cc,
-// extstore_options.cc, lru_options.cc). The input is the argument list after
+// extstore_options.cc, tuning_options.cc). The input is the argument list after
 // argv[0], one argument per line. Checked: no crash or undefined behaviour; a
 // refused line has a message and memcached's exit status; an
 // accepted one has a listener; the same arguments parse the same way twice

@@ -1,11 +1,13 @@
-// memcached's -o keys for its LRU, crawler, slab mover, hash table and logger
-// (memcached.c's hot_lru_pct .. temporary_ttl, lru_crawler_sleep, hashpower,
-// ...), as rows of the option table: the same names, readings (atoi, atof,
-// safe_strtoul) and error messages, so that a value memcached refuses at start
-// is refused here too. herdless has no segmented or temporary LRU, slab mover,
-// memcached hash table or log buffers: those values start what `stats settings`
-// shows and `lru tune|temp_ttl`, `slabs automove` change, or change nothing
-// (docs/operations.md); the crawler's sleep and item count are herdless's too.
+// memcached's tuning flags and -o keys for its slab allocator, LRU, crawler,
+// slab mover, hash table, logger and NAPI ids (memcached.c's -f -n -L -N,
+// hot_lru_pct .. temporary_ttl, lru_crawler_sleep, hashpower, ...), as rows of
+// the option table: the same names, readings (atoi, atof, safe_strtoul) and
+// error messages, so that a value memcached refuses at start is refused here
+// too. herdless has no slab allocator, segmented or temporary LRU, slab mover,
+// memcached hash table or log buffers: those values start what `stats
+// settings` shows and `lru tune|temp_ttl`, `slabs automove` change, or change
+// nothing (docs/operations.md); the crawler's sleep and item count are
+// herdless's too.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -53,7 +55,32 @@ std::string WindowRange(const ProtocolSettings& s) {
   return s.latest() ? "slab_automove_window must be > 2 and < 1800" : "slab_automove_window must be > 2";
 }
 
-constexpr OptionRow kLruRows[] = {
+constexpr OptionRow kTuningFlags[] = {
+    {.flag = 'f', .name = "slab-growth-factor", .arg = Arg::kRequired, .value = "<num>",
+     .apply = [](OptionParse& p) {
+       if (std::atof(std::string(p.value).c_str()) <= 1.0) return p.Fail("Factor must be greater than 1");
+       return p.NoteIgnored();
+     },
+     .ignored = true},
+    {.flag = 'n', .name = "slab-min-size", .arg = Arg::kRequired, .value = "<bytes>",
+     .apply = [](OptionParse& p) {
+       if (std::atoi(std::string(p.value).c_str()) == 0) return p.Fail("Chunk size must be greater than 0");
+       return p.NoteIgnored();
+     },
+     .ignored = true},
+    {.flag = 'L', .name = "enable-largepages",
+     .apply = [](OptionParse& p) { return p.NoteIgnored(); }, .ignored = true},
+    {.flag = 'N', .name = "napi-ids", .arg = Arg::kRequired, .value = "<num>",
+     .apply = [](OptionParse& p) {
+       if (std::atoi(std::string(p.value).c_str()) <= 0) {
+         return p.Fail("Maximum number of NAPI IDs must be greater than 0");
+       }
+       return p.NoteIgnored();
+     },
+     .ignored = true},
+};
+
+constexpr OptionRow kTuningKeys[] = {
     {.name = "hot_lru_pct",
      .apply = [](OptionParse& p) { return Percent(p, &p.settings.machinery.hot_lru_pct); },
      .ignored = true},
@@ -74,6 +101,13 @@ constexpr OptionRow kLruRows[] = {
        return p.NoteIgnored();
      },
      .ignored = true},
+    {.name = "track_sizes",
+     .help = "enable dynamic reports for 'stats sizes' command.",
+     .apply = [](OptionParse& p) {
+       if (p.has_value) return p.Fail("-o track_sizes takes no value");
+       p.settings.track_sizes = true;
+       return true;
+     }},
     {.name = "lru_crawler_sleep",
      .help = "microseconds to sleep between items\ndefault is 100.",
      .apply = [](OptionParse& p) {
@@ -147,10 +181,11 @@ constexpr OptionRow kLruRows[] = {
 
 }  // namespace
 
-std::span<const OptionRow> LruRows() { return kLruRows; }
+std::span<const OptionRow> TuningFlagRows() { return kTuningFlags; }
+std::span<const OptionRow> TuningKeyRows() { return kTuningKeys; }
 
 // memcached's checks once every option is known, in its order.
-bool CheckLruOptions(OptionParse* p) {
+bool CheckTuningOptions(OptionParse* p) {
   const MachinerySettings& m = p->settings.machinery;
   if (m.hot_lru_pct + m.warm_lru_pct > 80) {
     return p->Fail("hot_lru_pct + warm_lru_pct cannot be more than 80% combined");
