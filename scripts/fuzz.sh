@@ -44,7 +44,7 @@ mapfile -t LIB_SOURCES < <(
 # The command line's parser, its `stats settings` lines and the daemon files its value readers
 # live in (-o warm_peer's list, -o metrics' address; they bring libevent and the log along).
 OPTIONS_SOURCES=(daemon/options.cc daemon/option_table.cc daemon/extstore_options.cc
-                 daemon/lru_options.cc daemon/settings_stats.cc daemon/warm_peer.cc
+                 daemon/tuning_options.cc daemon/settings_stats.cc daemon/warm_peer.cc
                  daemon/metrics_server.cc daemon/log.cc)
 
 # Compiles one source into build/fuzz/obj unless its object is newer than it and every header.
