@@ -38,7 +38,8 @@ bool ExtFraction(OptionParse& p) {
 }
 
 // ext_path=FILE:SIZE[:BUCKET], SIZE a number with m, g, t or p (memcached's
-// storage_conf_parse: without a unit the size is 0 pages).
+// storage_conf_parse: without a unit the size is 0 pages), BUCKET one of
+// memcached 1.6.45's (1.6.18 knows four and takes only the default).
 bool ExtPath(OptionParse& p) {
   if (!p.has_value || p.value.empty()) {
     return p.Fail("missing argument to ext_path, ie: ext_path=/d/file:5G");
@@ -53,11 +54,9 @@ bool ExtPath(OptionParse& p) {
     return p.Fail("must supply size to ext_path, ie: ext_path=/f/e:64m (M|G|T|P supported)" +
                   std::string(failed));
   }
-  if (!bucket.empty() && bucket != "default") {
-    const bool known = bucket == "compact" || bucket == "lowttl" || bucket == "chunked";
-    return p.Fail((known ? "ext_path only presently supports the default bucket"
-                         : "Unknown extstore bucket: " + std::string(bucket)) +
-                  std::string(failed));
+  FlashBucket free_bucket = FlashBucket::kDefault;
+  if (!bucket.empty() && !FlashBucketNamed(bucket, &free_bucket)) {
+    return p.Fail("Unknown extstore bucket: " + std::string(bucket) + std::string(failed));
   }
   uint64_t unit = 0;
   switch (std::tolower(static_cast<unsigned char>(size.back()))) {
@@ -72,6 +71,7 @@ bool ExtPath(OptionParse& p) {
   file.path = std::string(p.value.substr(0, colon));
   file.size_bytes = count > 0 ? static_cast<uint64_t>(count) * unit : 0;
   file.size_has_unit = unit != 0;   // checked once -o compat is known
+  file.free_bucket = free_bucket;    // so is this
   const uint64_t pages = file.size_bytes / p.settings.ext.page_size;
   file.page_count = pages > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(pages);
   p.settings.ext.files.push_back(std::move(file));
@@ -159,6 +159,16 @@ bool CheckExtstoreOptions(OptionParse* p) {
   ProtocolSettings& s = p->settings;
   ExtstoreSettings& ext = s.ext;
   if (!ext.enabled()) return true;
+  for (const FlashFile& f : ext.files) {
+    // 1.6.18's storage_conf_parse, as it reads the -o list: it knows no
+    // coldcompact or old bucket and takes no bucket but the default.
+    if (s.latest() || f.free_bucket == FlashBucket::kDefault) continue;
+    p->exit_status = EXIT_FAILURE;
+    const bool known = f.free_bucket != FlashBucket::kColdCompact && f.free_bucket != FlashBucket::kOld;
+    return p->Fail((known ? std::string("ext_path only presently supports the default bucket")
+                          : "Unknown extstore bucket: " + std::string(FlashBucketName(f.free_bucket))) +
+                   "\nfailed to parse ext_path argument");
+  }
   if (s.latest()) {
     // 1.6.45's storage_conf_parse refuses a size without a unit (":1GB") as it reads the -o list.
     for (const FlashFile& f : ext.files) {
@@ -193,6 +203,7 @@ bool CheckExtstoreOptions(OptionParse* p) {
     return init_fails("page_count must total to < 65536. Increase page_size or lower path sizes");
   }
   ext.as_1645 = s.latest();
+  ext.slab_chunk_max = s.slab_chunk_max;
   if (ext.compact_under == 0) {
     // memcached: a quarter of the last ext_path's pages, for both thresholds
     // (1.6.45: a hundredth, at least 1).

@@ -119,15 +119,17 @@ double FlashMemoryPressure(const StoreStats& ss, uint64_t memory_limit, uint32_t
 }
 
 // memcached's storage_stats (-o ext_path), after the logger's lines; 1.6.45's
-// adds the memory pressure and the rescues into its cold and old buckets,
-// which herdless does not have (ext_path refuses them): 0.
+// adds the memory pressure and the rescues into its coldcompact and old buckets.
 void ExtstoreStats(const FlashStore& flash, const StoreStats& ss, uint64_t memory_limit,
                    uint32_t item_size, bool latest, StatWriter* w) {
   const FlashStats f = flash.Stats();
   if (latest) w->AddFixed("extstore_memory_pressure", FlashMemoryPressure(ss, memory_limit, item_size), 2);
   w->Add("extstore_compact_lost", f.compact_lost);
   w->Add("extstore_compact_rescues", f.compact_rescues);
-  if (latest) Zeros(w, {"extstore_compact_resc_cold", "extstore_compact_resc_old"});
+  if (latest) {
+    w->Add("extstore_compact_resc_cold", f.compact_resc_cold);
+    w->Add("extstore_compact_resc_old", f.compact_resc_old);
+  }
   w->Add("extstore_compact_skipped", f.compact_skipped);
   w->Add("extstore_page_allocs", f.page_allocs);
   w->Add("extstore_page_evictions", f.page_evictions);
@@ -150,18 +152,18 @@ void ExtstoreStats(const FlashStore& flash, const StoreStats& ss, uint64_t memor
 // memcached's `stats extstore`: four lines per page, as its
 // extstore_get_page_data fills them: a page still being written shows zeros
 // in 1.6.18 and its version and bytes in 1.6.45; only a written page holding
-// values shows its bucket. Every page's free bucket is the default one.
+// values shows the bucket that wrote it; every page its file's free bucket.
 void ExtstorePageStats(const FlashStore& flash, bool latest, StatWriter* w) {
   const std::vector<FlashPageData> pages = flash.PageData();
   for (size_t i = 0; i < pages.size(); i++) {
     const FlashPageData& p = pages[i];
     const bool shown = !p.open || latest;
-    const bool bucket_shown = !p.open && p.objects > 0 && p.low_ttl;
+    const bool bucket_shown = !p.open && p.objects > 0;
     const std::string n = std::to_string(i);
     w->Add(n + ":version", shown ? p.version : 0);
     w->Add(n + ":bytes", shown ? p.bytes_used : 0);
-    w->Add(n + ":bucket", uint64_t{bucket_shown ? kFlashBucketLowTtl : 0u});
-    w->Add(n + ":free_bucket", uint64_t{0});
+    w->Add(n + ":bucket", uint64_t{bucket_shown ? static_cast<uint32_t>(p.bucket) : 0u});
+    w->Add(n + ":free_bucket", uint64_t{static_cast<uint32_t>(p.free_bucket)});
   }
 }
 

@@ -18,7 +18,13 @@ using le_bytes::Put32;
 using le_bytes::Put64;
 
 constexpr uint32_t kPageMagic = 0x50584c48;   // "HLXP" in the file
-constexpr uint32_t kPageLowTtl = 1;           // the header's flags
+// The header's flags: the bucket that wrote the page in bits 8-15; bit 0
+// also marks a low-TTL page (the only bucket named before the others were).
+constexpr uint32_t kPageLowTtl = 1;
+constexpr uint32_t kPageBucketShift = 8;
+constexpr uint32_t kPageBucketMask = 0xff00;
+constexpr uint32_t kPageLowTtlBucket = 3;   // FlashBucket::kLowTtl
+constexpr uint32_t kPageBuckets = 6;
 
 uint32_t Checksum(const char* p, size_t n) { return XXH32(p, n, 0); }
 
@@ -34,7 +40,8 @@ bool AllZero(std::string_view bytes) {
 void EncodeFlashPageHeader(const FlashPageHeader& header, char* out) {
   Put32(out, kPageMagic);
   Put32(out + 4, header.generation);
-  Put32(out + 8, header.low_ttl ? kPageLowTtl : 0);
+  const uint32_t bucket = header.bucket;
+  Put32(out + 8, bucket << kPageBucketShift | (bucket == kPageLowTtlBucket ? kPageLowTtl : 0));
   Put32(out + 12, Checksum(out, 12));
 }
 
@@ -42,9 +49,15 @@ bool DecodeFlashPageHeader(std::string_view bytes, FlashPageHeader* header) {
   if (bytes.size() < kFlashPageHeaderSize) return false;
   const char* p = bytes.data();
   const uint32_t flags = Get32(p + 8);
-  if (Get32(p) != kPageMagic || (flags & ~kPageLowTtl) != 0 || Get32(p + 12) != Checksum(p, 12)) return false;
+  if (Get32(p) != kPageMagic || (flags & ~(kPageLowTtl | kPageBucketMask)) != 0 || Get32(p + 12) != Checksum(p, 12)) {
+    return false;
+  }
+  uint32_t bucket = (flags & kPageBucketMask) >> kPageBucketShift;
+  // Bit 0 alone: a low-TTL page written before the bucket was.
+  if ((flags & kPageLowTtl) != 0 && bucket == 0) bucket = kPageLowTtlBucket;
+  if (bucket >= kPageBuckets || ((flags & kPageLowTtl) != 0) != (bucket == kPageLowTtlBucket)) return false;
   header->generation = Get32(p + 4);
-  header->low_ttl = (flags & kPageLowTtl) != 0;
+  header->bucket = static_cast<uint8_t>(bucket);
   return true;
 }
 

@@ -5,8 +5,9 @@
 // served. A page reused later gets a new generation: its old records beyond
 // the new write point no longer belong to it. Little-endian, written with memcpy.
 //
-//   page header (16): magic "HLXP" 4, generation 4, flags 4 (bit 0: a low-TTL page, the
-//                     others 0), XXH32 of the first 12 bytes 4
+//   page header (16): magic "HLXP" 4, generation 4, flags 4 (bits 8-15: the bucket that
+//                     wrote the page, 0-5; bit 0: a low-TTL page (bucket 3), alone in
+//                     pages written before buckets; the others 0), XXH32 of the first 12 bytes 4
 //   record header (22): XXH32 of everything after this field 4, generation 4,
 //                       value length 4, CAS 8, key length 1 (1..250), reserved 0 1
 //   then the key, then the value
@@ -49,7 +50,7 @@ enum class FlashRecordStatus : uint8_t {
 // What a page header holds.
 struct FlashPageHeader {
   uint32_t generation = 0;
-  bool low_ttl = false;   // written by the low-TTL stream (ext_low_ttl)
+  uint8_t bucket = 0;   // the bucket whose stream wrote it (FlashBucket's number)
 };
 void EncodeFlashPageHeader(const FlashPageHeader& header, char* out);   // kFlashPageHeaderSize bytes
 // False for anything but a page header (then *header is untouched).

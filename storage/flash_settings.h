@@ -7,17 +7,41 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace herdless {
 
-// One ext_path=FILE:SIZE: a file of whole pages (several files: JBOD, pages
-// interleaved between them as memcached does).
+// memcached's page buckets, by its numbers (storage.c's PAGE_BUCKET_*). A
+// page is written by one bucket's stream: new values (default; chunked: larger
+// than a slab chunk; lowttl: expiring within ext_low_ttl), compaction's rescues
+// (compact; coldcompact: values never read; old: when nothing else frees a
+// page). A file's pages serve its own bucket's stream first, and the default
+// file's any stream (ext_path=FILE:SIZE:BUCKET, memcached 1.6.45).
+enum class FlashBucket : uint8_t { kDefault = 0, kCompact, kChunked, kLowTtl, kColdCompact, kOld };
+inline constexpr size_t kFlashBuckets = 6;
+inline constexpr const char* kFlashBucketNames[kFlashBuckets] = {"default", "compact", "chunked",
+                                                                  "lowttl", "coldcompact", "old"};
+inline const char* FlashBucketName(FlashBucket bucket) { return kFlashBucketNames[static_cast<size_t>(bucket)]; }
+// The bucket of that name (false: memcached knows none).
+inline bool FlashBucketNamed(std::string_view name, FlashBucket* bucket) {
+  for (size_t i = 0; i < kFlashBuckets; i++) {
+    if (name == kFlashBucketNames[i]) {
+      *bucket = static_cast<FlashBucket>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+// One ext_path=FILE:SIZE[:BUCKET]: a file of whole pages (several files: JBOD,
+// pages interleaved between them as memcached does).
 struct FlashFile {
   std::string path;
   uint64_t size_bytes = 0;
   uint32_t page_count = 0;   // size_bytes / page_size, rounded down
   bool size_has_unit = true; // the size ended in m, g, t or p (1.6.45 refuses others)
+  FlashBucket free_bucket = FlashBucket::kDefault;   // 1.6.18 refuses any other
 };
 
 struct ExtstoreSettings {
@@ -36,6 +60,9 @@ struct ExtstoreSettings {
   double max_frag = 0.8;                 // ext_max_frag: live fraction a page is compacted under
   bool drop_unread = false;              // ext_drop_unread: compaction drops unread values
   double slab_automove_freeratio = 0.01; // memcached parses it with the ext_* keys
+  // memcached's slab_chunk_max (-o slab_chunk_max): it chunks a larger item,
+  // whose value the chunked bucket then writes.
+  uint32_t slab_chunk_max = 512u << 10;
   // -o compat=1.6.45: 1.6.45's extstore: its choice of page to compact, its
   // compaction log lines, and an item's fetched mark kept across its move.
   bool as_1645 = false;

@@ -26,17 +26,20 @@ bool WriteAll(int fd, const char* p, size_t n, uint64_t offset) {
   return true;
 }
 
-bool ReadAll(int fd, char* p, size_t n, uint64_t offset) {
-  while (n > 0) {
-    const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(offset));
+// The bytes read before the range or the file ended; -1 on an error.
+ssize_t ReadUpTo(int fd, char* p, size_t n, uint64_t offset) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
     if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;   // an error, or the file ends early
-    p += r;
-    n -= static_cast<size_t>(r);
-    offset += static_cast<uint64_t>(r);
+    if (r < 0) return -1;
+    if (r == 0) break;   // the end of the file
+    done += static_cast<size_t>(r);
   }
-  return true;
+  return static_cast<ssize_t>(done);
 }
+
+bool ReadAll(int fd, char* p, size_t n, uint64_t offset) { return ReadUpTo(fd, p, n, offset) == static_cast<ssize_t>(n); }
 
 // One preadv2 with RWF_NOWAIT: the whole range from the page cache, or false
 // (EAGAIN: some of it is not cached; a short read: part of it is not).
@@ -152,7 +155,7 @@ bool FlashStore::Adopt(const FlashLocator& where, size_t key_len, uint32_t value
     const FlashPageHeader& header = KeptHeaderLocked(where.page);
     if (header.generation != where.generation) return false;
     page.generation = header.generation;
-    page.low_ttl = header.low_ttl;
+    page.bucket = static_cast<FlashBucket>(header.bucket);
   } else if (page.generation != where.generation) {
     return false;
   }
@@ -185,7 +188,7 @@ void FlashStore::FinishRestart() {
 void FlashStore::OpenFirstPageLocked() {
   // memcached 1.6.18 leaves its first page out of the free list (pages_used 1
   // before any write); 1.6.45 does not.
-  if (!settings_.as_1645 && OpenPageLocked(streams_[kDefault])) stats_.page_allocs = 0;
+  if (!settings_.as_1645 && OpenPageLocked(FlashBucket::kDefault)) stats_.page_allocs = 0;
 }
 
 std::unique_ptr<FlashStore> FlashStore::OpenFiles(const ExtstoreSettings& settings, bool empty,
@@ -198,14 +201,17 @@ std::unique_ptr<FlashStore> FlashStore::OpenFiles(const ExtstoreSettings& settin
     store->fds_.push_back(fd);
     left.push_back(file.page_count);
   }
-  // Pages interleave between the files (JBOD), as memcached's do.
+  // Pages interleave between the files (JBOD), as memcached's do: its list
+  // of files is the -o list backwards, so page 0 is the last file's.
   std::vector<uint64_t> next_offset(left.size(), 0);
   const uint32_t total = settings.page_count();
-  for (size_t f = 0; store->pages_.size() < total; f = (f + 1) % left.size()) {
+  for (size_t k = 0; store->pages_.size() < total; k++) {
+    const size_t f = left.size() - 1 - k % left.size();
     if (left[f] == 0) continue;
     --left[f];
     Page page;
     page.fd = store->fds_[f];
+    page.free_bucket = settings.files[f].free_bucket;
     page.file_offset = next_offset[f];
     next_offset[f] += settings.page_size;
     store->pages_.push_back(page);
@@ -213,35 +219,43 @@ std::unique_ptr<FlashStore> FlashStore::OpenFiles(const ExtstoreSettings& settin
   return store;
 }
 
-bool FlashStore::OpenPageLocked(Stream& stream) {
-  Page* chosen = nullptr;
+FlashStore::Page* FlashStore::FreePageLocked(FlashBucket free_bucket) {
   for (Page& p : pages_) {
-    if (p.generation == 0) {
-      chosen = &p;
-      break;
-    }
+    if (p.generation == 0 && p.free_bucket == free_bucket) return &p;
   }
+  return nullptr;
+}
+
+bool FlashStore::OpenPageLocked(FlashBucket bucket) {
+  Page* chosen = FreePageLocked(bucket);
+  if (chosen == nullptr && bucket != FlashBucket::kDefault) chosen = FreePageLocked(FlashBucket::kDefault);
   if (chosen == nullptr) {
-    // A full device: the oldest full page goes, and its values read as misses.
+    // No page free for it: the oldest full page it could have had goes.
     for (Page& p : pages_) {
-      if (p.full && (chosen == nullptr || p.generation < chosen->generation)) chosen = &p;
+      const bool usable = p.free_bucket == bucket || p.free_bucket == FlashBucket::kDefault;
+      if (usable && p.full && (chosen == nullptr || p.generation < chosen->generation)) chosen = &p;
     }
     if (chosen == nullptr) return false;
-    ++stats_.page_evictions;
-    stats_.objects_evicted += chosen->live_objects;
-    stats_.bytes_evicted += chosen->live_bytes;
-    FreeLocked(chosen);
+    EvictLocked(chosen);
   }
   chosen->generation = next_generation_++;
   if (next_generation_ == 0) next_generation_ = 1;
   ++stats_.page_allocs;
-  chosen->low_ttl = &stream == &streams_[kLowTtl];
+  chosen->bucket = bucket;
+  Stream& stream = StreamOf(bucket);
   stream.open_page = chosen - pages_.data();
   stream.wbuf.assign(kFlashPageHeaderSize, '\0');
-  EncodeFlashPageHeader({chosen->generation, chosen->low_ttl}, stream.wbuf.data());
+  EncodeFlashPageHeader({chosen->generation, static_cast<uint8_t>(bucket)}, stream.wbuf.data());
   stream.wbuf_start = 0;
   stream.page_used = kFlashPageHeaderSize;
   return true;
+}
+
+void FlashStore::EvictLocked(Page* page) {
+  ++stats_.page_evictions;
+  stats_.objects_evicted += page->live_objects;
+  stats_.bytes_evicted += page->live_bytes;
+  FreeLocked(page);
 }
 
 void FlashStore::FreeLocked(Page* page) {
@@ -252,7 +266,7 @@ void FlashStore::FreeLocked(Page* page) {
   page->live_bytes = 0;
   page->live_objects = 0;
   page->full = false;
-  page->low_ttl = false;
+  page->bucket = FlashBucket::kDefault;
 }
 
 bool FlashStore::FlushLocked(Stream& stream) {
@@ -261,10 +275,7 @@ bool FlashStore::FlushLocked(Stream& stream) {
   if (!WriteAll(page.fd, stream.wbuf.data(), stream.wbuf.size(), page.file_offset + stream.wbuf_start)) {
     // The buffered values never reached the file: the page goes, and every
     // value on it reads as a miss rather than as whatever the file holds.
-    ++stats_.page_evictions;
-    stats_.objects_evicted += page.live_objects;
-    stats_.bytes_evicted += page.live_bytes;
-    FreeLocked(&page);
+    EvictLocked(&page);
     stream.open_page = -1;
     stream.wbuf.clear();
     return false;
@@ -282,14 +293,14 @@ bool FlashStore::Flush() {
 }
 
 bool FlashStore::Write(std::string_view key, uint64_t cas, std::string_view value, FlashLocator* where,
-                       bool low_ttl) {
+                       FlashBucket bucket) {
   const size_t size = FlashRecordSize(key.size(), value.size());
   std::lock_guard<std::mutex> lock(mu_);
   if (size + kFlashPageHeaderSize > settings_.wbuf_size || size + kFlashPageHeaderSize > settings_.page_size) {
     return false;
   }
   if (restart_ != Restart::kNone) return false;   // pages not adopted yet may hold restored values
-  Stream& stream = streams_[low_ttl ? kLowTtl : kDefault];
+  Stream& stream = StreamOf(bucket);
   if (stream.open_page >= 0 && stream.page_used + size > settings_.page_size) {
     Page& full = pages_[static_cast<size_t>(stream.open_page)];
     if (!FlushLocked(stream)) return false;
@@ -297,9 +308,9 @@ bool FlashStore::Write(std::string_view key, uint64_t cas, std::string_view valu
     stream.open_page = -1;
     if (full.live_objects == 0) FreeLocked(&full);
   }
-  if (stream.open_page < 0 && !OpenPageLocked(stream)) return false;
+  if (stream.open_page < 0 && !OpenPageLocked(bucket)) return false;
   if (stream.wbuf.size() + size > settings_.wbuf_size && !FlushLocked(stream)) return false;
-  if (stream.open_page < 0 && !OpenPageLocked(stream)) return false;   // the flush failed and dropped the page
+  if (stream.open_page < 0 && !OpenPageLocked(bucket)) return false;   // the flush failed and dropped the page
   Page& page = pages_[static_cast<size_t>(stream.open_page)];
   const size_t at = stream.wbuf.size();
   stream.wbuf.resize(at + size);
@@ -377,49 +388,114 @@ uint32_t FlashStore::free_pages() const {
   return n;
 }
 
-bool FlashStore::PickCompaction(const FlashTunables& live, Compaction* out, CompactionCheck* check) const {
-  const uint32_t compact_under = live.compact_under.load(std::memory_order_relaxed);
-  const uint32_t drop_under = live.drop_under.load(std::memory_order_relaxed);
-  const double max_frag = live.max_frag.load(std::memory_order_relaxed);
-  const bool drop_unread = live.drop_unread.load(std::memory_order_relaxed);
-  const bool as_1645 = settings_.as_1645;
-  std::lock_guard<std::mutex> lock(mu_);
-  uint64_t free = 0;
-  for (const Page& p : pages_) free += p.generation == 0 ? 1 : 0;
-  // 1.6.45 compacts below the thresholds, 1.6.18 at them too.
-  const auto under = [&](uint32_t threshold) { return as_1645 ? free < threshold : free <= threshold; };
-  if (free == pages_.size()) return false;
-  // 1.6.18: fewer free pages lower the limit (a device filling up compacts
-  // only its emptiest pages), and the oldest page under it goes first;
-  // 1.6.45: a fixed limit, and the emptiest page under it goes first.
-  const double rate = as_1645 ? max_frag : (1.0 - static_cast<double>(free) / pages_.size()) * max_frag;
-  const double limit = static_cast<double>(settings_.page_size) * rate;
-  // 1.6.45 works the limit out (and logs it) before the free pages' check.
-  if (check != nullptr && (as_1645 || under(compact_under))) {
-    *check = {true, rate, static_cast<uint64_t>(limit)};
+bool FlashStore::Compaction::RescueBucket(bool never_read, FlashBucket* to) const {
+  if (never_read && has_coldcompact) {
+    *to = FlashBucket::kColdCompact;
+    return true;
   }
-  if (!under(compact_under)) return false;
-  const Page* low = nullptr;
-  const Page* lowest = nullptr;
-  for (const Page& p : pages_) {
-    if (!p.full || p.low_ttl) continue;   // as memcached's: short-lived pages empty by themselves
-    if (lowest == nullptr || p.generation < lowest->generation) lowest = &p;
-    if (static_cast<double>(p.live_bytes) >= limit) continue;
-    const bool better = low == nullptr || (as_1645 ? p.live_bytes < low->live_bytes : p.generation < low->generation);
-    if (better) low = &p;
-  }
-  const bool drop = low == nullptr && lowest != nullptr && drop_unread && under(drop_under);
-  const Page* chosen = low != nullptr ? low : (drop ? lowest : nullptr);
-  if (chosen == nullptr) return false;
-  *out = {static_cast<uint32_t>(chosen - pages_.data()), chosen->generation, drop, settings_.wbuf_size};
+  if (never_read && drop_unread) return false;
+  *to = use_old ? FlashBucket::kOld : FlashBucket::kCompact;
   return true;
 }
 
-void FlashStore::CountCompaction(uint64_t rescued, uint64_t lost, uint64_t skipped) {
+bool FlashStore::PickCompaction(const FlashTunables& live, Compaction* out, CompactionCheck* check) {
+  const Thresholds t{live.compact_under.load(std::memory_order_relaxed),
+                     live.drop_under.load(std::memory_order_relaxed), live.max_frag.load(std::memory_order_relaxed),
+                     live.drop_unread.load(std::memory_order_relaxed)};
   std::lock_guard<std::mutex> lock(mu_);
-  stats_.compact_rescues += rescued;
-  stats_.compact_lost += lost;
-  stats_.compact_skipped += skipped;
+  return settings_.as_1645 ? PickCompaction1645Locked(t, out, check) : PickCompaction1618Locked(t, out, check);
+}
+
+bool FlashStore::PickCompaction1618Locked(const Thresholds& t, Compaction* out, CompactionCheck* check) const {
+  uint64_t free = 0;
+  for (const Page& p : pages_) free += p.generation == 0 ? 1 : 0;
+  if (free == pages_.size() || free > t.compact_under) return false;
+  // Fewer free pages lower the limit: a device filling up compacts only its emptiest pages.
+  const double rate = (1.0 - static_cast<double>(free) / pages_.size()) * t.max_frag;
+  const double limit = static_cast<double>(settings_.page_size) * rate;
+  if (check != nullptr) *check = {true, rate, static_cast<uint64_t>(limit)};
+  const Page* low = nullptr;      // the oldest page under the limit
+  const Page* lowest = nullptr;   // the oldest page
+  for (const Page& p : pages_) {
+    if (!p.full || p.bucket == FlashBucket::kLowTtl) continue;   // short-lived pages empty by themselves
+    if (lowest == nullptr || p.generation < lowest->generation) lowest = &p;
+    if (static_cast<double>(p.live_bytes) < limit && (low == nullptr || p.generation < low->generation)) low = &p;
+  }
+  const bool drop = low == nullptr && lowest != nullptr && t.drop_unread && free <= t.drop_under;
+  const Page* chosen = low != nullptr ? low : (drop ? lowest : nullptr);
+  if (chosen == nullptr) return false;
+  *out = Compaction{static_cast<uint32_t>(chosen - pages_.data()), chosen->generation, drop, settings_.wbuf_size};
+  return true;
+}
+
+bool FlashStore::PickCompaction1645Locked(const Thresholds& t, Compaction* out, CompactionCheck* check) {
+  struct BucketPages {
+    uint32_t total = 0, free = 0;
+    Page* low = nullptr;      // the emptiest page under the limit
+    Page* lowest = nullptr;   // the oldest page
+  };
+  BucketPages buckets[kFlashBuckets];
+  const double limit = static_cast<double>(settings_.page_size) * t.max_frag;
+  bool used = false;
+  for (Page& p : pages_) {
+    BucketPages& b = buckets[static_cast<size_t>(p.free_bucket)];
+    b.total++;
+    if (p.generation == 0) {
+      b.free++;
+      continue;
+    }
+    used = true;
+    if (!p.full) continue;   // still being written
+    if (b.lowest == nullptr || p.generation < b.lowest->generation) b.lowest = &p;
+    if (static_cast<double>(p.live_bytes) < limit && (b.low == nullptr || p.live_bytes < b.low->live_bytes)) {
+      b.low = &p;
+    }
+  }
+  if (!used) return false;
+  if (check != nullptr) *check = {true, t.max_frag, static_cast<uint64_t>(limit)};
+  Compaction c;
+  c.read_size = settings_.wbuf_size;
+  // The coldcompact and old files are never compacted: full, they evict their oldest page.
+  for (FlashBucket kind : {FlashBucket::kColdCompact, FlashBucket::kOld}) {
+    BucketPages& b = buckets[static_cast<size_t>(kind)];
+    if (b.total == 0) continue;
+    (kind == FlashBucket::kOld ? c.use_old : c.has_coldcompact) = true;
+    if (b.free == 0 && b.lowest != nullptr) {
+      EvictLocked(b.lowest);
+      return false;
+    }
+  }
+  const bool has_old = c.use_old;
+  for (size_t i = 0; i < kFlashBuckets; i++) {
+    const BucketPages& b = buckets[i];
+    const auto kind = static_cast<FlashBucket>(i);
+    if (b.total == 0 || kind == FlashBucket::kLowTtl || b.free >= t.compact_under) continue;
+    Page* chosen = b.low;
+    c.use_old = false;
+    if (chosen == nullptr && b.free < t.drop_under && b.lowest != nullptr && kind != FlashBucket::kColdCompact &&
+        kind != FlashBucket::kOld && (t.drop_unread || c.has_coldcompact || has_old)) {
+      // Nothing to defragment: the oldest page, whose values go to the old
+      // file (or are dropped, or go to the coldcompact file, never read).
+      chosen = b.lowest;
+      c.drop_unread = t.drop_unread;
+      c.use_old = has_old;
+    }
+    if (chosen == nullptr) continue;
+    c.page = static_cast<uint32_t>(chosen - pages_.data());
+    c.generation = chosen->generation;
+    *out = c;
+    return true;
+  }
+  return false;
+}
+
+void FlashStore::CountCompaction(const CompactionCounts& counts) {
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.compact_rescues += counts.rescues;
+  stats_.compact_lost += counts.lost;
+  stats_.compact_skipped += counts.skipped;
+  stats_.compact_resc_cold += counts.rescues_cold;
+  stats_.compact_resc_old += counts.rescues_old;
 }
 
 bool FlashStore::ReadPage(uint32_t index, std::string* bytes) const {
@@ -431,8 +507,9 @@ bool FlashStore::ReadPage(uint32_t index, std::string* bytes) const {
     fd = pages_[index].fd;
     offset = pages_[index].file_offset;
   }
+  // The last page of a file may end where its last record does: the rest reads as zeros.
   bytes->assign(settings_.page_size, '\0');
-  return ReadAll(fd, bytes->data(), bytes->size(), offset);
+  return ReadUpTo(fd, bytes->data(), bytes->size(), offset) >= static_cast<ssize_t>(kFlashPageHeaderSize);
 }
 
 FlashStats FlashStore::Stats() const {
@@ -448,8 +525,8 @@ std::vector<FlashPageData> FlashStore::PageData() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<FlashPageData> out;
   for (const Page& p : pages_) {
-    const bool used = p.generation != 0;
-    out.push_back({p.generation, p.live_bytes, used && p.low_ttl, used && !p.full, p.live_objects});
+    out.push_back({p.generation, p.live_bytes, p.bucket, p.free_bucket, p.generation != 0 && !p.full,
+                   p.live_objects});
   }
   return out;
 }

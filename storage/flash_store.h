@@ -1,7 +1,7 @@
 // FlashStore: the flash tier's files (ext_path) cut into pages of
-// ext_page_size, one page open for writing at a time (and one more for
-// values soon to expire, with ext_low_ttl) through a write buffer of
-// ext_wbuf_size, each value read back verified (storage/flash_page.h).
+// ext_page_size, one page open for writing per bucket (FlashBucket: new
+// values, compaction's rescues, ...) through a write buffer of ext_wbuf_size,
+// each value read back verified (storage/flash_page.h).
 // It keeps each page's generation and live bytes; its user says when a value
 // on flash is no longer referenced (Release), a page with nothing live is
 // free again, and a full device evicts its oldest page, whose values then
@@ -32,13 +32,13 @@ struct FlashStats {
   uint64_t bytes_evicted = 0, bytes_written = 0, bytes_read = 0, bytes_used = 0;
   uint64_t bytes_fragmented = 0, limit_maxbytes = 0, io_queue = 0;
   uint64_t compact_lost = 0, compact_rescues = 0, compact_skipped = 0;
+  uint64_t compact_resc_cold = 0, compact_resc_old = 0;   // rescues into those buckets
 };
-// memcached's PAGE_BUCKET_LOWTTL, the bucket `stats extstore` shows for a low-TTL page.
-constexpr uint32_t kFlashBucketLowTtl = 3;
 struct FlashPageData {
   uint64_t version = 0;   // the page's generation, 0 = free
   uint64_t bytes_used = 0;
-  bool low_ttl = false;   // written by the low-TTL stream
+  FlashBucket bucket = FlashBucket::kDefault;        // the stream that writes it (default when free)
+  FlashBucket free_bucket = FlashBucket::kDefault;   // its file's
   bool open = false;      // still being written (memcached's active page)
   uint64_t objects = 0;   // live values
 };
@@ -83,12 +83,13 @@ class FlashStore {
   FlashStore(const FlashStore&) = delete;
   FlashStore& operator=(const FlashStore&) = delete;
 
-  // Appends the value's record. False when the record is longer than a
-  // write buffer or a write to the file failed: the value stays in RAM.
-  // `low_ttl` values (their items expire within ext_low_ttl) go to pages of
-  // their own, as memcached's low-TTL bucket: such a page empties by itself.
+  // Appends the value's record to `bucket`'s open page (memcached's
+  // extstore_write_request: a new page from the bucket's files, else the
+  // default ones, else the oldest full page of those is evicted). False when
+  // the record is longer than a write buffer or a write to the file failed:
+  // the value stays in RAM.
   bool Write(std::string_view key, uint64_t cas, std::string_view value, FlashLocator* where,
-             bool low_ttl = false);
+             FlashBucket bucket = FlashBucket::kDefault);
   // Writes the open write buffers to the file (the writer thread's idle step).
   bool Flush();
   // The value at `where`, verified to be the record for `key` of value_len bytes.
@@ -100,19 +101,26 @@ class FlashStore {
   // its item evicted): its page's live bytes drop; an emptied page is freed.
   void Release(const FlashLocator& where, size_t key_len, uint32_t value_len);
 
-  // memcached's storage_compact_check on `live`'s settings: with at most
-  // ext_compact_under pages free, the oldest page whose live bytes are under the fragmentation limit
-  // (page size x ext_max_frag x the used fraction of the device); failing
-  // that, with ext_drop_unread and at most ext_drop_under pages free, the
-  // oldest page, whose unread values may then be dropped (with
-  // as_1645, 1.6.45's storage_compact_check: under the thresholds,
-  // not at them; a fixed limit of page size x ext_max_frag; the emptiest page
-  // under it). Its live values should be written again (then Released) so the page frees up.
+  // memcached 1.6.18's storage_compact_check on `live`'s settings: with at
+  // most ext_compact_under pages free, the oldest page whose live bytes are
+  // under the fragmentation limit (page size x ext_max_frag x the used fraction
+  // of the device); failing that, with ext_drop_unread and at most
+  // ext_drop_under pages free, the oldest page, whose unread values may then
+  // be dropped. With as_1645, 1.6.45's, bucket by bucket of the files' free
+  // buckets: under the thresholds, not at them; a fixed limit of page size x
+  // ext_max_frag; the emptiest page under it; failing that, the oldest page
+  // when values can be dropped or go to a coldcompact or old file; and a full
+  // coldcompact or old file evicts its oldest page instead. The page's live
+  // values should be written again (then Released) so the page frees up.
   struct Compaction {
     uint32_t page = 0;
     uint32_t generation = 0;
-    bool drop_unread = false;
+    bool drop_unread = false;      // values never read may be dropped...
     uint32_t read_size = 0;   // memcached reads a page back a write buffer at a time (0 = at once)
+    bool has_coldcompact = false;  // ...unless they go to the coldcompact file's pages
+    bool use_old = false;          // the others go to the old file's pages, not the compact bucket's
+    // Where a rescued value goes: nowhere (false) when it is to be dropped.
+    bool RescueBucket(bool never_read, FlashBucket* to) const;
   };
   // The check itself, which memcached logs (compact_fraginfo): whether it got
   // as far as a fragmentation limit (1.6.18: free pages at or under
@@ -122,9 +130,12 @@ class FlashStore {
     double ratio = 0;        // of a page's size
     uint64_t limit_bytes = 0;
   };
-  bool PickCompaction(const FlashTunables& live, Compaction* out, CompactionCheck* check = nullptr) const;
+  bool PickCompaction(const FlashTunables& live, Compaction* out, CompactionCheck* check = nullptr);
   // What a compaction pass did with a page's live values (extstore_compact_*).
-  void CountCompaction(uint64_t rescued, uint64_t lost, uint64_t skipped);
+  struct CompactionCounts {
+    uint64_t rescues = 0, lost = 0, skipped = 0, rescues_cold = 0, rescues_old = 0;
+  };
+  void CountCompaction(const CompactionCounts& counts);
   // A full page's bytes, for FlashPageReader (compaction's walk); false if
   // the page is not full or the read failed.
   bool ReadPage(uint32_t page, std::string* bytes) const;
@@ -141,35 +152,48 @@ class FlashStore {
     uint64_t live_bytes = 0;
     uint64_t live_objects = 0;
     bool full = false;         // written to its end (not an open page)
-    bool low_ttl = false;      // written by the low-TTL stream
+    FlashBucket bucket = FlashBucket::kDefault;        // whose stream writes it
+    FlashBucket free_bucket = FlashBucket::kDefault;   // its file's
   };
-  // A page open for writing and its write buffer: the default one and the low-TTL one.
+  // A bucket's page open for writing and its write buffer.
   struct Stream {
     int64_t open_page = -1;    // -1 = none
     uint64_t page_used = 0;    // bytes of the open page written or buffered
     uint64_t wbuf_start = 0;   // where in the open page the buffer starts
     std::string wbuf;          // the buffered bytes, at most ext_wbuf_size
   };
-  enum StreamIndex { kDefault = 0, kLowTtl = 1 };
+  struct Thresholds {
+    uint32_t compact_under, drop_under;
+    double max_frag;
+    bool drop_unread;
+  };
 
   explicit FlashStore(const ExtstoreSettings& settings);
   static std::unique_ptr<FlashStore> OpenFiles(const ExtstoreSettings& settings, bool empty,
                                                std::string* error);
   // A kept page's header, read once per page during a restart (generation 0 if it does not decode).
   const FlashPageHeader& KeptHeaderLocked(uint32_t page);
-  bool OpenPageLocked(Stream& stream);   // takes a free page or evicts the oldest full one
+  Stream& StreamOf(FlashBucket bucket) { return streams_[static_cast<size_t>(bucket)]; }
+  // A new page for the bucket's stream: a free page of its files, else of the
+  // default files, else the oldest full page of those is evicted.
+  bool OpenPageLocked(FlashBucket bucket);
+  Page* FreePageLocked(FlashBucket free_bucket);
   void OpenFirstPageLocked();            // at start, as memcached 1.6.18 (not 1.6.45) has one
   bool FlushLocked(Stream& stream);
   // The page is free again. Counted in page_reclaims however it came to be
   // (emptied, or evicted: memcached's _free_page counts both).
   void FreeLocked(Page* page);
+  // The page goes with its live values, which then read as misses.
+  void EvictLocked(Page* page);
+  bool PickCompaction1618Locked(const Thresholds& t, Compaction* out, CompactionCheck* check) const;
+  bool PickCompaction1645Locked(const Thresholds& t, Compaction* out, CompactionCheck* check);
 
   const ExtstoreSettings settings_;
   std::vector<int> fds_;
   mutable std::mutex mu_;
   std::vector<Page> pages_;
   uint32_t next_generation_ = 1;
-  Stream streams_[2];
+  Stream streams_[kFlashBuckets];
   FlashStats stats_;
   // The -e restart (OpenKept until FinishRestart): no write while pending.
   enum class Restart : uint8_t { kNone, kPending, kAccepted };

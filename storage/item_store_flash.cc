@@ -61,6 +61,14 @@ bool ShortLived(ItemView item, int64_t now_tick, uint32_t low_ttl) {
   return low_ttl != 0 && item.exptime() != 0 && TtlAt(item.exptime(), now_tick) < int64_t{low_ttl};
 }
 
+// The bucket whose pages a value moving out of RAM goes to, as memcached's
+// storage_write picks it: low-TTL, else chunked for an item larger than
+// slab_chunk_max (memcached chunks it), else the default.
+FlashBucket WriteBucket(ItemView item, bool short_lived, uint32_t chunk_max) {
+  if (short_lived) return FlashBucket::kLowTtl;
+  return MemcachedSizeOf(item) > chunk_max ? FlashBucket::kChunked : FlashBucket::kDefault;
+}
+
 // memcached's log of a page's compaction (watch sysevents): compact_start,
 // then a compact_read_start and compact_read_end for each write buffer's worth
 // of the page (memcached reads it back so; here, the records that start in
@@ -164,7 +172,7 @@ void ItemStore::Impl::MoveClassLocked(Shard& shard, ItemView from, ItemView to) 
 }
 
 bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const FlashLocator& where, int64_t now_s,
-                                       bool at_main_tail, uint8_t freq, bool low_ttl) {
+                                       bool at_main_tail, uint8_t freq, FlashBucket bucket) {
   const ItemView item = ItemAt(*slot);
   // memcached's extwrite line, about the item as it was in RAM.
   StoreEvent written;
@@ -172,7 +180,7 @@ bool ItemStore::Impl::SwapToStubLocked(Shard& shard, uint64_t* slot, const Flash
     written = EventAbout(StoreEventKind::kFlashWrite, item, Now().now_tick);
     written.fetched = Has(*slot, kItemFetched);
     written.idle_s = now_s - item.last_access();
-    written.bucket = low_ttl ? kFlashBucketLowTtl : 0;
+    written.bucket = static_cast<uint32_t>(bucket);
   }
   ItemFields fields = item.Fields();
   fields.flash_stub = true;
@@ -207,9 +215,11 @@ bool ItemStore::Impl::DemoteLocked(Shard& shard, uint64_t* slot, int64_t now_s, 
   const ItemView item = ItemAt(*slot);
   if (!Movable(*slot, item, flash_tunables().item_size.load(std::memory_order_relaxed))) return false;
   FlashLocator where;
-  const bool low_ttl = ShortLived(item, Now().now_tick, flash_tunables().low_ttl.load(std::memory_order_relaxed));
-  if (!config_.flash->Write(item.key(), item.cas(), item.value(), &where, low_ttl)) return false;
-  if (SwapToStubLocked(shard, slot, where, now_s, /*at_main_tail=*/true, freq, low_ttl)) return true;
+  const FlashBucket bucket =
+      WriteBucket(item, ShortLived(item, Now().now_tick, flash_tunables().low_ttl.load(std::memory_order_relaxed)),
+                  config_.flash_chunk_max);
+  if (!config_.flash->Write(item.key(), item.cas(), item.value(), &where, bucket)) return false;
+  if (SwapToStubLocked(shard, slot, where, now_s, /*at_main_tail=*/true, freq, bucket)) return true;
   config_.flash->Release(where, item.key_len(), item.value_len());
   return false;
 }
@@ -519,10 +529,11 @@ void ItemStore::Impl::KeepFetchedLocked(Shard& shard, const FlashFetch& done, co
 }
 
 // memcached's storage_compact_thread for one page: each record whose stub
-// still points at it is written again (extstore_compact_rescues) and the stub
-// repointed, or, with drop_unread, a value never read is dropped with its
-// stub (extstore_compact_lost); records nobody points at are skipped
-// (extstore_compact_skipped). Its last record released, the page is free.
+// still points at it is written again (extstore_compact_rescues) to the
+// bucket the compaction names (compact, old, or for a value never read
+// coldcompact) and the stub repointed, or, with drop_unread, a value never
+// read is dropped with its stub (extstore_compact_lost); records nobody points
+// at are skipped (extstore_compact_skipped). Its last record released, the page is free.
 // Writes happen with no lock held; a stub that moved on meanwhile keeps its
 // new place and the copy is released.
 size_t ItemStore::Impl::CompactFlashPage(const FlashStore::Compaction& c) {
@@ -534,6 +545,7 @@ size_t ItemStore::Impl::CompactFlashPage(const FlashStore::Compaction& c) {
                     config_.flash_as_1645);
   FlashRecord record;
   uint32_t offset;
+  FlashStore::CompactionCounts into;   // the rescues into the coldcompact and old buckets
   while (reader.Next(&record, &offset)) {
     CompactionLog::Part& part = log.Reached(offset, offset + FlashRecordSize(record.key.size(), record.value.size()));
     const FlashLocator old{c.page, c.generation, offset};
@@ -542,6 +554,7 @@ size_t ItemStore::Impl::CompactFlashPage(const FlashStore::Compaction& c) {
     const auto still_there = [&](const Found& f) {
       return f.slot != nullptr && ItemAt(*f.slot).is_flash_stub() && SameLocator(StubLocator(ItemAt(*f.slot)), old);
     };
+    FlashBucket to;
     {
       ShardLock lock(this, shard);
       const Found f = LookupLocked(shard, record.key, hash, Now());
@@ -549,14 +562,14 @@ size_t ItemStore::Impl::CompactFlashPage(const FlashStore::Compaction& c) {
         part.skipped++;
         continue;
       }
-      if (c.drop_unread && !Has(*f.slot, kItemFetched)) {
+      if (!c.RescueBucket(/*never_read=*/!Has(*f.slot, kItemFetched), &to)) {
         UnlinkLocked(shard, f.slot);   // releases the record
         part.lost++;
         continue;
       }
     }
     FlashLocator where;
-    if (!config_.flash->Write(record.key, record.cas, record.value, &where)) break;   // full or failing: stop
+    if (!config_.flash->Write(record.key, record.cas, record.value, &where, to)) break;   // full or failing: stop
     ShardLock lock(this, shard);
     const Found f = LookupLocked(shard, record.key, hash, Now());
     if (!still_there(f)) {
@@ -568,9 +581,11 @@ size_t ItemStore::Impl::CompactFlashPage(const FlashStore::Compaction& c) {
     ReleaseFlashLocked(stub);
     EncodeStubValue(stub.value_data(), where, StubValueLength(stub));
     part.rescues++;
+    into.rescues_cold += to == FlashBucket::kColdCompact ? 1 : 0;
+    into.rescues_old += to == FlashBucket::kOld ? 1 : 0;
   }
   const CompactionLog::Part total = log.Finish();
-  config_.flash->CountCompaction(total.rescues, total.lost, total.skipped);
+  config_.flash->CountCompaction({total.rescues, total.lost, total.skipped, into.rescues_cold, into.rescues_old});
   return total.rescues + total.lost;
 }
 
@@ -620,7 +635,7 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
     uint64_t slot;
     uint64_t cas;
     ItemRef pin;
-    bool short_lived;   // decided under the lock: a touch changes the TTL in place
+    FlashBucket bucket;   // decided under the lock: a touch changes the TTL in place
   };
   std::vector<Candidate> candidates;
   Shard& shard = shards_[cursor->shard];
@@ -638,7 +653,7 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
       Segment* seg = SegmentOf(*slot);
       seg->Pin();
       candidates.push_back(Candidate{HashKey(item.key()), *slot, item.cas(), ItemRef(seg),
-                                     ShortLived(item, t.now_tick, low_ttl)});
+                                     WriteBucket(item, ShortLived(item, t.now_tick, low_ttl), config_.flash_chunk_max)});
     });
   }
   if (cursor->position == 0 && ++cursor->shard == shard_count_) cursor->done = true;
@@ -646,13 +661,13 @@ size_t ItemStore::Impl::MoveIdleToFlash(WalkCursor* cursor, size_t max_buckets, 
   for (const Candidate& c : candidates) {
     const ItemView item = ItemAt(c.slot);   // pinned: its key and value stay
     FlashLocator where;
-    if (!config_.flash->Write(item.key(), c.cas, item.value(), &where, c.short_lived)) continue;
+    if (!config_.flash->Write(item.key(), c.cas, item.value(), &where, c.bucket)) continue;
     const Times t = Now();
     ShardLock lock(this, shard);
     uint64_t* slot = shard.index.FindLocation(c.hash, slot::Segment(c.slot), slot::Offset(c.slot));
     if (slot != nullptr && ItemAt(*slot).cas() == c.cas &&
         Movable(*slot, ItemAt(*slot), min_size) &&
-        SwapToStubLocked(shard, slot, where, t.now_s, /*at_main_tail=*/false, slot::Freq(*slot), c.short_lived)) {
+        SwapToStubLocked(shard, slot, where, t.now_s, /*at_main_tail=*/false, slot::Freq(*slot), c.bucket)) {
       moved++;
     } else {
       config_.flash->Release(where, item.key_len(), item.value_len());

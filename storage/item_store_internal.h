@@ -424,10 +424,10 @@ class ItemStore::Impl {
   // `from`'s class to `to`'s, before RepointLocked swaps one for the other.
   static void MoveClassLocked(Shard& shard, ItemView from, ItemView to);
   // The stub replacing the slot's item, whose value is at `where` (CAS unchanged;
-  // `low_ttl`: on a low-TTL page). At M's tail with `freq` (eviction's copies,
+  // on a page of `bucket`'s). At M's tail with `freq` (eviction's copies,
   // beyond the limit if need be), or placed as a new item.
   bool SwapToStubLocked(Shard& shard, uint64_t* slot, const FlashLocator& where, int64_t now_s,
-                        bool at_main_tail, uint8_t freq, bool low_ttl);
+                        bool at_main_tail, uint8_t freq, FlashBucket bucket);
 
   // Maintenance (item_store_admin.cc).
   size_t SweepAll(int64_t flushed_before);

@@ -52,7 +52,7 @@ struct StoreEvent {
   uint64_t previous_token = 0;   // kLeaseTimedOut: the token that died
   LeaseReason reason = LeaseReason::kMiss;   // kLeaseGranted
   uint32_t held_ms = 0;          // kLeaseFulfilled, kLeaseTimedOut: how long it was held
-  // kFlashWrite: the page bucket it went to (0, or 3 for ext_low_ttl's), and
+  // kFlashWrite: the page bucket it went to (FlashBucket's number), and
   // `fetched`, `idle_s` as for kEviction.
   uint32_t bucket = 0;
   // The compaction kinds. `offset` is the part's start in the page

@@ -1,8 +1,8 @@
 // libFuzzer target for the flash page reader (storage/flash_page.h). The
 // first byte picks how the rest is read: even, as a whole page as it is
 // (page header, then the record walk); odd, as records behind a valid page
-// header of generation 1, so the record decoder sees mutated records rather
-// than a refused page. Checked: no crash or undefined behaviour; every record
+// header of generation 1 (its bucket from the first byte too), so the record
+// decoder sees mutated records rather than a refused page. Checked: no crash or undefined behaviour; every record
 // the walk yields lies inside the page, in order, has a key of 1..250 bytes,
 // re-encodes to the very bytes it came from, and passes CheckFlashRead; a
 // record whose checksum or lengths are wrong is never yielded.
@@ -23,6 +23,8 @@ void Check(bool ok) {
 }
 
 void Walk(std::string_view page) {
+  FlashPageHeader header;
+  if (DecodeFlashPageHeader(page, &header)) Check(header.bucket < 6);   // one of memcached's buckets
   FlashPageReader reader(page);
   FlashRecord r;
   uint32_t offset = 0;
@@ -54,7 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Walk(in);
   } else {
     std::string page(kFlashPageHeaderSize, '\0');
-    EncodeFlashPageHeader({1, (data[0] & 2) != 0}, page.data());
+    EncodeFlashPageHeader({1, static_cast<uint8_t>((data[0] >> 1) % 6)}, page.data());
     page.append(in);
     Walk(page);
   }

@@ -48,6 +48,8 @@ BAD_CASES = [
     "ext_path=" + FLASH,
     "ext_path=" + FLASH + ":64m:lowttl",
     "ext_path=" + FLASH + ":64m:nosuch",
+    "ext_path=" + FLASH + ":64m:coldcompact",   # 1.6.45's buckets: unknown to 1.6.18
+    "ext_path=" + FLASH + ":64m:old",
     "ext_path=" + FLASH + ":64m,ext_page_size=2",
     "ext_page_size=2,ext_path=" + FLASH + ":64m",
     "ext_wbuf_size=0,ext_path=" + FLASH + ":64m",

@@ -126,6 +126,10 @@ TEST(ExtstoreOptionsTest, BadValuesGetMemcachedsMessages) {
        "ext_path only presently supports the default bucket\nfailed to parse ext_path argument"},
       {"ext_path=/tmp/a:64m:other", {},
        "Unknown extstore bucket: other\nfailed to parse ext_path argument"},
+      {"ext_path=/tmp/a:64m:coldcompact", {},
+       "Unknown extstore bucket: coldcompact\nfailed to parse ext_path argument"},
+      {"ext_path=/tmp/a:64m:default,ext_path=/tmp/b:64m:old", {},
+       "Unknown extstore bucket: old\nfailed to parse ext_path argument"},
       {"ext_path=/tmp/a:64m,ext_page_size=2", {},
        "Must specify ext_page_size before any ext_path arguments"},
       {"ext_page_size=2,ext_path=/tmp/a:64m", {}, init + "page_size must be divisible by wbuf_size"},
@@ -184,6 +188,21 @@ TEST(ExtstoreOptionsTest, Compat1645RefusesSizesOf1618) {
   ASSERT_TRUE(p.ok) << p.error;
   EXPECT_EQ(p.options.protocol.ext.compact_under, 1u);
   EXPECT_EQ(p.options.protocol.ext.drop_under, 1u);
+}
+
+// 1.6.45 takes a bucket for each file (its pages serve that bucket first).
+TEST(ExtstoreOptionsTest, Compat1645TakesEveryBucket) {
+  Parsed p = Check("compat=1.6.45,ext_path=/tmp/a:64m,ext_path=/tmp/b:64m:default,ext_path=/tmp/c:64m:compact,"
+                   "ext_path=/tmp/d:64m:chunked,ext_path=/tmp/e:64m:lowttl,ext_path=/tmp/f:64m:coldcompact,"
+                   "ext_path=/tmp/g:64m:old");
+  ASSERT_TRUE(p.ok) << p.error;
+  const std::vector<FlashFile>& files = p.options.protocol.ext.files;
+  ASSERT_EQ(files.size(), 7u);
+  EXPECT_EQ(files[0].free_bucket, FlashBucket::kDefault);
+  for (size_t i = 1; i < files.size(); ++i) EXPECT_EQ(static_cast<size_t>(files[i].free_bucket), i - 1) << i;
+  p = Check("compat=1.6.45,ext_path=/tmp/a:64m:cold");
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.error, "Unknown extstore bucket: cold\nfailed to parse ext_path argument");
 }
 
 TEST(ExtstoreOptionsTest, AValidPathIsAccepted) {

@@ -18,9 +18,17 @@ std::string Record(uint32_t generation, uint64_t cas, std::string_view key, std:
   return out;
 }
 
-std::string PageHeader(uint32_t generation, bool low_ttl = false) {
+std::string PageHeader(uint32_t generation, uint8_t bucket = 0) {
   std::string out(kFlashPageHeaderSize, '\0');
-  EncodeFlashPageHeader({generation, low_ttl}, out.data());
+  EncodeFlashPageHeader({generation, bucket}, out.data());
+  return out;
+}
+
+// A header with these flags under a checksum that matches.
+std::string PageHeaderWithFlags(uint32_t generation, uint32_t flags) {
+  std::string out = PageHeader(generation);
+  le_bytes::Put32(out.data() + 8, flags);
+  le_bytes::Put32(out.data() + 12, XXH32(out.data(), 12, 0));
   return out;
 }
 
@@ -121,25 +129,30 @@ TEST(FlashPageTest, PageHeaders) {
   FlashPageHeader header;
   ASSERT_TRUE(DecodeFlashPageHeader(PageHeader(77), &header));
   EXPECT_EQ(header.generation, 77u);
-  EXPECT_FALSE(header.low_ttl);
-  ASSERT_TRUE(DecodeFlashPageHeader(PageHeader(78, /*low_ttl=*/true), &header));
-  EXPECT_EQ(header.generation, 78u);
-  EXPECT_TRUE(header.low_ttl);
-  for (bool low_ttl : {false, true}) {
-    const std::string good = PageHeader(77, low_ttl);
+  EXPECT_EQ(header.bucket, 0);
+  for (uint8_t bucket = 0; bucket < 6; ++bucket) {
+    ASSERT_TRUE(DecodeFlashPageHeader(PageHeader(78, bucket), &header)) << int{bucket};
+    EXPECT_EQ(header.generation, 78u);
+    EXPECT_EQ(header.bucket, bucket);
+  }
+  // A low-TTL page written before buckets (bit 0 alone) is bucket 3's.
+  ASSERT_TRUE(DecodeFlashPageHeader(PageHeaderWithFlags(79, 1), &header));
+  EXPECT_EQ(header.bucket, 3);
+  for (uint8_t bucket : {0, 3, 5}) {
+    const std::string good = PageHeader(77, bucket);
     for (size_t i = 0; i < good.size(); ++i) {
       for (char bit : {1, 4}) {
         std::string d = good;
         d[i] ^= bit;
-        EXPECT_FALSE(DecodeFlashPageHeader(d, &header)) << i << " " << int{bit} << " " << low_ttl;
+        EXPECT_FALSE(DecodeFlashPageHeader(d, &header)) << i << " " << int{bit} << " " << int{bucket};
       }
     }
   }
-  // A flag this format does not know, under a checksum that matches, is refused too.
-  std::string unknown_flag = PageHeader(77);
-  le_bytes::Put32(unknown_flag.data() + 8, 2);
-  le_bytes::Put32(unknown_flag.data() + 12, XXH32(unknown_flag.data(), 12, 0));
-  EXPECT_FALSE(DecodeFlashPageHeader(unknown_flag, &header));
+  // Flags this format does not know, under a checksum that matches, are refused too:
+  // another bit, a bucket memcached does not have, bit 0 on a bucket not low-TTL.
+  for (uint32_t flags : {2u, 0x10000u, 6u << 8, (1u << 8) | 1u}) {
+    EXPECT_FALSE(DecodeFlashPageHeader(PageHeaderWithFlags(77, flags), &header)) << flags;
+  }
   EXPECT_FALSE(DecodeFlashPageHeader(std::string(16, '\0'), &header));
   EXPECT_FALSE(DecodeFlashPageHeader(PageHeader(77).substr(0, 15), &header));
 }

@@ -20,6 +20,12 @@
 namespace herdless {
 namespace {
 
+std::string ValueOf(int i, size_t len = 100) {
+  std::string v(len, static_cast<char>('a' + i % 26));
+  v += std::to_string(i);
+  return v;
+}
+
 class FlashStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -53,6 +59,34 @@ class FlashStoreTest : public ::testing::Test {
     return store;
   }
 
+  // One file of `pages` pages per bucket given (ext_path=FILE:SIZE:BUCKET),
+  // with 1.6.45's rules (the only ones that take such files).
+  std::unique_ptr<FlashStore> MakeTiered(const std::vector<FlashBucket>& buckets, uint32_t pages,
+                                         uint32_t compact_under = 1) {
+    Make(pages, static_cast<uint32_t>(buckets.size()));
+    for (size_t i = 0; i < buckets.size(); ++i) settings_.files[i].free_bucket = buckets[i];
+    settings_.as_1645 = true;
+    settings_.compact_under = settings_.drop_under = compact_under;
+    std::string error;
+    std::unique_ptr<FlashStore> store = FlashStore::Open(settings_, &error);   // empties Make's files
+    EXPECT_NE(store, nullptr) << error;
+    return store;
+  }
+  // Writes values to `bucket` until they went to `pages` pages (the last one
+  // just opened, the others full); the locators in order.
+  static std::vector<FlashLocator> WritePages(FlashStore* store, FlashBucket bucket, size_t pages,
+                                              const std::string& prefix) {
+    std::vector<FlashLocator> where;
+    size_t seen = 0;
+    for (int i = 0; seen < pages; ++i) {
+      FlashLocator at;
+      EXPECT_TRUE(store->Write(prefix + std::to_string(i), i, ValueOf(i), &at, bucket));
+      if (where.empty() || at.page != where.back().page) ++seen;
+      where.push_back(at);
+    }
+    return where;
+  }
+
   // What an orderly stop keeps of the flash tier for the -e restart (the
   // snapshot's identity and next generation); the store is closed.
   struct Stopped {
@@ -74,12 +108,6 @@ class FlashStoreTest : public ::testing::Test {
   std::vector<std::string> files_;
   ExtstoreSettings settings_;
 };
-
-std::string ValueOf(int i, size_t len = 100) {
-  std::string v(len, static_cast<char>('a' + i % 26));
-  v += std::to_string(i);
-  return v;
-}
 
 TEST_F(FlashStoreTest, ValuesReadBackFromTheBufferAndTheFile) {
   auto store = Make(8, 2);
@@ -415,13 +443,13 @@ TEST_F(FlashStoreTest, LowTtlValuesFillPagesOfTheirOwn) {
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Write("p" + std::to_string(i), i, ValueOf(i), &plain[i]));
   for (int i = 0; short_lived.size() < 2 || short_lived.back().page == short_lived.front().page; ++i) {
     FlashLocator at;
-    ASSERT_TRUE(store->Write("s" + std::to_string(i), i, ValueOf(i), &at, /*low_ttl=*/true));
+    ASSERT_TRUE(store->Write("s" + std::to_string(i), i, ValueOf(i), &at, FlashBucket::kLowTtl));
     short_lived.push_back(at);
   }
   const uint32_t first = short_lived.front().page;
   for (const FlashLocator& at : plain) EXPECT_NE(at.page, first);
-  EXPECT_TRUE(store->PageData()[first].low_ttl);
-  EXPECT_FALSE(store->PageData()[plain[0].page].low_ttl);
+  EXPECT_TRUE(store->PageData()[first].bucket == FlashBucket::kLowTtl);
+  EXPECT_FALSE(store->PageData()[plain[0].page].bucket == FlashBucket::kLowTtl);
   // Both streams read back, from their buffers and the file.
   std::string value;
   ASSERT_EQ(store->Read(plain[3], "p3", ValueOf(3).size(), &value), FlashReadResult::kOk);
@@ -450,9 +478,9 @@ TEST_F(FlashStoreTest, AKeptLowTtlPageIsLowTtlAgainAfterTheRestart) {
     auto store = Make(8);
     for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Write("p" + std::to_string(i), i, ValueOf(i), &plain[i]));
     for (int i = 0; i < 3; ++i) {
-      ASSERT_TRUE(store->Write("s" + std::to_string(i), i, ValueOf(i), &short_lived[i], /*low_ttl=*/true));
+      ASSERT_TRUE(store->Write("s" + std::to_string(i), i, ValueOf(i), &short_lived[i], FlashBucket::kLowTtl));
     }
-    ASSERT_TRUE(store->PageData()[short_lived[0].page].low_ttl);
+    ASSERT_TRUE(store->PageData()[short_lived[0].page].bucket == FlashBucket::kLowTtl);
     stopped = SyncAndStop(std::move(store));
   }
   auto store = OpenKept();
@@ -461,8 +489,8 @@ TEST_F(FlashStoreTest, AKeptLowTtlPageIsLowTtlAgainAfterTheRestart) {
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(store->Adopt(plain[i], 2, ValueOf(i).size()));
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Adopt(short_lived[i], 2, ValueOf(i).size()));
   store->FinishRestart();
-  EXPECT_TRUE(store->PageData()[short_lived[0].page].low_ttl);
-  EXPECT_FALSE(store->PageData()[plain[0].page].low_ttl);
+  EXPECT_TRUE(store->PageData()[short_lived[0].page].bucket == FlashBucket::kLowTtl);
+  EXPECT_FALSE(store->PageData()[plain[0].page].bucket == FlashBucket::kLowTtl);
   // The low-TTL page mostly dead (the plain one full of live values): still
   // no compaction candidate. (Taken for a plain page, it would be one.)
   store->Release(short_lived[1], 2, ValueOf(1).size());
@@ -551,6 +579,117 @@ TEST_F(FlashStoreTest, KeptFileAdoptsTheRestoredRecords) {
   struct stat st {};
   ASSERT_EQ(::stat(files_[0].c_str(), &st), 0);
   EXPECT_EQ(st.st_size, 0);
+}
+
+// A full page at the end of its file, whose last record did not reach the
+// page's end, reads back whole for compaction (the file ends early there).
+TEST_F(FlashStoreTest, TheLastPageOfAFileReadsBackForCompaction) {
+  auto store = Make(2);
+  const std::vector<FlashLocator> where = WritePages(store.get(), FlashBucket::kDefault, 3, "k");
+  ASSERT_EQ(where.back().page, 0u);   // page 1 full, page 0 evicted for the third
+  ASSERT_TRUE(store->Flush());
+  struct stat st {};
+  ASSERT_EQ(::stat(files_[0].c_str(), &st), 0);
+  ASSERT_LT(st.st_size, 2 * 4096);
+  std::string bytes;
+  ASSERT_TRUE(store->ReadPage(1, &bytes));
+  FlashPageReader reader(bytes);
+  FlashRecord record;
+  uint32_t offset;
+  size_t records = 0;
+  while (reader.Next(&record, &offset)) records++;
+  EXPECT_EQ(records, static_cast<size_t>(std::count_if(where.begin(), where.end(),
+                                                       [](const FlashLocator& w) { return w.page == 1; })));
+  EXPECT_EQ(reader.status(), FlashRecordStatus::kEnd);
+}
+
+// memcached 1.6.45's tiered files: a file's pages serve its own bucket's
+// stream (and a default file's any stream), stats extstore shows each page's
+// free bucket, and a default stream that needs a page evicts one of the
+// default file's, never another bucket's.
+TEST_F(FlashStoreTest, TieredFilesServeTheirOwnBucketFirst) {
+  // memcached's page 0 is the last file's: pages d c d c.
+  auto store = MakeTiered({FlashBucket::kCompact, FlashBucket::kDefault}, 2);
+  std::vector<FlashPageData> pages = store->PageData();
+  ASSERT_EQ(pages.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(pages[i].free_bucket, i % 2 ? FlashBucket::kCompact : FlashBucket::kDefault);
+  const std::vector<FlashLocator> plain = WritePages(store.get(), FlashBucket::kDefault, 2, "p");
+  EXPECT_EQ(plain.front().page, 0u);
+  EXPECT_EQ(plain.back().page, 2u);
+  FlashLocator rescued;
+  ASSERT_TRUE(store->Write("r", 1, ValueOf(1), &rescued, FlashBucket::kCompact));
+  EXPECT_EQ(rescued.page, 1u);
+  pages = store->PageData();
+  EXPECT_EQ(pages[1].bucket, FlashBucket::kCompact);
+  EXPECT_EQ(pages[0].bucket, FlashBucket::kDefault);
+  // The default file full: its oldest page goes, the compact file's stay.
+  const std::vector<FlashLocator> more = WritePages(store.get(), FlashBucket::kDefault, 2, "q");
+  EXPECT_EQ(more.front().page, 2u);
+  EXPECT_EQ(more.back().page, 0u);
+  EXPECT_EQ(store->Stats().page_evictions, 1u);
+  std::string value;
+  EXPECT_EQ(store->Read(plain.front(), "p0", ValueOf(0).size(), &value), FlashReadResult::kMiss);
+  ASSERT_EQ(store->Read(rescued, "r", ValueOf(1).size(), &value), FlashReadResult::kOk);
+  EXPECT_EQ(value, ValueOf(1));
+  EXPECT_EQ(store->PageData()[3].version, 0u);   // the compact file's second page, still free
+}
+
+// 1.6.45's compaction with coldcompact and old files: nothing to defragment in
+// the full default file, so its oldest page is compacted, values never read
+// going to the coldcompact file's pages and the others to the old file's;
+// a full coldcompact (or old) file evicts its own oldest page instead.
+TEST_F(FlashStoreTest, ColdCompactAndOldFilesTakeWhatNothingElseFrees) {
+  auto store = MakeTiered({FlashBucket::kOld, FlashBucket::kColdCompact, FlashBucket::kDefault}, 2);   // d c o d c o
+  const std::vector<FlashLocator> plain = WritePages(store.get(), FlashBucket::kDefault, 2, "p");
+  ASSERT_EQ(plain.front().page, 0u);   // full and every value live; page 3 just opened
+  ASSERT_EQ(plain.back().page, 3u);
+  FlashStore::Compaction c;
+  ASSERT_TRUE(store->PickCompaction(FlashTunables(settings_), &c));
+  EXPECT_EQ(c.page, 0u);
+  EXPECT_FALSE(c.drop_unread);
+  EXPECT_TRUE(c.has_coldcompact);
+  EXPECT_TRUE(c.use_old);
+  FlashBucket to;
+  ASSERT_TRUE(c.RescueBucket(/*never_read=*/true, &to));
+  EXPECT_EQ(to, FlashBucket::kColdCompact);
+  ASSERT_TRUE(c.RescueBucket(/*never_read=*/false, &to));
+  EXPECT_EQ(to, FlashBucket::kOld);
+  // The coldcompact file's two pages in use (one full): its oldest goes.
+  const std::vector<FlashLocator> cold = WritePages(store.get(), FlashBucket::kColdCompact, 2, "c");
+  EXPECT_EQ(cold.front().page, 1u);
+  EXPECT_EQ(cold.back().page, 4u);
+  EXPECT_FALSE(store->PickCompaction(FlashTunables(settings_), &c));
+  EXPECT_EQ(store->Stats().page_evictions, 1u);
+  EXPECT_EQ(store->PageData()[1].version, 0u);
+  EXPECT_EQ(store->PageData()[0].version, plain.front().generation);   // the default file's page stays
+}
+
+// Where compaction writes a value again (memcached's storage_compact_readback).
+TEST_F(FlashStoreTest, RescuesGoWhereMemcachedsGo) {
+  struct Case {
+    bool drop_unread, has_coldcompact, use_old, never_read;
+    bool kept;
+    FlashBucket to;
+  };
+  const Case cases[] = {
+      {false, false, false, false, true, FlashBucket::kCompact},
+      {false, false, false, true, true, FlashBucket::kCompact},
+      {true, false, false, false, true, FlashBucket::kCompact},
+      {true, false, false, true, false, FlashBucket::kDefault},   // dropped
+      {true, true, false, true, true, FlashBucket::kColdCompact},
+      {false, true, true, true, true, FlashBucket::kColdCompact},
+      {false, true, true, false, true, FlashBucket::kOld},
+      {false, false, true, true, true, FlashBucket::kOld},
+  };
+  for (const Case& k : cases) {
+    FlashStore::Compaction c;
+    c.drop_unread = k.drop_unread;
+    c.has_coldcompact = k.has_coldcompact;
+    c.use_old = k.use_old;
+    FlashBucket to = FlashBucket::kDefault;
+    EXPECT_EQ(c.RescueBucket(k.never_read, &to), k.kept);
+    EXPECT_EQ(to, k.to) << k.drop_unread << k.has_coldcompact << k.use_old << k.never_read;
+  }
 }
 
 }  // namespace
