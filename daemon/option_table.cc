@@ -763,10 +763,9 @@ constexpr OptionRow kSuboptions[] = {
 // maxconns_fast, slab_automove, their no_ forms and no_modern set the crawler's
 // start and what `stats settings` shows: OptionParse::ApplySuboption.)
 constexpr std::string_view kIgnoredSuboptions[] = {
-    "no_hashexpand", "slab_sizes",
+    "no_hashexpand",
     "no_inline_ascii_resp", "inline_ascii_resp", "modern",
     "no_chunked_items", "drop_privileges", "no_drop_privileges",
-    "resp_obj_mem_limit",
 };
 
 }  // namespace

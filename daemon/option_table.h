@@ -68,6 +68,9 @@ class OptionParse {
   bool slab_chunk_max_has_value = false;
   std::string slab_chunk_max_value;
   bool slab_chunk_max_is_page = false;       // -o no_modern: one page unless given
+  int slab_min_size = 48;                    // -n, the least -o slab_sizes may give
+  bool slab_sizes_given = false;             // -o slab_sizes, with or without a value
+  std::string slab_sizes;
 
   bool Fail(std::string message);
   bool FailGetopt(std::string message);   // getopt's own words: an unknown flag, a missing value

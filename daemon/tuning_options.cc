@@ -64,7 +64,8 @@ constexpr OptionRow kTuningFlags[] = {
      .ignored = true},
     {.flag = 'n', .name = "slab-min-size", .arg = Arg::kRequired, .value = "<bytes>",
      .apply = [](OptionParse& p) {
-       if (std::atoi(std::string(p.value).c_str()) == 0) return p.Fail("Chunk size must be greater than 0");
+       p.slab_min_size = std::atoi(std::string(p.value).c_str());
+       if (p.slab_min_size == 0) return p.Fail("Chunk size must be greater than 0");
        return p.NoteIgnored();
      },
      .ignored = true},
@@ -177,7 +178,54 @@ constexpr OptionRow kTuningKeys[] = {
     {.name = "watcher_logbuf_size", .apply = ParsedAndIgnored, .ignored = true},
     {.name = "worker_logbuf_size", .apply = ParsedAndIgnored, .ignored = true},
     {.name = "read_buf_mem_limit", .apply = ParsedAndIgnored, .ignored = true},
+    {.name = "resp_obj_mem_limit",   // memcached warns and goes on
+     .apply = [](OptionParse& p) {
+       p.options.warnings.push_back("DEPRECATED: resp_obj_mem_limit no longer used. See read_buf_mem_limit,");
+       return p.NoteIgnored();
+     },
+     .ignored = true},
+    {.name = "slab_sizes",   // checked once -n and slab_chunk_max are known (CheckSlabSizes)
+     .apply = [](OptionParse& p) {
+       p.slab_sizes_given = true;
+       p.slab_sizes = std::string(p.value);
+       return p.NoteIgnored();
+     },
+     .ignored = true},
 };
+
+// memcached's _parse_slab_sizes (-o slab_sizes=<bytes>-<bytes>-...): each size
+// from -n to slab_chunk_max, at least 8 bytes above the one before, fewer than
+// 63 of them (a size that does not read is reported as 0, as memcached's
+// message has it).
+bool CheckSlabSizes(OptionParse* p) {
+  if (!p->slab_sizes_given) return true;
+  // memcached exits without a word (or crashes, given no value); herdless says why.
+  if (p->slab_sizes.empty()) return p->Fail("Missing slab_sizes argument");
+  constexpr uint32_t kChunkAlignBytes = 8;
+  constexpr int kMostClasses = 63;   // MAX_NUMBER_OF_SLAB_CLASSES - 1
+  std::string_view rest = p->slab_sizes;
+  uint32_t size = 0, last = 0;
+  int classes = 0;
+  while (!rest.empty()) {
+    const size_t dash = rest.find('-');
+    const std::string_view token = rest.substr(0, dash);
+    rest = dash == std::string_view::npos ? std::string_view() : rest.substr(dash + 1);
+    if (token.empty()) continue;   // strtok: runs of '-' are one separator
+    const bool read = ParseUint32(token, &size);
+    if (!read) size = 0;   // safe_strtoul zeroes it first
+    const std::string n = std::to_string(size);
+    if (!read || size < static_cast<uint32_t>(p->slab_min_size) || size > p->settings.slab_chunk_max) {
+      return p->Fail("slab size " + n + " is out of valid range");
+    }
+    if (last >= size) return p->Fail("slab size " + n + " cannot be lower than or equal to a previous class size");
+    if (size <= last + kChunkAlignBytes) {
+      return p->Fail("slab size " + n + " must be at least 8 bytes larger than previous class");
+    }
+    last = size;
+    if (++classes >= kMostClasses) return p->Fail("too many slab classes specified");
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -186,6 +234,7 @@ std::span<const OptionRow> TuningKeyRows() { return kTuningKeys; }
 
 // memcached's checks once every option is known, in its order.
 bool CheckTuningOptions(OptionParse* p) {
+  if (!CheckSlabSizes(p)) return false;
   const MachinerySettings& m = p->settings.machinery;
   if (m.hot_lru_pct + m.warm_lru_pct > 80) {
     return p->Fail("hot_lru_pct + warm_lru_pct cannot be more than 80% combined");

@@ -50,14 +50,18 @@ REFUSED = [
     ["-o", "hash_algorithm=foo"], ["-o", "hash_algorithm"],
     ["-o", "read_buf_mem_limit=x"], ["-o", "read_buf_mem_limit"],
     ["-f", "1"], ["-f", "abc"], ["-n", "0"], ["-N", "0"],
+    ["-o", "slab_sizes=10-100"], ["-o", "slab_sizes=100-abc"], ["-o", "slab_sizes=100-90"],
+    ["-o", "slab_sizes=100-104"], ["-o", "slab_sizes=100-600000"], ["-n", "200", "-o", "slab_sizes=100-300"],
     ["-B", "foo"],                            # EX_USAGE at once
 ]
 
-# Refused with memcached's exit status (1, from authfile_load) but herdless's own words: it names
-# the line of a malformed entry and ends its message with a newline, and says strerror once.
+# Refused with memcached's exit status but herdless's own words: for -Y (1, from authfile_load) it
+# names the line of a malformed entry, ends its message with a newline and says strerror once; for
+# an empty slab_sizes (64) memcached says nothing.
 REFUSED_STATUS_ONLY = [
     ["-Y", "{tmp}/auth-malformed"],
     ["-Y", "{tmp}/auth-missing"],
+    ["-o", "slab_sizes="],                    # memcached: EX_USAGE without a word
 ]
 
 

@@ -290,6 +290,11 @@ TEST(OptionsTest, MemcachedTuningSuboptionsAreAcceptedAndNoted) {
   ASSERT_EQ(p.options.ignored.size(), 3u);
   EXPECT_EQ(p.options.ignored[0], "-o hashpower=20");
   EXPECT_EQ(p.options.ignored[1], "-o modern");
+  // memcached warns of this one and starts.
+  p = Parse({"-o", "resp_obj_mem_limit=5"});
+  ASSERT_TRUE(p.ok) << p.error;
+  ASSERT_EQ(p.options.warnings.size(), 1u);
+  EXPECT_EQ(p.options.warnings[0], "DEPRECATED: resp_obj_mem_limit no longer used. See read_buf_mem_limit,");
 }
 
 // memcached's no_modern and no_lru_crawler start the crawler off, a later
@@ -362,6 +367,35 @@ TEST(OptionsTest, LruTuningKeysAreCheckedAsMemcachedChecksThem) {
                  {"hot_max_factor=0", "hot_max_factor must be > 0"},
                  {"warm_max_factor", "Missing warm_max_factor argument"}};
   for (const auto& r : refused) EXPECT_EQ(Parse({"-o", r.arg}).error, r.error) << r.arg;
+}
+
+// -o slab_sizes is checked after the last option, against -n and
+// slab_chunk_max, with memcached's messages and EX_USAGE (an empty list, which
+// memcached refuses without a word, with herdless's).
+TEST(OptionsTest, SlabSizesAreCheckedAsMemcachedChecksThem) {
+  std::string many;
+  for (int size = 100; size <= 6300; size += 100) many += (many.empty() ? "" : "-") + std::to_string(size);
+  const struct {
+    std::vector<std::string> args;
+    const char* error;   // nullptr: accepted
+  } cases[] = {{{"-o", "slab_sizes=100-200-300"}, nullptr},
+               {{"-o", "slab_sizes=--100--200-"}, nullptr},
+               {{"-o", "slab_sizes=10-100"}, "slab size 10 is out of valid range"},
+               {{"-n", "200", "-o", "slab_sizes=100-300"}, "slab size 100 is out of valid range"},
+               {{"-o", "slab_sizes=100-600000"}, "slab size 600000 is out of valid range"},
+               {{"-o", "slab_sizes=100-abc"}, "slab size 0 is out of valid range"},
+               {{"-o", "slab_sizes=100-90"}, "slab size 90 cannot be lower than or equal to a previous class size"},
+               {{"-o", "slab_sizes=100-104"}, "slab size 104 must be at least 8 bytes larger than previous class"},
+               {{"-o", "slab_sizes=" + many}, "too many slab classes specified"},
+               {{"-o", "slab_sizes="}, "Missing slab_sizes argument"},
+               {{"-o", "slab_sizes"}, "Missing slab_sizes argument"}};
+  for (const auto& c : cases) {
+    Parsed p = Parse(c.args);
+    EXPECT_EQ(p.ok, c.error == nullptr) << c.args.back();
+    if (c.error == nullptr) continue;
+    EXPECT_EQ(p.error, c.error) << c.args.back();
+    EXPECT_EQ(p.refused.exit_status, 64) << c.args.back();
+  }
 }
 
 TEST(OptionsTest, MemcachedTuningFlagsAreAcceptedAndNoted) {
