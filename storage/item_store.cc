@@ -175,7 +175,7 @@ uint64_t ItemStore::Impl::LinkLocked(Shard& shard, uint64_t hash, const Placed& 
   if (state & kItemTokenSent) shard.leases_out++;
   if (IsForeign(item)) shard.foreign_items++;
   CountRateLocked(shard, item.read_rate(), +1);
-  if (shard.track_sizes) CountSizeLocked(shard, size, +1);
+  if (shard.track_sizes) CountSizeLocked(shard, item, +1);
   WakeLocked(shard, item.key());
   Segment* seg = placed.segment;
   NoteClassIn(seg, slab_class);
@@ -205,7 +205,7 @@ void ItemStore::Impl::UnlinkLocked(Shard& shard, uint64_t* slot, bool leave_ghos
   }
   if (IsForeign(item)) shard.foreign_items--;
   CountRateLocked(shard, item.read_rate(), -1);
-  if (shard.track_sizes) CountSizeLocked(shard, size, -1);
+  if (shard.track_sizes) CountSizeLocked(shard, item, -1);
   if (item.is_flash_stub()) ReleaseFlashLocked(item);
   if (leave_ghost) shard.index.EraseToGhost(slot, queues_->NextGhostStamp());
   else shard.index.Erase(slot);

@@ -376,17 +376,16 @@ constexpr size_t kSizeBucketBytes = 32;   // memcached's `stats sizes` granulari
 size_t SizeBucket(size_t bytes) { return (bytes + kSizeBucketBytes - 1) / kSizeBucketBytes; }
 }  // namespace
 
-void ItemStore::Impl::CountSizeLocked(const Shard&, size_t bytes, int delta) {
-  const size_t bucket = std::min(SizeBucket(bytes), size_buckets_ - 1);
-  sizes_[bucket].fetch_add(static_cast<uint32_t>(delta), std::memory_order_relaxed);
+void ItemStore::Impl::CountSizeLocked(const Shard&, ItemView item, int delta) {
+  const size_t bucket = SizeBucket(MemcachedSizeOf(item));
+  if (bucket < size_buckets_) sizes_[bucket].fetch_add(static_cast<uint32_t>(delta), std::memory_order_relaxed);
 }
 
 void ItemStore::Impl::TrackSizes(bool on) {
   std::lock_guard<std::mutex> guard(sizes_mu_);
   if (on == (sizes_ != nullptr)) return;
   if (on) {
-    // Items are at most item_size_max plus herdless's header (smaller than memcached's).
-    size_buckets_ = SizeBucket(config_.item_size_max) + 2;
+    size_buckets_ = config_.item_size_max / kSizeBucketBytes + 1;   // memcached's stats_sizes_buckets
     sizes_ = std::make_unique<std::atomic<uint32_t>[]>(size_buckets_);
     for (size_t b = 0; b < size_buckets_; b++) sizes_[b].store(0, std::memory_order_relaxed);
   }
@@ -398,7 +397,7 @@ void ItemStore::Impl::TrackSizes(bool on) {
     uint64_t cursor = 0;
     do {
       cursor = shard.index.Walk(cursor, 64, [&](uint64_t* slot) {
-        CountSizeLocked(shard, ItemAt(*slot).size(), +1);
+        CountSizeLocked(shard, ItemAt(*slot), +1);
       });
     } while (cursor != 0);
   }

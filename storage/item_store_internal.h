@@ -436,8 +436,9 @@ class ItemStore::Impl {
   // crawler_reclaimed (an lru_crawler crawl) or reclaimed (the background
   // reclaim). True when removed.
   bool CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t, bool by_crawler);
-  // The size histogram (TrackSizes): an item of `bytes` joins (+1) or leaves (-1).
-  void CountSizeLocked(const Shard& shard, size_t bytes, int delta);
+  // The size histogram (TrackSizes): the item joins (+1) or leaves (-1), at
+  // the size memcached gives it (MemcachedSizeOf).
+  void CountSizeLocked(const Shard& shard, ItemView item, int delta);
 
   StoreConfig config_;
   std::unique_ptr<Shard[]> shards_;
@@ -454,7 +455,8 @@ class ItemStore::Impl {
   std::atomic<uint64_t> crawler_passes_{0};
   int64_t fraginfo_logged_us_ = 0;          // CompactFlash's last compact_fraginfo (the writer's thread only)
   std::atomic<uint64_t> recache_counter_{0};  // reads that may recache, of readers without a counter
-  // Size histogram (TrackSizes): 32-byte buckets; a shard counts its items
+  // Size histogram (TrackSizes): memcached's 32-byte buckets up to
+  // item_size_max (a larger item is not counted, as in memcached); a shard counts its items
   // into it while its track_sizes is set (both changed under its lock).
   mutable std::mutex sizes_mu_;             // serialises TrackSizes
   std::unique_ptr<std::atomic<uint32_t>[]> sizes_;

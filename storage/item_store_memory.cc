@@ -167,9 +167,9 @@ void ItemStore::Impl::RepointLocked(Shard& shard, uint64_t* slot, const Placed& 
   shard.counters.classes[slab_class].bytes += new_size - old_size;
   CountRateLocked(shard, old_item.read_rate(), -1);
   CountRateLocked(shard, copy.read_rate(), +1);
-  if (shard.track_sizes && new_size != old_size) {
-    CountSizeLocked(shard, old_size, -1);
-    CountSizeLocked(shard, new_size, +1);
+  if (shard.track_sizes) {
+    CountSizeLocked(shard, old_item, -1);
+    CountSizeLocked(shard, copy, +1);
   }
   NoteClassIn(placed.segment, slab_class);
   const uint64_t moved = slot::WithFreq(slot::WithLocation(s, placed.segment->id, placed.offset), freq);

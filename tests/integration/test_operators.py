@@ -23,6 +23,7 @@
   item of a class, memcached's lines (its COLD LRU only) among them.
 """
 
+import random
 import re
 import socket
 import subprocess
@@ -403,24 +404,33 @@ def test_start_values(results):
 
 def test_track_sizes(results):
     """-o track_sizes counts from the start as memcached's does, under both compat settings (1.6.45
-    has no `stats sizes_enable`); the buckets are each server's own item sizes (herdless's items
-    are smaller), so one bucket a distinct size is what is compared with memcached."""
+    has no `stats sizes_enable`), at the sizes memcached gives its items: the same buckets for the
+    same items (keys, flags and values of many lengths; an item over -I's buckets not counted),
+    replaced and deleted ones gone from them."""
+    rnd = random.Random(24)
+    items = [(b"k%d%s" % (i, b"y" * rnd.randrange(0, 60)), rnd.choice([0, 0, 5, 70000]), rnd.randrange(0, 3000))
+             for i in range(200)]
+    items += [(b"big", 0, 1048000), (b"big2", 0, 1048400)]
+
     def sizes(daemon):
         with harness.Conn(daemon.port) as c:
-            for key, size in ((b"a", 100), (b"b", 3000), (b"c", 100)):
-                c.call(b"set %s 0 0 %d\r\n%s\r\n" % (key, size, b"x" * size))
+            for key, flags, size in items:
+                c.call(b"set %s %d 0 %d\r\n%s\r\n" % (key, flags, size, b"x" * size))
+            for key, _, _ in items[:40]:
+                c.call(b"delete %s\r\n" % key)
+            c.call(b"set %s 0 0 10\r\n0123456789\r\n" % items[50][0])
             lines = c.call(b"stats sizes\r\n", b"END\r\n").split(b"\r\n")
             setting = harness.stats(c, b"settings")["track_sizes"]
-        return setting, [ln.split()[2].decode() for ln in lines if ln.startswith(b"STAT ")]
+        return setting, [ln.decode() for ln in lines if ln.startswith(b"STAT ")]
 
     with harness.start_memcached(["-o", "track_sizes"]) as m:
         want = sizes(m)
-    results.equal(want, ("yes", ["2", "1"]), "memcached -o track_sizes: two buckets")
+    results.check(want[0] == "yes" and len(want[1]) > 20, "memcached -o track_sizes: many buckets", repr(want))
     for extra in ([], ["-o", "compat=1.6.45"]):
         with harness.start_herdless(["-o", "track_sizes"] + extra) as d:
-            results.equal(sizes(d), want, "-o track_sizes %s: counts from the start" % " ".join(extra))
+            results.equal(sizes(d), want, "-o track_sizes %s: memcached's buckets from the start" % " ".join(extra))
     with harness.start_herdless([]) as d:
-        results.equal(sizes(d), ("no", ["disabled"]), "without -o track_sizes: nothing counted")
+        results.equal(sizes(d), ("no", ["STAT sizes_status disabled"]), "without -o track_sizes: nothing counted")
 
 
 def whole_reply(conn, command, end=b"END\r\n"):
