@@ -203,7 +203,6 @@ bool CheckExtstoreOptions(OptionParse* p) {
     return init_fails("page_count must total to < 65536. Increase page_size or lower path sizes");
   }
   ext.as_1645 = s.latest();
-  ext.slab_chunk_max = s.slab_chunk_max;
   if (ext.compact_under == 0) {
     // memcached: a quarter of the last ext_path's pages, for both thresholds
     // (1.6.45: a hundredth, at least 1).

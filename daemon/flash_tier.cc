@@ -33,7 +33,6 @@ std::unique_ptr<ItemStore> MakeStoreWithFlashTier(StoreConfig config, const Exts
   config.flash_fetcher = tier->get();
   config.flash_reads_cached = true;
   config.flash_as_1645 = ext.as_1645;
-  config.flash_chunk_max = ext.slab_chunk_max;
   auto store = std::make_unique<ItemStore>(config);
   if (!restoring) (*tier)->Start(store.get(), config.flash_tunables);
   return store;

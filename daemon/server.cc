@@ -301,6 +301,7 @@ int Server::Run() {
   store_config.events = watch_hub_.store_events();
   store_config.foreign = foreign_log_.get();
   store_config.flash_tunables = &operators().flash;   // the `extstore` command's
+  store_config.flash_chunk_max = p.slab_chunk_max;
   if (p.warm_enabled()) warm_invalidations_ = WarmInvalidations::Configure(p, ring_.get(), &warm_stopped_, &store_config);
   // -o ext_path: after -u, as memcached; with -e its files are kept for the snapshot's values.
   store_ = MakeStoreWithFlashTier(store_config, p.ext, &flash_tier_, !p.memory_file.empty());

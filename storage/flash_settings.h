@@ -60,9 +60,6 @@ struct ExtstoreSettings {
   double max_frag = 0.8;                 // ext_max_frag: live fraction a page is compacted under
   bool drop_unread = false;              // ext_drop_unread: compaction drops unread values
   double slab_automove_freeratio = 0.01; // memcached parses it with the ext_* keys
-  // memcached's slab_chunk_max (-o slab_chunk_max): it chunks a larger item,
-  // whose value the chunked bucket then writes.
-  uint32_t slab_chunk_max = 512u << 10;
   // -o compat=1.6.45: 1.6.45's extstore: its choice of page to compact, its
   // compaction log lines, and an item's fetched mark kept across its move.
   bool as_1645 = false;

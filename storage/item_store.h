@@ -104,7 +104,8 @@ struct StoreConfig {
   // -o compat=1.6.45 (ExtstoreSettings::as_1645): a value moved to flash keeps
   // its item's fetched mark, and compaction's log lines have 1.6.45's fields.
   bool flash_as_1645 = false;
-  // ExtstoreSettings::slab_chunk_max: a larger item's value goes to the chunked bucket's pages.
+  // memcached's slab_chunk_max: memcached chunks a larger item, whose value
+  // goes to the flash tier's chunked bucket (FlashBucket::kChunked).
   uint32_t flash_chunk_max = 512u << 10;
 };
 
