@@ -393,6 +393,12 @@ bool WriteStatsGroup(ItemStore* store, ServerInfo* server, std::string_view grou
     // 1.6.45 has neither (ERROR), as -o compat=1.6.45.
     // memcached writes these two without an end marker.
     const bool on = group == "sizes_enable";
+    if (on && !server->Settings().cas_enabled) {
+      // memcached tells an item stored since from an older one by its CAS.
+      w->Add("sizes_status", "error");
+      w->Add("sizes_error", "cas_support_disabled");
+      return true;
+    }
     store->TrackSizes(on);
     w->Add("sizes_status", on ? "enabled" : "disabled");
     return true;

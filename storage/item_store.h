@@ -213,9 +213,9 @@ class ItemStore {
   // segment queues: O(segments).
   void ClassAges(uint64_t ages[kMemcachedClasses + 1]) const;
 
-  // memcached's `stats sizes`: a histogram of item sizes (herdless's bytes)
-  // in 32-byte buckets, kept while enabled. Enabling counts the items already
-  // stored (one pass over the index); disabling drops the histogram.
+  // memcached's `stats sizes`: a histogram of the sizes memcached would give
+  // the items stored since enabling (as memcached, not those already there),
+  // in 32-byte buckets; disabling drops it.
   void TrackSizes(bool on);
   bool tracking_sizes() const;
   // (bucket upper bound in bytes, items) for every non-empty bucket, in

@@ -377,10 +377,20 @@ size_t SizeBucket(size_t bytes) { return (bytes + kSizeBucketBytes - 1) / kSizeB
 }  // namespace
 
 void ItemStore::Impl::CountSizeLocked(const Shard&, ItemView item, int delta) {
+  if (item.cas() < sizes_cas_min_) return;
   const size_t bucket = SizeBucket(MemcachedSizeOf(item));
   if (bucket < size_buckets_) sizes_[bucket].fetch_add(static_cast<uint32_t>(delta), std::memory_order_relaxed);
 }
 
+void ItemStore::Impl::SetCasLocked(const Shard& shard, ItemView item, uint64_t cas) {
+  if (shard.track_sizes) CountSizeLocked(shard, item, -1);
+  item.set_cas(cas);
+  if (shard.track_sizes) CountSizeLocked(shard, item, +1);
+}
+
+// As memcached's item_stats_sizes_init: the items already stored are not
+// counted (an item counts once its CAS is one handed out from now on), so
+// enabling costs no pass over the cache.
 void ItemStore::Impl::TrackSizes(bool on) {
   std::lock_guard<std::mutex> guard(sizes_mu_);
   if (on == (sizes_ != nullptr)) return;
@@ -388,18 +398,12 @@ void ItemStore::Impl::TrackSizes(bool on) {
     size_buckets_ = config_.item_size_max / kSizeBucketBytes + 1;   // memcached's stats_sizes_buckets
     sizes_ = std::make_unique<std::atomic<uint32_t>[]>(size_buckets_);
     for (size_t b = 0; b < size_buckets_; b++) sizes_[b].store(0, std::memory_order_relaxed);
+    sizes_cas_min_ = next_cas_.load(std::memory_order_relaxed);
   }
   for (size_t i = 0; i < shard_count_; i++) {
     Shard& shard = shards_[i];
     ShardLock lock(this, shard);
     shard.track_sizes = on;
-    if (!on) continue;
-    uint64_t cursor = 0;
-    do {
-      cursor = shard.index.Walk(cursor, 64, [&](uint64_t* slot) {
-        CountSizeLocked(shard, ItemAt(*slot), +1);
-      });
-    } while (cursor != 0);
   }
   if (!on) sizes_.reset();
 }

@@ -437,8 +437,12 @@ class ItemStore::Impl {
   // reclaim). True when removed.
   bool CrawlItemLocked(Shard& shard, uint64_t* slot, const Times& t, bool by_crawler);
   // The size histogram (TrackSizes): the item joins (+1) or leaves (-1), at
-  // the size memcached gives it (MemcachedSizeOf).
+  // the size memcached gives it (MemcachedSizeOf), if its CAS is one handed out
+  // since tracking began (as memcached's stats_sizes_cas_min).
   void CountSizeLocked(const Shard& shard, ItemView item, int delta);
+  // Gives a linked item a new CAS in place, keeping the size histogram's
+  // count of it right (its CAS decides whether it is counted).
+  void SetCasLocked(const Shard& shard, ItemView item, uint64_t cas);
 
   StoreConfig config_;
   std::unique_ptr<Shard[]> shards_;
@@ -457,10 +461,12 @@ class ItemStore::Impl {
   std::atomic<uint64_t> recache_counter_{0};  // reads that may recache, of readers without a counter
   // Size histogram (TrackSizes): memcached's 32-byte buckets up to
   // item_size_max (a larger item is not counted, as in memcached); a shard counts its items
-  // into it while its track_sizes is set (both changed under its lock).
+  // into it while its track_sizes is set (both changed under its lock). Only items
+  // whose CAS is at least sizes_cas_min_ count: those stored since tracking began.
   mutable std::mutex sizes_mu_;             // serialises TrackSizes
   std::unique_ptr<std::atomic<uint32_t>[]> sizes_;
   size_t size_buckets_ = 0;
+  uint64_t sizes_cas_min_ = 0;              // set before any shard's track_sizes
 };
 
 // ---------------------------------------------------------------------------

@@ -310,7 +310,7 @@ void ItemStore::Impl::GrantLeaseLocked(Shard& shard, Hit& h, const LeaseView& vi
 // on; readers parked on the dead lease wait for the new one instead.
 void ItemStore::Impl::RegrantLocked(Shard& shard, Hit& h, uint32_t dead_granted_ms, const Times& t) {
   const uint64_t dead_token = h.item.cas();
-  h.item.set_cas(NextCas());
+  SetCasLocked(shard, h.item, NextCas());
   if (Has(*h.slot, kItemPlaceholder)) h.item.set_exptime(PlaceholderExptime(t.now_us));
   shard.counters.lease_timeouts++;
   WakeLocked(shard, h.item.key());

@@ -338,7 +338,7 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
     }
     *f.slot = slot::WithState(s, (slot::State(s) | kItemStale) & ~kItemTokenSent);
     WakeLocked(shard, item.key());  // the lease is cancelled
-    item.set_cas(new_cas != 0 ? new_cas : NextCas());
+    SetCasLocked(shard, item, new_cas != 0 ? new_cas : NextCas());
     if (req.has_ttl) item.set_exptime(new_exptime);
     return Answer(DeleteStatus::kDeleted);
   });

@@ -16,7 +16,8 @@
   connevents; the stampede stream (lease granted, timed out, fulfilled); a watcher that never
   reads keeps the server's memory bounded and its lost lines are counted (log_watcher_skipped).
 - -X refuses metadump and stats cachedump, -W refuses watch, with memcached's errors.
-- -o track_sizes: `stats sizes` counts from the start (also under -o compat=1.6.45); the -o
+- -o track_sizes: `stats sizes` counts from the start (also under -o compat=1.6.45); `stats
+  sizes_enable` counts only the items stored since, and refuses under -C, as memcached; the -o
   keys of the crawler and slab mover start the values `stats settings` shows, as memcached's.
 - stats detail (per-prefix counters, -D) and stats cachedump: the same replies as memcached's
   for the same commands (dumps as sets of lines), errors byte for byte; cachedump lists every
@@ -433,6 +434,36 @@ def test_track_sizes(results):
         results.equal(sizes(d), ("no", ["STAT sizes_status disabled"]), "without -o track_sizes: nothing counted")
 
 
+
+def test_sizes_enable(results):
+    """`stats sizes_enable` at run time, as memcached's: items stored before it are not counted
+    (nor uncounted when deleted), later ones are; with -C it answers memcached's error."""
+    script = [b"set a 0 0 1\r\n1\r\n", b"stats sizes_enable\r\n", b"set b 0 0 1\r\n1\r\n",
+              b"stats sizes\r\n", b"delete a\r\n", b"stats sizes\r\n", b"set a 0 0 1\r\n1\r\n",
+              b"set c 0 0 40\r\n%s\r\n" % (b"c" * 40), b"stats sizes\r\n", b"stats sizes_enable\r\n",
+              b"stats sizes\r\n", b"stats sizes_disable\r\n", b"stats sizes\r\n"]
+    ends = {b"stats sizes\r\n": b"END\r\n"}
+
+    def replies(daemon):
+        with harness.Conn(daemon.port) as c:
+            return [c.call(cmd, ends.get(cmd, b"\r\n")) for cmd in script]
+
+    def cas_off(daemon):
+        with harness.Conn(daemon.port) as c:
+            c.send(b"stats sizes_enable\r\nstats sizes\r\n")
+            return c.recv_until(b"END\r\n")
+
+    with harness.start_memcached([]) as m:
+        want = replies(m)
+    with harness.start_memcached(["-C"]) as m:
+        want_cas_off = cas_off(m)
+    results.check(b"STAT 64 1\r\nEND\r\n" in want and b"sizes_error" in want_cas_off,
+                  "memcached counts only the items stored since", repr(want))
+    with harness.start_herdless([]) as d:
+        results.equal(replies(d), want, "sizes_enable at run time: memcached's replies")
+    with harness.start_herdless(["-C"]) as d:
+        results.equal(cas_off(d), want_cas_off, "-C: memcached's sizes_enable error")
+
 def whole_reply(conn, command, end=b"END\r\n"):
     conn.send(command)
     return conn.recv_until(end, at_line_start=False)
@@ -739,6 +770,7 @@ def body(results):
     test_reclaimed_like_memcached(results)
     test_disabled(results)
     test_track_sizes(results)
+    test_sizes_enable(results)
     test_start_values(results)
     test_detail_and_cachedump(results)
     test_watch_stampede(results)

@@ -646,10 +646,40 @@ TEST_F(ExecutorTest, StatsSizesCountsItemsWhileEnabled) {
   Run("set a 0 0 1\r\n1\r\n");
   EXPECT_EQ(Run("stats sizes_enable\r\n"), "STAT sizes_status enabled\r\n");
   Run("set b 0 0 1\r\n1\r\n");
-  // memcached's size for each: its 48-byte header, key, value with \r\n, CAS (61, in the 64 bucket).
-  EXPECT_EQ(Run("stats sizes\r\n"), "STAT 64 2\r\nEND\r\n");
+  // memcached's size for b: its 48-byte header, key, value with \r\n, CAS (61, in the 64
+  // bucket). a, stored before, is not counted, as memcached counts only items stored since.
+  EXPECT_EQ(Run("stats sizes\r\n"), "STAT 64 1\r\nEND\r\n");
+  Run("delete a\r\n");
+  EXPECT_EQ(Run("stats sizes\r\n"), "STAT 64 1\r\nEND\r\n");
+  Run("set a 0 0 1\r\n1\r\nset c 0 0 40\r\n" + std::string(40, 'c') + "\r\n");
+  EXPECT_EQ(Run("stats sizes\r\n"), "STAT 64 2\r\nSTAT 128 1\r\nEND\r\n");
   EXPECT_EQ(StatValue(Run("stats settings\r\n"), "track_sizes"), "yes");
+  EXPECT_EQ(Run("stats sizes_enable\r\n"), "STAT sizes_status enabled\r\n");   // kept
+  EXPECT_EQ(Run("stats sizes\r\n"), "STAT 64 2\r\nSTAT 128 1\r\nEND\r\n");
   EXPECT_EQ(Run("stats sizes_disable\r\n"), "STAT sizes_status disabled\r\n");
+  EXPECT_EQ(Run("stats sizes\r\n"), "STAT sizes_status disabled\r\nEND\r\n");
+}
+
+// An item given a new CAS where it is (md with I, a lease passed on after its
+// holder timed out) joins the histogram then, and leaves it when removed: the
+// counts never go below zero.
+TEST_F(ExecutorTest, StatsSizesFollowsCasChangedInPlace) {
+  Run("set k 0 0 1\r\n1\r\n");
+  Run("stats sizes_enable\r\n");
+  EXPECT_EQ(Run("md k I\r\n"), "HD\r\n");
+  EXPECT_EQ(Run("stats sizes\r\n"), "STAT 64 1\r\nEND\r\n");
+  EXPECT_EQ(Run("mg k v\r\n"), "VA 1 X W\r\n1\r\n");
+  clock_.AdvanceSeconds(6);   // past lease_timeout: the next reader gets the lease with a new CAS
+  EXPECT_EQ(Run("mg k\r\n"), "HD X W\r\n");
+  EXPECT_EQ(Run("stats sizes\r\n"), "STAT 64 1\r\nEND\r\n");
+  Run("delete k\r\n");
+  EXPECT_EQ(Run("stats sizes\r\n"), "END\r\n");
+}
+
+TEST_F(ExecutorTest, StatsSizesEnableNeedsCas) {
+  server_.settings.cas_enabled = false;
+  EXPECT_EQ(Run("stats sizes_enable\r\n"),
+            "STAT sizes_status error\r\nSTAT sizes_error cas_support_disabled\r\n");
   EXPECT_EQ(Run("stats sizes\r\n"), "STAT sizes_status disabled\r\nEND\r\n");
 }
 
