@@ -72,9 +72,7 @@ bool ExtPath(OptionParse& p) {
   file.size_bytes = count > 0 ? static_cast<uint64_t>(count) * unit : 0;
   file.size_has_unit = unit != 0;   // checked once -o compat is known
   file.free_bucket = free_bucket;    // so is this
-  const uint64_t pages = file.size_bytes / p.settings.ext.page_size;
-  file.page_count = pages > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(pages);
-  p.settings.ext.files.push_back(std::move(file));
+  p.settings.ext.files.push_back(std::move(file));   // its page_count once the page size is known
   return true;
 }
 
@@ -98,9 +96,7 @@ constexpr OptionRow kExtstoreRows[] = {
     {.name = "ext_page_size", .help = "size in megabytes of storage pages. (default: {default})",
      .help_default = [](const ProtocolSettings& d) { return std::to_string(d.ext.page_size >> 20); },
      .apply = [](OptionParse& p) {
-       if (!p.settings.ext.files.empty()) {
-         return p.Fail("Must specify ext_page_size before any ext_path arguments");
-       }
+       if (!p.settings.ext.files.empty()) p.ext_page_size_after_path = true;
        // memcached divides by a page size of 0; herdless refuses it.
        return (ExtNumber<&E::page_size, 1u << 20>(p) && p.settings.ext.page_size != 0) || BadExt(p);
      }},
@@ -155,10 +151,10 @@ constexpr OptionRow kExtstoreRows[] = {
 
 std::span<const OptionRow> ExtstoreRows() { return kExtstoreRows; }
 
-bool CheckExtstoreOptions(OptionParse* p) {
-  ProtocolSettings& s = p->settings;
-  ExtstoreSettings& ext = s.ext;
-  if (!ext.enabled()) return true;
+// storage_conf_parse's refusals, which memcached makes (exit 1) as it reads the -o list.
+bool CheckExtstoreAsRead(OptionParse* p) {
+  const ProtocolSettings& s = p->settings;
+  const ExtstoreSettings& ext = s.ext;
   for (const FlashFile& f : ext.files) {
     // 1.6.18's storage_conf_parse, as it reads the -o list: it knows no
     // coldcompact or old bucket and takes no bucket but the default.
@@ -169,6 +165,11 @@ bool CheckExtstoreOptions(OptionParse* p) {
                           : "Unknown extstore bucket: " + std::string(FlashBucketName(f.free_bucket))) +
                    "\nfailed to parse ext_path argument");
   }
+  if (p->ext_page_size_after_path && !s.latest()) {
+    // 1.6.18 counts a file's pages as it reads the file (1.6.45 once every option is known).
+    p->exit_status = EXIT_FAILURE;
+    return p->Fail("Must specify ext_page_size before any ext_path arguments");
+  }
   if (s.latest()) {
     // 1.6.45's storage_conf_parse refuses a size without a unit (":1GB") as it reads the -o list.
     for (const FlashFile& f : ext.files) {
@@ -178,7 +179,18 @@ bool CheckExtstoreOptions(OptionParse* p) {
                      "failed to parse ext_path argument");
     }
   }
-  // storage_check_config, then extstore_init's checks, in memcached's words.
+  return true;
+}
+
+// storage_check_config, in memcached's words.
+bool CheckExtstoreConfig(OptionParse* p) {
+  ProtocolSettings& s = p->settings;
+  ExtstoreSettings& ext = s.ext;
+  if (!ext.enabled()) return true;
+  for (FlashFile& f : ext.files) {
+    const uint64_t pages = f.size_bytes / ext.page_size;
+    f.page_count = pages > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(pages);
+  }
   if (s.item_size_max > ext.wbuf_size) {
     return p->Fail("-I (item_size_max: " + std::to_string(s.item_size_max) +
                    ") cannot be larger than ext_wbuf_size: " + std::to_string(ext.wbuf_size));
@@ -188,7 +200,14 @@ bool CheckExtstoreOptions(OptionParse* p) {
     // 1.6.45 refuses a file of no whole page (":0m"); 1.6.18 starts with it.
     if (s.latest() && f.page_count == 0) return p->Fail("supplied ext_path has zero size, cannot use");
   }
-  // extstore_init's refusals: memcached's storage_init exits 1, not EX_USAGE.
+  return true;
+}
+
+// extstore_init's refusals: memcached's storage_init exits 1, not EX_USAGE.
+bool CheckExtstoreInit(OptionParse* p) {
+  ProtocolSettings& s = p->settings;
+  ExtstoreSettings& ext = s.ext;
+  if (!ext.enabled()) return true;
   auto init_fails = [p](std::string_view why) {
     p->exit_status = EXIT_FAILURE;
     return p->Fail("Failed to initialize external storage: " + std::string(why));

@@ -71,6 +71,7 @@ class OptionParse {
   int slab_min_size = 48;                    // -n, the least -o slab_sizes may give
   bool slab_sizes_given = false;             // -o slab_sizes, with or without a value
   std::string slab_sizes;
+  bool ext_page_size_after_path = false;     // 1.6.18 refuses it, 1.6.45 takes it
 
   bool Fail(std::string message);
   bool FailGetopt(std::string message);   // getopt's own words: an unknown flag, a missing value
@@ -144,14 +145,21 @@ std::span<const OptionRow> SuboptionRows();
 std::span<const std::string_view> IgnoredSuboptions();
 // memcached's extstore -o keys (extstore_options.cc); SuboptionRows ends with them.
 std::span<const OptionRow> ExtstoreRows();
-// memcached's extstore checks once every option is known (with ext_path only).
-bool CheckExtstoreOptions(OptionParse* p);
+// memcached's extstore checks once every option is known (with ext_path
+// only), in the three places memcached makes them: the refusals it makes as
+// it reads the -o list, storage_check_config's, and extstore_init's (after
+// every other check of the options).
+bool CheckExtstoreAsRead(OptionParse* p);
+bool CheckExtstoreConfig(OptionParse* p);
+bool CheckExtstoreInit(OptionParse* p);
 // memcached's tuning flags (-f -n -L -N; FlagRows ends with them) and -o keys
 // (hot_lru_pct .. temporary_ttl, lru_crawler_sleep, hashpower, ...), in
 // tuning_options.cc, and its checks of them once every option is known.
 std::span<const OptionRow> TuningFlagRows();
 std::span<const OptionRow> TuningKeyRows();
 bool CheckTuningOptions(OptionParse* p);
+// -N against -t: memcached's first check after the last option.
+bool CheckNapiIds(OptionParse* p);
 
 // -o wait_timeout_ms follows lease_timeout unless given; when leases never
 // time out, a parked reader still waits no longer than the default lease.

@@ -299,14 +299,20 @@ bool ApplyArguments(int argc, char** argv, OptionParse* p) {
   return true;
 }
 
-// memcached's checks once every option is known, in memcached's order and words.
-bool CheckSizesAndPorts(OptionParse* p) {
-  ProtocolSettings& s = p->settings;
+// memcached's checks once every option is known, in memcached's order and words
+// (ParseOptions calls them in that order).
+bool CheckItemSizeMax(OptionParse* p) {
+  const ProtocolSettings& s = p->settings;
   if (s.item_size_max < kItemSizeMin) return p->Fail("Item max size cannot be less than 1024 bytes.");
   if (s.item_size_max > s.max_bytes / 2) {
     return p->Fail("Cannot set item size limit higher than 1/2 of memory max.");
   }
   if (s.item_size_max > kItemSizeMax) return p->Fail("Cannot set item size limit higher than a gigabyte.");
+  return true;
+}
+
+bool CheckPorts(OptionParse* p) {
+  ProtocolSettings& s = p->settings;
   // memcached: -U without -p serves TCP on the UDP port too.
   if (p->udp_port_given && s.udp_port != 0 && !p->tcp_port_given) s.tcp_port = s.udp_port;
   if (s.tcp_port > 65535) return p->Fail("ERROR: Invalid port number " + std::to_string(s.tcp_port) + ".");
@@ -521,9 +527,11 @@ bool ParseOptions(int argc, char** argv, Options* options, OptionError* error) {
   bool ok = ApplyArguments(argc, argv, &parse);
   if (ok && options->action == Options::Action::kRun) {
     parse.exit_status = EX_USAGE;   // memcached exits so from its checks after getopt
-    ok = CheckSizesAndPorts(&parse) && CheckSlabChunkMax(&parse) && CheckTuningOptions(&parse) &&
-         CheckAuthentication(&parse) && CheckExtstoreOptions(&parse) &&
-         CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse);
+    // (CheckExtstoreAsRead's are made as memcached reads the options: they exit 1.)
+    ok = CheckExtstoreAsRead(&parse) && CheckNapiIds(&parse) &&
+         CheckItemSizeMax(&parse) && CheckSlabChunkMax(&parse) && CheckExtstoreConfig(&parse) &&
+         CheckTuningOptions(&parse) && CheckAuthentication(&parse) && CheckPorts(&parse) &&
+         CheckExtstoreInit(&parse) && CheckStampedeAndSnapshot(&parse) && BuildListeners(&parse);
   }
   *error = OptionError{parse.error, parse.exit_status, parse.getopt_error};
   return ok;

@@ -112,8 +112,12 @@ constexpr SettingLine kSettings[] = {
     Option("ssl_enabled"), Option("ssl_chain_cert"), Option("ssl_key"), Option("ssl_verify_mode"),
     Option("ssl_keyformat"), Option("ssl_ciphers"), Option("ssl_ca_cert"), Option("ssl_wbuf_size"),
     Option("ssl_session_cache"), Option("ssl_kernel_tls"), Option("ssl_min_version"),
-    {"num_napi_ids",   // 1.6.18 prints the number with %s
-     [](const V& v, std::string_view n, W* w) { w->Add(n, v.settings.latest() ? "0" : "(null)"); }},
+    {"num_napi_ids",   // 1.6.18 prints the number with %s: "(null)" for 0 (and crashes on another)
+     [](const V& v, std::string_view n, W* w) {
+       const int ids = v.settings.num_napi_ids;
+       if (ids == 0 && !v.settings.latest()) w->Add(n, "(null)");
+       else w->Add(n, uint64_t(ids));
+     }},
     Option("memory_file"),
     {"client_flags_size",   // 1.6.45: bytes of client flags an item keeps
      [](const V& v, std::string_view n, W* w) {

@@ -73,9 +73,8 @@ constexpr OptionRow kTuningFlags[] = {
      .apply = [](OptionParse& p) { return p.NoteIgnored(); }, .ignored = true},
     {.flag = 'N', .name = "napi-ids", .arg = Arg::kRequired, .value = "<num>",
      .apply = [](OptionParse& p) {
-       if (std::atoi(std::string(p.value).c_str()) <= 0) {
-         return p.Fail("Maximum number of NAPI IDs must be greater than 0");
-       }
+       p.settings.num_napi_ids = std::atoi(std::string(p.value).c_str());
+       if (p.settings.num_napi_ids <= 0) return p.Fail("Maximum number of NAPI IDs must be greater than 0");
        return p.NoteIgnored();
      },
      .ignored = true},
@@ -233,6 +232,13 @@ std::span<const OptionRow> TuningFlagRows() { return kTuningFlags; }
 std::span<const OptionRow> TuningKeyRows() { return kTuningKeys; }
 
 // memcached's checks once every option is known, in its order.
+bool CheckNapiIds(OptionParse* p) {
+  const ProtocolSettings& s = p->settings;
+  if (s.num_napi_ids <= s.num_threads) return true;
+  return p->Fail("Number of napi_ids(" + std::to_string(s.num_napi_ids) +
+                 ") cannot be greater than number of threads(" + std::to_string(s.num_threads) + ")");
+}
+
 bool CheckTuningOptions(OptionParse* p) {
   if (!CheckSlabSizes(p)) return false;
   const MachinerySettings& m = p->settings.machinery;

@@ -87,6 +87,7 @@ struct ProtocolSettings {
   uint64_t max_bytes = 64u << 20;
   int max_connections = 1024;
   int num_threads = 4;             // -t: the most worker threads to run
+  int num_napi_ids = 0;            // -N: checked against -t and shown, nothing else
   int io_path = kIoEpoll;          // -o io: kIoAuto, kIoUring, kIoEpoll (daemon/option_table.cc);
                                    // once the daemon started, the path it runs (1 or 2)
   bool exact_threads = false;      // -o exact_threads: run -t workers even beyond

@@ -53,6 +53,15 @@ REFUSED = [
     ["-o", "slab_sizes=10-100"], ["-o", "slab_sizes=100-abc"], ["-o", "slab_sizes=100-90"],
     ["-o", "slab_sizes=100-104"], ["-o", "slab_sizes=100-600000"], ["-n", "200", "-o", "slab_sizes=100-300"],
     ["-B", "foo"],                            # EX_USAGE at once
+    ["-N", "5", "-t", "4"],
+    # two errors: the one memcached checks first is named
+    ["-I", "10", "-N", "5", "-t", "4"],
+    ["-I", "10", "-o", "ext_path={tmp}/ext:64m:compact"],
+    ["-U", "5", "-o", "ext_path={tmp}/ext:64m,slab_sizes=x"],
+    ["-p", "70000", "-o", "hot_lru_pct=70,warm_lru_pct=70"],
+    ["-p", "70000", "-S", "-B", "ascii"],
+    ["-p", "70000", "-o", "ext_page_size=2,ext_path={tmp}/ext:64m"],
+    ["-p", "70000", "-o", "ext_path={tmp}/ext:64m,ext_page_size=2"],
 ]
 
 # Refused with memcached's exit status but herdless's own words: for -Y (1, from authfile_load) it

@@ -12,6 +12,11 @@
 namespace herdless {
 namespace {
 
+// memcached's extstore checks, in the order the parser makes them.
+bool CheckExtstore(OptionParse* parse) {
+  return CheckExtstoreAsRead(parse) && CheckExtstoreConfig(parse) && CheckExtstoreInit(parse);
+}
+
 // Applies `-o list` and memcached's checks after the last option, without
 // the refusal of the unbuilt tier: what memcached would accept.
 Parsed Check(const std::string& list, std::vector<std::string> flags = {}) {
@@ -21,7 +26,7 @@ Parsed Check(const std::string& list, std::vector<std::string> flags = {}) {
     if (flags[i] == "-I") p.options.protocol.item_size_max = std::stoul(flags[i + 1]);
     if (flags[i] == "-U") p.options.protocol.udp_port = std::stoi(flags[i + 1]);
   }
-  p.ok = parse.ApplySuboptions(list) && CheckExtstoreOptions(&parse);
+  p.ok = parse.ApplySuboptions(list) && CheckExtstore(&parse);
   p.error = parse.error;
   return p;
 }
@@ -175,12 +180,16 @@ TEST(ExtstoreOptionsTest, Compat1645RefusesSizesOf1618) {
       Parsed p;
       OptionParse check(&p.options);
       check.exit_status = 64;   // as the parser sets it for the checks after the last option
-      const bool ok = check.ApplySuboptions(list) && CheckExtstoreOptions(&check);
+      const bool ok = check.ApplySuboptions(list) && CheckExtstore(&check);
       EXPECT_FALSE(ok) << list;
       EXPECT_EQ(check.error, c.error_1645) << list;
       EXPECT_EQ(check.exit_status, c.exit_1645) << list;
     }
   }
+  // 1.6.45 counts the pages once every option is known: a page size after the files counts.
+  Parsed later = Check("ext_path=/tmp/a:1g,ext_page_size=8,compat=1.6.45");
+  ASSERT_TRUE(later.ok) << later.error;
+  EXPECT_EQ(later.options.protocol.ext.files[0].page_count, 128u);
   Parsed p = Check("compat=1.6.45,ext_path=/tmp/a:1g,ext_path=/tmp/b:64g");
   ASSERT_TRUE(p.ok) << p.error;
   EXPECT_EQ(p.options.protocol.ext.compact_under, 10u);   // 1,024 pages of the last file

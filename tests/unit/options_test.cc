@@ -510,6 +510,22 @@ TEST(OptionsTest, RefusalsExitAndPrintAsMemcached) {
        "Cannot use UDP with extstore enabled (-U 0 to disable)\n"},
       {{"-o", "ext_page_size=2,ext_path=/tmp/a:64m"}, 1,
        "Failed to initialize external storage: page_size must be divisible by wbuf_size\n"},
+      {{"-N", "5", "-t", "4"}, 64, "Number of napi_ids(5) cannot be greater than number of threads(4)\n"},
+      // A line with two errors names the one memcached checks first (both versions' order):
+      // the -o list's own refusals, -N, -I, slab_chunk_max, storage_check_config, slab_sizes,
+      // the LRU keys, SASL and -Y, the port, extstore_init.
+      {{"-I", "10", "-N", "5", "-t", "4"}, 64,
+       "Number of napi_ids(5) cannot be greater than number of threads(4)\n"},
+      {{"-I", "10", "-o", "ext_path=/tmp/a:64m:compact"}, 1,
+       "ext_path only presently supports the default bucket\nfailed to parse ext_path argument\n"},
+      {{"-U", "5", "-o", "ext_path=/tmp/a:64m,slab_sizes=x"}, 64,
+       "Cannot use UDP with extstore enabled (-U 0 to disable)\n"},
+      {{"-p", "70000", "-o", "hot_lru_pct=70,warm_lru_pct=70"}, 64,
+       "hot_lru_pct + warm_lru_pct cannot be more than 80% combined\n"},
+      {{"-p", "70000", "-S", "-B", "ascii"}, 64, "ERROR: You cannot allow the ASCII protocol while using SASL.\n"},
+      {{"-p", "70000", "-o", "ext_page_size=2,ext_path=/tmp/a:64m"}, 64, "ERROR: Invalid port number 70000.\n"},
+      {{"-p", "70000", "-o", "ext_path=/tmp/a:64m,ext_page_size=2"}, 1,
+       "Must specify ext_page_size before any ext_path arguments\n"},
   };
   for (const Row& row : rows) {
     Parsed p = Parse(row.args);
@@ -517,6 +533,16 @@ TEST(OptionsTest, RefusalsExitAndPrintAsMemcached) {
     EXPECT_EQ(p.refused.exit_status, row.exit_status) << row.printed;
     EXPECT_EQ(p.refused.Printed("prog"), row.printed);
   }
+}
+
+// -N is memcached's NAPI ID count: herdless takes it, checks it against -t as
+// memcached does and shows it in `stats settings`, and does nothing else with it.
+TEST(OptionsTest, NapiIdsAreCheckedAgainstThreads) {
+  EXPECT_TRUE(Parse({"-N", "4", "-t", "4"}).ok);
+  EXPECT_TRUE(Parse({"-t", "8", "-N", "5"}).ok);
+  EXPECT_EQ(Parse({"-N", "4", "-t", "4"}).options.protocol.num_napi_ids, 4);
+  EXPECT_FALSE(Parse({"-N", "5"}).ok);   // memcached's default -t is 4
+  EXPECT_EQ(Parse({}).options.protocol.num_napi_ids, 0);
 }
 
 TEST(OptionsTest, MissingValuesAreErrors) {
