@@ -110,7 +110,10 @@ std::string AbsolutePath(const std::string& path) {
 
 // The pid file is opened before daemonizing, so a bad path is reported on the
 // terminal, and written after it, so it holds the daemon's pid. Like
-// memcached it is created after root is dropped: -u's user can remove it.
+// memcached it is created after root is dropped: -u's user can remove it; and
+// like memcached, a pid file that cannot be written is reported and the server
+// runs without it (a copy of Debian's memcached.conf names one in
+// /var/run/memcached, which herdless's systemd unit may not write).
 FILE* OpenPidFile(const std::string& path) {
   FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) {
@@ -120,13 +123,11 @@ FILE* OpenPidFile(const std::string& path) {
   return f;
 }
 
-bool WritePidFile(FILE* f, const std::string& path) {
+void WritePidFile(FILE* f, const std::string& path) {
   std::fprintf(f, "%ld\n", static_cast<long>(getpid()));
   if (std::fclose(f) != 0) {
     Log(LogLevel::kError, "Could not close the pid file %s: %s", path.c_str(), std::strerror(errno));
-    return false;
   }
-  return true;
 }
 
 int Main(int argc, char** argv) {
@@ -189,8 +190,8 @@ int Main(int argc, char** argv) {
   }
 
   const std::string pid_file = AbsolutePath(options.pid_file);
-  FILE* pid_stream = nullptr;
-  if (!pid_file.empty() && (pid_stream = OpenPidFile(pid_file)) == nullptr) return EX_CANTCREAT;
+  FILE* pid_stream = pid_file.empty() ? nullptr : OpenPidFile(pid_file);
+  const bool pid_file_ours = pid_stream != nullptr;   // only a file it wrote is removed at exit
   if (options.daemonize && !Daemonize(options.enable_coredumps, options.verbosity > 0)) {
     Log(LogLevel::kError, "failed to daemon() in order to daemonize");
     return EXIT_FAILURE;
@@ -198,11 +199,11 @@ int Main(int argc, char** argv) {
   if (options.lock_memory && mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
     Log(LogLevel::kWarning, "-k invalid, mlockall() failed: %s", std::strerror(errno));
   }
-  if (pid_stream != nullptr && !WritePidFile(pid_stream, pid_file)) return EXIT_FAILURE;
+  if (pid_stream != nullptr) WritePidFile(pid_stream, pid_file);
 
   int rc = server.Run();
 
-  if (!pid_file.empty() && unlink(pid_file.c_str()) != 0) {
+  if (pid_file_ours && unlink(pid_file.c_str()) != 0) {
     Log(LogLevel::kNotice, "Could not remove the pid file %s: %s", pid_file.c_str(),
         std::strerror(errno));
   }

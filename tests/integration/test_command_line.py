@@ -7,7 +7,8 @@ after the last flag). Both servers get the same argv[0] (a symlink named `memcac
 
 -d -P, as an init script starts memcached: the command returns 0 at once, the pid file names the
 daemon, which serves values of every size on every connection (on the io_uring path too: its
-rings are made before the fork), and SIGTERM ends it and removes the pid file.
+rings are made before the fork), and SIGTERM ends it and removes the pid file. A pid file that
+cannot be written is reported and the server serves, as memcached does.
 """
 
 import os
@@ -107,6 +108,22 @@ def daemonized(r):
             r.check(not os.path.exists(pid_file), "and it removes its pid file")
 
 
+def unwritable_pid_file(r):
+    """A -P file that cannot be written (a copy of Debian's memcached.conf names
+    /var/run/memcached/memcached.pid): memcached says so and serves; so does herdless, and at
+    its stop it removes no file it did not write."""
+    path = "/nonexistent-herdless-dir/memcached.pid"
+    with harness.start_memcached(["-P", path]) as m:
+        with harness.Conn(m.port) as c:
+            r.equal(c.call(b"set k 0 0 1\r\nv\r\n"), b"STORED\r\n", "memcached -P unwritable: serves")
+    d = harness.start_herdless(["-P", path])
+    with harness.Conn(d.port) as c:
+        r.equal(c.call(b"set k 0 0 1\r\nv\r\n"), b"STORED\r\n", "herdless -P unwritable: serves")
+    status, log = d.stop_with(signal.SIGTERM)
+    r.check(status == 0 and "Could not open the pid file %s" % path in log and "remove" not in log,
+            "the pid file is reported at start, nothing removed at the stop", log[-1000:])
+
+
 def serves_values(r, port):
     """Values of 1 B to 300 KB (many of the io_uring path's 4 KB receive buffers) set on one
     connection and read back on another."""
@@ -167,6 +184,7 @@ def sock_cookie_id(r):
 
 def body(r):
     daemonized(r)
+    unwritable_pid_file(r)
     sock_cookie_id(r)
     with tempfile.TemporaryDirectory() as tmp:
         # getopt prints argv[0]: give both the same one.

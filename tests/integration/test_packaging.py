@@ -244,6 +244,7 @@ def check_config_file(r, exec_start_argv, workdir):
                 "-o classic_stampede=stale,stale_grace=60\n"
                 "# -c 5\n"
                 "-l 127.0.0.1\n"
+                "-P /var/run/memcached/memcached.pid\n"   # Debian's: not writable here, reported
                 "-I 2m\n"
                 "-c 100")  # no final newline
     notify = NotifySocket()
