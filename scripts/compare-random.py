@@ -3,7 +3,7 @@
 their replies compared (a yardstick run by hand, not part of scripts/test.sh).
 
     /usr/bin/python3 scripts/compare-random.py [--memcached PATH] [--herdless PATH]
-        [--herdless-args "..."] [--latest | --binary] [--mangle] [--split] [--first SEED] [--seeds N] [--steps N]
+        [--herdless-args "..."] [--latest] [--binary] [--mangle] [--split] [--first SEED] [--seeds N] [--steps N]
 
 Each seed is one connection to each server (both flushed first) and up to --steps requests drawn
 from that seed: the text storage, retrieval, arithmetic, touch and delete commands and mg, ms, md
