@@ -92,11 +92,9 @@ def with_files(tags, run):
 
 def compare_tiered_start(results):
     def run(paths):
-        d = harness.start_herdless(["-U", "0", "-o", "compat=1.6.45," + TIERED_OPTS % tuple(paths)])
-        try:
+        opts = "compat=1.6.45," + TIERED_OPTS % tuple(paths)
+        with harness.start_herdless(["-U", "0", "-o", opts]) as d:
             results.equal(start_lines(d.port), TIERED_START_1645, "at start, 1.6.45's lines for four tiered files")
-        finally:
-            d.stop()
     with_files(["tier-a", "tier-b", "tier-c", "tier-d"], run)
 
 
@@ -105,9 +103,8 @@ def check_compact_file(results):
     written; the default file runs out of free pages and its half-empty pages are compacted
     into the compact file's."""
     def run(paths):
-        d = harness.start_herdless(["-m", "128", "-U", "0", "-o", COMMON + ",ext_path=%s:32m:default,"
-                                    "ext_path=%s:32m:compact" % tuple(paths)])
-        try:
+        with harness.start_herdless(["-m", "128", "-U", "0", "-o", COMMON + ",ext_path=%s:32m:default,"
+                                     "ext_path=%s:32m:compact" % tuple(paths)]) as d:
             with harness.Conn(d.port) as c:
                 set_values(c, b"a", 600)
                 set_values(c, b"b", 600)
@@ -125,8 +122,6 @@ def check_compact_file(results):
                               repr(buckets))
                 check_read_back(results, c, b"a", 600, "compact file")
                 check_read_back(results, c, b"c", 500, "compact file")
-        finally:
-            d.stop()
     with_files(["cmp-default", "cmp-compact"], run)
 
 
@@ -135,9 +130,8 @@ def check_cold_and_old(results):
     free page and nothing to defragment, its oldest page's values move on, those read to the old
     file and those never read to the coldcompact one."""
     def run(paths):
-        d = harness.start_herdless(["-m", "128", "-U", "0", "-o", COMMON + ",ext_path=%s:16m:default,"
-                                    "ext_path=%s:16m:coldcompact,ext_path=%s:16m:old" % tuple(paths)])
-        try:
+        with harness.start_herdless(["-m", "128", "-U", "0", "-o", COMMON + ",ext_path=%s:16m:default,"
+                                     "ext_path=%s:16m:coldcompact,ext_path=%s:16m:old" % tuple(paths)]) as d:
             with harness.Conn(d.port) as c:
                 set_values(c, b"n", 300)
                 results.check(wait_written(c, 300) >= 300, "cold/old: 300 values written to flash")
@@ -154,8 +148,6 @@ def check_cold_and_old(results):
                 hits = check_read_back(results, c, b"n", 300, "cold/old")
                 results.check(hits > 0, "cold/old: the rescued values still read back", str(hits))
                 check_read_back(results, c, b"m", 400, "cold/old")
-        finally:
-            d.stop()
     with_files(["co-default", "co-cold", "co-old"], run)
 
 
