@@ -11,7 +11,9 @@ ops/s of both servers, so their ratio says little; CPU/op still compares
 them) and the share of the machine's CPU time the hypervisor stole (a round
 with much of it is not comparable). After each preset's rounds it counts each server's
 system calls over a fixed number of requests (--syscall-requests, `perf stat`
-on the syscall tracepoints of all its threads) and prints them per request.
+on the syscall tracepoints of all its threads) and prints them per request, with
+how it waits: its context switches, the high-resolution timers it starts and the
+timer interrupts that land on it, a request.
 --memcached PATH picks the reference server (e.g. 1.6.45 built from source);
 --herdless-args adds flags to herdless only (e.g. "-o io=epoll"). Load generator: memtier_benchmark ($MEMTIER or on PATH); without it,
 Debian's memcaslap (fewer figures; said in the output).
@@ -92,6 +94,18 @@ def stolen_seconds():
 
 SYSCALL_EVENTS = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{n}" for n in (
     "read", "recvfrom", "sendmsg", "writev", "write", "epoll_wait", "io_uring_enter")]
+# How a server waits: its threads' context switches, the high-resolution timers they start
+# (an io_uring wait with a time-out starts one) and the timer interrupts that land on them.
+WAIT_EVENTS = {"context-switches": "switches", "timer:hrtimer_start": "timers",
+               "irq_vectors:local_timer_entry": "timer_irqs"}
+
+
+def countable(event):
+    """Whether perf can count `event` here: a software event, or a tracepoint tracefs lists."""
+    if ":" not in event:
+        return True
+    return any(os.path.isdir(os.path.join(root, "events", *event.split(":")))
+               for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"))
 
 
 def count_syscalls(pid, run):
@@ -101,8 +115,9 @@ def count_syscalls(pid, run):
         return None
     with tempfile.NamedTemporaryFile(suffix=".perf", delete=False) as tf:
         out = tf.name
+    events = SYSCALL_EVENTS + [e for e in WAIT_EVENTS if countable(e)]
     perf = subprocess.Popen(["perf", "stat", "-x", ",", "-o", out, "-p", str(pid),
-                             "-e", ",".join(SYSCALL_EVENTS)],
+                             "-e", ",".join(events)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)   # perf attaches to every thread
     try:
@@ -115,7 +130,8 @@ def count_syscalls(pid, run):
         for line in f:
             parts = line.strip().split(",")
             if len(parts) >= 3 and parts[0].isdigit():
-                name = parts[2].split(":")[-1].replace("sys_enter_", "").replace("sys_enter", "all")
+                name = WAIT_EVENTS.get(parts[2]) or \
+                    parts[2].split(":")[-1].replace("sys_enter_", "").replace("sys_enter", "all")
                 counts[name] = int(parts[0])
     os.unlink(out)
     return counts if "all" in counts else None
@@ -127,9 +143,12 @@ def syscall_line(name, counts, requests, cpu):
     split = f"cpu user {user / requests * 1e6:.2f} kernel {kern / requests * 1e6:.2f} s/Mop"
     if counts is None:
         return f"  syscalls {name:9s} (perf cannot count system calls here)  {split}"
+    waits = set(WAIT_EVENTS.values())
     parts = " ".join(f"{k} {v / requests:.3f}" for k, v in sorted(counts.items())
-                     if k != "all" and v)
-    return (f"  syscalls {name:9s} {counts['all'] / requests:.3f}/request ({parts})  {split}")
+                     if k != "all" and k not in waits and v)
+    wait_parts = " ".join(f"{k} {counts[k] / requests:.3f}" for k in WAIT_EVENTS.values() if k in counts)
+    return (f"  syscalls {name:9s} {counts['all'] / requests:.3f}/request ({parts})  {split}"
+            + (f"\n  waits    {name:9s} {wait_parts} /request" if wait_parts else ""))
 
 
 def make_certs(directory):
