@@ -33,12 +33,14 @@ namespace {
 
 using namespace binary;
 
-// An error reply: memcached's write_bin_error, never silenced.
+// An error reply: memcached's write_bin_error, never silenced, after which
+// memcached writes its replies out (its items are no longer referenced).
 void Error(ReplyBuffer* out, uint8_t opcode, uint32_t opaque, uint16_t status,
            std::string_view message = {}) {
   if (message.empty()) message = BinaryStatusMessage(status);
   AppendBinaryHeader(out, opcode, status, 0, 0, static_cast<uint32_t>(message.size()), opaque, 0);
   out->Append(message);
+  out->ReleaseHeld();
 }
 
 void Error(ReplyBuffer* out, const BinaryRequest& req, uint16_t status,
@@ -204,6 +206,7 @@ void BinaryExecutor::Execute(const BinaryRequest& req, ReplyBuffer* out,
       return;
     case kNoop:
       Success(out, req, 0);
+      out->ReleaseHeld();   // memcached's Noop flushes the replies before it
       return;
     case kVersion:
       Success(out, req, 0, ServerVersion(server_->Settings()));
@@ -274,6 +277,7 @@ void BinaryExecutor::Retrieve(const BinaryRequest& req, ReplyBuffer* out,
   std::memcpy(head + kHeaderSize + kFlagsSize, req.key.data(), keylen);
   out->Append(std::string_view(head, kHeaderSize + kFlagsSize + keylen));
   if (value_len > 0) out->AppendItemBytes(std::move(r.item), r.value);
+  out->Hold(r.cas);   // memcached's reply references the item until it is sent
 }
 
 // Set, Add, Replace (a CAS makes any of them a compare-and-swap).
@@ -387,6 +391,7 @@ void BinaryExecutor::Arithmetic(const BinaryRequest& req, ReplyBuffer* out) {
   ar.incr = incr;
   ar.delta = req.delta;
   ar.compare_cas = req.cas;
+  ar.referenced = out->held();
   if (req.exptime != kNoAutoCreate) {
     ar.create_on_miss = true;
     ar.initial = req.initial;

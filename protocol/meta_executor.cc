@@ -222,6 +222,7 @@ void ExecuteGet(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
     return;
   }
   CountRead(stats, opts.has_touch, /*hit=*/true);
+  out->Hold(r.cas);   // memcached's reply references the item until it is sent
 
   // 1.6.45 (-o compat=1.6.45): C<cas> makes the value conditional, HD when
   // the client's copy is current (1.6.18 ignores C on mg).
@@ -466,6 +467,7 @@ void ExecuteArithmetic(ItemStore* store, ThreadStats* stats, const WatchContext&
     return;
   }
   ar.key_hash = key_hash;
+  ar.referenced = out->held();
   const ArithResult r = store->Arithmetic(ar);
   watch.Lookup(req.key, r.found);
   // memcached's ma stores the new number without a TTL and sets N's after: its line says ttl=0.

@@ -46,6 +46,7 @@ struct ReplyQueue {
   size_t head = 0;
   std::vector<Chunk> chunks;   // oldest first: chunks still referenced by segments
   std::vector<size_t> message_ends;   // TrackMessages: pending byte counts
+  std::vector<uint64_t> held;   // Hold(): CASes of the items the owed replies show
 };
 
 namespace {
@@ -274,11 +275,23 @@ void ReplyBuffer::Consume(size_t n) {
   if (queue_ != nullptr) CompactSegments();
 }
 
+void ReplyBuffer::Hold(uint64_t cas) { Queue().held.push_back(cas); }
+
+void ReplyBuffer::ReleaseHeld() {
+  if (queue_ != nullptr) queue_->held.clear();
+}
+
+std::span<const uint64_t> ReplyBuffer::held() const {
+  if (queue_ == nullptr) return {};
+  return queue_->held;
+}
+
 void ReplyBuffer::CompactSegments() {
   ReplyQueue& q = *queue_;
   if (empty()) {
     q.segments.clear();
     q.head = 0;
+    q.held.clear();
     tail_ = tail_end_ = nullptr;
     // Everything is written: keep the newest chunk (if standard-sized) for the
     // next replies (ReleaseIdle gives it back when the connection waits).
@@ -312,6 +325,7 @@ void ReplyBuffer::Reset(bool keep_chunk) {
   q.segments.clear();
   q.head = 0;
   q.message_ends.clear();
+  q.held.clear();
   const size_t keep = keep_chunk && !q.chunks.empty() && q.chunks.back().capacity == kChunkSize ? 1 : 0;
   while (q.chunks.size() > keep) DropOldestChunk();
   if (keep == 1) q.chunks.front().used = 0;

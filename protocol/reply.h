@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -74,6 +75,15 @@ class ReplyBuffer {
   int FillIovecs(struct iovec* iov, int max) const;
   // Drops `n` written bytes from the front, releasing items fully sent.
   void Consume(size_t n);
+
+  // memcached keeps a reference to each item an unsent reply shows, and
+  // rewrites a number in place only in an item nobody else references
+  // (ArithRequest::referenced). Hold() notes a shown item by its CAS (unique
+  // to it) until everything owed is written, or until ReleaseHeld() at a
+  // point where memcached flushes its replies (mn).
+  void Hold(uint64_t cas);
+  void ReleaseHeld();
+  std::span<const uint64_t> held() const;
 
   // UDP: memcached sends each response object (a command's reply; each key
   // of a multi-key get) as its own run of datagrams. With TrackMessages(true)

@@ -131,6 +131,9 @@ void Retrieve(const TextContext& c, const Request& req, ReplyBuffer* out, Proces
     AppendValueLine(key, r.client_flags, r.value.size(), with_cas,
                     settings.cas_enabled ? r.cas : 0, out);
     out->AppendItemBytes(std::move(r.item), r.value);
+    // 1.6.18 writes a get's replies before it reads the next request (no
+    // item stays referenced); 1.6.45 holds them with the batch's others.
+    if (req.latest) out->Hold(r.cas);
     owes_value_end = true;
   }
   out->Append(owes_value_end ? std::string_view("\r\nEND\r\n") : std::string_view("END\r\n"));
@@ -292,6 +295,7 @@ void Arithmetic(ItemStore* store, ThreadStats* stats, const WatchContext& watch,
   ar.key_hash = key_hash;
   ar.incr = incr;
   ar.delta = req.delta;
+  ar.referenced = out->held();
   const ArithResult r = store->Arithmetic(ar);
   watch.Lookup(req.key, r.found);
   switch (r.status) {
@@ -515,7 +519,10 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kMetaNoop:
     case Command::kMetaDebug:
       ExecuteMeta(c.store, c.stats, req, out, &c.watch, c.warm, outcome, c.park, c.key_hash);
-      if (req.command == Command::kMetaNoop) c.batch_output = out->pending_bytes();
+      if (req.command == Command::kMetaNoop) {
+        c.batch_output = out->pending_bytes();
+        out->ReleaseHeld();
+      }
       return;
     case Command::kLeaseGet:
       LeaseGet(c.store, c.stats, c.server->Settings(), &c.server->prefix_stats(), c.warm, req, out,

@@ -32,7 +32,8 @@ against herdless with --herdless-args "-o compat=1.6.45".
 Differences that come from memcached, not herdless (docs/reliability.md):
 - an incr or decr that shortens a number: memcached rewrites the item in place (the value keeps its
   length, padded with spaces) unless another thread holds a reference to it at that moment (its
-  LRU maintainer, crawler), when it writes a new item of the exact length; herdless always pads.
+  LRU maintainer, crawler), when it writes a new item of the exact length; herdless pads unless a
+  reply of the same batch shows the item (an mg's, a 1.6.45 get's), as memcached.
   Later `get`s, `h` and the length differ. A new item is unread, so after any incr, decr or ma
   that met such a reference, `h` on an item read before says 0 in memcached and 1 in herdless
   (seed 8096: alike with memcached's `-o no_lru_maintainer`).

@@ -446,10 +446,13 @@ ArithResult ItemStore::Impl::Arithmetic(const ArithRequest& req) {
     const size_t len =
         static_cast<size_t>(std::to_chars(digits, digits + sizeof(digits), value).ptr - digits);
     // memcached rewrites a number in place when it still fits, padding with
-    // spaces ("10" decr 1 reads "9 "), and marks the item accessed now; a
-    // longer one gets a new item, made afresh as append's: unread, not stale,
-    // its lease ended (the number is the key's new value).
-    const bool fits_in_place = live && len <= ItemAt(*f.slot).value_len();
+    // spaces ("10" decr 1 reads "9 "), and marks the item accessed now,
+    // unless a reply not yet sent references the item; a longer one, or one
+    // so referenced, gets a new item, made afresh as append's: unread, not
+    // stale, its lease ended (the number is the key's new value).
+    const bool fits_in_place = live && len <= ItemAt(*f.slot).value_len() &&
+                               std::find(req.referenced.begin(), req.referenced.end(),
+                                         ItemAt(*f.slot).cas()) == req.referenced.end();
     fields.value_len = static_cast<uint32_t>(fits_in_place ? ItemAt(*f.slot).value_len() : len);
     fields.last_access = ClampStoreTime(t.now_s);
     res.ttl_before = TtlAt(fields.exptime, t.now_tick);

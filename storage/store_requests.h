@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "storage/item.h"
@@ -210,6 +211,10 @@ struct ArithRequest {
   int64_t exptime = 0;
   uint64_t new_cas = 0;           // the new value's CAS instead of the counter's (0 = counter)
   uint64_t key_hash = 0;          // as StoreRequest::key_hash
+  // CASes of items the caller's unsent replies still show: memcached rewrites
+  // a shorter number in place only in an item nobody else references, and
+  // writes a new item of the number's length otherwise.
+  std::span<const uint64_t> referenced;
 };
 
 enum class ArithStatus : uint8_t { kOk, kNotFound, kNonNumeric, kExists, kNoMemory };

@@ -190,6 +190,30 @@ TEST_F(BinaryExecutorTest, CasRoundTripAcrossProtocols) {
   EXPECT_EQ(stats_.cas_hits.Get(), 2u);
 }
 
+// A get's reply references its item until memcached writes the batch out
+// (at its end, at a Noop or an error reply): a decrement of that item then
+// writes a new one of the number's length rather than padding it in place.
+TEST_F(BinaryExecutorTest, ADecrementOfAnItemShownEarlierInTheBatchIsNotPadded) {
+  struct Case {
+    std::string batch;
+    std::string value;
+  } cases[] = {
+      {"", "99 "},
+      {Packet(kGet, "n"), "99"},
+      {Packet(kGetQ, "n"), "99"},
+      {Packet(kTouch, "n", Be(0, 4)), "99"},
+      {Packet(kGet, "n") + Packet(kGetK, "zz"), "99"},   // a GetK miss is no error
+      {Packet(kGet, "n") + Packet(kNoop), "99 "},
+      {Packet(kGet, "n") + Packet(kGet, "zz"), "99 "},
+      {Packet(kGet, "n") + Packet(kDeleteQ, "zz"), "99 "},
+  };
+  for (const Case& c : cases) {
+    Run(Set(kSet, "n", "100"));
+    Run(c.batch + Incr(kDecrement, "n", 1));
+    EXPECT_EQ(One(Packet(kGet, "n")).value, c.value) << c.batch.size();
+  }
+}
+
 TEST_F(BinaryExecutorTest, IncrementAndDecrement) {
   const Response created = One(Incr(kIncrement, "n", 5, 10, 0));
   EXPECT_EQ(created.status, kSuccess);

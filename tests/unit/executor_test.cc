@@ -258,6 +258,47 @@ TEST_F(ExecutorTest, IncrDecrAnswerTheNewValue) {
   EXPECT_EQ(stats_.decr_misses.Get(), 1u);
 }
 
+// memcached's replies reference the items they show until they are written:
+// an mg's (and, in 1.6.45, a get's) until the batch is flushed (at its end,
+// or at an mn; 1.6.18 flushes after each get), and an incr or decr of a
+// referenced item writes a new item of the number's length, not padded.
+TEST_F(ExecutorTest, ADecrOfAnItemShownEarlierInTheBatchIsNotPadded) {
+  struct Case {
+    std::string_view batch;
+    std::string_view value;
+  } cases[] = {
+      {"decr n 1\r\n", "99 "},
+      {"mg n v\r\ndecr n 1\r\n", "99"},
+      {"mg n\r\nma n MD\r\n", "99"},
+      {"mg n v\r\nmn\r\ndecr n 1\r\n", "99 "},
+      {"mg n v\r\nset n 0 0 3\r\n100\r\ndecr n 1\r\n", "99 "},
+      {"mg n v\r\ndecr n 1\r\ndecr n 1\r\n", "98"},
+      {"mg o v\r\ndecr n 1\r\n", "99 "},
+      {"get n\r\ndecr n 1\r\n", "99 "},   // 1.6.18 has written the get's reply
+  };
+  for (const Case& c : cases) {
+    Run("set n 0 0 3\r\n100\r\nset o 0 0 1\r\n1\r\n");
+    Run(c.batch);
+    const std::string got = Run("mg n v\r\n");
+    EXPECT_EQ(got.substr(got.find('\n') + 1), std::string(c.value) + "\r\n") << c.batch;
+  }
+  // The next pass comes after the write: nothing is referenced any more.
+  Run("set n 0 0 3\r\n100\r\n");
+  Run("mg n v\r\n");
+  Run("decr n 1\r\n");
+  EXPECT_EQ(Run("mg n v\r\n"), "VA 3\r\n99 \r\n");
+
+  // 1.6.45 holds a get's items with the batch's other replies.
+  server_.settings.compat = Compat::k1645;
+  Executor latest(&store_, &server_, &stats_);
+  for (std::string_view read : {"get n\r\n", "gets n\r\n", "gat 0 n\r\n", "gats 0 o n\r\n"}) {
+    Run("set n 0 0 3\r\n100\r\n");
+    latest.Process(std::string(read) + "decr n 1\r\n", &out_, SIZE_MAX, 0);
+    Drain(&out_);
+    EXPECT_EQ(Run("mg n v\r\n"), "VA 2\r\n99\r\n") << read;
+  }
+}
+
 TEST_F(ExecutorTest, TouchAnswersTouchedOrNotFound) {
   Run("set k 0 10 1\r\nx\r\n");
   EXPECT_EQ(Run("touch k 100\r\n"), "TOUCHED\r\n");

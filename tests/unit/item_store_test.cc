@@ -728,6 +728,33 @@ TEST_F(ItemStoreTest, TotalItemsCountsAnIncrOnlyWhenTheNumberOutgrowsItsItem) {
   EXPECT_EQ(store_->Stats().total_items, 2u);
 }
 
+// memcached rewrites a shorter number in place only in an item no unsent
+// reply references; a referenced one is replaced by a new item of the
+// number's length, unread (its CAS names it: another item's is no matter).
+TEST_F(ItemStoreTest, AnIncrOfAReferencedItemWritesANewItem) {
+  const uint64_t shown = Put("n", "100").cas;
+  Read("n");
+  const uint64_t others[] = {shown + 1000};
+  ArithRequest req;
+  req.key = "n";
+  req.incr = false;
+  req.referenced = others;
+  ASSERT_EQ(store_->Arithmetic(req).status, ArithStatus::kOk);
+  EXPECT_EQ(Get("n"), "99 ");   // in place
+  EXPECT_EQ(store_->Stats().total_items, 1u);
+
+  const uint64_t held[] = {Read("n").cas};
+  req.referenced = held;
+  ASSERT_EQ(store_->Arithmetic(req).status, ArithStatus::kOk);
+  ReadOptions peek;
+  peek.kind = ReadKind::kMeta;
+  peek.bump = false;
+  const ReadResult r = store_->Read("n", peek);
+  EXPECT_EQ(r.value, "98");
+  EXPECT_FALSE(r.fetched_before);
+  EXPECT_EQ(store_->Stats().total_items, 2u);
+}
+
 // memcached 1.6.18 and 1.6.45: an incr marks the item accessed; one whose
 // number outgrows the item makes a new item, unread and not stale.
 TEST_F(ItemStoreTest, IncrIsAnAccessAndAGrownNumberIsANewItem) {

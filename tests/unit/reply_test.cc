@@ -170,6 +170,29 @@ TEST(ReplyLineTest, WritesOnlyAtItsEndOrWhenDestroyed) {
   EXPECT_EQ(Pending(buf), "HD\r\nEN");
 }
 
+// The items an unsent reply shows are held until everything owed is written
+// (or ReleaseHeld(): a point where memcached flushes).
+TEST(ReplyBufferTest, HeldItemsLastUntilTheRepliesAreWritten) {
+  ReplyBuffer out;
+  EXPECT_TRUE(out.held().empty());
+  out.Append("VA 1\r\nx\r\n");
+  out.Hold(7);
+  out.Append("VA 1\r\ny\r\n");
+  out.Hold(9);
+  EXPECT_EQ(std::vector<uint64_t>(out.held().begin(), out.held().end()), (std::vector<uint64_t>{7, 9}));
+  out.Consume(5);
+  EXPECT_EQ(out.held().size(), 2u);   // still owed
+  out.Consume(out.pending_bytes());
+  EXPECT_TRUE(out.held().empty());
+  out.Append("HD\r\n");
+  out.Hold(11);
+  out.ReleaseHeld();
+  EXPECT_TRUE(out.held().empty());
+  out.Hold(12);
+  out.Clear();
+  EXPECT_TRUE(out.held().empty());
+}
+
 TEST(ReplyBufferTest, ItemBytesAreSentInPlaceBetweenCopies) {
   Item* item = MakeItem("key", Large("hello"));
   ReplyBuffer buf;
