@@ -323,6 +323,7 @@ class ItemStore::Impl {
   // after took_ms), or keeps it (a new item with kItemTokenSent: granted_ms).
   struct LeaseHandover {
     bool fulfilled = false;
+    bool measured = false;         // fulfilled within lease_timeout: took_ms is a recompute time
     uint32_t took_ms = 0;
     uint16_t mean_before_ms = 0;   // the key's recompute time before this sample (fulfilled)
     uint32_t granted_ms = 0;
@@ -340,6 +341,9 @@ class ItemStore::Impl {
                                        ItemView item, uint8_t state, uint8_t freq, const LeaseHandover& lease,
                                        const Times& t, bool counts_as_new = true);
   StoreResult StoreConcat(const StoreRequest& req);
+  // md I: the item stays as a stale value, its lease cancelled by a new CAS
+  // (`new_cas`, which it can hold, or 0: drawn).
+  void InvalidateLocked(Shard& shard, uint64_t* slot, uint64_t new_cas);
   // Delete's empty_value (md x): the found item replaced by an empty one.
   Placement EmptyValueLocked(ShardLock& lock, int attempt, Shard& shard, uint64_t hash, const Found& f,
                              const DeleteRequest& req, const Times& t);

@@ -179,6 +179,12 @@ void ItemStore::Impl::LinkStubLocked(Shard& shard, uint64_t hash, const Placed& 
 
 void ItemStore::Impl::HitLocked(Shard& shard, uint64_t* slot, const Found& found, const ReadOptions& opts,
                                 int32_t touch_exptime, const Times& t, double u, ReadResult* r) {
+  // A touch moves the expiry of a value kept past it (stale_grace): the value
+  // stays stale, as memcached keeps an md I'd one stale through a touch.
+  // (A classic-mode read touches only a fresh value: AccessLocked.)
+  if (found.presence == Found::kExpiredInGrace && opts.has_touch && opts.kind != ReadKind::kClassicLease) {
+    *slot = slot::WithState(*slot, slot::State(*slot) | kItemStale);
+  }
   Hit hit = AccessLocked(shard, slot, found.hash, opts, touch_exptime, t, r);
   const bool classic = opts.kind == ReadKind::kClassic;
   // Classic reads ignore staleness entirely (memcached §1.7.11).
@@ -270,6 +276,9 @@ void ItemStore::Impl::DecideLeaseLocked(Shard& shard, Hit& h, bool stale, const 
   if (d.verdict == LeaseVerdict::kHeld && opts.held_lease != 0 && h.item.cas() == opts.held_lease) {
     d.verdict = LeaseVerdict::kWin;   // its own live lease, given back (no new grant)
   } else if (d.verdict == LeaseVerdict::kWin) {
+    // lease-get's tokens 0 and 1 mean "no lease" and "a hot miss": a CAS a
+    // client chose (E) as either is redrawn before it becomes the token.
+    if (opts.kind == ReadKind::kLeaseGet && h.item.cas() <= 1) SetCasLocked(shard, h.item, NextCas());
     GrantLeaseLocked(shard, h, view, d, t);
   }
   r->lease = d.verdict;

@@ -186,10 +186,14 @@ ItemStore::Impl::LeaseHandover ItemStore::Impl::EndLeaseLocked(const Shard& shar
                                                                ItemFields* fields, const Times& t) const {
   LeaseHandover lease;
   if (!Has(old_slot, kItemTokenSent)) return lease;
+  const uint32_t granted_ms = LeaseGrantedLocked(shard, old_slot);
   lease.fulfilled = true;
-  lease.took_ms = t.now_ms - LeaseGrantedLocked(shard, old_slot);
+  lease.took_ms = t.now_ms - granted_ms;
   lease.mean_before_ms = fields->delta_ms;
-  fields->delta_ms = SmoothDelta(fields->delta_ms, lease.took_ms);
+  // A store after the lease timed out (its holder gone, nobody took over)
+  // measures how long the key went without one, not the recompute.
+  lease.measured = LeaseLive(config_.lease, granted_ms, t.now_ms);
+  if (lease.measured) fields->delta_ms = SmoothDelta(fields->delta_ms, lease.took_ms);
   return lease;
 }
 
@@ -197,7 +201,9 @@ uint64_t ItemStore::Impl::ReplaceLocked(Shard& shard, uint64_t hash, const Found
                                         ItemView item, uint8_t state, uint8_t freq, const LeaseHandover& lease,
                                         const Times& t, bool counts_as_new) {
   if (lease.fulfilled) {
-    shard.recompute_spread = SmoothSpread(shard.recompute_spread, lease.took_ms, lease.mean_before_ms);
+    if (lease.measured) {
+      shard.recompute_spread = SmoothSpread(shard.recompute_spread, lease.took_ms, lease.mean_before_ms);
+    }
     CountFulfilledLocked(shard, ItemAt(*f.slot).cas(), item, lease.took_ms, t);
   }
   if (f.slot != nullptr) UnlinkLocked(shard, f.slot);
@@ -301,6 +307,17 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
       UnlinkLocked(shard, f.slot);  // expired, as memcached sees it
       return Answer(DeleteStatus::kNotFound);
     }
+    if (f.presence == Found::kExpiredInGrace) {
+      // md I of a value kept stale past its expiry: it stays stale and
+      // expired (a T would make it a live value to classic reads), but its
+      // lease ends with a new CAS, so that a store with the old token fails.
+      // Not found, as memcached sees it (so a client's E is not kept); a C
+      // that does not match changes nothing.
+      const bool cas_matches = !(req.compare_cas != 0 || req.compare_zero_cas) ||
+                               req.compare_cas == ItemAt(*f.slot).cas();
+      if (cas_matches) InvalidateLocked(shard, f.slot, 0);
+      return Answer(DeleteStatus::kNotFound);
+    }
     if (req.removed != nullptr && !req.removed->live) {   // a stale value md I keeps
       *req.removed = LiveItem(ItemAt(*f.slot));
     }
@@ -331,18 +348,26 @@ DeleteStatus ItemStore::Impl::Delete(const DeleteRequest& req) {
       }
       item = ItemAt(*f.slot);
     }
-    const uint64_t s = *f.slot;
-    if (Has(s, kItemTokenSent)) {
-      shard.leases_out--;
-      DropLeaseLocked(shard, s);
-    }
-    *f.slot = slot::WithState(s, (slot::State(s) | kItemStale) & ~kItemTokenSent);
-    WakeLocked(shard, item.key());  // the lease is cancelled
-    SetCasLocked(shard, item, new_cas != 0 ? new_cas : NextCas());
+    InvalidateLocked(shard, f.slot, new_cas);
     if (req.has_ttl) item.set_exptime(new_exptime);
     return Answer(DeleteStatus::kDeleted);
   });
   return answer;
+}
+
+// Marks the item at `slot` stale and cancels its lease (parked readers wake
+// to compete for the next), with a new CAS (`new_cas`, or drawn: 0) that
+// supersedes the token. The item must be able to hold that CAS.
+void ItemStore::Impl::InvalidateLocked(Shard& shard, uint64_t* slot, uint64_t new_cas) {
+  const uint64_t s = *slot;
+  if (Has(s, kItemTokenSent)) {
+    shard.leases_out--;
+    DropLeaseLocked(shard, s);
+  }
+  *slot = slot::WithState(s, (slot::State(s) | kItemStale) & ~kItemTokenSent);
+  ItemView item = ItemAt(*slot);
+  WakeLocked(shard, item.key());
+  SetCasLocked(shard, item, new_cas != 0 ? new_cas : NextCas());
 }
 
 // md x: a new, empty item in the old one's place, as memcached stores one

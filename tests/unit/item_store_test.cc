@@ -1082,6 +1082,31 @@ TEST_F(ItemStoreTest, AFulfilledLeaseSmoothsTheSpreadOnceWhenItsPlacementRetries
   EXPECT_DOUBLE_EQ(store_->RecomputeSpreads()[0], spread);
 }
 
+// The recompute time is the time from grant to fulfil: a store that comes
+// after the lease timed out (its holder gone, nobody took over) is no sample,
+// neither of the key's time nor of its shard's spread.
+TEST_F(ItemStoreTest, AStoreAfterTheLeaseTimedOutIsNoRecomputeTime) {
+  config_.lease.lease_timeout_ms = 5000;
+  config_.shard_bits = 0;
+  Reset();
+  ASSERT_EQ(Read("k", ReadKind::kLeaseGet).lease, LeaseVerdict::kWin);
+  clock_.AdvanceMicros(40 * 1000);
+  ASSERT_EQ(Put("k", "v").status, StoreStatus::kStored);
+  EXPECT_EQ(Read("k", ReadKind::kMeta).recompute_ms, 40);
+  const double spread = store_->RecomputeSpreads()[0];
+
+  DeleteRequest stale;
+  stale.key = "k";
+  stale.mark_stale = true;
+  ASSERT_EQ(store_->Delete(stale), DeleteStatus::kDeleted);
+  ASSERT_EQ(Read("k", ReadKind::kLeaseGet).lease, LeaseVerdict::kWin);
+  clock_.AdvanceSeconds(6);
+  ASSERT_EQ(Put("k", "w").status, StoreStatus::kStored);
+  EXPECT_EQ(Read("k", ReadKind::kMeta).recompute_ms, 40);
+  EXPECT_DOUBLE_EQ(store_->RecomputeSpreads()[0], spread);
+  EXPECT_EQ(store_->Stats().lease_fulfilled, 2u);   // it did end the lease
+}
+
 TEST_F(ItemStoreTest, DeleteOfAPlaceholderIsNotFoundButCancelsTheLease) {
   const uint64_t token = Read("k", ReadKind::kLeaseGet).cas;
   EXPECT_EQ(Del("k"), DeleteStatus::kNotFound);

@@ -272,6 +272,49 @@ TEST_F(StampedeTest, StaleModeXFetchWinnerGetsAMissOthersTheFreshValue) {
   EXPECT_EQ(store_->Stats().lease_fulfilled, 1u);
 }
 
+// A meta touch of a value kept past its expiry moves the expiry, but the
+// value stays stale (X), as memcached keeps an md I'd one through a touch:
+// lease-get still sees a hot miss, and a dead winner's lease passes on.
+TEST_F(StampedeTest, ATouchLeavesAValueInStaleGraceStale) {
+  config_.stale_grace_s = 30;
+  config_.lease.lease_timeout_ms = 1000;
+  Reset();
+  Run("set g 0 1 3\r\nold\r\n");
+  clock_.AdvanceSeconds(2);
+  EXPECT_EQ(Run("mg g v T30 t\r\n"), "VA 3 t30 X W\r\nold\r\n");
+  EXPECT_EQ(Run("mg g v t\r\n"), "VA 3 t30 Z X\r\nold\r\n");
+  EXPECT_EQ(TokenOf(Run("lease-get g\r\n")), 1u);
+  clock_.AdvanceSeconds(2);   // the winner never stores
+  EXPECT_EQ(Run("mg g v t\r\n"), "VA 3 t28 X W\r\nold\r\n");
+}
+
+// md I of a value kept past its expiry: not found, as memcached sees it; the
+// value stays stale and expired (a classic get still misses), and the lease
+// on it ends, so that the old token's store fails.
+TEST_F(StampedeTest, InvalidatingAValueInStaleGraceEndsItsLeaseOnly) {
+  config_.stale_grace_s = 30;
+  Reset();
+  Run("set g 0 1 3\r\nold\r\n");
+  clock_.AdvanceSeconds(2);
+  const uint64_t token = TokenOf(Run("lease-get g\r\n"));
+  ASSERT_GT(token, 1u);
+  EXPECT_EQ(Run("md g I T30\r\n"), "NF\r\n");
+  EXPECT_EQ(Run("get g\r\n"), "END\r\n");
+  EXPECT_EQ(Run("mg g v t\r\n"), "VA 3 t-1 X W\r\nold\r\n");   // still expired; a new winner
+  EXPECT_EQ(Run("lease-set g " + std::to_string(token) + " 0 60 3\r\nnew\r\n"), "NOT_STORED\r\n");
+}
+
+// lease-get's tokens 0 and 1 mean "no lease" and "a hot miss": a CAS a
+// client chose as 1 (E1) is redrawn before it becomes a winner's token.
+TEST_F(StampedeTest, ALeaseGetTokenIsNeverOne) {
+  Run("set k 0 0 3\r\nold\r\n");
+  EXPECT_EQ(Run("md k I E1\r\n"), "HD\r\n");
+  const uint64_t token = TokenOf(Run("lease-get k\r\n"));
+  EXPECT_GT(token, 1u);
+  EXPECT_EQ(TokenOf(Run("lease-get k\r\n")), 1u);   // the others: a hot miss
+  EXPECT_EQ(Run("lease-set k " + std::to_string(token) + " 0 0 3\r\nnew\r\n"), "STORED\r\n");
+}
+
 TEST_F(StampedeTest, OffModeLeavesGetAsMemcached) {
   config_.stale_grace_s = 30;
   Reset();
