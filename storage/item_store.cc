@@ -297,8 +297,19 @@ void ItemStore::Impl::ShardLock::UnlockAndDeliver() {
   for (Index::Retired& r : retired) r.Release();
 }
 
-void ItemStore::Impl::SetLeaseLocked(Shard& shard, uint64_t s, uint32_t granted_ms) {
-  if (shard.leases.Set(slot::LocationKey(s), granted_ms)) pool_->Charge(LeaseTable::kEntryBytes);
+void ItemStore::Impl::SetLeaseLocked(Shard& shard, uint64_t s, uint32_t granted_ms, bool early) {
+  if (shard.leases.Set(slot::LocationKey(s), granted_ms, early)) pool_->Charge(LeaseTable::kEntryBytes);
+}
+
+// Without a lease timeout (memcached's behaviour) a dead holder's lease would
+// keep the value forever: the value then goes at its expiry, as memcached's.
+bool ItemStore::Impl::ExpiredForAllLocked(const Shard& shard, uint64_t s, ItemView item, const Times& t) const {
+  if (!IsExpiredAt(item, t.now_tick)) return false;
+  if (Has(s, kItemPlaceholder | kItemNeedsValue)) return true;
+  if (!IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)) return false;
+  if (!Has(s, kItemTokenSent) || config_.lease.lease_timeout_ms == 0) return true;
+  const uint64_t location = slot::LocationKey(s);
+  return !shard.leases.Early(location) || !LeaseLive(config_.lease, shard.leases.GrantedAt(location), t.now_ms);
 }
 
 void ItemStore::Impl::DropLeaseLocked(Shard& shard, uint64_t s) {
@@ -336,7 +347,7 @@ ItemStore::Impl::Found ItemStore::Impl::LookupRestLocked(Shard& shard, uint64_t*
   }
   if (IsExpiredAt(item, t.now_tick)) {
     const bool stub = Has(*slot, kItemPlaceholder | kItemNeedsValue);
-    if (stub || IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)) {
+    if (ExpiredForAllLocked(shard, *slot, item, t)) {
       if (!stub) {
         f.carried_rate = CarriedRateLocked(shard, item, t, 0);
         RememberRateLocked(shard, hash, f.carried_rate, now_s);

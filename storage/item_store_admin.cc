@@ -99,8 +99,8 @@ size_t ItemStore::Impl::ReclaimExpired(size_t budget) {
   return removed;
 }
 
-// LookupLocked's rule: flushed, or expired beyond the stale grace (a stub as
-// soon as it expires). `by_crawler`: an lru_crawler crawl, whose removals are
+// LookupLocked's rule: flushed, or expired for every reader
+// (ExpiredForAllLocked). `by_crawler`: an lru_crawler crawl, whose removals are
 // memcached's crawler_reclaimed (flushed ones too; only expired ones are
 // expired_unfetched); otherwise the background reclaim, memcached's LRU
 // maintainer, whose removals are reclaimed.
@@ -115,9 +115,7 @@ bool ItemStore::Impl::CrawlItemLocked(Shard& shard, uint64_t* slot, const Times&
     c.crawler_items_checked++;
   }
   const bool flushed = IsFlushed(item, now_s);
-  if (!flushed && !(IsExpiredAt(item, t.now_tick) &&
-                    (Has(s, kItemPlaceholder | kItemNeedsValue) ||
-                     IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)))) {
+  if (!flushed && !ExpiredForAllLocked(shard, s, item, t)) {
     return false;
   }
   if (!by_crawler) {
@@ -180,9 +178,7 @@ size_t ItemStore::Impl::Walk(WalkCursor* cursor, size_t max_buckets,
       const uint64_t s = *slot;
       const ItemView item = ItemAt(s);
       const bool expired = IsExpiredAt(item, t.now_tick);
-      if (IsFlushed(item, now_s) ||
-          (expired && (Has(s, kItemPlaceholder | kItemNeedsValue) ||
-                       IsPastGraceAt(item, t.now_tick, config_.stale_grace_s))) ||
+      if (IsFlushed(item, now_s) || ExpiredForAllLocked(shard, s, item, t) ||
           (item.is_flash_stub() && !flash_stubs)) {   // no value in RAM (-o ext_path): only callers that want them
         return;
       }

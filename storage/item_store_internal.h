@@ -263,8 +263,14 @@ class ItemStore::Impl {
     return config_.events != nullptr && config_.events->Wants(kind);
   }
   static void WakeLocked(Shard& shard, std::string_view key);
-  // The side table of live leases' grant times, keyed by item location.
-  void SetLeaseLocked(Shard& shard, uint64_t slot, uint32_t granted_ms);
+  // The side table of live leases' grant times, keyed by item location;
+  // `early`: LeaseTable::Set's.
+  void SetLeaseLocked(Shard& shard, uint64_t slot, uint32_t granted_ms, bool early = false);
+  // Expired for every reader: a stub at once, a value beyond the stale grace
+  // unless an early recompute of it (XFetch, refresh-ahead) is still under
+  // way, for which it waits as a stale value: one recompute per expiry, and
+  // no reader meets a miss meanwhile. (Flushed items are gone as well.)
+  bool ExpiredForAllLocked(const Shard& shard, uint64_t slot, ItemView item, const Times& t) const;
   inline uint32_t LeaseGrantedLocked(const Shard& shard, uint64_t slot) const;
   void DropLeaseLocked(Shard& shard, uint64_t slot);
 

@@ -111,9 +111,7 @@ void ItemStore::Impl::EvictFromLocked(Shard& shard, uint64_t* slot, Segment* vic
   const uint64_t s = *slot;
   const ItemView item = ItemAt(s);
   const bool expired = IsExpiredAt(item, t.now_tick);
-  const bool gone = IsFlushed(item, now_s) ||
-                    (expired && (Has(s, kItemPlaceholder | kItemNeedsValue) ||
-                                 IsPastGraceAt(item, t.now_tick, config_.stale_grace_s)));
+  const bool gone = IsFlushed(item, now_s) || ExpiredForAllLocked(shard, s, item, t);
   // A foreign key (-o ring) goes at its first eviction pass, without a ghost:
   // it is here only while its owner is away, for at most foreign_ttl.
   const bool stale = Has(s, kItemStale) || expired || (!compact && IsForeign(item));

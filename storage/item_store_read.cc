@@ -294,7 +294,7 @@ void ItemStore::Impl::GrantLeaseLocked(Shard& shard, Hit& h, const LeaseView& vi
     *slot = slot::WithState(*slot, slot::State(*slot) | kItemTokenSent);
     shard.leases_out++;
   }
-  SetLeaseLocked(shard, *slot, t.now_ms);
+  SetLeaseLocked(shard, *slot, t.now_ms, /*early=*/d.by_xfetch || d.by_refresh);
   LeaseReason reason = d.by_xfetch         ? LeaseReason::kXFetch
                        : view.stale        ? LeaseReason::kStale
                        : view.needs_value  ? LeaseReason::kMiss

@@ -125,14 +125,20 @@ class LeaseTable {
   static constexpr size_t kEntryBytes = 64;
 
   // Records a grant; true when the location had no entry (a new charge).
-  bool Set(uint64_t location, uint32_t granted_ms) {
-    auto [it, inserted] = granted_.try_emplace(location, granted_ms);
-    if (!inserted) it->second = granted_ms;
+  // `early`: drawn on a value still fresh (XFetch, refresh-ahead), whose
+  // expiry then waits for the recompute (ItemStore: an awaited value).
+  bool Set(uint64_t location, uint32_t granted_ms, bool early = false) {
+    auto [it, inserted] = granted_.try_emplace(location, Grant{granted_ms, early});
+    if (!inserted) it->second = Grant{granted_ms, early};
     return inserted;
   }
   uint32_t GrantedAt(uint64_t location) const {
     auto it = granted_.find(location);
-    return it == granted_.end() ? 0 : it->second;
+    return it == granted_.end() ? 0 : it->second.ms;
+  }
+  bool Early(uint64_t location) const {
+    auto it = granted_.find(location);
+    return it != granted_.end() && it->second.early;
   }
   // True when there was an entry (its charge goes).
   bool Drop(uint64_t location) { return granted_.erase(location) != 0; }
@@ -140,14 +146,18 @@ class LeaseTable {
   void Move(uint64_t from, uint64_t to) {
     auto it = granted_.find(from);
     if (it == granted_.end()) return;
-    const uint32_t granted = it->second;
+    const Grant granted = it->second;
     granted_.erase(it);
     granted_[to] = granted;
   }
   size_t size() const { return granted_.size(); }
 
  private:
-  std::unordered_map<uint64_t, uint32_t> granted_;
+  struct Grant {
+    uint32_t ms;
+    bool early;
+  };
+  std::unordered_map<uint64_t, Grant> granted_;
 };
 
 }  // namespace herdless

@@ -180,6 +180,45 @@ TEST_F(StampedeTest, XFetchWinOnLeaseGetCarriesTheTokenAndTheFreshValue) {
   EXPECT_EQ(stats_.get_hits.Get(), 3u);
 }
 
+// A value whose early recompute (an XFetch win) is still under way when it
+// expires waits for it as a stale value: the others get a hot miss with it
+// (meta: Z X), nobody a second lease, and the winner's store is taken. Once
+// the lease is dead the value goes at its expiry, as without the draw.
+TEST_F(StampedeTest, AValueExpiringUnderAnXFetchRecomputeWaitsForIt) {
+  server_.settings.xfetch_beta = 1;
+  Run("set k 0 10 5\r\nfresh\r\n");
+  clock_.AdvanceSeconds(9);
+  random_.Script({1e-6});
+  const uint64_t token = TokenOf(Run("lease-get k\r\n"));
+  ASSERT_GT(token, 1u);
+  clock_.AdvanceSeconds(2);     // expired; the lease (5 s) is live
+  EXPECT_EQ(Run("lease-get k\r\n"), "LVALUE k 1 0 5\r\nfresh\r\nEND\r\n");
+  EXPECT_EQ(Run("mg k v N30\r\n"), "VA 5 Z X\r\nfresh\r\n");
+  EXPECT_EQ(Run("get k\r\n"), "END\r\n");   // classic get: expired is expired
+  EXPECT_EQ(Run("lease-set k " + std::to_string(token) + " 0 10 3\r\nnew\r\n"), "STORED\r\n");
+  EXPECT_EQ(Run("lease-get k\r\n"), "VALUE k 0 3\r\nnew\r\nEND\r\n");
+  EXPECT_EQ(store_->Stats().lease_grants, 1u);
+
+  // A winner that never stores: at its lease's end the value is gone.
+  clock_.AdvanceSeconds(9);
+  random_.Script({1e-6});
+  ASSERT_GT(TokenOf(Run("lease-get k\r\n")), 1u);
+  clock_.AdvanceSeconds(2);
+  EXPECT_EQ(Run("mg k v\r\n"), "VA 3 Z X\r\nnew\r\n");
+  clock_.AdvanceSeconds(4);     // the lease timed out
+  EXPECT_EQ(Run("mg k v\r\n"), "EN\r\n");
+}
+
+// memcached's own R window (and any lease without a timeout) is not waited
+// for: the value goes at its expiry, and the next reader wins, as memcached's.
+TEST_F(StampedeTest, AnRWindowWinIsNotWaitedFor) {
+  Run("set k 0 10 1\r\nv\r\n");
+  clock_.AdvanceSeconds(8);
+  EXPECT_EQ(Run("mg k v R30\r\n"), "VA 1 W\r\nv\r\n");
+  clock_.AdvanceSeconds(3);
+  EXPECT_EQ(Run("mg k v N30\r\n"), "VA 0 W\r\n\r\n");
+}
+
 TEST_F(StampedeTest, WithoutBetaLeaseGetNeverDraws) {
   Run("set k 0 10 1\r\nv\r\n");
   clock_.AdvanceSeconds(9);
