@@ -46,6 +46,25 @@ uint64_t BitOf(std::string_view key) {
   return XXH3_64bits(key.data(), key.size()) >> (64 - ChangeJournal::kBitsLog2);
 }
 
+// Every block of the file allocated, before the first store into the map: a
+// store into a page without a block must allocate one in the page fault,
+// and on a full file system that fault is SIGBUS, the whole process. So the
+// journal is never sparse (a journal of an earlier herdless, which punched
+// its bitmaps out, gets its holes filled here) and Clear zeroes in place.
+// It costs the file's full size on disk, 8 MiB + 4 KiB, from the start (a
+// sparse journal took as much once its bitmaps had been written all over).
+// This holds where a block, once allocated, is overwritten in place (ext4,
+// XFS, tmpfs); a copy-on-write file system (btrfs without nodatacow, ZFS)
+// needs a new block for each write, which no allocation ahead reserves.
+bool AllocateBlocks(int fd, const std::string& path, std::string* error) {
+  const int err = posix_fallocate(fd, 0, static_cast<off_t>(kFileSize));
+  if (err == 0) return true;
+  *error = Errno("cannot allocate the " + std::to_string(kFileSize) + " bytes of " + path +
+                     " (a change noted into a page without its block would kill herdless on a full disk)",
+                 err);
+  return false;
+}
+
 }  // namespace
 
 std::unique_ptr<ChangeJournal> ChangeJournal::Open(const std::string& path, std::string_view boot_id,
@@ -66,9 +85,13 @@ std::unique_ptr<ChangeJournal> ChangeJournal::Open(const std::string& path, std:
                     pread(fd, header, sizeof(header), 0) == static_cast<ssize_t>(sizeof(header)) &&
                     std::memcmp(header, kMagic, sizeof(kMagic)) == 0 &&
                     Load32(header + kVersionAt) == kVersion && Load32(header + kBitsAt) == kBitsLog2;
-  // Anything else starts a new journal: a sparse file of zeros.
+  // Anything else starts a new journal: a file of zeros.
   if (!ours && (ftruncate(fd, 0) != 0 || ftruncate(fd, static_cast<off_t>(kFileSize)) != 0)) {
     *error = Errno("cannot size " + path, errno);
+    close(fd);
+    return nullptr;
+  }
+  if (!AllocateBlocks(fd, path, error)) {
     close(fd);
     return nullptr;
   }
@@ -154,19 +177,18 @@ void ChangeJournal::Begin() { current_.store(1 - current_.load(std::memory_order
 
 void ChangeJournal::Commit() { Clear(1 - current_.load(std::memory_order_relaxed)); }
 
-// A bitmap is emptied by punching it out of the file (its pages leave the
-// page cache and read as zeros), so an idle journal costs no memory; where
-// the file system cannot punch, word by word. A change noted into it after
-// Begin was made before Begin, so the snapshot just committed holds it:
-// losing its bit to the clear is harmless.
+// A bitmap is emptied word by word in place, never punched out of the file
+// (AllocateBlocks: a hole would make the next change on a full disk a
+// SIGBUS). Only words that are set are written, so a page nothing was noted
+// into stays clean: the clear reads the 4 MiB bitmap into the page cache
+// (reclaimable) but dirties only the pages changes touched. A change noted
+// into it after Begin was made before Begin, so the snapshot just committed
+// holds it: losing its bit to the clear is harmless.
 void ChangeJournal::Clear(int i) {
-  const off_t at = static_cast<off_t>(kHeaderSize + static_cast<size_t>(i) * kBitmapBytes);
-  if (fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, static_cast<off_t>(kBitmapBytes)) != 0) {
-    uint64_t* words = Bitmap(i);
-    for (size_t w = 0; w < kBitmapBytes / 8; w++) {
-      std::atomic_ref<uint64_t> word(words[w]);
-      if (word.load(std::memory_order_relaxed) != 0) word.store(0, std::memory_order_relaxed);
-    }
+  uint64_t* words = Bitmap(i);
+  for (size_t w = 0; w < kBitmapBytes / 8; w++) {
+    std::atomic_ref<uint64_t> word(words[w]);
+    if (word.load(std::memory_order_relaxed) != 0) word.store(0, std::memory_order_relaxed);
   }
   AllFlag(i).store(0, std::memory_order_relaxed);
 }

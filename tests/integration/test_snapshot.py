@@ -18,6 +18,9 @@
   <file>.bad, starts empty and serves. A directory at the path: it starts, serves, logs and counts
   the failed writes (`snapshot_failures`). An unwritable directory (no journal can be made
   there): it starts empty, serves, logs why, the previous file untouched.
+- A full disk (a 16 MB tmpfs, skipped where it cannot be mounted): changes keep being served
+  (the journal's pages are allocated up front, no SIGBUS), writes fail and are counted, the
+  stop exits 0; full before the start: no journal, logged, serves.
 - Warm-up: a key that expired while herdless was down, within stale_grace, comes back
   stale: of 200 concurrent readers exactly one gets the lease (W), none a miss.
 - Read rates: a hot key's estimate (`mg r`, metadump's `rate=`) comes back, decayed over
@@ -31,6 +34,7 @@ import random
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 
@@ -376,6 +380,85 @@ def journal_unopenable(res):
     shutil.rmtree(state, ignore_errors=True)
 
 
+def mount_small_tmpfs(size):
+    """A tmpfs of `size` the daemon can write, or None where mounting is not permitted (not
+    root, a container): the caller then skips."""
+    d = make_state_dir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s,mode=0777" % size, "tmpfs", d],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if r.returncode != 0:
+        os.rmdir(d)
+        return None
+    return d
+
+
+def unmount(d):
+    subprocess.run(["umount", "-l", d], check=False)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def fill_up(d):
+    """Writes into `d` until its file system is full (another writer took the space)."""
+    with open(os.path.join(d, "filler"), "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"x" * 65536)
+        except OSError:
+            pass
+    with open(os.path.join(d, "filler"), "ab", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"x" * 512)
+        except OSError:
+            pass
+
+
+def full_disk(res):
+    """The snapshot's file system fills up while herdless runs: every kind of change still
+    works (each one lands in the change journal's mapped pages, which a full disk used to make
+    a SIGBUS), the periodic writes fail and are counted, the stop exits 0. And a disk already
+    full at start: no journal can be made, so it runs without one (logged) and serves."""
+    d = mount_small_tmpfs("16m")
+    if d is None:
+        harness.log("full disk: SKIPPED (cannot mount a tmpfs here)")
+        return
+    try:
+        path = os.path.join(d, "snapshot")
+        args = ["-v", "-m", "64", "-e", path, "-o", "snapshot_interval=1"]
+        dm = harness.start_herdless(args)
+        with harness.Conn(dm.port, timeout=WAIT) as c:
+            res.equal(fill(c, {b"early%d" % i: (b"v", 0, 0) for i in range(2000)}), 2000, "full disk: filled")
+            harness.wait_for(lambda: harness.stat(c, b"snapshot_writes") >= 2, WAIT, what="two periodic writes")
+            os.unlink(path)   # its space goes to the filler too
+            fill_up(d)
+            stored = fill(c, {b"late%d" % i: (b"v", 0, 0) for i in range(20000)})
+            res.equal(stored, 20000, "full disk: sets still stored")
+            res.equal(c.call(b"delete early1\r\n"), b"DELETED\r\n", "full disk: a delete")
+            res.equal(c.call(b"set n 0 0 1\r\n5\r\n"), b"STORED\r\n", "full disk: a set")
+            res.equal(c.call(b"incr n 1\r\n"), b"6\r\n", "full disk: an incr")
+            res.equal(c.call(b"touch late2 100\r\n"), b"TOUCHED\r\n", "full disk: a touch")
+            harness.wait_for(lambda: harness.stat(c, b"snapshot_failures") >= 1, WAIT, what="a failed write")
+            res.equal(c.call(b"flush_all\r\n"), b"OK\r\n", "full disk: a flush_all")
+            res.equal(c.call(b"set after 0 0 1\r\na\r\n"), b"STORED\r\n", "full disk: serves after all that")
+        status, log = dm.stop_with(signal.SIGTERM, WAIT)
+        res.equal(status, 0, "full disk: exits 0 (no SIGBUS)")
+        res.check("snapshot (stop) failed" in log, "full disk: the stop's failed write is logged", log[-2000:])
+
+        # Full before the start (a journal from before this fix would have had holes; here
+        # a new one is to be made): no room for it, so none.
+        os.unlink(path + ".changes")
+        fill_up(d)   # the journal's space too
+        dm = harness.start_herdless(args)
+        with harness.Conn(dm.port, timeout=WAIT) as c:
+            res.equal(fill(c, {b"k%d" % i: (b"v", 0, 0) for i in range(5000)}), 5000, "full at start: serves")
+        status, log = dm.stop_with(signal.SIGTERM, WAIT)
+        res.equal(status, 0, "full at start: exits 0")
+        res.check("no change journal (cannot allocate" in log and "No space left on device" in log,
+                  "full at start: the log says why", log[-2000:])
+    finally:
+        unmount(d)
+
+
 def serves(res, label, d):
     with harness.Conn(d.port) as c:
         res.equal(c.call(b"set x 0 0 2\r\nok\r\n"), b"STORED\r\n", label + ": serves sets")
@@ -579,6 +662,7 @@ def body(res):
     periodic_then_kill9(res)
     crash_leaves_out_changes(res)
     journal_unopenable(res)
+    full_disk(res)
     bad_files(res)
     stale_warm_up(res)
 

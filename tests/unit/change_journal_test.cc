@@ -1,12 +1,14 @@
 #include "storage/change_journal.h"
 
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -165,6 +167,113 @@ TEST_F(ChangeJournalTest, AnotherFileIsStartedOver) {
   ASSERT_EQ(stat(path_.c_str(), &st), 0);
   EXPECT_EQ(static_cast<size_t>(st.st_size),
             ChangeJournal::kHeaderSize + 2 * (size_t{1} << (ChangeJournal::kBitsLog2 - 3)));
+}
+
+constexpr size_t kJournalBytes = ChangeJournal::kHeaderSize + 2 * (size_t{1} << (ChangeJournal::kBitsLog2 - 3));
+
+size_t AllocatedBytes(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? static_cast<size_t>(st.st_blocks) * 512 : 0;
+}
+
+// Changes spread over every page of the current bitmap (20,000 keys over its
+// 1,024 pages).
+void NoteAllOver(ChangeJournal* j, const std::string& prefix) {
+  for (int i = 0; i < 20000; i++) j->Noted(prefix + std::to_string(i));
+}
+
+// A store into a journal page without a block is a SIGBUS on a full disk:
+// the file is allocated whole when opened (a sparse journal of an earlier
+// herdless included) and a committed snapshot clears it in place, never by
+// punching holes.
+TEST_F(ChangeJournalTest, ItsBlocksStayAllocated) {
+  {
+    const int fd = open(path_.c_str(), O_RDWR | O_CREAT, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, static_cast<off_t>(kJournalBytes)), 0);   // sparse, as they were left
+    close(fd);
+    auto j = Open();
+    j->MarkRunning();
+    j->Begin();
+    j->Commit();
+    j->MarkStopped();
+  }
+  auto j = Open();
+  EXPECT_EQ(j->found(), ChangeJournal::Found::kJournal);
+  EXPECT_GE(AllocatedBytes(path_), kJournalBytes);
+  j->MarkRunning();
+  NoteAllOver(j.get(), "a");
+  j->Begin();
+  j->Commit();   // the bitmap "a" went to is cleared
+  EXPECT_FALSE(j->MayHaveChanged("a1"));
+  EXPECT_GE(AllocatedBytes(path_), kJournalBytes);
+  j->MarkStopped();
+  EXPECT_GE(AllocatedBytes(path_), kJournalBytes);
+}
+
+// A small tmpfs of its own (root, as CI runs; skipped where mounting is not
+// permitted), unmounted at the end.
+class FullDiskTest : public ChangeJournalTest {
+ protected:
+  bool Mount(const char* size) {
+    mount_ = dir_ + "/fs";
+    if (mkdir(mount_.c_str(), 0700) != 0) return false;
+    mounted_ = mount("tmpfs", mount_.c_str(), "tmpfs", 0, size) == 0;
+    return mounted_;
+  }
+  ~FullDiskTest() override {
+    if (mounted_) umount2(mount_.c_str(), MNT_DETACH);
+    rmdir(mount_.c_str());
+  }
+  // Writes until the file system is full.
+  void Fill() {
+    const int fd = open((mount_ + "/filler").c_str(), O_WRONLY | O_CREAT, 0600);
+    ASSERT_GE(fd, 0);
+    const std::string block(4096, 'x');
+    while (write(fd, block.data(), block.size()) > 0) {
+    }
+    close(fd);
+  }
+  std::string mount_;
+  bool mounted_ = false;
+};
+
+// The reviewer's crash: a change noted after a committed snapshot, on a full
+// disk, into a page the commit had punched out of the file. In a child, so
+// that a SIGBUS fails the test instead of the run.
+TEST_F(FullDiskTest, AFullDiskNeverKillsTheProcess) {
+  if (!Mount("size=16m")) GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  const std::string path = mount_ + "/snapshot.changes";
+  EXPECT_EXIT(
+      {
+        std::string error;
+        auto j = ChangeJournal::Open(path, kBoot, &error);
+        if (j == nullptr) _exit(2);
+        j->MarkRunning();
+        NoteAllOver(j.get(), "before");
+        for (int round = 0; round < 3; round++) {
+          j->Begin();
+          j->Commit();
+          Fill();   // again: a punched bitmap would have freed its blocks
+          NoteAllOver(j.get(), "round" + std::to_string(round));
+        }
+        j->NotedAll();
+        j->MarkStopped();
+        _exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+// Too little space for the journal: it is not opened (the snapshotter then
+// runs without one, as docs/operations.md says), and says why.
+TEST_F(FullDiskTest, NoRoomForTheJournalIsAnErrorNotACrash) {
+  if (!Mount("size=4m")) GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  std::string error;
+  auto j = ChangeJournal::Open(mount_ + "/snapshot.changes", kBoot, &error);
+  EXPECT_EQ(j, nullptr);
+  EXPECT_NE(error.find("cannot allocate"), std::string::npos) << error;
+  EXPECT_NE(error.find("No space left on device"), std::string::npos) << error;
+  unlink((mount_ + "/snapshot.changes").c_str());
 }
 
 // The CAS values a run hands out after its last snapshot are never handed
