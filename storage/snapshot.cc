@@ -211,8 +211,10 @@ SnapshotWriteResult WriteSnapshot(ItemStore* store, const std::string& path,
   const auto start = std::chrono::steady_clock::now();
   SnapshotWriteResult result;
   const std::string tmp = path + ".tmp";
-  // The cache's contents: readable by its owner only.
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // The cache's contents: readable by its owner only. O_NONBLOCK: a FIFO
+  // left at <file>.tmp fails the write (ENXIO) instead of holding it, and a
+  // stop, until a reader appears; a regular file ignores it.
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0600);
   if (fd < 0) {
     result.error = Errno("cannot create " + tmp, errno);
     return result;
@@ -777,7 +779,9 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
 SnapshotLoadResult LoadSnapshot(ItemStore* store, const std::string& path,
                                 const SnapshotLoadOptions& options) {
   SnapshotLoadResult result;
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO (or a device) at the path must not hold the start up
+  // until a writer appears; it is refused below. A regular file ignores it.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     result.status = errno == ENOENT ? SnapshotLoadResult::Status::kMissing
                                     : SnapshotLoadResult::Status::kUnreadable;

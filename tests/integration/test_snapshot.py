@@ -17,7 +17,8 @@
   a checksum, empty, random bytes, another -m or -I): herdless logs why, moves the file to
   <file>.bad, starts empty and serves. A directory at the path: it starts, serves, logs and counts
   the failed writes (`snapshot_failures`). An unwritable directory (no journal can be made
-  there): it starts empty, serves, logs why, the previous file untouched.
+  there): it starts empty, serves, logs why, the previous file untouched. A FIFO at the path:
+  the start does not wait on it.
 - A full disk (a 16 MB tmpfs, skipped where it cannot be mounted): changes keep being served
   (the journal's pages are allocated up front, no SIGBUS), writes fail and are counted, the
   stop exits 0; full before the start: no journal, logged, serves.
@@ -459,6 +460,20 @@ def full_disk(res):
         unmount(d)
 
 
+def fifo_at_the_path(res):
+    """A FIFO where the snapshot should be: the start does not wait for a writer of it, logs
+    why, starts empty and serves; the stop's write replaces it with a snapshot."""
+    state = make_state_dir()
+    path = os.path.join(state, "snapshot")
+    os.mkfifo(path, 0o666)
+    d = harness.start_herdless(["-v", "-e", path])   # start_herdless waits until it accepts
+    serves(res, "a FIFO", d)
+    status, log = d.stop_with(signal.SIGTERM, WAIT)
+    res.check("not a regular file" in log and "starting empty" in log, "a FIFO: the log says why", log[-1500:])
+    res.check(os.path.isfile(path), "a FIFO: the stop's write replaced it")
+    shutil.rmtree(state, ignore_errors=True)
+
+
 def serves(res, label, d):
     with harness.Conn(d.port) as c:
         res.equal(c.call(b"set x 0 0 2\r\nok\r\n"), b"STORED\r\n", label + ": serves sets")
@@ -663,6 +678,7 @@ def body(res):
     crash_leaves_out_changes(res)
     journal_unopenable(res)
     full_disk(res)
+    fifo_at_the_path(res)
     bad_files(res)
     stale_warm_up(res)
 

@@ -346,6 +346,27 @@ TEST_F(SnapshotTest, MissingAndNonRegularFiles) {
   EXPECT_NE(l.error.find("not a regular file"), std::string::npos) << l.error;
 }
 
+// A FIFO at the path is refused at once: opening it to read used to wait for
+// a writer, and the start with it.
+TEST_F(SnapshotTest, AFifoIsRefusedWithoutWaiting) {
+  ASSERT_EQ(mkfifo(path_.c_str(), 0600), 0);
+  StoreConfig config;
+  TestStore b(config);
+  std::atomic<bool> done{false};
+  SnapshotLoadResult l;
+  std::thread load([&] {
+    l = LoadSnapshot(b.store.get(), path_, SnapshotLoadOptions());
+    done = true;
+  });
+  for (int i = 0; i < 500 && !done; i++) usleep(10000);
+  const bool returned = done;
+  if (!returned) close(open(path_.c_str(), O_WRONLY | O_NONBLOCK));   // lets a blocked open return
+  load.join();
+  EXPECT_TRUE(returned) << "LoadSnapshot waited for a writer of the FIFO";
+  EXPECT_EQ(l.status, SnapshotLoadResult::Status::kUnreadable);
+  EXPECT_NE(l.error.find("not a regular file"), std::string::npos) << l.error;
+}
+
 // A periodic snapshot walks while clients store and delete: every item that
 // was there the whole time is in it.
 TEST_F(SnapshotTest, WritingWhileClientsStoreAndDelete) {
