@@ -65,10 +65,13 @@ struct ExtstoreSettings {
   bool as_1645 = false;
 
   bool enabled() const { return !files.empty(); }
-  uint32_t page_count() const {
+  // In 64 bits, as memcached's temp_page_count: each file's count may be up
+  // to UINT32_MAX, and a sum wrapped to 32 bits would pass the "< 65536
+  // pages" check at start (CheckExtstoreInit) with an absurd ext_path.
+  uint64_t page_count() const {
     uint64_t n = 0;
     for (const FlashFile& f : files) n += f.page_count;
-    return static_cast<uint32_t>(n);
+    return n;
   }
 };
 

@@ -204,7 +204,7 @@ std::unique_ptr<FlashStore> FlashStore::OpenFiles(const ExtstoreSettings& settin
   // Pages interleave between the files (JBOD), as memcached's do: its list
   // of files is the -o list backwards, so page 0 is the last file's.
   std::vector<uint64_t> next_offset(left.size(), 0);
-  const uint32_t total = settings.page_count();
+  const uint64_t total = settings.page_count();   // < 65536: CheckExtstoreInit
   for (size_t k = 0; store->pages_.size() < total; k++) {
     const size_t f = left.size() - 1 - k % left.size();
     if (left[f] == 0) continue;

@@ -142,6 +142,10 @@ TEST(ExtstoreOptionsTest, BadValuesGetMemcachedsMessages) {
        init + "page_size and wbuf_size must be divisible by 1024*1024*2"},
       {"ext_page_size=2,ext_wbuf_size=2,ext_path=/tmp/a:200g", {},
        init + "page_count must total to < 65536. Increase page_size or lower path sizes"},
+      // 9000p is 2^32-1 pages of 64 MiB (each file's count is clamped there); with
+      // two more pages the total must not wrap to 1 in 32 bits and be accepted.
+      {"ext_path=/tmp/a:9000p,ext_path=/tmp/b:128m", {},
+       init + "page_count must total to < 65536. Increase page_size or lower path sizes"},
       {"ext_wbuf_size=0,ext_path=/tmp/a:64m", {},
        "-I (item_size_max: 1048576) cannot be larger than ext_wbuf_size: 0"},
       {"ext_path=/tmp/a:64m", {"-I", "8388608"},
