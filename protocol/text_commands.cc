@@ -351,7 +351,8 @@ void FlushAll(ItemStore* store, ThreadStats* stats, const ProtocolSettings& sett
   Reply(req, out, "OK\r\n");
 }
 
-void CacheMemlimit(ItemStore* store, const Request& req, ReplyBuffer* out) {
+void CacheMemlimit(ItemStore* store, const ProtocolSettings& settings, const Request& req,
+                   ReplyBuffer* out) {
   // memcached reads the megabytes with safe_strtoul: anything else is ERROR.
   if (!req.has_number || req.number < 0 || req.number > int64_t{UINT32_MAX}) {
     Reply(req, out, "ERROR\r\n");
@@ -359,6 +360,12 @@ void CacheMemlimit(ItemStore* store, const Request& req, ReplyBuffer* out) {
     Reply(req, out, "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n");
   } else if (req.number > kMaxMemlimitMb) {
     Reply(req, out, "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n");
+  } else if (!settings.memory_file.empty()) {
+    // memcached with -e refuses it (do_slabs_adjust_mem_limit: its memory is
+    // the file, preallocated). So does herdless: a snapshot records -m, and a
+    // limit changed here would make the next start with the same -m load it
+    // under another limit than the one it was written with.
+    Reply(req, out, "MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust\r\n");
   } else {
     store->SetMemoryLimit(static_cast<size_t>(req.number) << 20);
     Reply(req, out, "OK\r\n");
@@ -502,7 +509,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
       OperatorCommand(c, req, pipelined, out, outcome);
       return;
     case Command::kCacheMemlimit:
-      CacheMemlimit(c.store, req, out);
+      CacheMemlimit(c.store, c.server->Settings(), req, out);
       return;
     case Command::kRefreshCerts:
       RefreshCerts(c.server, req, out);

@@ -384,6 +384,18 @@ TEST_F(ExecutorTest, CacheMemlimitChangesTheLimit) {
   EXPECT_EQ(StatValue(Run("stats settings\r\n"), "maxbytes"), std::to_string(100u << 20));
 }
 
+// As memcached 1.6.18 and 1.6.45 with -e: refused, after the same bounds checks, noreply honoured.
+TEST_F(ExecutorTest, CacheMemlimitIsRefusedWithAMemoryFile) {
+  server_.settings.memory_file = "/tmp/snapshot";
+  const size_t before = store_.memory_limit();
+  EXPECT_EQ(Run("cache_memlimit 4\r\n"), "MEMLIMIT_TOO_SMALL cannot set maxbytes to less than 8m\r\n");
+  EXPECT_EQ(Run("cache_memlimit 2000000000\r\n"),
+            "MEMLIMIT_ADJUST_FAILED input value is megabytes not bytes\r\n");
+  EXPECT_EQ(Run("cache_memlimit 100\r\n"), "MEMLIMIT_ADJUST_FAILED out of bounds or unable to adjust\r\n");
+  EXPECT_EQ(Run("cache_memlimit 100 noreply\r\n"), "");
+  EXPECT_EQ(store_.memory_limit(), before);
+}
+
 TEST_F(ExecutorTest, UnknownCommandAnswersError) {
   EXPECT_EQ(Run("bogus\r\n"), "ERROR\r\n");
   EXPECT_EQ(Run("set k\r\n"), "ERROR\r\n");
