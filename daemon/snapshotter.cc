@@ -144,6 +144,11 @@ void Snapshotter::Report(const SnapshotLoadResult& r) {
           static_cast<long long>(store_->config().clock->UnixSeconds() - r.header.written_unix),
           r.seconds, U(r.skipped_changed), U(r.skipped_expired), U(r.skipped_too_large),
           U(r.skipped_no_memory));
+      if (r.header.memory_limit != store_->memory_limit()) {
+        Log(LogLevel::kNotice, "snapshot: %s was written with -m %llu, this herdless runs -m %llu: "
+            "loaded hottest first into this -m", path_.c_str(), U(r.header.memory_limit >> 20),
+            U(store_->memory_limit() >> 20));
+      }
       if (r.skipped_no_memory > 0) {
         Log(LogLevel::kWarning,
             "snapshot: %llu items did not fit in -m %llu (the snapshot was written with -m %llu): "

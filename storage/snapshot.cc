@@ -630,9 +630,14 @@ class BlockPipeline {
   bool finished_ = false;
 };
 
-// False, with the reason, when the file was written with another -m or -I.
-bool SameLimits(const FileHeader& header, const ItemStore& store, std::string* error) {
-  if (header.memory_limit == store.memory_limit() && header.item_size_max == store.item_size_max()) return true;
+// False, with the reason, when the file was written with another -I. Another
+// -m is no reason to refuse it: the load restores hottest first without
+// evicting, so a smaller cache keeps what fits (the rest counted as
+// skipped_no_memory) and a larger one takes it all; nothing in the file
+// depends on -m. (memcached refuses a memory file of another -m because the
+// file is its slab memory; a herdless snapshot is records.)
+bool SameItemSizeMax(const FileHeader& header, const ItemStore& store, std::string* error) {
+  if (header.item_size_max == store.item_size_max()) return true;
   *error = "written with -m " + std::to_string(header.memory_limit >> 20) + " -I " +
            std::to_string(header.item_size_max) + ", this herdless runs -m " +
            std::to_string(store.memory_limit() >> 20) + " -I " + std::to_string(store.item_size_max());
@@ -727,7 +732,7 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
     return result;
   }
   result.header = reader.header();
-  if (options.require_same_limits && !SameLimits(result.header, *store, &result.error)) {
+  if (options.require_same_item_size_max && !SameItemSizeMax(result.header, *store, &result.error)) {
     result.status = SnapshotLoadResult::Status::kInvalid;
     result.seconds = SecondsSince(start);
     return result;

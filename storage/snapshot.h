@@ -289,10 +289,11 @@ struct SnapshotLoadOptions {
   // Threads that check the blocks; from 2, restoring also reads the next
   // blocks on a second thread while the calling thread restores.
   int threads = 2;
-  // A file written with another -m or -I is refused (kInvalid), as memcached
+  // A file written with another -I is refused (kInvalid), as memcached
   // refuses a restart file made with other settings. false: it is loaded
-  // into whatever the store is (hottest first, items over -I skipped).
-  bool require_same_limits = true;
+  // into whatever the store is (items over -I skipped). Another -m is always
+  // loaded: hottest first, what does not fit is left out (skipped_no_memory).
+  bool require_same_item_size_max = true;
   // A file written more than this many seconds ago (its header's time)
   // restores every item as stale (a returning node's values may have been
   // replaced meanwhile: the first reader recomputes), or, with
@@ -310,8 +311,8 @@ struct SnapshotLoadResult {
     kMissing,     // no file at the path
     kUnreadable,  // it could not be opened or read (permissions, I/O): left where it is
     kOld,         // older than max_age_s with old_means_nothing: nothing restored
-    kInvalid,     // not a valid snapshot, or one written with another -m or -I
-                  // (require_same_limits): nothing was restored (unless the
+    kInvalid,     // not a valid snapshot, or one written with another -I
+                  // (require_same_item_size_max): nothing was restored (unless the
                   // file changed during the load: then only its blocks that
                   // were still whole, `loaded` says how many items)
   };

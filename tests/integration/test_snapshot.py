@@ -14,8 +14,8 @@
   by the test, as a power loss would leave it) restores nothing. A journal that cannot be
   opened: the file is neither restored nor kept, no periodic write is made, the stop's is.
 - Bad files (cut at every tenth of its length, a flipped byte in the header, a record and
-  a checksum, empty, random bytes, another -m or -I): herdless logs why, moves the file to
-  <file>.bad, starts empty and serves. A directory at the path: it starts, serves, logs and counts
+  a checksum, empty, random bytes, another -I): herdless logs why, moves the file to
+  <file>.bad, starts empty and serves. Another -m: every item loaded, the log says so. A directory at the path: it starts, serves, logs and counts
   the failed writes (`snapshot_failures`). An unwritable directory (no journal can be made
   there): it starts empty, serves, logs why, the previous file untouched. A FIFO at the path:
   the start does not wait on it.
@@ -520,7 +520,16 @@ def bad_files(res):
         res.check("is not a usable snapshot" in log, label + ": the log says why", log[-1500:])
         os.unlink(path + ".bad")
 
-    for label, other in (("another -m", ["-m", "65"]), ("another -I", ["-I", "2m"])):
+    # Another -m: loaded (the cache takes what fits, hottest first), not refused.
+    with open(path, "wb") as f:
+        f.write(good)
+    d = harness.start_herdless(args + ["-m", "65"])
+    s = serves(res, "another -m", d)
+    res.equal(s["snapshot_loaded_items"], 3000, "another -m: every item loaded")
+    res.check(not os.path.exists(path + ".bad"), "another -m: the file not moved to <file>.bad")
+    _, log = d.stop_with(signal.SIGTERM, WAIT)
+    res.check("written with -m 64, this herdless runs -m 65" in log, "another -m: the log says so", log[-1500:])
+    for label, other in (("another -I", ["-I", "2m"]),):
         with open(path, "wb") as f:
             f.write(good)
         d = harness.start_herdless(args + other)
