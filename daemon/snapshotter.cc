@@ -139,11 +139,18 @@ void Snapshotter::Report(const SnapshotLoadResult& r) {
     case Status::kLoaded:
       Log(LogLevel::kNotice,
           "snapshot: loaded %llu items (%llu of them stale) from %s (%.1f MB, written %lld s ago) "
-          "in %.2f s; skipped %llu changed since, %llu expired, %llu over -I, %llu beyond -m",
+          "in %.2f s; skipped %llu changed since, %llu flushed, %llu expired, %llu over -I, %llu beyond -m",
           U(r.loaded), U(r.stale), path_.c_str(), Megabytes(r.file_bytes),
           static_cast<long long>(store_->config().clock->UnixSeconds() - r.header.written_unix),
-          r.seconds, U(r.skipped_changed), U(r.skipped_expired), U(r.skipped_too_large),
+          r.seconds, U(r.skipped_changed), U(r.skipped_flushed), U(r.skipped_expired), U(r.skipped_too_large),
           U(r.skipped_no_memory));
+      if (r.flush_pending_unix != 0) {
+        Log(LogLevel::kNotice,
+            "snapshot: the last run's delayed flush_all is pending: the items stored before Unix time %lld "
+            "(in %lld s) are flushed then",
+            static_cast<long long>(r.flush_pending_unix),
+            static_cast<long long>(r.flush_pending_unix - store_->config().clock->UnixSeconds()));
+      }
       if (r.header.memory_limit != store_->memory_limit()) {
         Log(LogLevel::kNotice, "snapshot: %s was written with -m %llu, this herdless runs -m %llu: "
             "loaded hottest first into this -m", path_.c_str(), U(r.header.memory_limit >> 20),
@@ -174,6 +181,7 @@ void Snapshotter::Report(const SnapshotLoadResult& r) {
   figures_.load_skipped_too_large = r.skipped_too_large;
   figures_.load_skipped_no_memory = r.skipped_no_memory;
   figures_.load_skipped_changed = r.skipped_changed;
+  figures_.load_skipped_flushed = r.skipped_flushed;
   figures_.load_ms = static_cast<uint64_t>(r.seconds * 1000);
 }
 

@@ -230,6 +230,7 @@ struct SnapshotFigures {
   uint64_t load_skipped_too_large = 0;
   uint64_t load_skipped_no_memory = 0;
   uint64_t load_skipped_changed = 0;   // changed since the file began (the change journal)
+  uint64_t load_skipped_flushed = 0;   // flushed by the file's delayed flush_all, its deadline passed
   uint64_t load_ms = 0;
 };
 

@@ -43,6 +43,7 @@ void SnapshotStats(const SnapshotFigures& f, StatWriter* w) {
   w->Add("snapshot_load_skipped_too_large", f.load_skipped_too_large);
   w->Add("snapshot_load_skipped_no_memory", f.load_skipped_no_memory);
   w->Add("snapshot_load_skipped_changed", f.load_skipped_changed);
+  w->Add("snapshot_load_skipped_flushed", f.load_skipped_flushed);
   w->Add("snapshot_load_ms", f.load_ms);
 }
 

@@ -513,6 +513,7 @@ void ItemStore::FlushAll(int64_t delay_s, bool client) {
   if (changes_ != nullptr) changes_->NotedAll();
   if (client && peer_copies_ != nullptr) peer_copies_->Flushed();
 }
+int64_t ItemStore::FlushDeadline() const { return impl_->flush_deadline(); }
 size_t ItemStore::ReclaimExpired(size_t budget) { return impl_->ReclaimExpired(budget); }
 size_t ItemStore::Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope) {
   return impl_->Crawl(cursor, max_buckets, scope);

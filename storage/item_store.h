@@ -180,6 +180,11 @@ class ItemStore {
   // `client`: a client's flush, reported to StoreConfig::peer_copies (false:
   // the daemon's own, e.g. the ring return's).
   void FlushAll(int64_t delay_s, bool client = true);
+  // The deadline of the last delayed flush_all, in store seconds (convert
+  // with ToUnixTime), whether still ahead or passed: items last stored or
+  // touched before it are flushed once it is reached. 0 = none (never
+  // delayed, or an immediate flush_all since). For snapshots.
+  int64_t FlushDeadline() const;
 
   // Removes up to `budget` expired items; returns how many were removed. A
   // delayed flush_all whose deadline has passed is applied here first (its

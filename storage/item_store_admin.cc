@@ -279,8 +279,11 @@ StoreStatus ItemStore::Impl::Restore(const RestoreRequest& req) {
           (req.exptime_unix - now_unix + t.now_s) * kTicksPerSecond + std::min<int64_t>(req.exptime_eighths, 7);
       fields.exptime = ClampStoreTime(exptime != 0 ? exptime : -1);
     }
-    fields.last_access = ClampStoreTime(
-        req.last_access_unix == 0 ? t.now_s : std::min(req.last_access_unix - now_unix + t.now_s, t.now_s));
+    int64_t last_access =
+        req.last_access_unix == 0 ? t.now_s : std::min(req.last_access_unix - now_unix + t.now_s, t.now_s);
+    const int64_t flush_deadline = flush_deadline_.load(std::memory_order_relaxed);
+    if (req.before_flush && flush_deadline != 0) last_access = std::min(last_access, flush_deadline - 1);
+    fields.last_access = ClampStoreTime(last_access);
     fields.delta_ms = req.delta_ms;
     if (req.read_rate.present()) {   // as of last access, with the TTL the key was stored with
       fields.read_rate = req.read_rate;

@@ -158,6 +158,7 @@ class ItemStore::Impl {
   ArithResult Arithmetic(const ArithRequest& req);
   bool Touch(std::string_view key, int64_t exptime, FoundItem* found, uint64_t key_hash);
   void FlushAll(int64_t delay_s);
+  int64_t flush_deadline() const { return flush_deadline_.load(std::memory_order_relaxed); }
   size_t ReclaimExpired(size_t budget);
   size_t Crawl(WalkCursor* cursor, size_t max_buckets, CrawlScope* scope);
   void SetMemoryLimit(size_t bytes);

@@ -130,6 +130,8 @@ class SnapshotWalk {
   }
 
   uint64_t items() const { return items_; }
+  // The Unix time of store time 0 that every record's times were converted with.
+  int64_t unix_offset() const { return unix_offset_; }
 
  private:
   struct Pending {
@@ -240,6 +242,14 @@ SnapshotWriteResult WriteSnapshot(ItemStore* store, const std::string& path,
     end.cas_counter = store->CasCounter();
     end.finished_unix = store->config().clock->UnixSeconds();
     end.recompute_spreads = store->RecomputeSpreads();
+    // A delayed flush_all's deadline, read after the walk, so that one issued
+    // while it ran is in the file too: items walked before it came are in the
+    // file, and the loader flushes them as this store does (skipped once the
+    // deadline has passed, hidden when it comes otherwise). Converted with the
+    // records' own offset, so that "last access before the deadline" is the
+    // same comparison in the file as in the store.
+    const int64_t flush_deadline = store->FlushDeadline();
+    if (flush_deadline != 0) end.flush_deadline_unix = std::max<int64_t>(1, flush_deadline + walk.unix_offset());
     FlashStore* flash = store->config().flash;
     if (options.flash_stubs && flash != nullptr) {
       // The stubs' records reach the device before the file that names them.
@@ -754,9 +764,25 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
   FlashStore* flash = store->config().flash;
   const bool flash_kept = flash != nullptr &&
                           flash->AcceptRestart(reader.end().flash_identity, reader.end().flash_next_generation);
+  // A delayed flush_all pending when the file was written (version 6), with
+  // the store's rule: an item last stored or touched before its deadline is
+  // flushed once the deadline is reached. One still ahead is set in this
+  // store before anything is restored, so that it hides those items when it
+  // comes (as the writer's store would have); once it has passed, they are
+  // left out. (FlushAll finds a deadline due if the second turned meanwhile:
+  // then it is one that passed.)
+  const int64_t flush_deadline = reader.end().flush_deadline_unix;
+  if (flush_deadline > now_unix) store->FlushAll(flush_deadline, /*client=*/false);
+  const bool flush_pending = flush_deadline > now_unix && store->FlushDeadline() != 0;
+  if (flush_pending) result.flush_pending_unix = flush_deadline;
   result.error = RestoreBlocks(reader, options.threads, [&](const Record& r) {
     if (options.changes != nullptr && options.changes->MayHaveChanged(r.key)) {
       result.skipped_changed++;
+      return;
+    }
+    const bool before_flush = flush_deadline != 0 && r.last_access_unix < flush_deadline;
+    if (before_flush && !flush_pending) {
+      result.skipped_flushed++;
       return;
     }
     if (r.flash_stub && !flash_kept) {
@@ -765,6 +791,7 @@ SnapshotLoadResult LoadSnapshotFrom(ItemStore* store, const SnapshotSource& sour
     }
     RestoreRequest q = RestoreRequestOf(r);
     q.stale = q.stale || old;
+    q.before_flush = before_flush;
     const StoreStatus status = store->Restore(q);
     if (old && status == StoreStatus::kStored && !r.invalidated) result.stale++;
     if (r.flash_stub && status == StoreStatus::kStored) result.flash_values++;

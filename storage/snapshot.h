@@ -9,7 +9,8 @@
 //           length, record count, XXH3 of the header and the payload), then
 //           item records; a record never spans two blocks
 //   end     a last block: item and block counts, the writer's CAS counter,
-//           each shard's recompute-time spread (version 4)
+//           each shard's recompute-time spread (version 4), the flash tier's
+//           identity (version 5), a pending flush_all's deadline (version 6)
 //
 // WriteSnapshot walks the store a few index buckets at a time under each
 // shard's lock (ItemStore::Walk): small records are copied under the lock,
@@ -53,9 +54,10 @@ constexpr char kMagic[8] = {'H', 'R', 'D', 'L', 'S', 'N', 'A', 'P'};
 // expiry's eighths of a second in a record with a rate (the byte version 2
 // kept 0); version 4 each shard's recompute-time spread in the end block;
 // version 5 the flash tier's values (-o ext_path) in the stop's snapshot:
-// records of kRecordFlashStub and the files' identity in the end block.
+// records of kRecordFlashStub and the files' identity in the end block;
+// version 6 a pending delayed flush_all's deadline in the end block.
 // A reader loads every older version.
-constexpr uint32_t kVersion = 5;
+constexpr uint32_t kVersion = 6;
 constexpr uint32_t kOldestVersion = 1;
 constexpr size_t kHeaderSize = 64;
 constexpr size_t kBlockHeaderSize = 32;
@@ -124,6 +126,10 @@ struct EndBlock {
   // and next_generation() after the last write; empty and 0 otherwise.
   std::string flash_identity;
   uint32_t flash_next_generation = 0;
+  // Version 6: the deadline (Unix seconds) of the writer's delayed flush_all,
+  // read after the walk, whether still ahead or passed; 0 = none. Items last
+  // stored or touched before it are flushed (ItemStore's IsFlushed rule).
+  int64_t flush_deadline_unix = 0;
 };
 
 // Recent and frequently read items first: (3 - frequency) plus an age step
@@ -152,7 +158,8 @@ void EncodeRecordHead(char* out, const Record& r);
 Record DecodeRecordHead(const char* bytes);
 
 // The end block's payload as a file of `version` holds it (the spreads from
-// version 4 on, the flash identity from version 5), and its decoder, which checks the length and the spreads
+// version 4 on, the flash identity from version 5, the flush deadline from
+// version 6), and its decoder, which checks the length and the spreads
 // (a power-of-two count up to kMaxSavedShards, or none; each at most
 // storage/lease.h's kMaxSpread). False with *error.
 std::string EncodeEndPayload(const EndBlock& e, uint32_t version);
@@ -328,12 +335,16 @@ struct SnapshotLoadResult {
   uint64_t flash_values = 0;        // of `loaded`, values on the reopened flash tier
   uint64_t skipped_flash = 0;       // values on flash not restored: the files changed, or the record's page
   uint64_t skipped_changed = 0;     // keys that may have changed since the file began (the journal)
+  uint64_t skipped_flushed = 0;     // flushed by the file's delayed flush_all, whose deadline has passed
+  int64_t flush_pending_unix = 0;   // the file's delayed flush_all still ahead, set in the store; 0 = none
   double seconds = 0;
 };
 
 // Loads the file at `path` into `store` (meant to be empty). A file that
 // fails any check restores nothing (kInvalid); the caller decides what to do
-// with it (the daemon moves it to <path>.bad).
+// with it (the daemon moves it to <path>.bad). A delayed flush_all the file
+// records (version 6) is applied: its items are left out once its deadline
+// has passed; one still ahead becomes this store's pending flush_all.
 SnapshotLoadResult LoadSnapshot(ItemStore* store, const std::string& path,
                                 const SnapshotLoadOptions& options);
 // The same from any source (tests, the fuzz target).

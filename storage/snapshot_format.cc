@@ -155,7 +155,8 @@ void AppendRecord(std::string* out, const Record& r) {
 std::string EncodeEndPayload(const EndBlock& e, uint32_t version) {
   const size_t shards = version >= 4 ? std::min(e.recompute_spreads.size(), kMaxSavedShards) : 0;
   const size_t flash = version >= 5 ? 8 + e.flash_identity.size() : 0;
-  std::string out(kEndPayloadSize + (version >= 4 ? 4 + 2 * shards : 0) + flash, '\0');
+  const size_t flush = version >= 6 ? 8 : 0;
+  std::string out(kEndPayloadSize + (version >= 4 ? 4 + 2 * shards : 0) + flash + flush, '\0');
   Put64(out.data(), e.items);
   Put64(out.data() + 8, e.item_blocks);
   Put64(out.data() + 16, e.cas_counter);
@@ -171,6 +172,8 @@ std::string EncodeEndPayload(const EndBlock& e, uint32_t version) {
   Put32(p, e.flash_next_generation);
   Put32(p + 4, static_cast<uint32_t>(e.flash_identity.size()));
   if (!e.flash_identity.empty()) std::memcpy(p + 8, e.flash_identity.data(), e.flash_identity.size());
+  if (version < 6) return out;
+  Put64(p + 8 + e.flash_identity.size(), static_cast<uint64_t>(e.flush_deadline_unix));
   return out;
 }
 
@@ -182,8 +185,10 @@ bool DecodeEndPayload(std::string_view payload, uint32_t version, EndBlock* e, s
   // Version 5: the flash tier's next generation and identity follow the spreads.
   const bool flash_fits = version < 5 || (shards <= kMaxSavedShards && payload.size() >= spreads_end + 8);
   const size_t flash_len = version >= 5 && flash_fits ? 8 + size_t{Get32(p + spreads_end + 4)} : 0;
+  // Version 6: a pending flush_all's deadline after the flash identity.
+  const size_t flush_len = version >= 6 ? 8 : 0;
   if (payload.size() < fixed || shards > kMaxSavedShards || (shards & (shards - 1)) != 0 || !flash_fits ||
-      payload.size() != spreads_end + flash_len) {
+      payload.size() != spreads_end + flash_len + flush_len) {
     *error = "bad size";
     return false;
   }
@@ -204,6 +209,15 @@ bool DecodeEndPayload(std::string_view payload, uint32_t version, EndBlock* e, s
   if (version >= 5) {
     e->flash_next_generation = Get32(p + spreads_end);
     e->flash_identity.assign(p + spreads_end + 8, flash_len - 8);
+  }
+  e->flush_deadline_unix = 0;
+  if (version >= 6) {
+    const int64_t deadline = static_cast<int64_t>(Get64(p + spreads_end + flash_len));
+    if (deadline < 0) {
+      *error = "a negative flush_all deadline";
+      return false;
+    }
+    e->flush_deadline_unix = deadline;
   }
   return true;
 }

@@ -248,6 +248,11 @@ struct RestoreRequest {
   // The value is on flash: `value` is the item's 16-byte locator, adopted
   // from the kept flash tier (-e restart with -o ext_path).
   bool flash_stub = false;
+  // Last stored or touched before the snapshot's pending flush_all deadline,
+  // already set in this store (FlushAll): its last access is kept below the
+  // store's deadline, so that the flush hides it, whatever the rounding of
+  // the Unix/store clock offset (which can differ by a second between reads).
+  bool before_flush = false;
   // false: kNoMemory when the budget is spent, instead of evicting (a
   // snapshot loaded hottest first then keeps its hottest items).
   bool evict = true;

@@ -69,6 +69,9 @@ std::string Framed(std::string_view in, const ItemStore& store, int64_t now_unix
   for (size_t i = 0; i < (size_t{1} << ((mode >> 3) & 3)); i++) {
     end.recompute_spreads.push_back(static_cast<double>((mode >> 5) * 3 + i) / 2);   // 0 .. 14
   }
+  // Version 6: a delayed flush_all's deadline (every byte of mode is taken:
+  // from the block count), passed, due or ahead, or none.
+  if (sequence % 2 == 1) end.flush_deadline_unix = now_unix - 3 + static_cast<int64_t>(items % 7);
   const std::string payload = EncodeEndPayload(end, version);
   char head[kBlockHeaderSize];
   EncodeBlockHeader(head, sequence, kBlockEnd, 0, static_cast<uint32_t>(payload.size()), 0, {payload});

@@ -13,6 +13,10 @@
   everything does; a run that did not stop in another boot (its journal's boot id changed
   by the test, as a power loss would leave it) restores nothing. A journal that cannot be
   opened: the file is neither restored nor kept, no periodic write is made, the stop's is.
+- A delayed flush_all across restarts: its deadline passing while herdless is down (its
+  items are left out, counted), still ahead at the start (pending in the new process: the
+  items go at the deadline, a later set stays, also over another restart), and a kill -9
+  after the deadline whose last periodic write came before it: no flushed value comes back.
 - Bad files (cut at every tenth of its length, a flipped byte in the header, a record and
   a checksum, empty, random bytes, another -I): herdless logs why, moves the file to
   <file>.bad, starts empty and serves. Another -m: every item loaded, the log says so. A directory at the path: it starts, serves, logs and counts
@@ -344,6 +348,99 @@ def crash_leaves_out_changes(res):
                   "journal: a run that did not stop in another boot: nothing restored")
     status, log = d.stop_with(signal.SIGTERM, WAIT)
     res.check("did not stop, in an earlier boot" in log, "journal: the lost journal is logged", log[-2000:])
+    shutil.rmtree(state, ignore_errors=True)
+
+
+def all_missing(c, keys):
+    return all(v is None for v in read_all(c, keys).values())
+
+
+def delayed_flush_survives_restarts(res):
+    """A delayed flush_all is kept across restarts (format 6): one whose deadline passes while
+    herdless is down leaves its items out; one still ahead at the start removes them when it
+    comes (and not what is stored after it); and after a kill -9 following a periodic write
+    made before the deadline, the flushed values do not come back."""
+    state = make_state_dir()
+    keys = [b"f%d" % i for i in range(50)]
+    old = {k: (b"old-" + k, 0, 0) for k in keys}
+
+    # SIGTERM; the deadline passes while herdless is down.
+    args = ["-v", "-m", "64", "-e", os.path.join(state, "down")]
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(fill(c, old), len(keys), "flush while down: filled")
+        due = harness.stat(c, b"time") + 2
+        res.equal(c.call(b"flush_all 2\r\n"), b"OK\r\n", "flush while down: flush_all 2")
+    status, _ = d.stop_with(signal.SIGTERM, WAIT)
+    res.equal(status, 0, "flush while down: the stop")
+    # The deadline is within a second of `due` (whole seconds on the server's clocks).
+    time.sleep(max(0.0, due + 2 - time.time()))
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.check(all_missing(c, keys), "flush while down: no flushed value comes back")
+        s = harness.stat_values(c, "snapshot_loaded_items", "snapshot_load_skipped_flushed")
+        res.equal((s["snapshot_loaded_items"], s["snapshot_load_skipped_flushed"]), (0, len(keys)),
+                  "flush while down: counted in snapshot_load_skipped_flushed")
+    d.stop()
+
+    # SIGTERM and a restart before the deadline: it is still pending in the new process.
+    args = ["-v", "-m", "64", "-e", os.path.join(state, "ahead")]
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(fill(c, old), len(keys), "flush pending: filled")
+        due = harness.stat(c, b"time") + 8
+        res.equal(c.call(b"flush_all 8\r\n"), b"OK\r\n", "flush pending: flush_all 8")
+    d.stop_with(signal.SIGTERM, WAIT)
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        got = read_all(c, keys)
+        # The server's deadline is not before due - 1: values read before then are still there.
+        if time.time() < due - 1:
+            res.equal(sum(1 for v in got.values() if v is not None), len(keys),
+                      "flush pending: the items are back until the deadline")
+            res.check("delayed flush_all is pending" in d.log_text(), "flush pending: logged",
+                      d.log_text()[-2000:])
+        else:
+            harness.log("flush pending: the restart took until the deadline; its check before it skipped")
+        gone = harness.wait_for(lambda: all_missing(c, keys), max(0.0, due + 2 - time.time()) + WAIT)
+        res.check(gone, "flush pending: the restored items are flushed at the deadline")
+        res.check(time.time() >= due - 1, "flush pending: not before it")
+        res.equal(c.call(b"set %s 0 0 3\r\nnew\r\n" % keys[0]), b"STORED\r\n", "flush pending: a set after it")
+        res.equal(c.call(b"get %s\r\n" % keys[0], b"END\r\n"), b"VALUE %s 0 3\r\nnew\r\nEND\r\n" % keys[0],
+                  "flush pending: what is stored after the deadline stays")
+    d.stop_with(signal.SIGTERM, WAIT)
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        got = read_all(c, keys)
+        res.equal([k for k in keys if got[k] is not None], [keys[0]],
+                  "flush pending: after another restart, only what was stored after the deadline")
+        res.equal(got[keys[0]][0], b"new", "flush pending: its value")
+    d.stop()
+
+    # kill -9 after the deadline, the last periodic write made before it (its write cleared
+    # the journal's "flush_all" mark): the file's deadline still flushes them.
+    # Writes every 3 s: two by about 6 s, one that began after the flush_all among them; the
+    # deadline at 8 s; the next write at about 9 s, after the kill.
+    args = ["-v", "-m", "64", "-e", os.path.join(state, "crash"), "-o", "snapshot_interval=3"]
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(fill(c, old), len(keys), "flush and kill -9: filled")
+        writes = harness.stat(c, b"snapshot_writes")
+        due = harness.stat(c, b"time") + 8
+        res.equal(c.call(b"flush_all 8\r\n"), b"OK\r\n", "flush and kill -9: flush_all 8")
+        harness.wait_for(lambda: harness.stat(c, b"snapshot_writes") >= writes + 2, WAIT,
+                         what="two periodic writes after the flush_all")
+        if time.time() >= due - 1:
+            harness.log("flush and kill -9: the writes came after the deadline (a slow machine)")
+        # As soon as the flush shows (before the next write, usually), the crash.
+        harness.wait_for(lambda: all_missing(c, keys), max(0.0, due + 2 - time.time()) + WAIT,
+                         what="the flush_all's deadline")
+    d.kill_hard()
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.check(all_missing(c, keys), "flush and kill -9: no flushed value comes back")
+        res.equal(harness.stat(c, b"snapshot_loaded_items"), 0, "flush and kill -9: nothing loaded")
+    d.stop()
     shutil.rmtree(state, ignore_errors=True)
 
 
@@ -685,6 +782,7 @@ def body(res):
     roundtrip(res)
     periodic_then_kill9(res)
     crash_leaves_out_changes(res)
+    delayed_flush_survives_restarts(res)
     journal_unopenable(res)
     full_disk(res)
     fifo_at_the_path(res)

@@ -772,5 +772,223 @@ TEST_F(SnapshotTest, ValuesOnFlashNeedTheirFlashTier) {
   }
 }
 
+// Version 6: a delayed flush_all's deadline at the end of the end block,
+// after the flash identity; older versions have none and decode it as 0.
+TEST_F(SnapshotTest, TheEndBlockKeepsAPendingFlushDeadlineFromVersion6) {
+  using namespace snapshot_format;
+  EndBlock e;
+  e.items = 3;
+  e.recompute_spreads = {0.5, 0.25};
+  e.flash_identity = "page_size 2097152";
+  e.flash_next_generation = 4;
+  e.flush_deadline_unix = 1700000123;
+  const std::string v5 = EncodeEndPayload(e, 5);
+  const std::string v6 = EncodeEndPayload(e, 6);
+  ASSERT_EQ(v6.size(), v5.size() + 8);
+  EXPECT_EQ(v6.substr(0, v5.size()), v5);
+  EndBlock back;
+  std::string error;
+  ASSERT_TRUE(DecodeEndPayload(v6, 6, &back, &error)) << error;
+  EXPECT_EQ(back.flush_deadline_unix, 1700000123);
+  EXPECT_EQ(back.flash_identity, e.flash_identity);
+  EXPECT_EQ(back.flash_next_generation, 4u);
+  EXPECT_EQ(back.recompute_spreads.size(), 2u);
+  back.flush_deadline_unix = 99;
+  ASSERT_TRUE(DecodeEndPayload(v5, 5, &back, &error)) << error;
+  EXPECT_EQ(back.flush_deadline_unix, 0);   // a version 5 block has none
+  EndBlock none = e;
+  none.flush_deadline_unix = 0;
+  ASSERT_TRUE(DecodeEndPayload(EncodeEndPayload(none, 6), 6, &back, &error)) << error;
+  EXPECT_EQ(back.flush_deadline_unix, 0);
+  std::string negative = v6;
+  negative[negative.size() - 1] = '\x80';
+  const struct {
+    const char* what;
+    std::string payload;
+    uint32_t version;
+  } bad[] = {
+      {"version 6, a version 5 block", v5, 6},
+      {"version 5, a version 6 block", v6, 5},
+      {"version 6, cut short", v6.substr(0, v6.size() - 1), 6},
+      {"version 6, a byte too many", v6 + "x", 6},
+      {"version 6, a negative deadline", negative, 6},
+  };
+  for (const auto& c : bad) {
+    EndBlock out;
+    error.clear();
+    EXPECT_FALSE(DecodeEndPayload(c.payload, c.version, &out, &error)) << c.what;
+    EXPECT_FALSE(error.empty()) << c.what;
+  }
+}
+
+// The end block of a written file: the store's delayed flush_all deadline in
+// Unix time, ahead or passed; none without one, or after an immediate flush.
+TEST_F(SnapshotTest, TheWriterRecordsTheStoresFlushDeadline) {
+  StoreConfig config;
+  TestStore a(config);
+  a.Put("k", "v");
+  auto written_deadline = [&] {
+    EXPECT_TRUE(Write(a.store.get()).ok);
+    const std::string file = ReadFile(path_);
+    MemorySource source(file);
+    SnapshotReader reader(&source);
+    std::string error;
+    EXPECT_TRUE(reader.Check(&error)) << error;
+    EXPECT_EQ(reader.header().version, snapshot_format::kVersion);
+    return reader.end().flush_deadline_unix;
+  };
+  EXPECT_EQ(written_deadline(), 0);
+  const int64_t deadline = a.clock.UnixSeconds() + 10;
+  a.store->FlushAll(10);
+  EXPECT_EQ(a.store->ToUnixTime(a.store->FlushDeadline()), deadline);
+  EXPECT_EQ(written_deadline(), deadline);
+  a.clock.AdvanceSeconds(20);   // passed: still recorded
+  EXPECT_EQ(written_deadline(), deadline);
+  a.store->FlushAll(0);
+  EXPECT_EQ(written_deadline(), 0);
+}
+
+// A delayed flush_all survives a restart (format 6): one still ahead hides
+// the restored items when its deadline comes; one that passed while the
+// node was down leaves them out. Its rule is the store's: an item last
+// stored or touched before the deadline is flushed, one at it is not.
+TEST_F(SnapshotTest, APendingFlushAllSurvivesARestart) {
+  StoreConfig config;
+  TestStore a(config);
+  ASSERT_EQ(a.Put("old", "v1").status, StoreStatus::kStored);
+  a.store->FlushAll(10);
+  const int64_t deadline = a.clock.UnixSeconds() + 10;
+  a.clock.AdvanceSeconds(3);
+  ASSERT_EQ(a.Put("later", "v2").status, StoreStatus::kStored);   // before the deadline too
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  const std::string before = ReadFile(path_);
+
+  {   // Restarted 2 s later: the deadline is 5 s ahead.
+    TestStore b(config, deadline - 5 - 100);
+    ASSERT_EQ(b.clock.UnixSeconds(), deadline - 5);
+    MemorySource source(before);
+    const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), source, SnapshotLoadOptions());
+    ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+    EXPECT_EQ(l.loaded, 2u);
+    EXPECT_EQ(l.skipped_flushed, 0u);
+    EXPECT_EQ(l.flush_pending_unix, deadline);
+    EXPECT_EQ(b.store->ToUnixTime(b.store->FlushDeadline()), deadline);
+    b.clock.AdvanceSeconds(4);
+    EXPECT_EQ(b.Peek("old").value, "v1");
+    EXPECT_EQ(b.Peek("later").value, "v2");
+    b.clock.AdvanceSeconds(1);   // the deadline
+    EXPECT_EQ(b.Peek("old").status, ReadStatus::kMiss);
+    EXPECT_EQ(b.Peek("later").status, ReadStatus::kMiss);
+    EXPECT_EQ(b.store->Stats().curr_items, 0u);
+  }
+  {   // Restarted after the deadline: nothing of it comes back.
+    TestStore b(config, deadline + 30 - 100);
+    MemorySource source(before);
+    const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), source, SnapshotLoadOptions());
+    ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+    EXPECT_EQ(l.loaded, 0u);
+    EXPECT_EQ(l.skipped_flushed, 2u);
+    EXPECT_EQ(l.flush_pending_unix, 0);
+    EXPECT_EQ(b.store->Stats().curr_items, 0u);
+  }
+  {   // Exactly at the deadline: due.
+    TestStore b(config, deadline - 100);
+    MemorySource source(before);
+    const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), source, SnapshotLoadOptions());
+    EXPECT_EQ(l.skipped_flushed, 2u);
+    EXPECT_EQ(b.Peek("old").status, ReadStatus::kMiss);
+  }
+
+  // A file written after the deadline holds what was stored from it on
+  // (an item stored at the deadline second is not flushed), and still the
+  // deadline: an item walked before it came would be left out.
+  a.clock.AdvanceSeconds(7);
+  ASSERT_EQ(a.clock.UnixSeconds(), deadline);
+  ASSERT_EQ(a.Put("at", "v3").status, StoreStatus::kStored);
+  ASSERT_EQ(a.Peek("old").status, ReadStatus::kMiss);
+  ASSERT_TRUE(Write(a.store.get()).ok);
+  const std::string after = ReadFile(path_);
+  TestStore c(config, deadline + 60 - 100);
+  MemorySource source(after);
+  const SnapshotLoadResult l = LoadSnapshotFrom(c.store.get(), source, SnapshotLoadOptions());
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  EXPECT_EQ(l.loaded, 1u);
+  EXPECT_EQ(l.skipped_flushed, 0u);
+  EXPECT_EQ(c.Peek("at").value, "v3");
+  EXPECT_EQ(c.Peek("later").status, ReadStatus::kMiss);
+}
+
+// The loader's rule on records of a version 6 file, to the second: last
+// access before the deadline is flushed, at it is not; and a record restored
+// under a pending deadline is hidden when it comes even if its last access
+// is the second before it.
+TEST_F(SnapshotTest, AFlushDeadlineInTheFileHidesItemsAccessedBeforeIt) {
+  using namespace snapshot_format;
+  StoreConfig config;
+  TestStore b(config);
+  const int64_t now = b.clock.UnixSeconds();
+  Record before;
+  before.key = "before";
+  before.value = "b";
+  Record at = before;
+  at.key = "at";
+  at.value = "a";
+  auto file_with_deadline = [&](int64_t deadline) {
+    before.last_access_unix = static_cast<uint32_t>(deadline - 1);
+    at.last_access_unix = static_cast<uint32_t>(deadline);
+    EndBlock e;
+    e.items = 2;
+    e.item_blocks = 1;
+    e.cas_counter = 100;
+    e.finished_unix = now - 5;
+    e.flush_deadline_unix = deadline;
+    return FileWithEnd(*b.store, 6, {before, at}, now - 5, EncodeEndPayload(e, 6));
+  };
+  const std::string passed = file_with_deadline(now - 10);
+  MemorySource passed_source(passed);
+  SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), passed_source, SnapshotLoadOptions());
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  EXPECT_EQ(l.skipped_flushed, 1u);
+  EXPECT_EQ(b.Peek("before").status, ReadStatus::kMiss);
+  EXPECT_EQ(b.Peek("at").value, "a");
+  EXPECT_EQ(b.store->FlushDeadline(), 0);   // nothing left for it to do
+
+  TestStore c(config);
+  const std::string ahead = file_with_deadline(now + 1);
+  MemorySource ahead_source(ahead);
+  l = LoadSnapshotFrom(c.store.get(), ahead_source, SnapshotLoadOptions());
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  EXPECT_EQ(l.loaded, 2u);
+  EXPECT_EQ(l.flush_pending_unix, now + 1);
+  EXPECT_EQ(c.Peek("before").value, "b");
+  c.clock.AdvanceSeconds(1);
+  EXPECT_EQ(c.Peek("before").status, ReadStatus::kMiss);
+  // Its last access, in the future of this store, was clamped to now: before the deadline.
+  EXPECT_EQ(c.Peek("at").status, ReadStatus::kMiss);
+}
+
+// Files of versions 1 to 5 hold no deadline: they load as before, and the
+// store has no pending flush_all.
+TEST_F(SnapshotTest, AVersion5FileLoadsWithNoFlushDeadline) {
+  using namespace snapshot_format;
+  StoreConfig config;
+  TestStore b(config);
+  Record plain;
+  plain.key = "k";
+  plain.value = "v";
+  plain.last_access_unix = static_cast<uint32_t>(b.clock.UnixSeconds() - 50);
+  const std::string v5_file = FileOf(*b.store, 5, {plain}, b.clock.UnixSeconds() - 5);
+  MemorySource v5(v5_file);
+  const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), v5, SnapshotLoadOptions());
+  ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
+  EXPECT_EQ(l.header.version, 5u);
+  EXPECT_EQ(l.loaded, 1u);
+  EXPECT_EQ(l.skipped_flushed, 0u);
+  EXPECT_EQ(l.flush_pending_unix, 0);
+  EXPECT_EQ(b.store->FlushDeadline(), 0);
+  b.clock.AdvanceSeconds(3600);
+  EXPECT_EQ(b.Peek("k").value, "v");
+}
+
 }  // namespace
 }  // namespace herdless
