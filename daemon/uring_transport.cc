@@ -4,6 +4,8 @@
 
 #include <event2/event.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -560,13 +562,30 @@ Transport::Io UringTransport::Write(ReplyBuffer* out, size_t* n) {
   s_->send = send;
   std::memset(&send->msg, 0, sizeof(send->msg));
   send->msg.msg_iov = send->iov;
-  send->msg.msg_iovlen = static_cast<size_t>(out->FillIovecs(send->iov, Ring::kIovecs));
+  const size_t bound = SendBound(out->pending_bytes());
+  send->msg.msg_iovlen = static_cast<size_t>(out->FillIovecs(send->iov, Ring::kIovecs, bound));
   io_uring_prep_sendmsg(sqe, fd_, &send->msg, MSG_NOSIGNAL);
   io_uring_sqe_set_data64(sqe, Tag(s_, kSend));
   s_->sending = true;
   ++s_->ops;
   ring_->SendQueued();
   return Io::kAgain;   // consumed when it completes (Notify: OnWritable)
+}
+
+// What the socket can take now (its send buffer less what it holds: about,
+// as the buffer counts the kernel's overhead too) and Ring::kSendMax more,
+// the part of a send that may have to wait for the client. Replies no
+// larger than that bound need no system call to know it.
+size_t UringTransport::SendBound(size_t pending) const {
+  if (pending <= Ring::kSendMax) return pending;
+  int buffer = 0;
+  socklen_t length = sizeof(buffer);
+  int held = 0;
+  if (getsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buffer, &length) != 0 ||
+      ioctl(fd_, SIOCOUTQ, &held) != 0) {
+    return Ring::kSendMax;
+  }
+  return Ring::kSendMax + static_cast<size_t>(std::max(0, buffer - held));
 }
 
 void UringTransport::Want(bool read, bool) {

@@ -58,6 +58,18 @@ class Ring {
   static constexpr unsigned kBuffers = 64;          // provided receive buffers ...
   static constexpr size_t kBufferSize = 4096;       // ... of this size
   static constexpr int kIovecs = 128;               // iovecs in one send
+  // A send carries what the socket can take at once and at most this much
+  // more (SendBound). The socket is blocking (the ring waits for it), and
+  // once the peer has half-closed (shutdown(SHUT_WR)) the kernel stops
+  // waiting for room and finishes a send in an io-wq thread, completing it
+  // only when all of it is in the socket: one send of the whole backlog
+  // (megabytes) showed no progress until a slow but steady reader had read
+  // it all, and stalled_client_timeout closed that reader. Bounded so, such
+  // a send completes each time the client has read this much. A bound
+  // without the socket's room cost a fast reader of 1 MB values a fifth to
+  // a third of its throughput (a round through the worker each 256 KB, the
+  // socket short of bytes meanwhile).
+  static constexpr size_t kSendMax = 256 * 1024;
   // A connection's receive pauses while it holds this many filled buffers
   // (as a socket's window closes when its reader lags).
   static constexpr size_t kHeldMax = 4;
@@ -155,6 +167,7 @@ class UringTransport : public Transport {
  private:
   void ArmReceive();
   bool Pending() const;   // bytes, an end or an error for Read
+  size_t SendBound(size_t pending) const;   // the bytes the next send may carry
 
   const int fd_;
   Ring* const ring_;

@@ -241,13 +241,14 @@ const std::vector<size_t>& ReplyBuffer::message_ends() const {
   return queue_ != nullptr ? queue_->message_ends : kNone;
 }
 
-int ReplyBuffer::FillIovecs(struct iovec* iov, int max) const {
+int ReplyBuffer::FillIovecs(struct iovec* iov, int max, size_t max_bytes) const {
   if (empty()) return 0;
   const std::vector<ReplyQueue::Piece>& segments = queue_->segments;
   int n = 0;
-  for (size_t i = queue_->head; i < segments.size() && n < max; ++i, ++n) {
+  for (size_t i = queue_->head; i < segments.size() && n < max && max_bytes > 0; ++i, ++n) {
     iov[n].iov_base = const_cast<char*>(segments[i].data);
-    iov[n].iov_len = segments[i].len;
+    iov[n].iov_len = std::min(segments[i].len, max_bytes);
+    max_bytes -= iov[n].iov_len;
   }
   return n;
 }

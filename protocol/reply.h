@@ -71,8 +71,9 @@ class ReplyBuffer {
   // copied, a larger one is sent from the item, whose reference this takes.
   void AppendItemBytes(ItemRef item, std::string_view bytes);
 
-  // The next iovecs to write (at most `max`); returns how many were filled.
-  int FillIovecs(struct iovec* iov, int max) const;
+  // The next iovecs to write, at most `max` of them and `max_bytes` in all
+  // (the last one cut short); returns how many were filled.
+  int FillIovecs(struct iovec* iov, int max, size_t max_bytes = SIZE_MAX) const;
   // Drops `n` written bytes from the front, releasing items fully sent.
   void Consume(size_t n);
 

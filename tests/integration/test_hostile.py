@@ -13,6 +13,7 @@ without bound, or disturb the other clients.
     swallowed as it arrives, not buffered) and a 5 MB one (the connection is usable after);
   - an endless line without "\\n" (closed; the daemon does not buffer it);
   - random binary garbage; half-closed sockets; resets in the middle of a reply;
+  - a half-closed client that reads its replies slowly is not closed as stalled;
   - -o idle_timeout closes idle connections.
 Every wait is bounded; nothing asserts on timing. TEST_AGAINST=memcached runs the checks that
 apply to memcached too (the few herdless-only ones say so).
@@ -397,11 +398,74 @@ def stalled_client_closed(r):
     daemon.stop()
 
 
+class PacedReader:
+    """Reads a socket until EOF at about `rate` bytes/s on average: after each read it sleeps
+    until the bytes it has read are due, so a late wake-up is made up, not carried on. Gives up
+    after `give_up_s` seconds without a byte (the daemon would have closed or hung)."""
+
+    def __init__(self, sock, rate, give_up_s):
+        self.sock = sock
+        self.rate = rate
+        self.sock.settimeout(give_up_s)
+
+    def read_all(self):
+        got = bytearray()
+        start = time.monotonic()
+        while True:
+            try:
+                chunk = self.sock.recv(16384)
+            except (socket.timeout, ConnectionResetError):
+                return bytes(got), "no byte for %.0fs or a reset" % self.sock.gettimeout()
+            if not chunk:
+                return bytes(got), "EOF"
+            got += chunk
+            due = start + len(got) / self.rate
+            time.sleep(max(0.0, due - time.monotonic()))
+
+
+def half_closed_slow_reader(r):
+    """A client that pipelines gets of 1 MB values, half-closes (shutdown(SHUT_WR), as `nc -q`
+    or a batch loader does) and then reads steadily, slower than the daemon could send, is
+    not stalled: every reply arrives. On io=uring a send the kernel retries once the peer has
+    half-closed blocks in a kernel worker until all of it is out and completes only then, so
+    a send carries what the socket can take and at most Ring::kSendMax (256 KB) more
+    (daemon/uring_transport.h). Before that bound one send held the whole backlog (4 MB and
+    more), and this client was closed as stalled after reading about 7 of its 10 MB.
+    COUNT values: the first ~5 MB fill the socket's buffers, the rest keep the backlog at the
+    output bound while the client reads. At RATE a bounded send completes about every 0.25 s,
+    against STALLED_S without progress to be closed: scheduling delays of several times that
+    do not matter. Takes COUNT MB / RATE, about 10 s."""
+    stalled_s, count, rate = 2, 10, 1 << 20
+    daemon = harness.start_target(["-o", "stalled_client_timeout=%d" % stalled_s])
+    value = (bytes(range(256)) * 4096)[:(1 << 20) - 512]   # about the largest item (-I 1m)
+    with harness.Conn(daemon.port) as c:
+        r.equal(c.call(set_line(b"big", value)), b"STORED\r\n", "a 1 MB value is stored")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        # A small receive window, set before connect so that it holds: the daemon's sends wait
+        # for this reader rather than filling megabytes of socket buffer at once.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        sock.settimeout(harness.TIMEOUT)
+        sock.connect(("127.0.0.1", daemon.port))
+        sock.sendall(b"get big\r\n" * count)
+        sock.shutdown(socket.SHUT_WR)
+        got, why = PacedReader(sock, rate, stalled_s * 3 + harness.TIMEOUT).read_all()
+    finally:
+        sock.close()
+    want = value_reply(b"big", value) * count
+    r.equal(len(got), len(want), "a half-closed client reading %d KB/s gets all %d replies "
+            "(ended by: %s)" % (rate >> 10, count, why))
+    r.check(got == want, "whole and in order, then the daemon closes")
+    r.check(daemon.alive(), "daemon alive after a half-closed slow reader")
+    daemon.stop()
+
+
 def body(r):
     too_many_connections(r)
     non_readers(r)
     if HERDLESS:
         stalled_client_closed(r)
+        half_closed_slow_reader(r)
     daemon = harness.start_target(["-c", "1024"])
     with harness.Conn(daemon.port) as c:
         c.call(set_line(b"ref", b"reference"))

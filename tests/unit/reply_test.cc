@@ -375,6 +375,30 @@ TEST(ReplyBufferTest, ManySegmentsAreFilledInOrderUpToMax) {
   }
 }
 
+// A byte bound (the io_uring path's per-send bound) cuts the last iovec short
+// and leaves the rest for the next fill; below it the iovecs are unchanged.
+TEST(ReplyBufferTest, FillIovecsStopsAtAByteBound) {
+  Item* item = MakeItem("key", Large("bound"));
+  ReplyBuffer buf;
+  buf.Append("VALUE key 0 605\r\n");
+  buf.AppendItemBytes(Share(item), item->value_with_crlf());
+  buf.Append("END\r\n");
+  const std::string all = Pending(buf);
+  struct iovec iov[3];
+  ASSERT_EQ(buf.FillIovecs(iov, 3, all.size()), 3);   // the whole of it: as without a bound
+  EXPECT_EQ(iov[2].iov_len, 5u);
+  const size_t bound = 17 + 100;   // the header and part of the value
+  ASSERT_EQ(buf.FillIovecs(iov, 3, bound), 2);
+  EXPECT_EQ(iov[0].iov_len, 17u);
+  EXPECT_EQ(iov[1].iov_base, item->value_data());
+  EXPECT_EQ(iov[1].iov_len, 100u);
+  buf.Consume(bound);
+  EXPECT_EQ(Pending(buf), all.substr(bound)) << "the rest goes out next";
+  EXPECT_EQ(buf.FillIovecs(iov, 3, 0), 0);
+  buf.Clear();
+  ReleaseItem(item);
+}
+
 TEST(ReplyBufferTest, DrainedBufferReusesItsChunk) {
   ReplyBuffer buf;
   buf.Append("first reply\r\n");
