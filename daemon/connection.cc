@@ -68,7 +68,10 @@ Connection::Connection(Worker* worker, std::unique_ptr<Transport> transport,
 
 // The stream and the parked request go first (they hold timers and
 // registrations), the transport last (a TLS close_notify, then the close).
+// output_ goes before the transport: a send still in flight on the io_uring
+// path reads its bytes until it completes, so the transport takes them first.
 Connection::~Connection() {
+  transport_->Abandon(&output_);
   stream_.reset();
   if (resume_event_ != nullptr) event_free(resume_event_);
 }

@@ -6,7 +6,8 @@
 // The connection drives it with four calls: Read (bytes that arrived, into
 // the connection's input buffer), Write (the front of its reply buffer, which
 // the transport consumes as the bytes go out), Want (what the connection
-// waits for now) and DiscardUnread (shutdown). The transport calls back
+// waits for now) and DiscardUnread (shutdown); as it goes away, Abandon
+// hands over the replies a send may still read. The transport calls back
 // through Owner when the socket is ready. SocketTransport is plain TCP or a
 // unix socket, ready-driven by the worker's libevent loop (read(2),
 // sendmsg(2) with many iovecs); TlsTransport (daemon/tls_transport.h) first
@@ -68,6 +69,12 @@ class Transport {
   // Shutdown: reads what the socket still holds, so that closing it sends
   // no reset (which can destroy replies the client has not read yet).
   virtual void DiscardUnread() = 0;
+  // The connection is going away with *out unsent. A transport whose send
+  // may still be reading *out's memory (a completion-driven one: the kernel
+  // reads it until that send completes, after the close) takes those bytes,
+  // leaving *out empty, and frees them once the send is over. A ready-driven
+  // one takes nothing: its writes ended before Write returned.
+  virtual void Abandon(ReplyBuffer* /*out*/) {}
   // True while a handshake is under way (nothing is read or written yet).
   virtual bool handshaking() const { return false; }
   // True once the peer broke the TLS protocol after the handshake (memcached

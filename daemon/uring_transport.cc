@@ -135,6 +135,9 @@ struct RingSocket {
   // that does not read holds none of them, or it could starve the others.
   std::unique_ptr<std::string> spill;
   RingSend* send = nullptr;    // the send in flight (lent by the ring)
+  // The reply bytes that send reads, once its connection is gone (Abandon):
+  // freed at its completion, not before, as the kernel reads them until then.
+  std::unique_ptr<ReplyBuffer> abandoned;
 
   bool Unread() const { return !held.empty() || (spill != nullptr && !spill->empty()); }
 };
@@ -231,6 +234,9 @@ Ring::~Ring() {
   if (buffers_ring_ != nullptr) {
     munmap(buffers_ring_, sizeof(io_uring_buf) * kBuffers + kBuffers * kBufferSize);
   }
+  // Their abandoned reply bytes are freed here, after the worker's thread
+  // has ended: a thread's exit cancels its requests and waits for its io-wq
+  // threads, so nothing still reads them.
   for (RingSocket* s : released_) delete s;
   for (RingSend* send : sends_) delete send;
 }
@@ -413,6 +419,7 @@ void Ring::Complete(RingSocket* s, unsigned kind, int res, unsigned flags) {
     s->sending = false;
     if (s->send != nullptr) GiveSend(s->send);
     s->send = nullptr;
+    s->abandoned.reset();
     if (res > 0) {
       s->sent += static_cast<size_t>(res);
     } else {
@@ -611,6 +618,10 @@ void UringTransport::Want(bool read, bool) {
       ring_->Changed();
     }
   }
+}
+
+void UringTransport::Abandon(ReplyBuffer* out) {
+  if (s_->sending) s_->abandoned = std::make_unique<ReplyBuffer>(std::move(*out));
 }
 
 void UringTransport::DiscardUnread() {

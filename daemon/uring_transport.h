@@ -160,6 +160,7 @@ class UringTransport : public Transport {
   Io Write(ReplyBuffer* out, size_t* n) override;
   void Want(bool read, bool write) override;
   void DiscardUnread() override;
+  void Abandon(ReplyBuffer* out) override;   // a send in flight: its RingSocket keeps *out
   int fd() const override { return fd_; }
 
   void Notify();   // the ring's dispatch: bytes, an end or a completed send

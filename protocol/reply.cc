@@ -99,6 +99,16 @@ void ReplyQueueCache::Give(ReplyQueueCache* cache, ReplyQueue* queue, BlockCache
 
 ReplyBuffer::ReplyBuffer() = default;
 
+ReplyBuffer::ReplyBuffer(ReplyBuffer&& other) noexcept
+    : queue_(std::exchange(other.queue_, nullptr)),
+      blocks_(other.blocks_),
+      queues_(other.queues_),
+      pending_(std::exchange(other.pending_, 0)),
+      tail_(std::exchange(other.tail_, nullptr)),
+      tail_end_(std::exchange(other.tail_end_, nullptr)),
+      track_messages_(other.track_messages_),
+      leading_empty_message_(std::exchange(other.leading_empty_message_, false)) {}
+
 ReplyBuffer::~ReplyBuffer() {
   Clear();
   delete queue_;

@@ -59,6 +59,9 @@ class ReplyQueueCache {
 class ReplyBuffer {
  public:
   ReplyBuffer();
+  // Takes every byte `other` owes, with its caches; `other` is left empty
+  // (and usable). Moves no bytes: the iovecs it filled stay valid.
+  ReplyBuffer(ReplyBuffer&& other) noexcept;
   ~ReplyBuffer();
   ReplyBuffer(const ReplyBuffer&) = delete;
   ReplyBuffer& operator=(const ReplyBuffer&) = delete;

@@ -399,6 +399,32 @@ TEST(ReplyBufferTest, FillIovecsStopsAtAByteBound) {
   ReleaseItem(item);
 }
 
+// A moved buffer owes the same bytes at the same addresses (a send in flight
+// reads them there) and keeps the item pinned; the one moved from is empty.
+TEST(ReplyBufferTest, MoveKeepsTheBytesWhereTheyAre) {
+  Item* item = MakeItem("key", Large("moved"));
+  ReplyBuffer buf;
+  buf.Append("VALUE key 0 605\r\n");
+  buf.AppendItemBytes(Share(item), item->value_with_crlf());
+  const std::string all = Pending(buf);
+  struct iovec before[2];
+  ASSERT_EQ(buf.FillIovecs(before, 2), 2);
+  ReplyBuffer taken(std::move(buf));
+  EXPECT_TRUE(buf.empty());
+  EXPECT_EQ(Pending(buf), "");
+  struct iovec after[2];
+  ASSERT_EQ(taken.FillIovecs(after, 2), 2);
+  EXPECT_EQ(after[0].iov_base, before[0].iov_base);
+  EXPECT_EQ(after[1].iov_base, before[1].iov_base);
+  EXPECT_EQ(Pending(taken), all);
+  EXPECT_EQ(Refs(item), 2u) << "still pinned by the buffer that took it";
+  buf.Append("next\r\n");   // the one moved from is usable
+  EXPECT_EQ(Pending(buf), "next\r\n");
+  taken.Clear();
+  EXPECT_EQ(Refs(item), 1u);
+  ReleaseItem(item);
+}
+
 TEST(ReplyBufferTest, DrainedBufferReusesItsChunk) {
   ReplyBuffer buf;
   buf.Append("first reply\r\n");

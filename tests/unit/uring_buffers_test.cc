@@ -1,4 +1,5 @@
-// The io_uring path's provided-buffer accounting (daemon/uring_transport.h).
+// The io_uring path's accounting (daemon/uring_transport.h): its provided
+// receive buffers, and the reply bytes a send in flight reads.
 #include <event2/event.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,6 +12,8 @@
 #include <thread>
 
 #include "daemon/uring_transport.h"
+#include "protocol/block_cache.h"
+#include "protocol/reply.h"
 
 namespace herdless {
 namespace {
@@ -57,10 +60,11 @@ TEST(Ring, CreateSaysWhyNot) {
 // An owner that only notes the ring's calls (it reads when the test says).
 struct NotedOwner : Transport::Owner {
   void OnReadable() override { ++readable; }
-  void OnWritable() override {}
+  void OnWritable() override { ++writable; }
   void OnEstablished() override {}
   void OnHandshakeFailed() override {}
   int readable = 0;
+  int writable = 0;
 };
 
 // Turns `base`'s loop until `done` (false: `ms` passed).
@@ -118,6 +122,65 @@ TEST(Ring, AConnectionThatStopsReadingHoldsNoBuffer) {
     t.reset();
     close(fds[1]);
     TurnUntil(base, [] { return false; }, 100);   // the cancel's completion frees the socket's state
+    ring.reset();   // its events, before their loop
+  }
+  event_base_free(base);
+}
+
+// A connection closed while a send is in flight: the kernel reads that
+// send's bytes until it completes, after the close, so the transport keeps
+// them (Abandon) and they go back to the worker's caches only then. Freed at
+// once, they were the next replies' blocks while the kernel still sent them.
+TEST(Ring, ASendsBytesOutliveItsConnection) {
+  std::string why;
+  std::unique_ptr<Ring> ring = Ring::Create(&why);
+  if (ring == nullptr) GTEST_SKIP() << why;
+  event_base* base = event_base_new();
+  ASSERT_NE(base, nullptr);
+  {
+    ASSERT_TRUE(ring->Attach(base, &why)) << why;
+    int fds[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    std::unique_ptr<Transport> t = ring->NewTransport(fds[0]);
+    NotedOwner owner;
+    ASSERT_TRUE(t->Start(&owner));
+    BlockCache blocks(1024);
+    auto out = std::make_unique<ReplyBuffer>();
+    out->set_caches(&blocks, nullptr);
+    std::string all;   // 1 MB in 64 blocks, more than the socket holds
+    for (int i = 0; i < 64; ++i) {
+      const std::string block(BlockCache::kBlockSize, static_cast<char>('A' + i % 26));
+      out->Append(block);
+      all += block;
+    }
+    t->Abandon(out.get());
+    EXPECT_EQ(out->pending_bytes(), all.size()) << "no send in flight: nothing is taken";
+    // Write until a send waits for the peer, which does not read.
+    size_t n = 0;
+    size_t written = 0;
+    for (;;) {
+      ASSERT_EQ(t->Write(out.get(), &n), Transport::Io::kAgain);
+      written += n;
+      const int before = owner.writable;
+      if (!TurnUntil(base, [&] { return owner.writable > before; }, 200)) break;
+    }
+    ASSERT_FALSE(out->empty());
+    const size_t free_before = blocks.free_blocks();
+    t->Abandon(out.get());
+    EXPECT_TRUE(out->empty()) << "the send in flight's bytes are the transport's now";
+    out.reset();
+    t.reset();   // queues the send's cancel and closes the socket
+    EXPECT_EQ(blocks.free_blocks(), free_before) << "nothing freed before the send completes";
+    ASSERT_TRUE(TurnUntil(base, [&] { return blocks.free_blocks() > free_before; }))
+        << "freed at the send's completion";
+    // What the peer got is the replies' prefix, unchanged.
+    std::string got;
+    char buf[64 * 1024];
+    ssize_t r;
+    while ((r = recv(fds[1], buf, sizeof(buf), MSG_DONTWAIT)) > 0) got.append(buf, static_cast<size_t>(r));
+    EXPECT_GE(got.size(), written);
+    EXPECT_EQ(got, all.substr(0, got.size()));
+    close(fds[1]);
     ring.reset();   // its events, before their loop
   }
   event_base_free(base);
