@@ -553,7 +553,10 @@ void ExecuteMeta(ItemStore* store, ThreadStats* stats, const Request& req, Reply
     case Command::kMetaDelete: ExecuteDelete(store, stats, w, req, out, key_hash); break;
     case Command::kMetaArithmetic: ExecuteArithmetic(store, stats, w, req, out, key_hash); break;
     case Command::kMetaDebug: ExecuteDebug(store, stats, req, out); break;
-    case Command::kMetaNoop: out->Append("MN\r\n"); break;
+    case Command::kMetaNoop:
+      out->Append("MN\r\n");
+      out->ReleaseHeld();   // memcached's mn flushes the replies before it
+      break;
     default: break;   // not a meta command: the executor never sends one here
   }
 }

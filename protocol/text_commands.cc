@@ -526,10 +526,7 @@ void ExecuteTextCommand(const TextContext& c, const Request& req, ReplyBuffer* o
     case Command::kMetaNoop:
     case Command::kMetaDebug:
       ExecuteMeta(c.store, c.stats, req, out, &c.watch, c.warm, outcome, c.park, c.key_hash);
-      if (req.command == Command::kMetaNoop) {
-        c.batch_output = out->pending_bytes();
-        out->ReleaseHeld();
-      }
+      if (req.command == Command::kMetaNoop) c.batch_output = out->pending_bytes();
       return;
     case Command::kLeaseGet:
       LeaseGet(c.store, c.stats, c.server->Settings(), &c.server->prefix_stats(), c.warm, req, out,

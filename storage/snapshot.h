@@ -205,6 +205,18 @@ class MemorySource final : public SnapshotSource {
   std::string_view bytes_;
 };
 
+// A file the caller keeps open, read with pread.
+class FileSource final : public SnapshotSource {
+ public:
+  FileSource(int fd, uint64_t size) : fd_(fd), size_(size) {}
+  uint64_t Size() const override { return size_; }
+  bool ReadAt(uint64_t offset, size_t n, char* dst) const override;
+
+ private:
+  int fd_;
+  uint64_t size_;
+};
+
 // Checks a snapshot, then hands out its records block by block.
 class SnapshotReader {
  public:
