@@ -15,7 +15,13 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 passed=0
 failed=0
 
+# A stage's heading, with the time since the start: where a slow run spent its minutes.
+heading() {
+  printf '== %s (at %dm%02ds)\n' "$*" $((SECONDS / 60)) $((SECONDS % 60))
+}
+
 finish() {
+  heading "end"
   echo "$passed passed, $failed failed"
   [ "$failed" -eq 0 ] && [ "${1:-0}" -eq 0 ]
   exit $?
@@ -84,7 +90,7 @@ check_in() {
   local rel="$1" label="$2"
   local dir="$REPO_ROOT/$rel"
   shift 2
-  echo "== $label: make check"
+  heading "$label: make check"
   rm -f "$dir"/tests/*.trs "$dir"/tests/*.log "$dir"/tests/integration/*.trs \
         "$dir"/tests/integration/*.log
   local rc=0 out
@@ -107,7 +113,7 @@ check_in() {
 run_logged() {
   local label="$1" counter="$2" out rc=0
   shift 2
-  echo "== $label"
+  heading "$label"
   out="$(mktemp)"
   env "$@" >"$out" 2>&1 || rc=$?
   "$counter" "$out" "$rc"
@@ -158,13 +164,13 @@ ASAN_ENV=(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 TSAN_ENV=(TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 HERDLESS_SANITIZED=1)
 
 cd "$REPO_ROOT"
-echo "== dependencies"
+heading "dependencies"
 ensure_deps
 
 run_counted "size rules (scripts/check-size.py)" "$PYTHON" scripts/check-size.py ||
   stage_failed "size rules"
 
-echo "== release build (build/release)"
+heading "release build (build/release)"
 (build build/release) || stage_failed "release build"
 check_in build/release release
 # What `make distcheck` would find missing, without its 3 minutes of building (run
@@ -177,7 +183,7 @@ run_integration "release: the integration suite on -o io=auto (io_uring)" HERDLE
   HERDLESS_BIN="$REPO_ROOT/build/release/herdless" HERDLESS_SRCDIR="$REPO_ROOT" \
   sh tests/integration/run_all.sh || stage_failed "integration tests on the io_uring path"
 
-echo "== sanitizer build (build/asan: address,undefined, no jemalloc)"
+heading "sanitizer build (build/asan: address,undefined, no jemalloc)"
 (build build/asan --enable-sanitizers=address,undefined --without-jemalloc CXXFLAGS="-g -O1") ||
   stage_failed "sanitizer build"
 check_in build/asan asan "${ASAN_ENV[@]}"
@@ -191,7 +197,7 @@ run_integration "asan: test_hostile.py test_transports.py on -o io=uring" "${ASA
   sh tests/integration/run_all.sh test_hostile.py test_transports.py ||
   stage_failed "asan integration tests on the io_uring path"
 
-echo "== thread sanitizer build (build/tsan: thread, no jemalloc)"
+heading "thread sanitizer build (build/tsan: thread, no jemalloc)"
 (build build/tsan --enable-sanitizers=thread --without-jemalloc CXXFLAGS="-g -O1" &&
  cd build/tsan && quietly make -j"$JOBS" tests/unit_tests) || stage_failed "tsan build"
 run_counted "tsan: unit_tests" "${TSAN_ENV[@]}" build/tsan/tests/unit_tests --gtest_brief=1 ||
@@ -205,7 +211,7 @@ run_counted "tsan: soak, 20 s" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/t
 run_counted "tsan: stampede soak, 20 s" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
   "$PYTHON" tests/integration/soak_stampede.py 20 || stage_failed "tsan stampede soak"
 
-echo "== fuzzing (build/fuzz: libFuzzer + ASan/UBSan, 15 s per target)"
+heading "fuzzing (build/fuzz: libFuzzer + ASan/UBSan, 15 s per target)"
 fuzz_out="$(mktemp)"
 fuzz_rc=0
 bash scripts/fuzz.sh 15 >"$fuzz_out" 2>&1 || fuzz_rc=$?
