@@ -2,7 +2,9 @@
 files named on the command line.
 
 Up to $HERDLESS_TEST_JOBS files (default 3) run at once; a file with a line `# serial: <why>`
-runs alone, after the others (a test that is timing-sensitive or holds a fixed resource). Each
+runs alone, after the others (a test that is timing-sensitive or holds a fixed resource). The
+largest files start first: a file's size stands for its run time (the long ones are the big
+ones), and a long file started last would leave the other slots idle at the end. Each
 file has a time limit (600 s, 900 s with HERDLESS_SANITIZED=1), past which its process group is
 sent SIGTERM, then SIGKILL. When a file ends its output is printed whole, then
 "integration-result: PASS|FAIL <file>" (scripts/test.sh counts these lines); the output of every
@@ -109,7 +111,7 @@ def stop_running(signo, _frame):
 
 def run_files(paths, jobs):
     """Runs them, `jobs` at a time (the serial ones alone); returns the runs that failed."""
-    parallel = [p for p in paths if not is_serial(p)]
+    parallel = sorted((p for p in paths if not is_serial(p)), key=os.path.getsize, reverse=True)
     serial = [p for p in paths if is_serial(p)]
     failed = []
     while parallel or serial or running:
