@@ -1,11 +1,13 @@
 #include "protocol/metrics.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 #include "protocol/numbers.h"
 #include "protocol/stat_writer.h"
@@ -388,16 +390,34 @@ void WriteSnapshot(const SnapshotFigures& f, Exposition* ex) {
     ex->Family(name, kC, help);
     ex->Sample(name, "", v);
   };
+  // Prometheus names a duration in seconds (promtool refuses "_ms"); stats keeps milliseconds.
+  auto seconds = [ex](const char* name, uint64_t ms, const char* help) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%llu.%03llu", static_cast<unsigned long long>(ms / 1000),
+                  static_cast<unsigned long long>(ms % 1000));
+    ex->Family(name, kG, help);
+    ex->Sample(name, "", std::string_view(buf));
+  };
   gauge("herdless_snapshot_in_progress", f.in_progress, "Whether a snapshot write runs now.");
   counter("herdless_snapshot_writes_total", f.writes, "Snapshots written.");
   counter("herdless_snapshot_failures_total", f.failures, "Snapshot writes that failed.");
   gauge("herdless_snapshot_last_time_seconds", static_cast<uint64_t>(f.last_time),
         "Unix time the last snapshot write ended (0: none).");
-  gauge("herdless_snapshot_last_duration_ms", f.last_duration_ms, "Length of the last write.");
+  seconds("herdless_snapshot_last_duration_seconds", f.last_duration_ms, "Length of the last write.");
   gauge("herdless_snapshot_last_bytes", f.last_bytes, "Size of the last snapshot.");
   gauge("herdless_snapshot_last_items", f.last_items, "Items in the last snapshot.");
   gauge("herdless_snapshot_loaded_items", f.loaded_items, "Items loaded at start.");
-  gauge("herdless_snapshot_load_ms", f.load_ms, "Length of the load at start.");
+  const char* skipped = "herdless_snapshot_load_skipped_items";
+  ex->Family(skipped, kG,
+             "Records the load at start left out, by reason (stats' snapshot_load_skipped_*).");
+  const std::pair<const char*, uint64_t> skips[] = {
+      {"expired", f.load_skipped_expired}, {"too_large", f.load_skipped_too_large},
+      {"no_memory", f.load_skipped_no_memory}, {"changed", f.load_skipped_changed},
+      {"flushed", f.load_skipped_flushed}};
+  for (const auto& [reason, n] : skips) {
+    ex->Sample(skipped, std::string("reason=\"") + reason + "\"", n);
+  }
+  seconds("herdless_snapshot_load_seconds", f.load_ms, "Length of the load at start.");
 }
 
 }  // namespace

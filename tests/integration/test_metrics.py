@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -209,6 +210,36 @@ def check_setup(results):
     d.stop()
     with harness.start_herdless() as d, Conn(d.port) as c:
         results.equal(harness.stats(c, "settings").get("metrics"), "NULL", "off by default")
+    check_snapshot_series(results)
+
+
+def check_snapshot_series(results):
+    """With -e the snapshot's series are there, in a format promtool accepts, and the load's
+    left-out records are stats' snapshot_load_skipped_* by reason."""
+    state = harness.scratch_dir("herdless-metrics-e-")
+    os.chmod(state, 0o777)   # -u nobody writes the file
+    args = ["-e", os.path.join(state, "snapshot")]
+    with harness.start_herdless(args) as d, Conn(d.port) as c:
+        c.call(b"set soon 0 2 1\r\nx\r\n")
+        stored_at = time.monotonic()
+        c.call(b"set later 0 0 1\r\ny\r\n")
+    # `soon` is written (its 2 s are not over at the stop) and expires while herdless is down.
+    time.sleep(max(0.0, stored_at + 3.2 - time.monotonic()))
+    port = harness.free_port()
+    with harness.start_herdless(args + ["-o", "metrics=%d" % port]) as d, Conn(d.port) as c:
+        s = harness.stat_values(c, "snapshot_loaded_items", "snapshot_load_skipped_expired")
+        _, _, text = fetch(port)
+    proc = subprocess.run(["/usr/bin/promtool", "check", "metrics"], input=text.encode(),
+                          capture_output=True, timeout=30)
+    results.check(proc.returncode == 0, "-e: promtool check metrics passes",
+                  (proc.stdout + proc.stderr).decode()[-2000:])
+    values, _, _ = samples(text)
+    results.equal((s["snapshot_loaded_items"], s["snapshot_load_skipped_expired"]), (1, 1),
+                  "-e: one item loaded, one left out as expired")
+    results.equal((values.get("herdless_snapshot_loaded_items"),
+                   values.get('herdless_snapshot_load_skipped_items{reason="expired"}'),
+                   values.get('herdless_snapshot_load_skipped_items{reason="flushed"}')),
+                  (1.0, 1.0, 0.0), "-e: the load's figures as series")
 
 
 def body(results):

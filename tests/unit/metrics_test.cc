@@ -76,8 +76,16 @@ TEST_F(MetricsTest, MemcachedExporterNamesCarryStatsValues) {
 TEST_F(MetricsTest, SnapshotSeriesWithMemoryFile) {
   server_.snapshot.snapshot.enabled = true;
   server_.snapshot.snapshot.writes = 2;
+  server_.snapshot.snapshot.load_skipped_expired = 3;
+  server_.snapshot.snapshot.load_skipped_flushed = 7;
+  server_.snapshot.snapshot.load_ms = 1234;
   auto m = Scrape();
   EXPECT_EQ(m["herdless_snapshot_writes_total"], "2");
+  EXPECT_EQ(m["herdless_snapshot_load_skipped_items{reason=\"expired\"}"], "3");
+  EXPECT_EQ(m["herdless_snapshot_load_skipped_items{reason=\"flushed\"}"], "7");
+  EXPECT_EQ(m["herdless_snapshot_load_skipped_items{reason=\"changed\"}"], "0");
+  EXPECT_EQ(m["herdless_snapshot_load_seconds"], "1.234");
+  EXPECT_EQ(m["herdless_snapshot_last_duration_seconds"], "0.000");
 }
 
 TEST(MetricsAddressTest, PortAloneIsLoopback) {
