@@ -5,7 +5,7 @@
 # ASan/UBSan build (no jemalloc) running the same tests against the instrumented daemon plus
 # the two 20 s soaks (tests/integration/soak.py, soak_stampede.py); a ThreadSanitizer build
 # running the unit tests, the concurrency, stampede, snapshot and TLS tests and the two
-# soaks; then every libFuzzer target for 15 s (scripts/fuzz.sh; scripts/soak.sh and
+# soaks; then every libFuzzer target for 10 s (scripts/fuzz.sh; scripts/soak.sh and
 # scripts/fuzz.sh run longer). Stops at the first failing stage. The last line is always
 # "N passed, N failed", counting test programs (the size check, unit_tests, each
 # tests/integration/test_*.py, each soak, each fuzz target) per build.
@@ -200,7 +200,8 @@ run_integration "asan: test_hostile.py test_transports.py on -o io=uring" "${ASA
 heading "thread sanitizer build (build/tsan: thread, no jemalloc)"
 (build build/tsan --enable-sanitizers=thread --without-jemalloc CXXFLAGS="-g -O1" &&
  cd build/tsan && quietly make -j"$JOBS" tests/unit_tests) || stage_failed "tsan build"
-run_counted "tsan: unit_tests" "${TSAN_ENV[@]}" build/tsan/tests/unit_tests --gtest_brief=1 ||
+run_counted "tsan: unit_tests, two shards at once" "${TSAN_ENV[@]}" \
+  bash scripts/gtest-shards.sh 2 build/tsan/tests/unit_tests --gtest_brief=1 ||
   stage_failed "tsan unit tests"
 TSAN_INTEGRATION=(test_concurrency.py test_stampede.py test_snapshot.py test_tls.py)
 run_integration "tsan: ${TSAN_INTEGRATION[*]}" "${TSAN_ENV[@]}" \
@@ -211,10 +212,10 @@ run_counted "tsan: soak, 20 s" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/t
 run_counted "tsan: stampede soak, 20 s" "${TSAN_ENV[@]}" HERDLESS_BIN="$REPO_ROOT/build/tsan/herdless" \
   "$PYTHON" tests/integration/soak_stampede.py 20 || stage_failed "tsan stampede soak"
 
-heading "fuzzing (build/fuzz: libFuzzer + ASan/UBSan, 15 s per target)"
+heading "fuzzing (build/fuzz: libFuzzer + ASan/UBSan, 10 s per target)"
 fuzz_out="$(mktemp)"
 fuzz_rc=0
-bash scripts/fuzz.sh 15 >"$fuzz_out" 2>&1 || fuzz_rc=$?
+bash scripts/fuzz.sh 10 >"$fuzz_out" 2>&1 || fuzz_rc=$?
 while IFS= read -r line; do
   case "$line" in
     "fuzz-result: PASS "*) passed=$((passed + 1)); echo "$line" ;;
