@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/file_io.h"
 #include "storage/snapshot.h"
 
 namespace herdless {
@@ -26,17 +27,7 @@ bool MemorySource::ReadAt(uint64_t offset, size_t n, char* dst) const {
   return true;
 }
 
-bool FileSource::ReadAt(uint64_t offset, size_t n, char* dst) const {
-  while (n > 0) {
-    const ssize_t got = pread(fd_, dst, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0) return false;
-    dst += got;
-    n -= static_cast<size_t>(got);
-    offset += static_cast<uint64_t>(got);
-  }
-  return true;
-}
+bool FileSource::ReadAt(uint64_t offset, size_t n, char* dst) const { return ReadAll(fd_, dst, n, offset); }
 
 namespace {
 

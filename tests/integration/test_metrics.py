@@ -123,15 +123,18 @@ def check_prometheus(results, d, metrics_port):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def check_with_promtool(results, text, what):
+    proc = subprocess.run(["/usr/bin/promtool", "check", "metrics"], input=text.encode(),
+                          capture_output=True, timeout=30)
+    results.check(proc.returncode == 0, what, (proc.stdout + proc.stderr).decode()[-2000:])
+
+
 def check_format(results, metrics_port):
     status, content_type, text = fetch(metrics_port)
     results.equal(status, 200, "GET /metrics: 200")
     results.check(content_type.startswith("text/plain; version=0.0.4"), "exposition content type",
                   content_type)
-    proc = subprocess.run(["/usr/bin/promtool", "check", "metrics"], input=text.encode(),
-                          capture_output=True, timeout=30)
-    results.check(proc.returncode == 0, "promtool check metrics passes",
-                  (proc.stdout + proc.stderr).decode()[-2000:])
+    check_with_promtool(results, text, "promtool check metrics passes")
     values, helps, types = samples(text)
     families = {s.split("{")[0] for s in values}
     results.check(all(helps.get(f) == 1 and types.get(f) == 1 for f in families),
@@ -229,10 +232,7 @@ def check_snapshot_series(results):
     with harness.start_herdless(args + ["-o", "metrics=%d" % port]) as d, Conn(d.port) as c:
         s = harness.stat_values(c, "snapshot_loaded_items", "snapshot_load_skipped_expired")
         _, _, text = fetch(port)
-    proc = subprocess.run(["/usr/bin/promtool", "check", "metrics"], input=text.encode(),
-                          capture_output=True, timeout=30)
-    results.check(proc.returncode == 0, "-e: promtool check metrics passes",
-                  (proc.stdout + proc.stderr).decode()[-2000:])
+    check_with_promtool(results, text, "-e: promtool check metrics passes")
     values, _, _ = samples(text)
     results.equal((s["snapshot_loaded_items"], s["snapshot_load_skipped_expired"]), (1, 1),
                   "-e: one item loaded, one left out as expired")

@@ -357,6 +357,19 @@ def all_missing(c, keys):
     return all(v is None for v in read_all(c, keys).values())
 
 
+def fill_flush_and_stop(res, args, items, seconds, what):
+    """Starts herdless with `args`, stores `items`, sends `flush_all <seconds>` and stops it
+    with SIGTERM. Returns the server's time (whole seconds) the flush is due at."""
+    d = harness.start_herdless(args)
+    with harness.Conn(d.port, timeout=WAIT) as c:
+        res.equal(fill(c, items), len(items), what + ": filled")
+        due = harness.stat(c, b"time") + seconds
+        res.equal(c.call(b"flush_all %d\r\n" % seconds), b"OK\r\n", "%s: flush_all %d" % (what, seconds))
+    status, _ = d.stop_with(signal.SIGTERM, WAIT)
+    res.equal(status, 0, what + ": the stop")
+    return due
+
+
 def delayed_flush_survives_restarts(res):
     """A delayed flush_all is kept across restarts (format 6): one whose deadline passes while
     herdless is down leaves its items out; one still ahead at the start removes them when it
@@ -368,13 +381,7 @@ def delayed_flush_survives_restarts(res):
 
     # SIGTERM; the deadline passes while herdless is down.
     args = ["-v", "-m", "64", "-e", os.path.join(state, "down")]
-    d = harness.start_herdless(args)
-    with harness.Conn(d.port, timeout=WAIT) as c:
-        res.equal(fill(c, old), len(keys), "flush while down: filled")
-        due = harness.stat(c, b"time") + 2
-        res.equal(c.call(b"flush_all 2\r\n"), b"OK\r\n", "flush while down: flush_all 2")
-    status, _ = d.stop_with(signal.SIGTERM, WAIT)
-    res.equal(status, 0, "flush while down: the stop")
+    due = fill_flush_and_stop(res, args, old, 2, "flush while down")
     # The deadline is within a second of `due` (whole seconds on the server's clocks).
     time.sleep(max(0.0, due + 2 - time.time()))
     d = harness.start_herdless(args)
@@ -387,12 +394,7 @@ def delayed_flush_survives_restarts(res):
 
     # SIGTERM and a restart before the deadline: it is still pending in the new process.
     args = ["-v", "-m", "64", "-e", os.path.join(state, "ahead")]
-    d = harness.start_herdless(args)
-    with harness.Conn(d.port, timeout=WAIT) as c:
-        res.equal(fill(c, old), len(keys), "flush pending: filled")
-        due = harness.stat(c, b"time") + 8
-        res.equal(c.call(b"flush_all 8\r\n"), b"OK\r\n", "flush pending: flush_all 8")
-    d.stop_with(signal.SIGTERM, WAIT)
+    due = fill_flush_and_stop(res, args, old, 8, "flush pending")
     d = harness.start_herdless(args)
     with harness.Conn(d.port, timeout=WAIT) as c:
         got = read_all(c, keys)
@@ -498,19 +500,15 @@ def unmount(d):
 
 
 def fill_up(d):
-    """Writes into `d` until its file system is full (another writer took the space)."""
-    with open(os.path.join(d, "filler"), "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"x" * 65536)
-        except OSError:
-            pass
-    with open(os.path.join(d, "filler"), "ab", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"x" * 512)
-        except OSError:
-            pass
+    """Writes into `d` until its file system is full (another writer took the space): large
+    writes, then small ones for what they left."""
+    for size in (65536, 512):
+        with open(os.path.join(d, "filler"), "ab", buffering=0) as f:
+            try:
+                while True:
+                    f.write(b"x" * size)
+            except OSError:
+                pass
 
 
 def full_disk(res):

@@ -73,6 +73,13 @@ std::string Large(std::string_view head, char fill = 'v') {
   return std::string(head) + std::string(600, fill);
 }
 
+// The start of a get's reply for a Large value of "key" (605 bytes): its
+// VALUE line copied, then the value sent from the item in place.
+void AppendLargeValue(ReplyBuffer* buf, Item* item) {
+  buf->Append("VALUE key 0 605\r\n");
+  buf->AppendItemBytes(Share(item), item->value_with_crlf());
+}
+
 TEST(ReplyBufferTest, StartsEmpty) {
   ReplyBuffer buf;
   EXPECT_TRUE(buf.empty());
@@ -196,8 +203,7 @@ TEST(ReplyBufferTest, HeldItemsLastUntilTheRepliesAreWritten) {
 TEST(ReplyBufferTest, ItemBytesAreSentInPlaceBetweenCopies) {
   Item* item = MakeItem("key", Large("hello"));
   ReplyBuffer buf;
-  buf.Append("VALUE key 0 605\r\n");
-  buf.AppendItemBytes(Share(item), item->value_with_crlf());
+  AppendLargeValue(&buf, item);
   buf.Append("END\r\n");
   EXPECT_EQ(Pending(buf), "VALUE key 0 605\r\n" + Large("hello") + "\r\nEND\r\n");
   EXPECT_EQ(SegmentCount(buf), 3);
@@ -380,8 +386,7 @@ TEST(ReplyBufferTest, ManySegmentsAreFilledInOrderUpToMax) {
 TEST(ReplyBufferTest, FillIovecsStopsAtAByteBound) {
   Item* item = MakeItem("key", Large("bound"));
   ReplyBuffer buf;
-  buf.Append("VALUE key 0 605\r\n");
-  buf.AppendItemBytes(Share(item), item->value_with_crlf());
+  AppendLargeValue(&buf, item);
   buf.Append("END\r\n");
   const std::string all = Pending(buf);
   struct iovec iov[3];
@@ -404,8 +409,7 @@ TEST(ReplyBufferTest, FillIovecsStopsAtAByteBound) {
 TEST(ReplyBufferTest, MoveKeepsTheBytesWhereTheyAre) {
   Item* item = MakeItem("key", Large("moved"));
   ReplyBuffer buf;
-  buf.Append("VALUE key 0 605\r\n");
-  buf.AppendItemBytes(Share(item), item->value_with_crlf());
+  AppendLargeValue(&buf, item);
   const std::string all = Pending(buf);
   struct iovec before[2];
   ASSERT_EQ(buf.FillIovecs(before, 2), 2);

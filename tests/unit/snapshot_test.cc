@@ -76,6 +76,12 @@ struct TestStore {
   }
 };
 
+// Loads a snapshot file held in `file` into `store`.
+SnapshotLoadResult LoadBytes(ItemStore* store, const std::string& file) {
+  MemorySource source(file);
+  return LoadSnapshotFrom(store, source, SnapshotLoadOptions());
+}
+
 class SnapshotTest : public ::testing::Test {
  protected:
   SnapshotTest() {
@@ -297,8 +303,7 @@ TEST_F(SnapshotTest, ADamagedFileRestoresNothing) {
 
   for (const auto& [what, bytes] : damaged) {
     TestStore b(config);
-    MemorySource source(bytes);
-    const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), source, SnapshotLoadOptions());
+    const SnapshotLoadResult l = LoadBytes(b.store.get(), bytes);
     EXPECT_EQ(l.status, SnapshotLoadResult::Status::kInvalid) << what;
     EXPECT_FALSE(l.error.empty()) << what;
     EXPECT_EQ(l.loaded, 0u) << what;
@@ -306,8 +311,7 @@ TEST_F(SnapshotTest, ADamagedFileRestoresNothing) {
   }
   // The good one loads.
   TestStore b(config);
-  MemorySource source(good);
-  EXPECT_EQ(LoadSnapshotFrom(b.store.get(), source, SnapshotLoadOptions()).loaded, 3000u);
+  EXPECT_EQ(LoadBytes(b.store.get(), good).loaded, 3000u);
 }
 
 TEST_F(SnapshotTest, AFailedOrCancelledWriteLeavesThePreviousFile) {
@@ -545,10 +549,8 @@ TEST_F(SnapshotTest, AVersion1FileStillLoadsAndHoldsNoReadRates) {
   plain.key = "old";
   plain.value = "value";
   plain.delta_ms = 120;
-  // MemorySource views its bytes: each file is kept in a string that outlives it.
   const std::string v1_file = FileOf(*b.store, 1, {plain}, b.clock.UnixSeconds() - 5);
-  MemorySource v1(v1_file);
-  const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), v1, SnapshotLoadOptions());
+  const SnapshotLoadResult l = LoadBytes(b.store.get(), v1_file);
   ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
   EXPECT_EQ(l.header.version, 1u);
   EXPECT_EQ(b.Peek("old").value, "value");
@@ -558,12 +560,10 @@ TEST_F(SnapshotTest, AVersion1FileStillLoadsAndHoldsNoReadRates) {
   rated.rate_count = ReadRate::Encode(80);
   TestStore c(config);
   const std::string bad_file = FileOf(*c.store, 1, {rated}, c.clock.UnixSeconds() - 5);
-  MemorySource bad(bad_file);
-  EXPECT_EQ(LoadSnapshotFrom(c.store.get(), bad, SnapshotLoadOptions()).status,
+  EXPECT_EQ(LoadBytes(c.store.get(), bad_file).status,
             SnapshotLoadResult::Status::kInvalid);
   const std::string good_file = FileOf(*c.store, 2, {rated}, c.clock.UnixSeconds() - 5);
-  MemorySource good(good_file);
-  ASSERT_EQ(LoadSnapshotFrom(c.store.get(), good, SnapshotLoadOptions()).status,
+  ASSERT_EQ(LoadBytes(c.store.get(), good_file).status,
             SnapshotLoadResult::Status::kLoaded);
   EXPECT_GT(c.Peek("old").reads_per_s, 0);
 }
@@ -720,8 +720,7 @@ TEST_F(SnapshotTest, TheEndBlocksSpreadsAreCheckedAndOldVersionsHaveNone) {
   plain.value = "v";
   TestStore b(config);
   const std::string v3_file = FileOf(*b.store, 3, {plain}, b.clock.UnixSeconds() - 5);
-  MemorySource v3(v3_file);
-  ASSERT_EQ(LoadSnapshotFrom(b.store.get(), v3, SnapshotLoadOptions()).status, SnapshotLoadResult::Status::kLoaded);
+  ASSERT_EQ(LoadBytes(b.store.get(), v3_file).status, SnapshotLoadResult::Status::kLoaded);
   EXPECT_EQ(b.store->RecomputeSpreads(), std::vector<double>(4, kInitialSpread));
   TestStore c(config);
   EndBlock one_item;
@@ -730,8 +729,7 @@ TEST_F(SnapshotTest, TheEndBlocksSpreadsAreCheckedAndOldVersionsHaveNone) {
   std::string bad_end = EncodeEndPayload(one_item, 4) + "\x01\x40";
   bad_end[kEndPayloadSize] = 1;   // one spread, of 0x4001 units
   const std::string bad_file = FileWithEnd(*c.store, 4, {plain}, c.clock.UnixSeconds() - 5, bad_end);
-  MemorySource bad(bad_file);
-  const SnapshotLoadResult l = LoadSnapshotFrom(c.store.get(), bad, SnapshotLoadOptions());
+  const SnapshotLoadResult l = LoadBytes(c.store.get(), bad_file);
   EXPECT_EQ(l.status, SnapshotLoadResult::Status::kInvalid);
   EXPECT_EQ(c.store->Stats().curr_items, 0u);
 }
@@ -753,8 +751,7 @@ TEST_F(SnapshotTest, ValuesOnFlashNeedTheirFlashTier) {
   on_flash.value = locator;
   on_flash.flash_stub = true;
   const std::string file = FileOf(*a.store, 5, {plain, on_flash}, a.clock.UnixSeconds() - 5);
-  MemorySource source(file);
-  const SnapshotLoadResult l = LoadSnapshotFrom(a.store.get(), source, SnapshotLoadOptions());
+  const SnapshotLoadResult l = LoadBytes(a.store.get(), file);
   ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
   EXPECT_EQ(l.loaded, 1u);
   EXPECT_EQ(l.skipped_flash, 1u);
@@ -766,8 +763,7 @@ TEST_F(SnapshotTest, ValuesOnFlashNeedTheirFlashTier) {
   for (const auto& [version, record] : {std::pair<uint32_t, Record>{5, short_locator}, {4, on_flash}}) {
     TestStore b(config);
     const std::string bad = FileOf(*b.store, version, {plain, record}, b.clock.UnixSeconds() - 5);
-    MemorySource bad_source(bad);
-    EXPECT_EQ(LoadSnapshotFrom(b.store.get(), bad_source, SnapshotLoadOptions()).status,
+    EXPECT_EQ(LoadBytes(b.store.get(), bad).status,
               SnapshotLoadResult::Status::kInvalid) << version;
   }
 }
@@ -866,8 +862,7 @@ TEST_F(SnapshotTest, APendingFlushAllSurvivesARestart) {
   {   // Restarted 2 s later: the deadline is 5 s ahead.
     TestStore b(config, deadline - 5 - 100);
     ASSERT_EQ(b.clock.UnixSeconds(), deadline - 5);
-    MemorySource source(before);
-    const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), source, SnapshotLoadOptions());
+    const SnapshotLoadResult l = LoadBytes(b.store.get(), before);
     ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
     EXPECT_EQ(l.loaded, 2u);
     EXPECT_EQ(l.skipped_flushed, 0u);
@@ -883,8 +878,7 @@ TEST_F(SnapshotTest, APendingFlushAllSurvivesARestart) {
   }
   {   // Restarted after the deadline: nothing of it comes back.
     TestStore b(config, deadline + 30 - 100);
-    MemorySource source(before);
-    const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), source, SnapshotLoadOptions());
+    const SnapshotLoadResult l = LoadBytes(b.store.get(), before);
     ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
     EXPECT_EQ(l.loaded, 0u);
     EXPECT_EQ(l.skipped_flushed, 2u);
@@ -893,8 +887,7 @@ TEST_F(SnapshotTest, APendingFlushAllSurvivesARestart) {
   }
   {   // Exactly at the deadline: due.
     TestStore b(config, deadline - 100);
-    MemorySource source(before);
-    const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), source, SnapshotLoadOptions());
+    const SnapshotLoadResult l = LoadBytes(b.store.get(), before);
     EXPECT_EQ(l.skipped_flushed, 2u);
     EXPECT_EQ(b.Peek("old").status, ReadStatus::kMiss);
   }
@@ -909,8 +902,7 @@ TEST_F(SnapshotTest, APendingFlushAllSurvivesARestart) {
   ASSERT_TRUE(Write(a.store.get()).ok);
   const std::string after = ReadFile(path_);
   TestStore c(config, deadline + 60 - 100);
-  MemorySource source(after);
-  const SnapshotLoadResult l = LoadSnapshotFrom(c.store.get(), source, SnapshotLoadOptions());
+  const SnapshotLoadResult l = LoadBytes(c.store.get(), after);
   ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
   EXPECT_EQ(l.loaded, 1u);
   EXPECT_EQ(l.skipped_flushed, 0u);
@@ -945,8 +937,7 @@ TEST_F(SnapshotTest, AFlushDeadlineInTheFileHidesItemsAccessedBeforeIt) {
     return FileWithEnd(*b.store, 6, {before, at}, now - 5, EncodeEndPayload(e, 6));
   };
   const std::string passed = file_with_deadline(now - 10);
-  MemorySource passed_source(passed);
-  SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), passed_source, SnapshotLoadOptions());
+  SnapshotLoadResult l = LoadBytes(b.store.get(), passed);
   ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
   EXPECT_EQ(l.skipped_flushed, 1u);
   EXPECT_EQ(b.Peek("before").status, ReadStatus::kMiss);
@@ -955,8 +946,7 @@ TEST_F(SnapshotTest, AFlushDeadlineInTheFileHidesItemsAccessedBeforeIt) {
 
   TestStore c(config);
   const std::string ahead = file_with_deadline(now + 1);
-  MemorySource ahead_source(ahead);
-  l = LoadSnapshotFrom(c.store.get(), ahead_source, SnapshotLoadOptions());
+  l = LoadBytes(c.store.get(), ahead);
   ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
   EXPECT_EQ(l.loaded, 2u);
   EXPECT_EQ(l.flush_pending_unix, now + 1);
@@ -978,8 +968,7 @@ TEST_F(SnapshotTest, AVersion5FileLoadsWithNoFlushDeadline) {
   plain.value = "v";
   plain.last_access_unix = static_cast<uint32_t>(b.clock.UnixSeconds() - 50);
   const std::string v5_file = FileOf(*b.store, 5, {plain}, b.clock.UnixSeconds() - 5);
-  MemorySource v5(v5_file);
-  const SnapshotLoadResult l = LoadSnapshotFrom(b.store.get(), v5, SnapshotLoadOptions());
+  const SnapshotLoadResult l = LoadBytes(b.store.get(), v5_file);
   ASSERT_EQ(l.status, SnapshotLoadResult::Status::kLoaded) << l.error;
   EXPECT_EQ(l.header.version, 5u);
   EXPECT_EQ(l.loaded, 1u);
