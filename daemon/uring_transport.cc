@@ -186,6 +186,11 @@ std::unique_ptr<Ring> Ring::Create(std::string* error) {
     *error = "io_uring without IORING_FEAT_NODROP or IORING_FEAT_EXT_ARG";
     return nullptr;
   }
+  // Bounded, unbounded (network) kernel workers: 0 leaves a limit as it is.
+  // Applied to the worker thread's io-wq when its first submission makes it.
+  // Kernels before 5.15 refuse (EINVAL) and keep their default (RLIMIT_NPROC).
+  unsigned workers[2] = {0, kSendWorkers};
+  io_uring_register_iowq_max_workers(ring->ring_, workers);
   const size_t ring_bytes = sizeof(io_uring_buf) * kBuffers;
   // Shared, not private: the kernel holds the buffer ring's pages, and after
   // -d's fork a private mapping would give the child copies the kernel never reads.

@@ -70,6 +70,12 @@ class Ring {
   // a third of its throughput (a round through the worker each 256 KB, the
   // socket short of bytes meanwhile).
   static constexpr size_t kSendMax = 256 * 1024;
+  // Such a send holds a kernel thread (io-wq's) while it waits, and without a
+  // bound each half-closed client that never reads held one until
+  // stalled_client_timeout: 100 of them made 100 threads. A ring has at most
+  // this many; the sends beyond wait for one of them to complete or be
+  // cancelled (the connection's close).
+  static constexpr unsigned kSendWorkers = 16;
   // A connection's receive pauses while it holds this many filled buffers
   // (as a socket's window closes when its reader lags).
   static constexpr size_t kHeldMax = 4;

@@ -14,11 +14,13 @@ without bound, or disturb the other clients.
   - an endless line without "\\n" (closed; the daemon does not buffer it);
   - random binary garbage; half-closed sockets; resets in the middle of a reply;
   - a half-closed client that reads its replies slowly is not closed as stalled;
+  - half-closed clients that never read hold a bounded number of kernel threads (io=uring);
   - -o idle_timeout closes idle connections.
 Every wait is bounded; nothing asserts on timing. TEST_AGAINST=memcached runs the checks that
 apply to memcached too (the few herdless-only ones say so).
 """
 
+import os
 import random
 import select
 import socket
@@ -460,12 +462,67 @@ def half_closed_slow_reader(r):
     daemon.stop()
 
 
+def kernel_workers(pid):
+    """The process's io_uring worker threads (io-wq's, named iou-wrk-<tid>)."""
+    count = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                count += f.read().startswith("iou-wrk")
+        except OSError:
+            pass   # the thread ended meanwhile
+    return count
+
+
+def half_closed_non_readers(r):
+    """Clients that get a 512 KB value 24 times over, half-close and never read: on
+    io=uring each one's send waits in a kernel worker thread (see half_closed_slow_reader),
+    and without a bound CLIENTS of them made CLIENTS threads. A ring has at most
+    Ring::kSendWorkers (16) of them, so 2 workers at most 32; the sends beyond wait their
+    turn. Others are served meanwhile, and stalled_client_timeout closes every one of them
+    (a waiting send is cancelled with its connection). On epoll there are no such threads."""
+    clients, workers, stalled_s = 60, 2, 2
+    daemon = harness.start_target(["-t", str(workers), "-o", "stalled_client_timeout=%d" % stalled_s])
+    control = harness.Conn(daemon.port)
+    value = b"h" * (512 << 10)
+    r.equal(control.call(set_line(b"big", value)), b"STORED\r\n", "a 512 KB value is stored")
+    before = harness.stat(control, b"curr_connections")
+    socks = []
+    try:
+        for _ in range(clients):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.connect(("127.0.0.1", daemon.port))
+            s.sendall(b"get big\r\n" * 24)   # 12 MB: past the 4 MB bound with full buffers
+            s.shutdown(socket.SHUT_WR)
+            socks.append(s)
+        most = 0
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:   # while the sends start and wait
+            most = max(most, kernel_workers(daemon.proc.pid))
+            time.sleep(0.05)
+        harness.log("half-closed non-readers: at most %d kernel worker threads" % most)
+        r.check(most <= workers * 16, "%d half-closed non-readers hold at most %d kernel threads"
+                % (clients, workers * 16), "saw %d" % most)
+        r.equal(control.call(b"get nope\r\n"), b"END\r\n", "another client is served meanwhile")
+        now = harness.wait_for_stat(control, b"curr_connections", lambda n: n <= before,
+                                    stalled_s + harness.TIMEOUT * 4)
+        r.equal(now, before, "every half-closed non-reader is closed past stalled_client_timeout")
+    finally:
+        for s in socks:
+            s.close()
+        control.close()
+    r.check(daemon.alive(), "daemon alive after half-closed non-readers")
+    daemon.stop()
+
+
 def body(r):
     too_many_connections(r)
     non_readers(r)
     if HERDLESS:
         stalled_client_closed(r)
         half_closed_slow_reader(r)
+        half_closed_non_readers(r)
     daemon = harness.start_target(["-c", "1024"])
     with harness.Conn(daemon.port) as c:
         c.call(set_line(b"ref", b"reference"))
