@@ -397,12 +397,21 @@ class SideBySide:
         """Runs each case (with .name and .args) whose name holds $COMPARE_ONLY (each case without
         it) on the pair started with its args: run_case(case, daemon) returns that daemon's
         Transcript. One check per case: the daemon under test's transcript is memcached's.
-        Returns (how many cases ran, the names of those that differ)."""
+        memcached's background threads make a few of its answers depend on timing (an item its
+        LRU maintainer is moving is on neither list for a moment), so a case that differs runs
+        once more on both: it is alike when memcached then answers as the daemon under test did
+        both times. Returns (how many cases ran, the names of those that differ)."""
         cases = [c for c in cases if not COMPARE_ONLY or COMPARE_ONLY in c.name]
         differ = []
         for case in cases:
             reference, ours = [run_case(case, daemon) for daemon in self.pair(case.args)]
             detail = ours.differences(reference)
+            if detail is not None:
+                reference_again, ours_again = [run_case(case, daemon) for daemon in self.pair(case.args)]
+                if ours_again.differences(ours) is None and ours_again.differences(reference_again) is None:
+                    log("case %s: memcached answered otherwise once, then as %s did twice; the "
+                        "first answer:\n%s" % (case.name, target_name(), detail))
+                    detail = None
             if not results.check(detail is None, "case %s" % case.name, detail or ""):
                 differ.append(case.name)
         return len(cases), differ
