@@ -507,7 +507,9 @@ def half_closed_non_readers(r):
         r.equal(control.call(b"get nope\r\n"), b"END\r\n", "another client is served meanwhile")
         now = harness.wait_for_stat(control, b"curr_connections", lambda n: n <= before,
                                     stalled_s + harness.TIMEOUT * 4)
-        r.equal(now, before, "every half-closed non-reader is closed past stalled_client_timeout")
+        # (At most: `before` may still count the start's readiness probe, closed meanwhile.)
+        r.check(now <= before, "every half-closed non-reader is closed past stalled_client_timeout",
+                "curr_connections %d, %d before them" % (now, before))
     finally:
         for s in socks:
             s.close()
